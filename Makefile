@@ -1,0 +1,43 @@
+# pt2doctor developer targets. `make help` lists them.
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.pt2doctor-installed
+DEMO_DIR ?= build/demo
+# One persisted Inductor cache for the whole test session: a warm cache makes a cold process ~7x faster.
+export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-cache
+
+.DEFAULT_GOAL := help
+.PHONY: help venv demo test lint golden bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+venv: $(STAMP) ## create .venv with torch ($(TORCH_SPEC)) and the project's dev extras
+
+demo: $(STAMP) ## trace the bundled example under torch.compile, then explain it with `pt2doctor report`
+	rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)
+	TORCH_TRACE=$(DEMO_DIR)/trace $(PY) examples/serving_loop.py
+	$(VENV)/bin/pt2doctor report $(DEMO_DIR)/trace --json $(DEMO_DIR)/report.json
+
+test: $(STAMP) ## run the test suite (unit + real torch.compile runs)
+	$(PY) -m pytest -n 2 -q
+
+lint: $(STAMP) ## ruff + mypy --strict on the package
+	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff format --check src tests benchmarks examples
+	$(VENV)/bin/mypy
+
+bench: $(STAMP) ## run the report benchmark against tlparse (results go into docs/PERFORMANCE.md)
+	$(PY) benchmarks/bench_report.py
+
+clean: ## remove build outputs (keeps .venv)
+	rm -rf build .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,3 @@
+"""pt2doctor: explain and verify torch.compile."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,191 @@
+"""Typed records of a TORCH_TRACE log, and the parse-health counters the reader keeps.
+
+A TORCH_TRACE line is a glog prefix, a JSON *envelope* naming one record kind (``dynamo_start``,
+``compilation_metrics``, ``artifact`` ...) with an optional compile id and rank, and, when the
+envelope says ``has_payload``, tab-indented payload lines whose md5 the envelope carries.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+# Envelope keys that are not a record kind: the compile id, the rank, the payload checksum.
+ENVELOPE_META_KEYS = frozenset(
+    {
+        "rank",
+        "frame_id",
+        "frame_compile_id",
+        "attempt",
+        "compiled_autograd_id",
+        "has_payload",
+        "stack",
+    }
+)
+
+# Record kinds torch 2.x writes (tlparse's Envelope plus kinds newer torch added). A kind outside
+# this set is still yielded, and counted in ParseStats.unknown_kinds so novelty is visible.
+KNOWN_KINDS = frozenset(
+    {
+        "str",
+        "dynamo_start",
+        "dynamo_output_graph",
+        "dynamo_guards",
+        "dynamo_cpp_guards_str",
+        "optimize_ddp_split_graph",
+        "optimize_ddp_split_child",
+        "compiled_autograd_graph",
+        "aot_forward_graph",
+        "aot_backward_graph",
+        "aot_inference_graph",
+        "aot_joint_graph",
+        "inductor_pre_grad_graph",
+        "inductor_post_grad_graph",
+        "inductor_output_code",
+        "compilation_metrics",
+        "compilation_metrics_runtime",
+        "bwd_compilation_metrics",
+        "aot_autograd_backward_compilation_metrics",
+        "graph_dump",
+        "link",
+        "symbolic_shape_specialization",
+        "propagate_real_tensors_provenance",
+        "guard_added",
+        "guard_added_fast",
+        "create_symbol",
+        "create_unbacked_symbol",
+        "expression_created",
+        "missing_fake_kernel",
+        "mismatched_fake_kernel",
+        "artifact",
+        "describe_storage",
+        "describe_tensor",
+        "describe_source",
+        "dump_file",
+        "chromium_event",
+        "exported_program",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class CompileId:
+    """Dynamo's compile id: which frame, which of its compiles, which restart attempt.
+
+    ``str()`` gives Dynamo's own spelling (``0/1``, ``0/1_2`` for attempt 2, ``!3/0/1`` inside
+    compiled autograd 3); :attr:`compile` drops the attempt, since restarts belong to one compile.
+    """
+
+    frame_id: int | None
+    frame_compile_id: int | None
+    attempt: int = 0
+    compiled_autograd_id: int | None = None
+
+    @property
+    def compile(self) -> CompileId:
+        if self.attempt == 0:
+            return self
+        return CompileId(self.frame_id, self.frame_compile_id, 0, self.compiled_autograd_id)
+
+    def __str__(self) -> str:
+        frame = "-" if self.frame_id is None else str(self.frame_id)
+        fcid = "-" if self.frame_compile_id is None else str(self.frame_compile_id)
+        text = f"{frame}/{fcid}"
+        if self.attempt:
+            text += f"_{self.attempt}"
+        if self.compiled_autograd_id is not None:
+            text = f"!{self.compiled_autograd_id}/{text}"
+        return text
+
+    @classmethod
+    def parse(cls, text: str) -> CompileId | None:
+        """Parse ``0/1``, ``0/1_2``, ``[0/1]`` or ``!3/0/1``; None when it is not a compile id."""
+        text = text.strip().strip("[]")
+        ca_id: int | None = None
+        if text.startswith("!"):
+            head, _, text = text[1:].partition("/")
+            if not head.isdigit():
+                return None
+            ca_id = int(head)
+        frame, _, rest = text.partition("/")
+        fcid, _, attempt = rest.partition("_")
+        if not (frame.isdigit() and fcid.isdigit()) or (attempt and not attempt.isdigit()):
+            return None
+        return cls(int(frame), int(fcid), int(attempt or 0), ca_id)
+
+
+@dataclass(slots=True)
+class TraceRecord:
+    """One envelope of a trace log, with its payload when the consumer asked for it."""
+
+    kind: str
+    """The record kind; for ``artifact`` and ``graph_dump`` records, also see :attr:`name`."""
+    meta: Any
+    """The value under the kind key (usually a dict of metadata)."""
+    compile_id: CompileId | None
+    rank: int | None
+    stream: str
+    """Which log the record came from: ``rank N`` or the file name."""
+    lineno: int
+    timestamp: str
+    """The glog timestamp, ``MMDD HH:MM:SS.ffffff`` (glog records no year)."""
+    payload: str | None = None
+    has_payload: bool = False
+
+    @property
+    def name(self) -> str:
+        """The artifact name for ``artifact``/``graph_dump`` records, else the kind."""
+        if isinstance(self.meta, dict):
+            name = self.meta.get("name")
+            if isinstance(name, str):
+                return name
+        return self.kind
+
+
+@dataclass(slots=True)
+class ParseStats:
+    """Parse health of one read: what was understood, what was new, what was broken."""
+
+    files: int = 0
+    bytes: int = 0
+    lines: int = 0
+    records: int = 0
+    payloads: int = 0
+    blank_lines: int = 0
+    non_trace_lines: int = 0
+    """Lines without a glog prefix (or stray payload lines with no envelope before them)."""
+    bad_envelopes: int = 0
+    """A glog line whose JSON envelope did not decode, or decoded to something not an object."""
+    md5_mismatches: int = 0
+    truncated_records: int = 0
+    """The last record of a file cut short (no final newline and unreadable or bad md5)."""
+    other_rank: int = 0
+    """Records whose envelope rank differs from the rank the file's name gives."""
+    unknown_kinds: Counter[str] = field(default_factory=Counter)
+    unknown_fields: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def problems(self) -> int:
+        """Corruption found (novelty, i.e. unknown kinds and fields, is not a problem)."""
+        return (
+            self.non_trace_lines + self.bad_envelopes + self.md5_mismatches + self.truncated_records
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "bytes": self.bytes,
+            "lines": self.lines,
+            "records": self.records,
+            "payloads": self.payloads,
+            "blank_lines": self.blank_lines,
+            "non_trace_lines": self.non_trace_lines,
+            "bad_envelopes": self.bad_envelopes,
+            "md5_mismatches": self.md5_mismatches,
+            "truncated_records": self.truncated_records,
+            "other_rank": self.other_rank,
+            "problems": self.problems,
+            "unknown_kinds": dict(sorted(self.unknown_kinds.items())),
+            "unknown_fields": dict(sorted(self.unknown_fields.items())),
+        }
