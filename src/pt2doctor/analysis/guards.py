@@ -1,0 +1,287 @@
+"""Failed guards: categorize Dynamo's guard-failure text, and find the ones it did not print.
+
+Dynamo stops at the first failing guard of each cached variant. To list *all* of them, the guard
+set of each earlier variant is compared with the guard set of the new variant (which was built
+from the inputs that failed), filling dynamic sizes from the symbols the new compile created.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from pt2doctor.model import Guard, SourceLine
+from pt2doctor.trace.messages import parse_user_stack
+
+GUARD_CATEGORIES = (
+    "size",
+    "python_constant",
+    "dtype",
+    "stride",
+    "requires_grad",
+    "grad_mode",
+    "autocast",
+    "device",
+    "object_id",
+    "attribute_value",
+    "other",
+)
+
+# A guarded name: L['x'] / G['y'] as in guard code, or the bare name Dynamo prints.
+_NAME = r"(?:[LG]\[[^\]]+\]|[A-Za-z_]\w*)"
+# First match wins; the text is Dynamo's failure message or the failing guard's code.
+_CATEGORY_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), category)
+    for pattern, category in (
+        (r"size mismatch|\.size\(\)|\bsize=|storage_offset|\bEq\(|\bNe\(|numel\(", "size"),
+        (r"dtype mismatch|\.dtype\b", "dtype"),
+        (r"stride mismatch|\.stride\(\)", "stride"),
+        (r"requires_grad", "requires_grad"),
+        (r"grad_mode|GradMode|is_grad_enabled", "grad_mode"),
+        (r"autocast", "autocast"),
+        (r"device mismatch|device index|dispatch key set mismatch|\.device\b", "device"),
+        (r"___check_obj_id|ID_MATCH|___check_type_id|TYPE_MATCH|deallocated|\bid\(", "object_id"),
+        (rf"^\s*(?:not )?{_NAME}(?:\.\w+|\[[^\]]+\])+\s*(?:==|!=|is\b|<|>)", "attribute_value"),
+        (rf"^\s*(?:not )?(?:len\()?{_NAME}\)?\s*(?:==|!=|is\b|<|>)", "python_constant"),
+    )
+)
+_DYNAMO_TENSOR = re.compile(r"tensor '(.+?)' (\w+) mismatch(?: at index (\d+))?")
+_DYNAMO_VALUE = re.compile(r"^(?:not )?(\w+) (?:==|!=|is\b)")
+_VARIANT_PREFIX = re.compile(r"^\s*(!?\d+/\d+(?:/\d+)?(?:_\d+)?): ", re.S)
+_VALUE_KINDS = frozenset(
+    {"TRUE_MATCH", "FALSE_MATCH", "NONE_MATCH", "NOT_NONE_MATCH", "EQUALS_MATCH", "CONSTANT_MATCH"}
+)
+_TENSOR_FIELDS = re.compile(
+    r"DispatchKeySet\((?P<keys>[^)]*)\), (?P<dtype>torch\.\w+), device=(?P<device>[^,]+), "
+    r"requires_grad=(?P<requires_grad>\w+), size=\[(?P<size>[^\]]*)\], stride=\[(?P<stride>[^\]]*)\]"
+)
+_USER_LINE = re.compile(r"^(?P<code>.*?)\s+# (?P<file>\S+):(?P<line>\d+) in (?P<function>\S+)")
+
+
+@dataclass(slots=True)
+class FailedGuard:
+    """A guard that failed against one earlier variant, with its cause category."""
+
+    text: str
+    category: str
+    source: SourceLine | None
+    against: list[str] = field(default_factory=list)
+    """The variants (compile ids) this guard failed for."""
+    origin: str = "dynamo"
+    """``dynamo`` (Dynamo's recompile reason) or ``guard_diff`` (found by comparing guard sets)."""
+    key: tuple[str, ...] = ()
+
+
+def categorize_guard(text: str) -> str:
+    """One category from the vocabulary for a failure message or guard code."""
+    for pattern, category in _CATEGORY_RULES:
+        if pattern.search(text):
+            return category
+    return "other"
+
+
+def _tensor_name(source: str) -> str:
+    match = re.fullmatch(r"L\['(\w+)'\]", source)
+    return match.group(1) if match else source
+
+
+def _user_line_source(user_line: str | None) -> SourceLine | None:
+    """``return x + 1  # prog.py:19 in f`` -> SourceLine (Dynamo may shorten the path)."""
+    if not user_line:
+        return None
+    match = _USER_LINE.match(user_line)
+    if match is None:
+        return SourceLine(None, None, None, user_line)
+    return SourceLine(
+        match["file"], int(match["line"]), match["function"], match["code"].strip() or None
+    )
+
+
+def parse_recompile_reason(reason: str) -> list[FailedGuard]:
+    """Split one entry of the ``recompile_reasons`` artifact into failed guards.
+
+    An entry reads ``0/1: <failure>[; <failure>...]  # code  # file:line in fn`` optionally
+    followed by ``User stack trace:`` (several failures appear with ``recompiles_verbose``).
+    """
+    prefix = _VARIANT_PREFIX.match(reason)
+    against = prefix.group(1) if prefix else "?"
+    body = reason[prefix.end() :] if prefix else reason
+    head, _, stack_text = body.partition("\nUser stack trace:")
+    stack = parse_user_stack(stack_text.splitlines())
+    failures: list[FailedGuard] = []
+    for part in head.strip().split("; "):
+        text, _, user_line = part.partition("  # ")
+        text = text.strip()
+        if not text:
+            continue
+        source = stack[-1] if stack else _user_line_source(user_line.strip() or None)
+        failures.append(
+            FailedGuard(text, categorize_guard(text), source, [against], "dynamo", _dynamo_key(text))
+        )
+    return failures
+
+
+def _dynamo_key(text: str) -> tuple[str, ...]:
+    tensor = _DYNAMO_TENSOR.search(text)
+    if tensor is not None:
+        return ("tensor", tensor.group(1), tensor.group(2), tensor.group(3) or "")
+    value = _DYNAMO_VALUE.match(text)
+    if value is not None:  # Dynamo strips L[...] from what it prints: "flag == True"
+        return ("value", f"L['{value.group(1)}']")
+    return ("text", text.split("#")[0].strip())
+
+
+def _family(kind: str) -> str:
+    return "VALUE" if kind in _VALUE_KINDS else kind
+
+
+def _index(guards: list[Guard]) -> dict[tuple[str, str], Guard]:
+    index: dict[tuple[str, str], Guard] = {}
+    for guard in guards:
+        if guard.source or guard.kind in ("GLOBAL_STATE", "DEFAULT_DEVICE"):
+            index.setdefault((guard.source, _family(guard.kind)), guard)
+    return index
+
+
+def _split_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",")] if text.strip() else []
+
+
+def _tensor_diff(
+    old: Guard, new: Guard, symbol_values: dict[str, str], against: str
+) -> list[FailedGuard]:
+    before, after = _TENSOR_FIELDS.search(old.code), _TENSOR_FIELDS.search(new.code)
+    if before is None or after is None:
+        return []
+    name = _tensor_name(old.source)
+    source = _user_line_source(old.user_line)
+    failures: list[FailedGuard] = []
+
+    def add(field_name: str, category: str, index: str, expected: str, actual: str) -> None:
+        at = f" at index {index}" if index else ""
+        text = f"tensor '{name}' {field_name} mismatch{at}. expected {expected}, actual {actual}"
+        key = ("tensor", name, field_name, index)
+        failures.append(FailedGuard(text, category, source, [against], "guard_diff", key))
+
+    for field_name, category in (("dtype", "dtype"), ("device", "device")):
+        if before[field_name] != after[field_name]:
+            add(field_name, category, "", before[field_name], after[field_name])
+    if before["requires_grad"] != after["requires_grad"]:
+        add("requires_grad", "requires_grad", "", before["requires_grad"], after["requires_grad"])
+    for field_name in ("size", "stride"):
+        old_dims, new_dims = _split_list(before[field_name]), _split_list(after[field_name])
+        if len(old_dims) != len(new_dims):
+            add("rank", "size", "", str(len(old_dims)), str(len(new_dims)))
+            break
+        for dim, (expected, actual) in enumerate(zip(old_dims, new_dims)):
+            if actual == "None":
+                actual = symbol_values.get(f"{old.source}.{field_name}()[{dim}]", "None")
+            if expected != "None" and actual != "None" and expected != actual:
+                add(field_name, field_name, str(dim), expected, actual)
+    if not failures and before["keys"] != after["keys"]:
+        add("dispatch key set", "device", "", before["keys"], after["keys"])
+    return failures
+
+
+def _global_state_diff(old: Guard, new: Guard, against: str) -> list[FailedGuard]:
+    def state(guard: Guard) -> dict[str, Any]:
+        _, _, text = guard.code.partition(" against ")
+        try:
+            value = orjson.loads(text) if text else {}
+        except orjson.JSONDecodeError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    before, after = state(old), state(new)
+    failures = []
+    for key in sorted(set(before) & set(after)):
+        if before[key] != after[key]:
+            category = categorize_guard(key) if key != "autocast_state" else "autocast"
+            text = f"global state {key} changed: expected {before[key]}, actual {after[key]}"
+            failures.append(
+                FailedGuard(text, category, None, [against], "guard_diff", ("global", key))
+            )
+    return failures
+
+
+def _value_diff(
+    old: Guard, new: Guard | None, symbol_values: dict[str, str], against: str
+) -> list[FailedGuard]:
+    if new is not None:
+        if new.code == old.code:
+            return []
+        actual = new.code
+    else:
+        value = symbol_values.get(old.source)
+        rhs = old.code.rpartition("==")[2].strip()
+        if value is None or "==" not in old.code or value == rhs:
+            return []
+        actual = f"{old.source} == {value}"
+    text = f"{old.code} (now {actual})"
+    category = categorize_guard(old.code)
+    key = ("value", old.source)
+    return [
+        FailedGuard(text, category, _user_line_source(old.user_line), [against], "guard_diff", key)
+    ]
+
+
+def diff_guard_sets(
+    old: list[Guard], new: list[Guard], symbols: dict[str, tuple[str, str]], against: str
+) -> list[FailedGuard]:
+    """Guards of variant ``against`` (``old``) that the inputs of the new variant fail.
+
+    ``symbols`` maps the new compile's dynamic symbols to (source, value at creation), which
+    gives the actual value of a size or int Dynamo no longer specializes on.
+    """
+    symbol_values = {source: value for source, value in symbols.values()}
+    new_index = _index(new)
+    failures: list[FailedGuard] = []
+    for key, guard in _index(old).items():
+        counterpart = new_index.get(key)
+        if guard.kind == "TENSOR_MATCH" and counterpart is not None:
+            failures += _tensor_diff(guard, counterpart, symbol_values, against)
+        elif guard.kind == "GLOBAL_STATE" and counterpart is not None:
+            failures += _global_state_diff(guard, counterpart, against)
+        elif key[1] == "VALUE":
+            failures += _value_diff(guard, counterpart, symbol_values, against)
+        elif key[1] in ("ID_MATCH", "TYPE_MATCH") and counterpart is not None:
+            if counterpart.code != guard.code:
+                text = f"{guard.code} (now {counterpart.code})"
+                failures.append(
+                    FailedGuard(
+                        text,
+                        "object_id",
+                        _user_line_source(guard.user_line),
+                        [against],
+                        "guard_diff",
+                        ("id", guard.source, guard.kind),
+                    )
+                )
+    return failures
+
+
+def merge_failed_guards(failures: list[FailedGuard]) -> list[FailedGuard]:
+    """One entry per distinct failure, with every variant it failed for; Dynamo's text first."""
+    merged: dict[tuple[str, ...], FailedGuard] = {}
+    for failure in sorted(failures, key=lambda f: f.origin != "dynamo"):
+        key = failure.key or (failure.text,)
+        existing = merged.get(key)
+        if existing is None:
+            merged[key] = FailedGuard(
+                failure.text,
+                failure.category,
+                failure.source,
+                list(failure.against),
+                failure.origin,
+                key,
+            )
+            continue
+        for variant in failure.against:
+            if variant not in existing.against:
+                existing.against.append(variant)
+        if existing.source is None:
+            existing.source = failure.source
+    return list(merged.values())

@@ -1,0 +1,187 @@
+"""The compile ledger: for every frame its compiles, and for every compile why it happened."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from pt2doctor.analysis.guards import (
+    FailedGuard,
+    diff_guard_sets,
+    merge_failed_guards,
+    parse_recompile_reason,
+)
+from pt2doctor.model import CompileRecord, Run, SourceLine
+from pt2doctor.trace.records import CompileId
+
+RESUME_PREFIX = "torch_dynamo_resume_in_"
+_RESUME_NAME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
+_LIMIT_HIT = re.compile(r"recompile.limit|cache_size_limit|recompile_limit", re.I)
+
+
+@dataclass(slots=True)
+class CompileEntry:
+    """One compile with its cause: ``first_compile``, ``recompile`` or
+    ``resume_after_graph_break``; restarts and failure are reported beside the cause."""
+
+    record: CompileRecord
+    cause: str
+    failed_guards: list[FailedGuard] = field(default_factory=list)
+    resumes_after: tuple[str, int] | None = None
+    """For a resume function: (function, line) of the graph break it continues after."""
+
+    @property
+    def compile_id(self) -> str:
+        return str(self.record.compile_id)
+
+
+@dataclass(slots=True)
+class FailureEntry:
+    """A compile that did not produce code: a compiler error, a skipped frame, a limit hit."""
+
+    compile_id: str
+    stream: str
+    kind: str
+    """``compile_error``, ``skipped_frame`` or ``recompile_limit``."""
+    fail_type: str
+    fail_reason: str
+    function: str | None
+    user_frame: SourceLine | None
+
+
+@dataclass(slots=True)
+class FrameEntry:
+    """A code object Dynamo saw, with its compiles in order."""
+
+    stream: str
+    frame_id: int
+    function: str | None
+    file: str | None
+    line: int | None
+    compiles: list[CompileEntry] = field(default_factory=list)
+    limit_hit: bool = False
+    skipped: bool = False
+    """No compile of this frame produced a graph: it runs eagerly."""
+    skip_reason: str | None = None
+
+    @property
+    def variants(self) -> int:
+        """Compiled variants kept in Dynamo's cache (compiles that produced guarded code)."""
+        return sum(1 for entry in self.compiles if _produced_code(entry.record))
+
+    @property
+    def recompiles(self) -> list[CompileEntry]:
+        return [entry for entry in self.compiles if entry.cause == "recompile"]
+
+    @property
+    def is_resume(self) -> bool:
+        return bool(self.function and self.function.startswith(RESUME_PREFIX))
+
+
+@dataclass(slots=True)
+class Ledger:
+    frames: list[FrameEntry]
+    compiles: list[CompileEntry]
+    failures: list[FailureEntry]
+
+
+def _produced_code(record: CompileRecord) -> bool:
+    if record.has_guarded_code is not None:
+        return bool(record.has_guarded_code)
+    return record.graph_count > 0 and record.fail_type is None
+
+
+def _failure_kind(record: CompileRecord) -> str:
+    if _LIMIT_HIT.search(record.fail_reason or ""):
+        return "recompile_limit"
+    if record.fail_type == "Unsupported" or (
+        not _produced_code(record) and "skip" in (record.fail_reason or "").lower()
+    ):
+        return "skipped_frame"
+    return "compile_error"
+
+
+def _expand_path(source: SourceLine | None, frame_file: str | None) -> SourceLine | None:
+    """Dynamo shortens file names in guard comments; restore the frame's full path."""
+    if source is None or not source.file or not frame_file or source.file == frame_file:
+        return source
+    if frame_file.endswith(source.file):
+        return SourceLine(frame_file, source.line, source.function, source.code)
+    return source
+
+
+def _failed_guards(
+    record: CompileRecord, earlier: list[CompileRecord], frame_file: str | None
+) -> list[FailedGuard]:
+    failures = [fg for reason in record.recompile_reasons for fg in parse_recompile_reason(reason)]
+    named = {variant for failure in failures for variant in failure.against}
+    by_id = {str(old.compile_id): old for old in earlier}
+    variants = [by_id[v] for v in named if v in by_id] or [e for e in earlier if e.guards]
+    if record.guards:
+        for old in variants:
+            if old.guards:
+                failures += diff_guard_sets(
+                    old.guards, record.guards, record.symbols, str(old.compile_id)
+                )
+    merged = merge_failed_guards(failures)
+    for failure in merged:
+        failure.source = _expand_path(failure.source, frame_file)
+    return merged
+
+
+def _cause(record: CompileRecord) -> str:
+    if record.compile_id.frame_compile_id:
+        return "recompile"
+    if record.function and record.function.startswith(RESUME_PREFIX):
+        return "resume_after_graph_break"
+    return "first_compile"
+
+
+def _frame(stream: str, records: list[CompileRecord]) -> FrameEntry:
+    first = next((r for r in records if r.function), records[0])
+    frame = FrameEntry(
+        stream, records[0].compile_id.frame_id or 0, first.function, first.file, first.line
+    )
+    for index, record in enumerate(records):
+        entry = CompileEntry(record, _cause(record))
+        if entry.cause == "recompile":
+            entry.failed_guards = _failed_guards(record, records[:index], frame.file)
+        resume = _RESUME_NAME.match(record.function or "")
+        if resume is not None:
+            entry.resumes_after = (resume.group(1), int(resume.group(2)))
+        frame.compiles.append(entry)
+        if record.fail_type and _failure_kind(record) == "recompile_limit":
+            frame.limit_hit = True
+    if not any(_produced_code(r) for r in records) and any(r.fail_type for r in records):
+        frame.skipped = True
+        frame.skip_reason = next((r.fail_reason for r in records if r.fail_reason), None)
+    return frame
+
+
+def _failure(record: CompileRecord) -> FailureEntry:
+    return FailureEntry(
+        compile_id=str(record.compile_id),
+        stream=record.stream,
+        kind=_failure_kind(record),
+        fail_type=record.fail_type or "",
+        fail_reason=record.fail_reason or record.dynamo_error or "",
+        function=record.function,
+        user_frame=record.fail_user_frame,
+    )
+
+
+def compile_ledger(run: Run) -> Ledger:
+    """Group compiles by frame and explain each one (pure: reads only the Run)."""
+    by_frame: dict[tuple[str, int | None, int | None], list[CompileRecord]] = {}
+    for record in run.compiles:
+        cid: CompileId = record.compile_id
+        key = (record.stream, cid.compiled_autograd_id, cid.frame_id)
+        by_frame.setdefault(key, []).append(record)
+    frames = []
+    for (stream, _, _), records in by_frame.items():
+        records.sort(key=lambda r: r.compile_id.frame_compile_id or 0)
+        frames.append(_frame(stream, records))
+    compiles = [entry for frame in frames for entry in frame.compiles]
+    compiles.sort(key=lambda e: (e.record.start_time or 0.0, e.record.stream, e.record.compile_id))
+    failures = [_failure(e.record) for e in compiles if e.record.fail_type]
+    return Ledger(frames=frames, compiles=compiles, failures=failures)

@@ -1,0 +1,63 @@
+"""``pt2doctor report PATH``: explain a TORCH_TRACE log, a directory of per-rank logs, a run dir."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from pt2doctor.errors import UsageError
+from pt2doctor.report import build_report, dumps_report
+from pt2doctor.report.terminal import render_terminal
+from pt2doctor.trace import find_trace_logs
+from pt2doctor.trace.collect import collect_run
+
+
+def _default_json_path(path: Path) -> Path:
+    """A run directory keeps its report; for a bare log, ./report.json."""
+    if path.is_dir() and (path / "manifest.json").exists():
+        return path / "report.json"
+    return Path("report.json")
+
+
+@click.command("report")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(path_type=Path),
+    help="Where to write report.json ('-' for stdout). Default: ./report.json, or inside a run dir.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["term", "json"]),
+    default="term",
+    show_default=True,
+    help="What to print on stdout.",
+)
+@click.option("--strict", is_flag=True, help="Exit 1 when the log is damaged (not when it is new).")
+def report_command(path: Path, json_path: Path | None, fmt: str, strict: bool) -> int:
+    """Explain every compilation in the TORCH_TRACE log(s) at PATH."""
+    logs = find_trace_logs(path)
+    report = build_report(collect_run(logs))
+    data = dumps_report(report)
+    target = json_path or _default_json_path(path)
+    if str(target) == "-" or fmt == "json":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    if str(target) != "-":
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        except OSError as error:
+            raise UsageError(f"cannot write {target}: {error.strerror}") from error
+    if fmt == "term":
+        console = Console(highlight=False)
+        render_terminal(report, console)
+        if str(target) != "-":
+            console.print(f"\nreport written to {target}")
+    problems = report["parse_stats"]["problems"]
+    return 1 if strict and problems else 0

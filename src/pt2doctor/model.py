@@ -1,0 +1,113 @@
+"""The typed model of a traced run: what the trace says happened, before any judgement.
+
+The trace collector fills these from log records; analyses (``pt2doctor.analysis``) read them
+and never look at the log again. Everything is plain data so a unit test can build a Run by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pt2doctor.trace.records import CompileId, ParseStats
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLine:
+    """A line of user code: file, line number, function and (when logged) the code itself."""
+
+    file: str | None
+    line: int | None
+    function: str | None
+    code: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "function": self.function, "code": self.code}
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}"
+        if self.function:
+            where += f" in {self.function}"
+        return f"{where}: {self.code}" if self.code else where
+
+
+@dataclass(slots=True)
+class GraphBreakEvent:
+    """One graph break as Dynamo logged it, in one compile."""
+
+    compile_id: str
+    site: SourceLine | None
+    """The innermost user frame where tracing stopped."""
+    gb_type: str
+    """Dynamo's short name of the break (``Unsupported Tensor.item() call ...``)."""
+    reason: str
+    explanation: str = ""
+    hints: list[str] = field(default_factory=list)
+    user_stack: list[SourceLine] = field(default_factory=list)
+    gb_id: str | None = None
+    """The break's id in the graph-break site (``gb0124``) where torch gives one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """One leaf guard of a compiled variant, from ``dynamo_cpp_guards_str``."""
+
+    source: str
+    """What it guards (``L['x']``), from the enclosing guard manager; empty for root guards."""
+    kind: str
+    """The guard type (``TENSOR_MATCH``, ``EQUALS_MATCH``, ``LAMBDA_GUARD`` ...)."""
+    code: str
+    user_line: str | None = None
+    """The user code that installed the guard, as Dynamo noted it after ``#``."""
+
+
+@dataclass(slots=True)
+class CompileRecord:
+    """Everything the trace says about one Dynamo compile (a frame id / frame compile id)."""
+
+    compile_id: CompileId
+    stream: str
+    rank: int | None = None
+    function: str | None = None
+    file: str | None = None
+    line: int | None = None
+    attempts: int = 1
+    start_time: float | None = None
+    compile_time_s: float | None = None
+    phases: dict[str, float] = field(default_factory=dict)
+    graph_op_count: int | None = None
+    graph_count: int = 0
+    """How many FX graphs Dynamo produced for this compile (0: the frame ran eagerly)."""
+    has_guarded_code: bool | None = None
+    fail_type: str | None = None
+    fail_reason: str | None = None
+    fail_user_frame: SourceLine | None = None
+    restart_reasons: list[str] = field(default_factory=list)
+    recompile_reasons: list[str] = field(default_factory=list)
+    """Dynamo's guard-failure text, one entry per earlier variant (``0/1: ...``)."""
+    guards: list[Guard] | None = None
+    cache: dict[str, str] = field(default_factory=dict)
+    """Cache outcome per cache: ``{"fx_graph": "hit", "aotautograd": "miss"}``."""
+    symbols: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Dynamic symbols created: symbol -> (source, value at creation)."""
+    specializations: list[str] = field(default_factory=list)
+    graph_breaks: list[GraphBreakEvent] = field(default_factory=list)
+    dynamo_error: str | None = None
+    has_metrics: bool = False
+
+    @property
+    def key(self) -> tuple[str, CompileId]:
+        return (self.stream, self.compile_id)
+
+
+@dataclass(slots=True)
+class Run:
+    """A traced run: its compiles in log order, the environment, and the parse health."""
+
+    compiles: list[CompileRecord]
+    parse_stats: ParseStats
+    sources: list[str]
+    streams: list[str]
+    environment: dict[str, Any] = field(default_factory=dict)
+    compile_id_count: int = 0
+    """Distinct compile ids (restart attempts counted apart), as tlparse lists them."""

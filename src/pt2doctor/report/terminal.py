@@ -1,0 +1,100 @@
+"""Terminal summary of a report (rich). Formats the report dict only; computes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+MAX_FINDINGS = 25
+
+
+def _headline(summary: dict[str, Any]) -> str:
+    cache = summary.get("cache", {})
+    hits = sum(counts.get("hit", 0) for counts in cache.values())
+    misses = sum(counts.get("miss", 0) for counts in cache.values())
+    return (
+        f"{summary['frames']} frames, {summary['compiles']} compiles "
+        f"({summary['recompiles']} recompiles, {summary['restarts']} restarts), "
+        f"{summary['graphs']} graphs, {summary['break_sites']} graph-break sites, "
+        f"{summary['failures']} failures, "
+        f"{summary['total_compile_time_s']:.2f} s compiling, cache {hits} hit / {misses} miss"
+    )
+
+
+def _findings(console: Console, findings: list[dict[str, Any]]) -> None:
+    if not findings:
+        console.print("[green]No findings: every compile is explained and nothing needs action.")
+        return
+    for finding in findings[:MAX_FINDINGS]:
+        style = _SEVERITY_STYLE.get(finding["severity"], "")
+        console.print(
+            f"[{style}]{finding['severity'].upper():7}[/] "
+            f"[bold]{escape(finding['code'])}[/]  {escape(finding['title'])}"
+        )
+        for line in finding["evidence"][:4]:
+            console.print(f"          [dim]{escape(str(line))}[/]")
+        console.print(f"          [italic]fix:[/] {escape(finding['advice'])}", soft_wrap=False)
+    if len(findings) > MAX_FINDINGS:
+        console.print(f"... and {len(findings) - MAX_FINDINGS} more findings in the JSON report")
+
+
+def _breaks_table(breaks: list[dict[str, Any]]) -> Table:
+    table = Table(title="Graph-break sites", show_lines=False)
+    for column in ("site", "category", "compiles", "hits", "reason"):
+        table.add_column(column)
+    for row in breaks:
+        site = row["site"]
+        table.add_row(
+            escape(f"{site['file']}:{site['line']} {site['function']}"),
+            row["category"],
+            str(row["occurrences"]),
+            "-" if row["hits"] is None else str(row["hits"]),
+            escape(row["gb_type"][:80]),
+        )
+    return table
+
+
+def _frames_table(frames: list[dict[str, Any]]) -> Table:
+    table = Table(title="Frames with recompiles, limit hits or skips")
+    for column in ("frame", "variants", "recompile causes", "limit hit", "eager"):
+        table.add_column(column)
+    for frame in frames:
+        if not (frame["recompiles"] or frame["limit_hit"] or frame["skipped"]):
+            continue
+        causes = sorted(
+            {g["category"] for r in frame["recompiles"] for g in r["failed_guards"]}
+        )
+        table.add_row(
+            escape(f"{frame['function']} ({frame['file']}:{frame['line']})"),
+            str(frame["variants"]),
+            ", ".join(causes) or "-",
+            "yes" if frame["limit_hit"] else "",
+            "yes" if frame["skipped"] else "",
+        )
+    return table
+
+
+def render_terminal(report: dict[str, Any], console: Console) -> None:
+    """Print the summary: headline counts, findings by severity, then the two key tables."""
+    console.print(f"[bold]pt2doctor report[/] — {escape(', '.join(report['inputs']['paths']))}")
+    console.print(_headline(report["summary"]))
+    stats = report["parse_stats"]
+    if stats["problems"] or stats["unknown_kinds"]:
+        console.print(
+            f"[yellow]parse: {stats['problems']} problem(s)[/] "
+            f"(non-trace lines {stats['non_trace_lines']}, bad envelopes "
+            f"{stats['bad_envelopes']}, md5 mismatches {stats['md5_mismatches']}, truncated "
+            f"{stats['truncated_records']}); {len(stats['unknown_kinds'])} record kind(s) not "
+            "understood"
+        )
+    console.print()
+    _findings(console, report["findings"])
+    if report["graph_breaks"]:
+        console.print(_breaks_table(report["graph_breaks"]))
+    frames_table = _frames_table(report["frames"])
+    if frames_table.row_count:
+        console.print(frames_table)

@@ -1,0 +1,300 @@
+"""Turn a stream of trace records into the typed :class:`~pt2doctor.model.Run`.
+
+One handler per record kind, registered in ``HANDLERS``; each folds its record into the compile
+it belongs to and drops the payload. Only what the analyses need is kept, so memory grows with
+the number of compiles, not with the size of the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pt2doctor.model import CompileRecord, Run, SourceLine
+from pt2doctor.trace.guards import parse_cpp_guards
+from pt2doctor.trace.messages import parse_graph_break
+from pt2doctor.trace.reader import read_records
+from pt2doctor.trace.records import CompileId, ParseStats, TraceRecord
+
+# Chromium events whose durations give the phase breakdown when compilation_metrics lacks it.
+_PHASE_EVENTS = {
+    "bytecode_tracing": "dynamo_tracing",
+    "backend_compile": "backend",
+    "inductor_compile": "inductor",
+    "code_gen": "codegen",
+    "compile_file": "cpp_build",
+    "async_compile.wait": "async_compile_wait",
+}
+_CACHE_ARTIFACTS = {
+    f"{cache}_cache_{outcome}": (name, outcome)
+    for cache, name in (("fx_graph", "fx_graph"), ("aotautograd", "aotautograd"))
+    for outcome in ("hit", "miss", "bypass")
+}
+_PAYLOAD_ARTIFACTS = frozenset(
+    {"recompile_reasons", "dynamo_graph_break_reason", "dynamo_error", "torch_version"}
+)
+_PAYLOAD_KINDS = frozenset({"dynamo_cpp_guards_str", "chromium_event"})
+
+
+def wants_payload(kind: str, meta: Any) -> bool:
+    """The payloads the collector reads; every other payload is md5-checked and dropped."""
+    if kind in _PAYLOAD_KINDS:
+        return True
+    return kind == "artifact" and isinstance(meta, dict) and meta.get("name") in _PAYLOAD_ARTIFACTS
+
+
+class _Collector:
+    """Folds records into per-compile state."""
+
+    def __init__(self) -> None:
+        self.compiles: dict[tuple[str, CompileId], CompileRecord] = {}
+        self.compile_ids: set[tuple[str, CompileId]] = set()
+        self.streams: dict[str, None] = {}
+        self.environment: dict[str, Any] = {}
+        self.open_events: dict[tuple[str, CompileId, str], float] = {}
+        self.event_phases: dict[tuple[str, CompileId], dict[str, float]] = {}
+
+    def compile_for(self, record: TraceRecord) -> CompileRecord | None:
+        cid = record.compile_id
+        if cid is None or cid.frame_id is None or cid.frame_compile_id is None:
+            return None
+        key = (record.stream, cid.compile)
+        entry = self.compiles.get(key)
+        if entry is None:
+            entry = CompileRecord(compile_id=cid.compile, stream=record.stream, rank=record.rank)
+            self.compiles[key] = entry
+        entry.attempts = max(entry.attempts, cid.attempt + 1)
+        return entry
+
+    def run(self, sources: list[str], stats: ParseStats) -> Run:
+        for key, phases in self.event_phases.items():
+            entry = self.compiles.get(key)
+            if entry is not None:
+                for phase, seconds in phases.items():
+                    entry.phases.setdefault(phase, seconds)
+        return Run(
+            compiles=list(self.compiles.values()),
+            parse_stats=stats,
+            sources=sources,
+            streams=list(self.streams),
+            environment=self.environment,
+            compile_id_count=len(self.compile_ids),
+        )
+
+
+Handler = Callable[[_Collector, TraceRecord], None]
+
+
+def _on_dynamo_start(col: _Collector, record: TraceRecord) -> None:
+    entry = col.compile_for(record)
+    stack = record.meta.get("stack") if isinstance(record.meta, dict) else None
+    if entry is None or not isinstance(stack, list) or not stack:
+        return
+    last = stack[-1]
+    if isinstance(last, dict) and entry.function is None:
+        entry.function = last.get("name")
+        entry.file = last.get("filename")
+        entry.line = last.get("line")
+
+
+def _on_output_graph(col: _Collector, record: TraceRecord) -> None:
+    entry = col.compile_for(record)
+    if entry is not None:
+        entry.graph_count += 1
+
+
+def _on_cpp_guards(col: _Collector, record: TraceRecord) -> None:
+    entry = col.compile_for(record)
+    if entry is not None and record.payload is not None:
+        entry.guards = parse_cpp_guards(record.payload)
+
+
+def _number(metrics: dict[str, Any], key: str) -> float | None:
+    value = metrics.get(key)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _metric_phases(metrics: dict[str, Any]) -> dict[str, float]:
+    """Split a compile's time into phases from compilation_metrics (seconds, non-negative)."""
+    total = _number(metrics, "entire_frame_compile_time_s")
+    backend = _number(metrics, "backend_compile_time_s")
+    inductor = _number(metrics, "inductor_compile_time_s")
+    codegen = _number(metrics, "code_gen_time_s")
+    phases: dict[str, float] = {}
+    if total is not None and backend is not None:
+        phases["dynamo_tracing"] = max(total - backend, 0.0)
+        phases["aot_autograd" if inductor is not None else "backend"] = max(
+            backend - (inductor or 0.0), 0.0
+        )
+    if inductor is not None:
+        phases["inductor_lowering"] = max(inductor - (codegen or 0.0), 0.0)
+    if codegen is not None:
+        phases["codegen_and_build"] = codegen
+    triton = _number(metrics, "triton_compile_time_us")
+    if triton:
+        phases["triton_build"] = triton / 1e6
+    return phases
+
+
+def _on_compilation_metrics(col: _Collector, record: TraceRecord) -> None:
+    metrics = record.meta
+    if not isinstance(metrics, dict):
+        return
+    if record.compile_id is None and isinstance(metrics.get("compile_id"), str):
+        record.compile_id = CompileId.parse(metrics["compile_id"])
+    entry = col.compile_for(record)
+    if entry is None:
+        return
+    entry.has_metrics = True
+    entry.function = metrics.get("co_name") or entry.function
+    entry.file = metrics.get("co_filename") or entry.file
+    entry.line = metrics.get("co_firstlineno") or entry.line
+    entry.start_time = _number(metrics, "start_time")
+    entry.compile_time_s = _number(metrics, "entire_frame_compile_time_s")
+    entry.phases.update(_metric_phases(metrics))
+    op_count = metrics.get("graph_op_count")
+    entry.graph_op_count = op_count if isinstance(op_count, int) else entry.graph_op_count
+    entry.has_guarded_code = metrics.get("has_guarded_code")
+    entry.fail_type = metrics.get("fail_type")
+    entry.fail_reason = metrics.get("fail_reason")
+    if metrics.get("fail_user_frame_filename"):
+        entry.fail_user_frame = SourceLine(
+            metrics.get("fail_user_frame_filename"), metrics.get("fail_user_frame_lineno"), None
+        )
+    restarts = metrics.get("restart_reasons")
+    if isinstance(restarts, list):
+        entry.restart_reasons = [str(reason) for reason in restarts]
+    for key, env_key in (
+        ("pytorch_version", "torch_version"),
+        ("python_version", "python_version"),
+        ("triton_version", "triton_version"),
+        ("cuda_version", "cuda_version"),
+    ):
+        if metrics.get(key):
+            col.environment.setdefault(env_key, metrics[key])
+
+
+def _recompile_reasons(payload: str) -> list[str]:
+    text = payload.strip()
+    if text.startswith("["):
+        try:
+            decoded = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return [text]
+        if isinstance(decoded, list):
+            return [str(item) for item in decoded]
+    return [text] if text else []
+
+
+def _on_artifact(col: _Collector, record: TraceRecord) -> None:
+    name = record.name
+    if name == "torch_version" and record.payload:
+        try:
+            version = orjson.loads(record.payload)
+        except orjson.JSONDecodeError:
+            version = None
+        if isinstance(version, dict) and isinstance(version.get("pytorch_version"), str):
+            col.environment.setdefault("torch_version", version["pytorch_version"])
+            if isinstance(version.get("commit"), str):
+                col.environment.setdefault("torch_commit", version["commit"])
+        return
+    entry = col.compile_for(record)
+    if entry is None:
+        return
+    if name in _CACHE_ARTIFACTS:
+        cache, outcome = _CACHE_ARTIFACTS[name]
+        # One compile can hold several graphs (forward, backward): keep the worst outcome.
+        order = {"hit": 0, "bypass": 1, "miss": 2}
+        previous = entry.cache.get(cache)
+        if previous is None or order[outcome] > order[previous]:
+            entry.cache[cache] = outcome
+    elif record.payload is None:
+        return
+    elif name == "recompile_reasons":
+        entry.recompile_reasons = _recompile_reasons(record.payload)
+    elif name == "dynamo_graph_break_reason":
+        entry.graph_breaks.append(parse_graph_break(record.payload, str(entry.compile_id)))
+    elif name == "dynamo_error":
+        lines = [line for line in record.payload.strip().splitlines() if line.strip()]
+        entry.dynamo_error = lines[-1] if lines else None
+
+
+def _on_symbol(col: _Collector, record: TraceRecord) -> None:
+    entry = col.compile_for(record)
+    meta = record.meta
+    if entry is None or not isinstance(meta, dict):
+        return
+    symbol, source = meta.get("symbol"), meta.get("source")
+    if isinstance(symbol, str) and isinstance(source, str):
+        entry.symbols[symbol] = (source, str(meta.get("val")))
+
+
+def _on_specialization(col: _Collector, record: TraceRecord) -> None:
+    entry = col.compile_for(record)
+    meta = record.meta
+    if entry is None or not isinstance(meta, dict):
+        return
+    text = f"{meta.get('symbol') or meta.get('sources')} = {meta.get('value')}"
+    if meta.get("reason"):
+        text += f" ({meta['reason']})"
+    if len(entry.specializations) < 50:
+        entry.specializations.append(text)
+
+
+def _on_chromium_event(col: _Collector, record: TraceRecord) -> None:
+    if record.payload is None:
+        return
+    try:
+        event = orjson.loads(record.payload)
+    except orjson.JSONDecodeError:
+        return
+    if not isinstance(event, dict):
+        return
+    phase = _PHASE_EVENTS.get(event.get("name", ""))
+    args = event.get("args")
+    cid_text = args.get("compile_id") if isinstance(args, dict) else None
+    ts = event.get("ts")
+    if phase is None or not isinstance(cid_text, str) or not isinstance(ts, (int, float)):
+        return
+    cid = CompileId.parse(cid_text)
+    if cid is None:
+        return
+    key = (record.stream, cid.compile, phase)
+    if event.get("ph") == "B":
+        col.open_events[key] = float(ts)
+    elif event.get("ph") == "E" and key in col.open_events:
+        seconds = (float(ts) - col.open_events.pop(key)) / 1e6
+        phases = col.event_phases.setdefault((record.stream, cid.compile), {})
+        phases[phase] = phases.get(phase, 0.0) + seconds
+
+
+def _on_any(col: _Collector, record: TraceRecord) -> None:
+    col.compile_for(record)
+
+
+HANDLERS: dict[str, Handler] = {
+    "dynamo_start": _on_dynamo_start,
+    "dynamo_output_graph": _on_output_graph,
+    "dynamo_cpp_guards_str": _on_cpp_guards,
+    "compilation_metrics": _on_compilation_metrics,
+    "artifact": _on_artifact,
+    "create_symbol": _on_symbol,
+    "create_unbacked_symbol": _on_symbol,
+    "symbolic_shape_specialization": _on_specialization,
+    "chromium_event": _on_chromium_event,
+}
+
+
+def collect_run(paths: list[Path]) -> Run:
+    """Read the logs at ``paths`` and build the typed Run (never raises on log content)."""
+    stats = ParseStats()
+    collector = _Collector()
+    for record in read_records(paths, stats, wants_payload):
+        collector.streams.setdefault(record.stream, None)
+        if record.compile_id is not None:
+            collector.compile_ids.add((record.stream, record.compile_id))
+        HANDLERS.get(record.kind, _on_any)(collector, record)
+    return collector.run([str(path) for path in paths], stats)

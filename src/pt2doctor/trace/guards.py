@@ -1,0 +1,50 @@
+"""Parse the guard tree Dynamo logs as ``dynamo_cpp_guards_str`` into flat :class:`Guard`s.
+
+The tree looks like::
+
+    +- RootGuardManager
+    | +- GLOBAL_STATE: ___check_global_state() against {...}
+    | +- GuardManager: source=L['x'], accessed_by=..., type=<class 'torch.Tensor'>
+    | | +- TENSOR_MATCH: check_tensor(L['x'], ...)   # return x + 1  # prog.py:19 in f
+
+Each leaf guard gets the source of the nearest guard manager above it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pt2doctor.model import Guard
+
+_NODE = re.compile(r"^((?:\| )*)\+- (.*)$")
+_MANAGER_SOURCE = re.compile(r"^[\w ]*Manager[\w]*: (?:.*?\b)?source=(.+?), (?:accessed_by|type)=")
+_LEAF = re.compile(r"^([A-Z][A-Z0-9_]+): (.*)$")
+
+
+def parse_cpp_guards(text: str) -> list[Guard]:
+    """The leaf guards of one compiled variant, in tree order (unparseable lines are skipped)."""
+    guards: list[Guard] = []
+    sources: dict[int, str] = {}
+    for line in text.splitlines():
+        node = _NODE.match(line.rstrip())
+        if node is None:
+            continue
+        depth = len(node.group(1)) // 2
+        body = node.group(2)
+        manager = _MANAGER_SOURCE.match(body)
+        if manager is not None:
+            sources[depth + 1] = manager.group(1)
+            continue
+        leaf = _LEAF.match(body)
+        if leaf is None:
+            continue
+        code, _, user_line = leaf.group(2).partition("  # ")
+        guards.append(
+            Guard(
+                source=sources.get(depth, "") if depth > 0 else "",
+                kind=leaf.group(1),
+                code=code.rstrip(),
+                user_line=user_line.strip() or None,
+            )
+        )
+    return guards

@@ -1,0 +1,94 @@
+"""Parse the free-text messages Dynamo logs: graph-break reasons and user tracebacks."""
+
+from __future__ import annotations
+
+import re
+
+from pt2doctor.model import GraphBreakEvent, SourceLine
+
+_USER_CODE_AT = re.compile(r"Graph break in user code at (.+):(\d+)")
+_TRACEBACK_FRAME = re.compile(r'^\s*File "(.+)", line (\d+), in (.+)$')
+_GB_ID = re.compile(r"/gb/(gb\d+)\.html")
+_REASON_HEAD = re.compile(r"^(?:Graph Break Reason|Reason):\s*(.*)$")
+
+
+def parse_user_stack(lines: list[str]) -> list[SourceLine]:
+    """Frames of a Python traceback (``File "f", line N, in fn`` plus the code line after it)."""
+    frames: list[SourceLine] = []
+    for index, line in enumerate(lines):
+        match = _TRACEBACK_FRAME.match(line)
+        if match is None:
+            continue
+        code = None
+        if index + 1 < len(lines) and not _TRACEBACK_FRAME.match(lines[index + 1]):
+            candidate = lines[index + 1].strip()
+            if candidate and not set(candidate) <= set("^~ "):
+                code = candidate
+        frames.append(SourceLine(match.group(1), int(match.group(2)), match.group(3), code))
+    return frames
+
+
+def _section(lines: list[str], start: str, stop: tuple[str, ...]) -> list[str]:
+    """The lines after the first line starting with ``start`` up to one starting with ``stop``."""
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        if not inside:
+            inside = line.startswith(start)
+            continue
+        if line.startswith(stop):
+            break
+        out.append(line)
+    return out
+
+
+def _reason_block(lines: list[str]) -> list[str]:
+    """The reason text: from ``Graph Break Reason:`` to the user traceback."""
+    block: list[str] = []
+    for line in lines:
+        if line.startswith(
+            ("User code traceback:", "Traceback (most recent call last)", "Stack variable source")
+        ):
+            break
+        if block or _REASON_HEAD.match(line):
+            block.append(line)
+    return block
+
+
+def parse_graph_break(text: str, compile_id: str) -> GraphBreakEvent:
+    """Parse a ``dynamo_graph_break_reason`` artifact (torch 2.6 to 2.13 spellings)."""
+    lines = text.splitlines()
+    block = _reason_block(lines)
+    head = _REASON_HEAD.match(block[0]) if block else None
+    body = [line for line in block[1:] if line.strip()]
+    # torch >= 2.7: "Encountered graph break when attempting to trace X:" then the gb_type line.
+    gb_type = body[0].strip() if body and head and head.group(1).rstrip().endswith(":") else ""
+    if not gb_type:
+        gb_type = (head.group(1) if head else (lines[0] if lines else "")).strip()
+    explanation = " ".join(
+        line.strip().removeprefix("Explanation:").strip()
+        for line in body
+        if line.strip().startswith("Explanation:")
+    )
+    hints = [
+        line.strip().removeprefix("Hint:").strip()
+        for line in body
+        if line.strip().startswith("Hint:")
+    ]
+    stack = parse_user_stack(_section(lines, "User code traceback:", ("Traceback (most recent",)))
+    site = stack[-1] if stack else None
+    at = _USER_CODE_AT.search(text)
+    if site is None and at is not None:
+        site = SourceLine(at.group(1), int(at.group(2)), None)
+    gb_id = _GB_ID.search(text)
+    reason_lines = [line.rstrip() for line in block if not line.strip().startswith("For more")]
+    return GraphBreakEvent(
+        compile_id=compile_id,
+        site=site,
+        gb_type=gb_type,
+        reason="\n".join(reason_lines).strip() or gb_type,
+        explanation=explanation,
+        hints=hints,
+        user_stack=stack,
+        gb_id=gb_id.group(1) if gb_id else None,
+    )
