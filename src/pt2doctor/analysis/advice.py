@@ -132,7 +132,11 @@ _ARG_TYPES = re.compile(r"argument types \[([^\]]*)\]")
 def _logging_advice(event: GraphBreakEvent) -> str:
     base = BREAK_ADVICE["print_or_logging"]
     match = _ARG_TYPES.search(f"{event.explanation}\n{event.reason}")
-    function = "print" if "`print`" in event.reason or "print(" in (event.site and event.site.code or "") else "the logging method"
+    function = (
+        "print"
+        if "`print`" in event.reason or "print(" in ((event.site and event.site.code) or "")
+        else "the logging method"
+    )
     if match is not None:
         types = {t.strip().strip("'\"") for t in match.group(1).split(",") if t.strip()}
         if types <= _REORDERABLE_ARG_TYPES:

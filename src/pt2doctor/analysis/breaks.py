@@ -98,7 +98,9 @@ def _resume_events(ledger: Ledger, seen: set[tuple[str, int]]) -> list[GraphBrea
             function, line = entry.resumes_after
             seen.add(entry.resumes_after)
             parent = parents.get((frame.stream, function))
-            restarts = [r for e in (parent.compiles if parent else []) for r in e.record.restart_reasons]
+            restarts = [
+                r for e in (parent.compiles if parent else []) for r in e.record.restart_reasons
+            ]
             reason = restarts[0] if restarts else "graph break (the log has no break record)"
             compile_id = parent.compiles[0].compile_id if parent and parent.compiles else "?"
             events.append(

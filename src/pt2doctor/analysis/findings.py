@@ -66,8 +66,13 @@ def _frame_findings(frame: FrameEntry) -> list[Finding]:
     ids = [entry.compile_id for entry in frame.compiles]
     if frame.limit_hit:
         findings.append(
-            Finding("error", "recompile_limit_hit", f"{_where(frame)} hit the recompile limit",
-                    LIMIT_HIT_ADVICE, ids)
+            Finding(
+                "error",
+                "recompile_limit_hit",
+                f"{_where(frame)} hit the recompile limit",
+                LIMIT_HIT_ADVICE,
+                ids,
+            )
         )
     if frame.skipped:
         reason = (frame.skip_reason or "").strip().splitlines()
@@ -87,8 +92,13 @@ def _frame_findings(frame: FrameEntry) -> list[Finding]:
         ops = entry.record.graph_op_count
         if ops is not None and ops > LARGE_GRAPH_OPS:
             findings.append(
-                Finding("info", "large_graph", f"{_where(frame)}: graph of {ops} ops",
-                        LARGE_GRAPH_ADVICE, [entry.compile_id])
+                Finding(
+                    "info",
+                    "large_graph",
+                    f"{_where(frame)}: graph of {ops} ops",
+                    LARGE_GRAPH_ADVICE,
+                    [entry.compile_id],
+                )
             )
     return findings
 
@@ -108,20 +118,25 @@ def _break_finding(site: GraphBreakSite) -> Finding:
     )
 
 
-def find_findings(
-    ledger: Ledger, sites: list[GraphBreakSite], stats: ParseStats
-) -> list[Finding]:
+def find_findings(ledger: Ledger, sites: list[GraphBreakSite], stats: ParseStats) -> list[Finding]:
     """All findings, errors first (pure function of the analyses)."""
     findings: list[Finding] = []
     for failure in ledger.failures:
         if failure.kind == "compile_error":
             findings.append(
-                Finding("error", "compile_failure",
-                        f"Compile {failure.compile_id} of {failure.function} failed: "
-                        f"{failure.fail_type}",
-                        COMPILE_ERROR_ADVICE,
-                        [failure.compile_id, failure.fail_reason.strip().splitlines()[0]
-                         if failure.fail_reason.strip() else failure.fail_type])
+                Finding(
+                    "error",
+                    "compile_failure",
+                    f"Compile {failure.compile_id} of {failure.function} failed: "
+                    f"{failure.fail_type}",
+                    COMPILE_ERROR_ADVICE,
+                    [
+                        failure.compile_id,
+                        failure.fail_reason.strip().splitlines()[0]
+                        if failure.fail_reason.strip()
+                        else failure.fail_type,
+                    ],
+                )
             )
     for frame in ledger.frames:
         findings += _frame_findings(frame)
@@ -134,9 +149,13 @@ def find_findings(
                 f"The log is damaged: {stats.problems} unreadable line(s) or record(s)",
                 "Everything readable is reported; see parse_stats. Re-capture the log if counts "
                 "look incomplete.",
-                [f"{key}: {value}" for key, value in stats.as_dict().items()
-                 if key in ("non_trace_lines", "bad_envelopes", "md5_mismatches",
-                            "truncated_records") and value],
+                [
+                    f"{key}: {value}"
+                    for key, value in stats.as_dict().items()
+                    if key
+                    in ("non_trace_lines", "bad_envelopes", "md5_mismatches", "truncated_records")
+                    and value
+                ],
             )
         )
     return sorted(findings, key=lambda f: SEVERITIES.index(f.severity))

@@ -119,7 +119,9 @@ def parse_recompile_reason(reason: str) -> list[FailedGuard]:
             continue
         source = stack[-1] if stack else _user_line_source(user_line.strip() or None)
         failures.append(
-            FailedGuard(text, categorize_guard(text), source, [against], "dynamo", _dynamo_key(text))
+            FailedGuard(
+                text, categorize_guard(text), source, [against], "dynamo", _dynamo_key(text)
+            )
         )
     return failures
 
@@ -176,7 +178,7 @@ def _tensor_diff(
         if len(old_dims) != len(new_dims):
             add("rank", "size", "", str(len(old_dims)), str(len(new_dims)))
             break
-        for dim, (expected, actual) in enumerate(zip(old_dims, new_dims)):
+        for dim, (expected, actual) in enumerate(zip(old_dims, new_dims, strict=True)):
             if actual == "None":
                 actual = symbol_values.get(f"{old.source}.{field_name}()[{dim}]", "None")
             if expected != "None" and actual != "None" and expected != actual:
@@ -228,6 +230,15 @@ def _value_diff(
     ]
 
 
+def _id_diff(old: Guard, new: Guard, against: str) -> list[FailedGuard]:
+    if new.code == old.code:
+        return []
+    text = f"{old.code} (now {new.code})"
+    source = _user_line_source(old.user_line)
+    key = ("id", old.source, old.kind)
+    return [FailedGuard(text, "object_id", source, [against], "guard_diff", key)]
+
+
 def diff_guard_sets(
     old: list[Guard], new: list[Guard], symbols: dict[str, tuple[str, str]], against: str
 ) -> list[FailedGuard]:
@@ -248,18 +259,7 @@ def diff_guard_sets(
         elif key[1] == "VALUE":
             failures += _value_diff(guard, counterpart, symbol_values, against)
         elif key[1] in ("ID_MATCH", "TYPE_MATCH") and counterpart is not None:
-            if counterpart.code != guard.code:
-                text = f"{guard.code} (now {counterpart.code})"
-                failures.append(
-                    FailedGuard(
-                        text,
-                        "object_id",
-                        _user_line_source(guard.user_line),
-                        [against],
-                        "guard_diff",
-                        ("id", guard.source, guard.kind),
-                    )
-                )
+            failures += _id_diff(guard, counterpart, against)
     return failures
 
 

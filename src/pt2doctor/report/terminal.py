@@ -65,9 +65,7 @@ def _frames_table(frames: list[dict[str, Any]]) -> Table:
     for frame in frames:
         if not (frame["recompiles"] or frame["limit_hit"] or frame["skipped"]):
             continue
-        causes = sorted(
-            {g["category"] for r in frame["recompiles"] for g in r["failed_guards"]}
-        )
+        causes = sorted({g["category"] for r in frame["recompiles"] for g in r["failed_guards"]})
         table.add_row(
             escape(f"{frame['function']} ({frame['file']}:{frame['line']})"),
             str(frame["variants"]),

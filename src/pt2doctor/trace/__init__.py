@@ -1,7 +1,7 @@
 """TORCH_TRACE logs: discovery, the streaming reader, typed records and parse stats."""
 
 from pt2doctor.trace.discover import find_trace_logs
-from pt2doctor.trace.reader import read_records, rank_from_filename
+from pt2doctor.trace.reader import rank_from_filename, read_records
 from pt2doctor.trace.records import CompileId, ParseStats, TraceRecord
 
 __all__ = [

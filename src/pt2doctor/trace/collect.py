@@ -7,6 +7,7 @@ the number of compiles, not with the size of the log.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ _PHASE_EVENTS = {
     "compile_file": "cpp_build",
     "async_compile.wait": "async_compile_wait",
 }
+_EVENT_NAME = re.compile(r'"name":\s*"([^"]*)"')
 _CACHE_ARTIFACTS = {
     f"{cache}_cache_{outcome}": (name, outcome)
     for cache, name in (("fx_graph", "fx_graph"), ("aotautograd", "aotautograd"))
@@ -246,6 +248,10 @@ def _on_specialization(col: _Collector, record: TraceRecord) -> None:
 
 def _on_chromium_event(col: _Collector, record: TraceRecord) -> None:
     if record.payload is None:
+        return
+    # Most events are not phases: look at the name before decoding the JSON (~10x fewer loads).
+    name = _EVENT_NAME.search(record.payload, 0, 400)
+    if name is None or name.group(1) not in _PHASE_EVENTS:
         return
     try:
         event = orjson.loads(record.payload)
