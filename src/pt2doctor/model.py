@@ -74,7 +74,9 @@ class CompileRecord:
     attempts: int = 1
     start_time: float | None = None
     compile_time_s: float | None = None
-    phases: dict[str, float] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    """Raw timers in seconds: ``total``, ``backend``, ``inductor``, ``codegen`` (nested in that
+    order), ``cpp_build``, ``triton_build``; from compilation_metrics, else chromium events."""
     graph_op_count: int | None = None
     graph_count: int = 0
     """How many FX graphs Dynamo produced for this compile (0: the frame ran eagerly)."""

@@ -34,6 +34,39 @@ class CompileEntry:
     def compile_id(self) -> str:
         return str(self.record.compile_id)
 
+    @property
+    def phases(self) -> dict[str, float]:
+        return compile_phases(self.record.timings)
+
+
+def compile_phases(timings: dict[str, float]) -> dict[str, float]:
+    """Split a compile's nested timers into disjoint phases (seconds).
+
+    total > backend > inductor > codegen are nested; the C++/Triton kernel build happens inside
+    codegen. ``cpp_build`` (compile_file events) and ``triton_build`` (waiting for async kernel
+    compiles, C++ kernels included on CPU) overlap, so the build phase is the larger of the two.
+    With a non-Inductor backend, ``backend`` is the backend's own time.
+    """
+    total, backend = timings.get("total"), timings.get("backend")
+    inductor, codegen = timings.get("inductor"), timings.get("codegen")
+    build = max(timings.get("cpp_build", 0.0), timings.get("triton_build", 0.0))
+    if codegen is not None:
+        build = min(build, codegen)
+    phases: dict[str, float] = {}
+    if total is not None:
+        phases["dynamo_tracing"] = max(total - (backend or 0.0), 0.0)
+    if backend is not None:
+        phases["aot_autograd" if inductor is not None else "backend"] = max(
+            backend - (inductor or 0.0), 0.0
+        )
+    if inductor is not None:
+        phases["inductor_lowering"] = max(inductor - (codegen or 0.0), 0.0)
+    if codegen is not None:
+        phases["inductor_codegen"] = max(codegen - build, 0.0)
+    if build:
+        phases["cpp_triton_build"] = build
+    return phases
+
 
 @dataclass(slots=True)
 class FailureEntry:

@@ -85,7 +85,7 @@ def _compile(entry: CompileEntry) -> dict[str, Any]:
         "restarts": record.restart_reasons,
         "start_time": record.start_time,
         "compile_time_s": record.compile_time_s,
-        "phases": {key: round(value, 6) for key, value in sorted(record.phases.items())},
+        "phases": {key: round(value, 6) for key, value in sorted(entry.phases.items())},
         "cache": dict(sorted(record.cache.items())),
         "graph_count": record.graph_count,
         "graph_op_count": record.graph_op_count,

@@ -20,14 +20,21 @@ from pt2doctor.trace.messages import parse_graph_break
 from pt2doctor.trace.reader import read_records
 from pt2doctor.trace.records import CompileId, ParseStats, TraceRecord
 
-# Chromium events whose durations give the phase breakdown when compilation_metrics lacks it.
+# Chromium events timing a compile's nested stages (used where compilation_metrics lacks them;
+# compile_file, the C++ build, exists only here).
 _PHASE_EVENTS = {
-    "bytecode_tracing": "dynamo_tracing",
+    "entire_frame_compile": "total",
     "backend_compile": "backend",
     "inductor_compile": "inductor",
     "code_gen": "codegen",
     "compile_file": "cpp_build",
-    "async_compile.wait": "async_compile_wait",
+}
+# compilation_metrics fields for the same timers.
+_METRIC_TIMERS = {
+    "entire_frame_compile_time_s": "total",
+    "backend_compile_time_s": "backend",
+    "inductor_compile_time_s": "inductor",
+    "code_gen_time_s": "codegen",
 }
 _EVENT_NAME = re.compile(r'"name":\s*"([^"]*)"')
 _CACHE_ARTIFACTS = {
@@ -57,7 +64,7 @@ class _Collector:
         self.streams: dict[str, None] = {}
         self.environment: dict[str, Any] = {}
         self.open_events: dict[tuple[str, CompileId, str], float] = {}
-        self.event_phases: dict[tuple[str, CompileId], dict[str, float]] = {}
+        self.event_timings: dict[tuple[str, CompileId], dict[str, float]] = {}
 
     def compile_for(self, record: TraceRecord) -> CompileRecord | None:
         cid = record.compile_id
@@ -72,11 +79,11 @@ class _Collector:
         return entry
 
     def run(self, sources: list[str], stats: ParseStats) -> Run:
-        for key, phases in self.event_phases.items():
+        for key, timings in self.event_timings.items():
             entry = self.compiles.get(key)
             if entry is not None:
-                for phase, seconds in phases.items():
-                    entry.phases.setdefault(phase, seconds)
+                for name, seconds in timings.items():
+                    entry.timings.setdefault(name, seconds)
         return Run(
             compiles=list(self.compiles.values()),
             parse_stats=stats,
@@ -119,26 +126,17 @@ def _number(metrics: dict[str, Any], key: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _metric_phases(metrics: dict[str, Any]) -> dict[str, float]:
-    """Split a compile's time into phases from compilation_metrics (seconds, non-negative)."""
-    total = _number(metrics, "entire_frame_compile_time_s")
-    backend = _number(metrics, "backend_compile_time_s")
-    inductor = _number(metrics, "inductor_compile_time_s")
-    codegen = _number(metrics, "code_gen_time_s")
-    phases: dict[str, float] = {}
-    if total is not None and backend is not None:
-        phases["dynamo_tracing"] = max(total - backend, 0.0)
-        phases["aot_autograd" if inductor is not None else "backend"] = max(
-            backend - (inductor or 0.0), 0.0
-        )
-    if inductor is not None:
-        phases["inductor_lowering"] = max(inductor - (codegen or 0.0), 0.0)
-    if codegen is not None:
-        phases["codegen_and_build"] = codegen
+def _metric_timings(metrics: dict[str, Any]) -> dict[str, float]:
+    """The nested stage timers compilation_metrics gives, in seconds."""
+    timings = {
+        name: value
+        for key, name in _METRIC_TIMERS.items()
+        if (value := _number(metrics, key)) is not None
+    }
     triton = _number(metrics, "triton_compile_time_us")
     if triton:
-        phases["triton_build"] = triton / 1e6
-    return phases
+        timings["triton_build"] = triton / 1e6
+    return timings
 
 
 def _on_compilation_metrics(col: _Collector, record: TraceRecord) -> None:
@@ -156,7 +154,7 @@ def _on_compilation_metrics(col: _Collector, record: TraceRecord) -> None:
     entry.line = metrics.get("co_firstlineno") or entry.line
     entry.start_time = _number(metrics, "start_time")
     entry.compile_time_s = _number(metrics, "entire_frame_compile_time_s")
-    entry.phases.update(_metric_phases(metrics))
+    entry.timings.update(_metric_timings(metrics))
     op_count = metrics.get("graph_op_count")
     entry.graph_op_count = op_count if isinstance(op_count, int) else entry.graph_op_count
     entry.has_guarded_code = metrics.get("has_guarded_code")
@@ -273,8 +271,8 @@ def _on_chromium_event(col: _Collector, record: TraceRecord) -> None:
         col.open_events[key] = float(ts)
     elif event.get("ph") == "E" and key in col.open_events:
         seconds = (float(ts) - col.open_events.pop(key)) / 1e6
-        phases = col.event_phases.setdefault((record.stream, cid.compile), {})
-        phases[phase] = phases.get(phase, 0.0) + seconds
+        timings = col.event_timings.setdefault((record.stream, cid.compile), {})
+        timings[phase] = timings.get(phase, 0.0) + seconds
 
 
 def _on_any(col: _Collector, record: TraceRecord) -> None:
