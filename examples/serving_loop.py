@@ -1,4 +1,4 @@
-"""A tiny language-model server with four torch.compile problems planted in it.
+"""A tiny language-model server with five torch.compile problems planted in it.
 
 `make demo` runs this file under ``TORCH_TRACE=build/demo/trace`` and then points
 ``pt2doctor report`` at the trace, so the report has something real to explain. The program
@@ -8,7 +8,9 @@ and serves a stream of generate and score requests with varying prompt lengths.
 Planted problems, each marked ``PLANTED`` where it lives:
 
 1. Hot graph break: ``TinyLM.forward`` calls ``.item()`` on the model's confidence and branches
-   on it in Python. Every request splits into two graphs with an eager hop between them.
+   on it in Python. Every request splits into two graphs with an eager hop between them. The
+   float handed to the resume function is first specialized, so its second value recompiles it
+   once more (``___stack0 == 0.0144...``) before Dynamo makes the float dynamic.
 2. Startup graph break: ``startup_self_check`` prints a line from inside a compiled function.
    It runs once, so the break costs one extra graph and nothing per request.
 3. Size recompiles: prompts arrive with 8, 12, 16, 24 ... tokens. The first length is compiled
@@ -18,9 +20,10 @@ Planted problems, each marked ``PLANTED`` where it lives:
 5. Frame skipped to eager: ``detokenize`` graph-breaks inside a ``for`` loop; Dynamo gives up on
    the whole frame and runs it eagerly on every call.
 
-The backend comes from ``PT2DOCTOR_DEMO_BACKEND`` (default ``inductor``). With Inductor the run
-takes about a minute on 2 CPU cores with a cold cache, mostly the first compile (~12-17 s) plus
-~1 s per later graph; with ``eager`` it takes a few seconds.
+The backend comes from ``PT2DOCTOR_DEMO_BACKEND`` (default ``inductor``). The run makes 8 frame
+compiles (7 graphs). With Inductor it takes ~40-60 s on 2 CPU cores with a cold Inductor cache (the
+first compile alone is ~12-17 s) and ~12 s with a warm one; with ``eager`` it takes ~8 s, most
+of it importing torch and Dynamo tracing.
 """
 
 from __future__ import annotations
@@ -68,7 +71,9 @@ class SelfAttention(nn.Module):
     def forward(self, x: torch.Tensor, causal: bool) -> torch.Tensor:
         batch, seq, dim = x.shape
         q, k, v = self.qkv(x).chunk(3, dim=-1)
-        q, k, v = (t.view(batch, seq, self.heads, dim // self.heads).transpose(1, 2) for t in (q, k, v))
+        q, k, v = (
+            t.view(batch, seq, self.heads, dim // self.heads).transpose(1, 2) for t in (q, k, v)
+        )
         scores = q @ k.transpose(-2, -1) / math.sqrt(dim // self.heads)
         if causal:
             mask = torch.ones(seq, seq, dtype=torch.bool, device=x.device).triu(1)
@@ -112,8 +117,8 @@ class TinyLM(nn.Module):
             h = block(h, causal)
         h = self.norm(h[:, -1])
         logits = self.head(h)
-        # PLANTED (1): `.item()` pulls a tensor into Python on every request. Dynamo breaks the
-        # graph here, runs the branch eagerly, and resumes in a second graph.
+        # PLANTED (1): `.item()` pulls a tensor into Python on every request. Dynamo ends the
+        # graph here, reads the value eagerly, and runs the `if` in a second (resume) graph.
         confidence = logits.softmax(dim=-1).amax(dim=-1).min().item()
         if confidence < CONFIDENCE_THRESHOLD:
             logits = logits + self.refine(h)
@@ -138,20 +143,21 @@ def detokenize(next_tokens: torch.Tensor) -> list[str]:
     return texts
 
 
-def serve(model: TinyLM) -> list[float]:
-    """Serve REQUESTS in order and return each request's latency in seconds."""
+def serve(model: TinyLM) -> tuple[list[float], list[str]]:
+    """Serve REQUESTS in order; return each request's latency in seconds and the replies."""
     compiled_model = torch.compile(model, backend=BACKEND)
     compiled_detokenize = torch.compile(detokenize, backend=BACKEND)
     generator = torch.Generator().manual_seed(1)
     latencies = []
+    replies = []
     for task, seq_len in REQUESTS:
         tokens = torch.randint(0, VOCAB, (BATCH, seq_len), generator=generator)
         start = time.perf_counter()
         with torch.no_grad():
             logits = compiled_model(tokens, causal=task == "generate")
-            compiled_detokenize(logits.argmax(dim=-1))
+            replies.extend(compiled_detokenize(logits.argmax(dim=-1)))
         latencies.append(time.perf_counter() - start)
-    return latencies
+    return latencies, replies
 
 
 def main() -> None:
@@ -161,11 +167,11 @@ def main() -> None:
     healthy = torch.compile(startup_self_check, backend=BACKEND)(model)
     if not bool(healthy):
         raise SystemExit("self-check failed: non-finite weights")
-    latencies = serve(model)
+    latencies, replies = serve(model)
     total = time.perf_counter() - started
     mean_ms = 1000 * sum(latencies) / len(latencies)
     print(
-        f"served {len(latencies)} requests (batch {BATCH}, backend {BACKEND}): "
+        f"served {len(latencies)} requests, {len(replies)} replies (backend {BACKEND}): "
         f"mean latency {mean_ms:.1f} ms, first {1000 * latencies[0]:.0f} ms, total {total:.1f} s"
     )
 

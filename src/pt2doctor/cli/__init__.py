@@ -25,13 +25,18 @@ for _command in COMMANDS:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (0 ok, 1 findings/strict failures, 2 bad input)."""
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        with click.Context(cli, info_name="pt2doctor") as ctx:
+            click.echo(cli.get_help(ctx))
+        return 2
     try:
-        result = cli.main(args=argv, prog_name="pt2doctor", standalone_mode=False)
+        result = cli.main(args=args, prog_name="pt2doctor", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("pt2doctor: interrupted", err=True)
         return 130
-    except click.ClickException as error:
-        error.show()
+    except click.ClickException as error:  # bad arguments: one line, exit 2
+        click.echo(f"pt2doctor: error: {error.format_message()} (see --help)", err=True)
         return error.exit_code
     except Pt2DoctorError as error:
         click.echo(f"pt2doctor: error: {error}", err=True)
