@@ -13,7 +13,7 @@ from pt2doctor.analysis.advice import (
     SKIPPED_FRAME_ADVICE,
 )
 from pt2doctor.analysis.breaks import GraphBreakSite
-from pt2doctor.analysis.ledger import FrameEntry, Ledger
+from pt2doctor.analysis.ledger import RESUME_NAME, FrameEntry, Ledger
 from pt2doctor.trace.records import ParseStats
 
 SEVERITIES = ("error", "warning", "info")
@@ -31,6 +31,9 @@ class Finding:
 
 
 def _where(frame: FrameEntry) -> str:
+    resume = RESUME_NAME.match(frame.function or "")
+    if resume is not None:
+        return f"{resume.group(1)} after its graph break at line {resume.group(2)} ({frame.file})"
     return f"{frame.function} ({frame.file}:{frame.line})"
 
 
@@ -42,12 +45,20 @@ def _recompile_finding(frame: FrameEntry) -> Finding | None:
         guard.category for entry in recompiles for guard in entry.failed_guards[:1]
     ) or Counter({"other": len(recompiles)})
     all_causes = sorted({g.category for e in recompiles for g in e.failed_guards})
-    # Static first, then one dynamic recompile: automatic dynamic shapes working as designed.
-    benign = len(recompiles) == 1 and set(all_causes) <= {"size", "stride"}
+    # Static first, then one recompile that made the changing value dynamic: automatic dynamic
+    # shapes working as designed.
+    guards = [g for e in recompiles for g in e.failed_guards]
+    benign = (
+        len(recompiles) == 1
+        and bool(guards)
+        and all(g.now_dynamic or g.category == "stride" for g in guards)
+    )
     summary = ", ".join(f"{cause} x{count}" for cause, count in causes.most_common())
     advice = " ".join(RECOMPILE_ADVICE.get(c, RECOMPILE_ADVICE["other"]) for c in all_causes)
     evidence = [
-        f"{entry.compile_id}: {guard.text}" for entry in recompiles for guard in entry.failed_guards
+        f"{entry.compile_id}: {guard.text}" + (" (now dynamic)" if guard.now_dynamic else "")
+        for entry in recompiles
+        for guard in entry.failed_guards
     ][:12]
     return Finding(
         severity="info" if benign else "warning",

@@ -15,6 +15,7 @@ import orjson
 
 from pt2doctor.model import Guard, SourceLine
 from pt2doctor.trace.messages import parse_user_stack
+from pt2doctor.trace.records import CompileId
 
 GUARD_CATEGORIES = (
     "size",
@@ -73,6 +74,20 @@ class FailedGuard:
     origin: str = "dynamo"
     """``dynamo`` (Dynamo's recompile reason) or ``guard_diff`` (found by comparing guard sets)."""
     key: tuple[str, ...] = ()
+    now_dynamic: bool = False
+    """The recompile made the failing value dynamic (automatic dynamic shapes): later calls
+    with other values reuse it instead of recompiling."""
+
+    @property
+    def guarded_source(self) -> str | None:
+        """The Dynamo source whose value failed (``L['x'].size()[1]``, ``L['flag']``)."""
+        if self.key[:1] == ("tensor",) and len(self.key) == 4 and self.key[3]:
+            _, name, field_name, index = self.key
+            base = f"L['{name}']" if re.fullmatch(r"\w+", name) else name
+            return f"{base}.{field_name}()[{index}]"
+        if self.key[:1] == ("value",):
+            return self.key[1]
+        return None
 
 
 def categorize_guard(text: str) -> str:
@@ -284,4 +299,13 @@ def merge_failed_guards(failures: list[FailedGuard]) -> list[FailedGuard]:
                 existing.against.append(variant)
         if existing.source is None:
             existing.source = failure.source
+    for failure in merged.values():
+        failure.against.sort(key=_variant_order)
     return list(merged.values())
+
+
+def _variant_order(compile_id: str) -> tuple[int, ...]:
+    parsed = CompileId.parse(compile_id)
+    if parsed is None:
+        return (1 << 30,)
+    return (parsed.frame_id or 0, parsed.frame_compile_id or 0, parsed.attempt)

@@ -15,7 +15,7 @@ from pt2doctor.model import CompileRecord, Run, SourceLine
 from pt2doctor.trace.records import CompileId
 
 RESUME_PREFIX = "torch_dynamo_resume_in_"
-_RESUME_NAME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
+RESUME_NAME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
 _LIMIT_HIT = re.compile(r"recompile.limit|cache_size_limit|recompile_limit", re.I)
 
 
@@ -149,7 +149,7 @@ def _failed_guards(
     failures = [fg for reason in record.recompile_reasons for fg in parse_recompile_reason(reason)]
     named = {variant for failure in failures for variant in failure.against}
     by_id = {str(old.compile_id): old for old in earlier}
-    variants = [by_id[v] for v in named if v in by_id] or [e for e in earlier if e.guards]
+    variants = [by_id[v] for v in sorted(named) if v in by_id] or [e for e in earlier if e.guards]
     if record.guards:
         for old in variants:
             if old.guards:
@@ -157,8 +157,10 @@ def _failed_guards(
                     old.guards, record.guards, record.symbols, str(old.compile_id)
                 )
     merged = merge_failed_guards(failures)
+    dynamic_sources = {source for source, _ in record.symbols.values()}
     for failure in merged:
         failure.source = _expand_path(failure.source, frame_file)
+        failure.now_dynamic = failure.guarded_source in dynamic_sources
     return merged
 
 
@@ -179,7 +181,7 @@ def _frame(stream: str, records: list[CompileRecord]) -> FrameEntry:
         entry = CompileEntry(record, _cause(record))
         if entry.cause == "recompile":
             entry.failed_guards = _failed_guards(record, records[:index], frame.file)
-        resume = _RESUME_NAME.match(record.function or "")
+        resume = RESUME_NAME.match(record.function or "")
         if resume is not None:
             entry.resumes_after = (resume.group(1), int(resume.group(2)))
         frame.compiles.append(entry)

@@ -38,6 +38,7 @@ def _failed_guard(guard: FailedGuard) -> dict[str, Any]:
         "source": _source(guard.source),
         "against": guard.against,
         "origin": guard.origin,
+        "now_dynamic": guard.now_dynamic,
     }
 
 
