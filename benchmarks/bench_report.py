@@ -1,0 +1,93 @@
+"""Benchmark `pt2doctor report` against tlparse on the same logs, side by side in one run.
+
+Measures wall time (median of N runs) and peak RSS of each command as a child process, on:
+  1. multi_rank_logs/dedicated_log_torch_trace_rank_1.log from ../shared (3.5 MB), and
+  2. a ~200 MB log built by repeating that file 57 times (in a temporary directory).
+
+Usage: python benchmarks/bench_report.py [--runs 3] [--corpus DIR] [--skip-big]
+Results go into docs/PERFORMANCE.md (by hand, with the date and machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_CORPUS = REPO.parent / "shared" / "corpus" / "tlparse-inputs"
+LOG = Path("inputs/multi_rank_logs/dedicated_log_torch_trace_rank_1.log")
+REPEAT = 57
+
+
+def measure(command: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one run of ``command`` (its output discarded)."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise SystemExit(f"command failed ({process.returncode}): {' '.join(command)}")
+    return wall, usage.ru_maxrss / 1024  # Linux reports KiB
+
+
+def commands(log: Path, work: Path) -> dict[str, list[str]]:
+    bindir = Path(sys.executable).parent
+    tlparse = shutil.which("tlparse") or str(bindir / "tlparse")
+    pt2doctor = shutil.which("pt2doctor", path=str(bindir)) or str(bindir / "pt2doctor")
+    return {
+        "pt2doctor report": [
+            pt2doctor, "report", str(log), "--json", str(work / "report.json"), "--format", "json",
+        ],
+        "tlparse 0.4.3": [tlparse, str(log), "-o", str(work / "tl"), "--no-browser", "--overwrite"],
+    }
+
+
+def bench(log: Path, runs: int, work: Path) -> None:
+    size_mb = log.stat().st_size / 1e6
+    print(f"\n{log.name}: {size_mb:.1f} MB, median of {runs} runs")
+    results: dict[str, tuple[float, float]] = {}
+    for name, command in commands(log, work).items():
+        samples = [measure(command) for _ in range(runs)]
+        walls = [wall for wall, _ in samples]
+        results[name] = (statistics.median(walls), max(rss for _, rss in samples))
+        print(
+            f"  {name:18} {results[name][0]:7.2f} s  (min {min(walls):.2f}, max {max(walls):.2f})"
+            f"  peak RSS {results[name][1]:6.0f} MB  {size_mb / results[name][0]:6.0f} MB/s"
+        )
+    ours, theirs = results["pt2doctor report"], results["tlparse 0.4.3"]
+    print(f"  ratio tlparse/pt2doctor: time {theirs[0] / ours[0]:.1f}x, RSS {theirs[1] / ours[1]:.1f}x")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--skip-big", action="store_true", help="only the 3.5 MB log")
+    args = parser.parse_args()
+    log = args.corpus / LOG
+    if not log.exists():
+        print(f"bench_report: {log} not found (needs ../shared/corpus)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="pt2doctor-bench-") as tmp:
+        work = Path(tmp)
+        bench(log, args.runs, work)
+        if not args.skip_big:
+            big = work / "repeated_57x.log"
+            data = log.read_bytes()
+            with big.open("wb") as out:
+                for _ in range(REPEAT):
+                    out.write(data)
+            bench(big, args.runs, work)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
