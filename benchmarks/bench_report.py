@@ -44,7 +44,13 @@ def commands(log: Path, work: Path) -> dict[str, list[str]]:
     pt2doctor = shutil.which("pt2doctor", path=str(bindir)) or str(bindir / "pt2doctor")
     return {
         "pt2doctor report": [
-            pt2doctor, "report", str(log), "--json", str(work / "report.json"), "--format", "json",
+            pt2doctor,
+            "report",
+            str(log),
+            "--json",
+            str(work / "report.json"),
+            "--format",
+            "json",
         ],
         "tlparse 0.4.3": [tlparse, str(log), "-o", str(work / "tl"), "--no-browser", "--overwrite"],
     }
@@ -63,7 +69,9 @@ def bench(log: Path, runs: int, work: Path) -> None:
             f"  peak RSS {results[name][1]:6.0f} MB  {size_mb / results[name][0]:6.0f} MB/s"
         )
     ours, theirs = results["pt2doctor report"], results["tlparse 0.4.3"]
-    print(f"  ratio tlparse/pt2doctor: time {theirs[0] / ours[0]:.1f}x, RSS {theirs[1] / ours[1]:.1f}x")
+    print(
+        f"  ratio tlparse/pt2doctor: time {theirs[0] / ours[0]:.1f}x, RSS {theirs[1] / ours[1]:.1f}x"
+    )
 
 
 def main() -> int:

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from pt2doctor.analysis.ledger import compile_ledger
-from pt2doctor.trace import ParseStats, find_trace_logs, read_records
+from pt2doctor.trace import CompileId, ParseStats, find_trace_logs, read_records
 from pt2doctor.trace.collect import collect_run
 
 pytestmark = pytest.mark.corpus
@@ -40,6 +40,7 @@ UNKNOWN_KEY = "[-/-]"
 # A table row of failures_and_restarts.html: "    <tr> <td> {compile id link} </td>{cells}</tr>".
 _ROW = re.compile(r"^    <tr> <td> (?P<cid>.*?) </td>(?P<cells><td>.*)$", re.M)
 _RESTART_CELL = "<td> RestartAnalysis </td>"
+_CELL_ID = re.compile(r">(\[[^\]<]*\])</a>")
 
 
 def _corpus_logs() -> list[str]:
@@ -81,6 +82,16 @@ def _failure_rows(html: str) -> tuple[list[str], list[str]]:
     return failures, restarts
 
 
+def _compiles(cells: list[str]) -> list[str]:
+    """The compile (attempt dropped, pt2doctor's spelling) of each row's compile id cell."""
+    found = []
+    for cell in cells:
+        match = _CELL_ID.search(cell)
+        cid = CompileId.parse(match[1]) if match else None
+        found.append(str(cid.compile) if cid else cell.strip())
+    return sorted(found)
+
+
 def _pt2doctor_ids(log: Path) -> tuple[set[str], bool]:
     """The compile ids pt2doctor reads (tlparse's spelling) and whether any record had none."""
     ids: set[str] = set()
@@ -119,9 +130,14 @@ def test_matches_tlparse(name: str, tmp_path: Path) -> None:
     assert without_id == (UNKNOWN_KEY in directory)
 
     tl_failures, tl_restarts = _failure_rows(html)
+    assert len(tl_failures) + len(tl_restarts) == html.count("<tr> <td>")  # no row missed
     assert len(ledger.failures) == len(tl_failures), (ledger.failures, tl_failures)
     restarts = sum(len(c.restart_reasons) for c in run.compiles)
     assert restarts == len(tl_restarts), tl_restarts
+    # The same compiles, too (tlparse names the attempt that logged the metrics: [0/0_1]).
+    assert sorted(f.compile_id for f in ledger.failures) == _compiles(tl_failures)
+    restarted = [str(c.compile_id) for c in run.compiles for _ in c.restart_reasons]
+    assert sorted(restarted) == _compiles(tl_restarts)
 
 
 def test_failure_rows_parser() -> None:
@@ -136,3 +152,4 @@ def test_failure_rows_parser() -> None:
     failures, restarts = _failure_rows(html)
     assert len(failures) == 1 and "[0/0]" in failures[0]
     assert len(restarts) == 1 and "[0/0_1]" in restarts[0]
+    assert _compiles(failures) == _compiles(restarts) == ["0/0"]

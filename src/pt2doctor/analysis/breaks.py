@@ -6,8 +6,9 @@ import re
 from dataclasses import dataclass, field
 
 from pt2doctor.analysis.advice import break_advice
-from pt2doctor.analysis.ledger import Ledger
+from pt2doctor.analysis.ledger import RESUME_NAME, FrameEntry, Ledger
 from pt2doctor.model import GraphBreakEvent, SourceLine
+from pt2doctor.trace.messages import explanation_and_hints
 
 BREAK_CATEGORIES = (
     "data_dependent_scalar",
@@ -37,8 +38,8 @@ _BREAK_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"dynamic shape operator|capture_dynamic_output_shape_ops|nonzero|output shape depends",
             "data_dependent_shape",
         ),
-        (r"`print`|\bprint\b|logging|logger|warnings\.warn", "print_or_logging"),
-        (r"builtin `open`|\bopen\(|file I/O|\bsocket\b|os\.path|pathlib", "io"),
+        (r"`print`|\bprint\b|logging|logger|(?<![\w.])warnings\.warn", "print_or_logging"),
+        (r"`open`|\bopen\(|file I/O|\bsocket\b|os\.path|pathlib", "io"),
         (
             r"side.effect|mutat|global variable|STORE_GLOBAL|setattr|nonlocal|generator|"
             r"reconstruct",
@@ -87,28 +88,44 @@ def categorize_break(event: GraphBreakEvent) -> str:
     return "other"
 
 
+def _broken_frame(ledger: Ledger, stream: str, function: str, line: int) -> FrameEntry | None:
+    """The part of ``function`` that broke at ``line``: the function itself or the resume
+    function (``torch_dynamo_resume_in_<function>_at_<n>``) starting closest before it."""
+    best: tuple[int, FrameEntry] | None = None
+    for frame in ledger.frames:
+        resume = RESUME_NAME.match(frame.function or "")
+        if frame.stream != stream or (resume.group(1) if resume else frame.function) != function:
+            continue
+        start = int(resume.group(2)) if resume else (frame.line or 0)
+        if start < line and (best is None or start > best[0]):
+            best = (start, frame)
+    return None if best is None else best[1]
+
+
 def _resume_events(ledger: Ledger, seen: set[tuple[str, int]]) -> list[GraphBreakEvent]:
     """Breaks known only from resume functions (logs without graph-break records)."""
     events = []
-    parents = {(f.stream, f.function): f for f in ledger.frames}
     for frame in ledger.frames:
         for entry in frame.compiles:
             if entry.resumes_after is None or entry.resumes_after in seen:
                 continue
             function, line = entry.resumes_after
             seen.add(entry.resumes_after)
-            parent = parents.get((frame.stream, function))
+            parent = _broken_frame(ledger, frame.stream, function, line)
             restarts = [
                 r for e in (parent.compiles if parent else []) for r in e.record.restart_reasons
             ]
             reason = restarts[0] if restarts else "graph break (the log has no break record)"
             compile_id = parent.compiles[0].compile_id if parent and parent.compiles else "?"
+            explanation, hints = explanation_and_hints(reason.splitlines())
             events.append(
                 GraphBreakEvent(
                     compile_id=compile_id,
                     site=SourceLine(frame.file, line, function),
                     gb_type=reason.splitlines()[0],
                     reason=reason,
+                    explanation=explanation,
+                    hints=hints,
                 )
             )
     return events

@@ -32,12 +32,15 @@ GUARD_CATEGORIES = (
 )
 
 # A guarded name: L['x'] / G['y'] as in guard code, or the bare name Dynamo prints.
-_NAME = r"(?:[LG]\[[^\]]+\]|[A-Za-z_]\w*)"
+_NAME = r"(?:[LG]\[[^\]]+\]|(?![LG]\[)[A-Za-z_]\w*)"
 # First match wins; the text is Dynamo's failure message or the failing guard's code.
 _CATEGORY_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), category)
     for pattern, category in (
-        (r"size mismatch|\.size\(\)|\bsize=|storage_offset|\bEq\(|\bNe\(|numel\(", "size"),
+        (
+            r"size mismatch|rank mismatch|\.size\(\)|\bsize=|storage_offset|\bEq\(|\bNe\(|numel\(",
+            "size",
+        ),
         (r"dtype mismatch|\.dtype\b", "dtype"),
         (r"stride mismatch|\.stride\(\)", "stride"),
         (r"requires_grad", "requires_grad"),
@@ -50,7 +53,8 @@ _CATEGORY_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     )
 )
 _DYNAMO_TENSOR = re.compile(r"tensor '(.+?)' (\w+) mismatch(?: at index (\d+))?")
-_DYNAMO_VALUE = re.compile(r"^(?:not )?(\w+) (?:==|!=|is\b)")
+_DYNAMO_VALUE = re.compile(r"^(?:not )?(\w+)((?:\.\w+|\[[^\]]+\])*) (?:==|!=|is\b)")
+_DYNAMO_GLOBAL = re.compile(r"GLOBAL_STATE changed: (\w+)")
 _VARIANT_PREFIX = re.compile(r"^\s*(!?\d+/\d+(?:/\d+)?(?:_\d+)?): ", re.S)
 _VALUE_KINDS = frozenset(
     {"TRUE_MATCH", "FALSE_MATCH", "NONE_MATCH", "NOT_NONE_MATCH", "EQUALS_MATCH", "CONSTANT_MATCH"}
@@ -59,7 +63,10 @@ _TENSOR_FIELDS = re.compile(
     r"DispatchKeySet\((?P<keys>[^)]*)\), (?P<dtype>torch\.\w+), device=(?P<device>[^,]+), "
     r"requires_grad=(?P<requires_grad>\w+), size=\[(?P<size>[^\]]*)\], stride=\[(?P<stride>[^\]]*)\]"
 )
-_USER_LINE = re.compile(r"^(?P<code>.*?)\s+# (?P<file>\S+):(?P<line>\d+) in (?P<function>\S+)")
+# "code  # file:line in fn", or "# file:line in fn" when Dynamo could not show the code.
+_USER_LINE = re.compile(
+    r"^(?:(?P<code>.*?)\s+)?#\s*(?P<file>\S+):(?P<line>\d+) in (?P<function>\S+)\s*$"
+)
 
 
 @dataclass(slots=True)
@@ -110,9 +117,8 @@ def _user_line_source(user_line: str | None) -> SourceLine | None:
     match = _USER_LINE.match(user_line)
     if match is None:
         return SourceLine(None, None, None, user_line)
-    return SourceLine(
-        match["file"], int(match["line"]), match["function"], match["code"].strip() or None
-    )
+    code = (match["code"] or "").strip() or None
+    return SourceLine(match["file"], int(match["line"]), match["function"], code)
 
 
 def parse_recompile_reason(reason: str) -> list[FailedGuard]:
@@ -146,8 +152,11 @@ def _dynamo_key(text: str) -> tuple[str, ...]:
     if tensor is not None:
         return ("tensor", tensor.group(1), tensor.group(2), tensor.group(3) or "")
     value = _DYNAMO_VALUE.match(text)
-    if value is not None:  # Dynamo strips L[...] from what it prints: "flag == True"
-        return ("value", f"L['{value.group(1)}']")
+    if value is not None:  # Dynamo strips L[...] from what it prints: "self.training == True"
+        return ("value", f"L['{value.group(1)}']{value.group(2)}")
+    changed = _DYNAMO_GLOBAL.search(text)
+    if changed is not None:
+        return ("global", categorize_guard(changed.group(1)))
     return ("text", text.split("#")[0].strip())
 
 
@@ -219,7 +228,7 @@ def _global_state_diff(old: Guard, new: Guard, against: str) -> list[FailedGuard
             category = categorize_guard(key) if key != "autocast_state" else "autocast"
             text = f"global state {key} changed: expected {before[key]}, actual {after[key]}"
             failures.append(
-                FailedGuard(text, category, None, [against], "guard_diff", ("global", key))
+                FailedGuard(text, category, None, [against], "guard_diff", ("global", category))
             )
     return failures
 

@@ -29,6 +29,8 @@ class CompileEntry:
     failed_guards: list[FailedGuard] = field(default_factory=list)
     resumes_after: tuple[str, int] | None = None
     """For a resume function: (function, line) of the graph break it continues after."""
+    function: str | None = None
+    """The frame's function (a compile that failed early may not log its own)."""
 
     @property
     def compile_id(self) -> str:
@@ -178,7 +180,7 @@ def _frame(stream: str, records: list[CompileRecord]) -> FrameEntry:
         stream, records[0].compile_id.frame_id or 0, first.function, first.file, first.line
     )
     for index, record in enumerate(records):
-        entry = CompileEntry(record, _cause(record))
+        entry = CompileEntry(record, _cause(record), function=record.function or frame.function)
         if entry.cause == "recompile":
             entry.failed_guards = _failed_guards(record, records[:index], frame.file)
         resume = RESUME_NAME.match(record.function or "")
@@ -187,21 +189,36 @@ def _frame(stream: str, records: list[CompileRecord]) -> FrameEntry:
         frame.compiles.append(entry)
         if record.fail_type and _failure_kind(record) == "recompile_limit":
             frame.limit_hit = True
-    if not any(_produced_code(r) for r in records) and any(r.fail_type for r in records):
+    # Dynamo gave up and runs the frame eagerly; a compiler error is raised to the user instead.
+    gave_up = [r for r in records if r.fail_type and _failure_kind(r) == "skipped_frame"]
+    if gave_up and not any(_produced_code(r) for r in records):
         frame.skipped = True
         frame.skip_reason = next((r.fail_reason for r in records if r.fail_reason), None)
     return frame
 
 
-def _failure(record: CompileRecord) -> FailureEntry:
+def _failure(entry: CompileEntry) -> FailureEntry:
+    record = entry.record
     return FailureEntry(
         compile_id=str(record.compile_id),
         stream=record.stream,
         kind=_failure_kind(record),
         fail_type=record.fail_type or "",
         fail_reason=record.fail_reason or record.dynamo_error or "",
-        function=record.function,
+        function=entry.function,
         user_frame=record.fail_user_frame,
+    )
+
+
+def _chronological(entry: CompileEntry) -> tuple[float, str, int, int, int, int]:
+    cid = entry.record.compile_id
+    return (
+        entry.record.start_time or 0.0,
+        entry.record.stream,
+        -1 if cid.compiled_autograd_id is None else cid.compiled_autograd_id,
+        -1 if cid.frame_id is None else cid.frame_id,
+        -1 if cid.frame_compile_id is None else cid.frame_compile_id,
+        cid.attempt,
     )
 
 
@@ -217,6 +234,6 @@ def compile_ledger(run: Run) -> Ledger:
         records.sort(key=lambda r: r.compile_id.frame_compile_id or 0)
         frames.append(_frame(stream, records))
     compiles = [entry for frame in frames for entry in frame.compiles]
-    compiles.sort(key=lambda e: (e.record.start_time or 0.0, e.record.stream, e.record.compile_id))
-    failures = [_failure(e.record) for e in compiles if e.record.fail_type]
+    compiles.sort(key=_chronological)
+    failures = [_failure(e) for e in compiles if e.record.fail_type]
     return Ledger(frames=frames, compiles=compiles, failures=failures)

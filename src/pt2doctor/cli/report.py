@@ -55,7 +55,8 @@ def report_command(path: Path, json_path: Path | None, fmt: str, strict: bool) -
         except OSError as error:
             raise UsageError(f"cannot write {target}: {error.strerror}") from error
     if fmt == "term":
-        console = Console(highlight=False)
+        # With the JSON on stdout, the human summary goes to stderr so stdout stays parseable.
+        console = Console(highlight=False, stderr=str(target) == "-")
         render_terminal(report, console)
         if str(target) != "-":
             console.print(f"\nreport written to {target}")

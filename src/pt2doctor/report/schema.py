@@ -73,7 +73,7 @@ def _compile(entry: CompileEntry) -> dict[str, Any]:
         "stream": record.stream,
         "rank": record.rank,
         "frame_id": record.compile_id.frame_id,
-        "function": record.function,
+        "function": entry.function,
         "file": record.file,
         "line": record.line,
         "cause": entry.cause,

@@ -17,7 +17,9 @@ import re
 from pt2doctor.model import Guard
 
 _NODE = re.compile(r"^((?:\| )*)\+- (.*)$")
-_MANAGER_SOURCE = re.compile(r"^[\w ]*Manager[\w]*: (?:.*?\b)?source=(.+?), (?:accessed_by|type)=")
+_MANAGER_SOURCE = re.compile(
+    r"^[\w ]*Manager[\w]*: (?:.*?\b)?source=(.+?)(?:, (?:accessed_by|type)=.*)?$"
+)
 _LEAF = re.compile(r"^([A-Z][A-Z0-9_]+): (.*)$")
 
 

@@ -55,6 +55,21 @@ def _reason_block(lines: list[str]) -> list[str]:
     return block
 
 
+def explanation_and_hints(lines: list[str]) -> tuple[str, list[str]]:
+    """The ``Explanation:`` and ``Hint:`` lines of a Dynamo Unsupported message."""
+    explanation = " ".join(
+        line.strip().removeprefix("Explanation:").strip()
+        for line in lines
+        if line.strip().startswith("Explanation:")
+    )
+    hints = [
+        line.strip().removeprefix("Hint:").strip()
+        for line in lines
+        if line.strip().startswith("Hint:")
+    ]
+    return explanation, hints
+
+
 def parse_graph_break(text: str, compile_id: str) -> GraphBreakEvent:
     """Parse a ``dynamo_graph_break_reason`` artifact (torch 2.6 to 2.13 spellings)."""
     lines = text.splitlines()
@@ -65,16 +80,7 @@ def parse_graph_break(text: str, compile_id: str) -> GraphBreakEvent:
     gb_type = body[0].strip() if body and head and head.group(1).rstrip().endswith(":") else ""
     if not gb_type:
         gb_type = (head.group(1) if head else (lines[0] if lines else "")).strip()
-    explanation = " ".join(
-        line.strip().removeprefix("Explanation:").strip()
-        for line in body
-        if line.strip().startswith("Explanation:")
-    )
-    hints = [
-        line.strip().removeprefix("Hint:").strip()
-        for line in body
-        if line.strip().startswith("Hint:")
-    ]
+    explanation, hints = explanation_and_hints(body)
     stack = parse_user_stack(_section(lines, "User code traceback:", ("Traceback (most recent",)))
     site = stack[-1] if stack else None
     at = _USER_CODE_AT.search(text)

@@ -30,8 +30,9 @@ from pt2doctor.trace.records import (
 # glog prefix: level, MMDD, time, thread id, source path:line, "] ".
 GLOG_PREFIX = re.compile(rb"[VIWEC](\d{4}) (\d{2}:\d{2}:\d{2}\.\d+) +\d+ [^\]\n]*\] ")
 # A unit ends at a newline that is not followed by a tab (the next line is not payload).
-# Blank lines are skipped (log shippers sometimes stutter one in, even inside a payload).
-_UNIT_END = re.compile(rb"\n(?![\t\n])")
+# A unit ends at a newline not followed by (blank lines and then) a payload tab. Blank lines are
+# skipped like tlparse skips them: log shippers sometimes stutter one in, even inside a payload.
+_UNIT_END = re.compile(rb"\n(?!\n*\t)")
 _BLANK_LINES = re.compile(rb"\n{2,}")
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 BLOCK_SIZE = 8 << 20
@@ -57,11 +58,13 @@ def _units(stream: BinaryIO) -> Iterator[tuple[bytes, int, int, bool]]:
             break
         buf = carry + block if carry else block
         start = 0
-        last = len(buf) - 1
-        for match in _UNIT_END.finditer(buf, max(len(carry) - 1, 0)):
+        # Newlines at the end of the block may be followed by a payload tab in the next block.
+        tail = len(buf.rstrip(b"\n"))
+        search_from = max(len(carry.rstrip(b"\n")) - 1, 0) if carry else 0
+        for match in _UNIT_END.finditer(buf, search_from):
             end = match.start()
-            if end == last:
-                break  # the next block may start with a payload tab
+            if end >= tail:
+                break
             yield buf, start, end, True
             start = end + 1
         carry = buf[start:]
@@ -107,21 +110,25 @@ def _compile_id(envelope: dict[str, Any]) -> CompileId | None:
     return value
 
 
-def _check_digests(batch: list[tuple[bytes, Any, bool]]) -> tuple[int, int, int]:
-    """(md5 mismatches, truncated records, blank lines) of a batch of assembled payloads."""
-    mismatches = truncated = blank = 0
+def _check_digests(batch: list[tuple[bytes, Any, bool]]) -> tuple[int, int]:
+    """(md5 mismatches, truncated records) of a batch of assembled payloads."""
+    mismatches = truncated = 0
     for data, expected, complete in batch:
-        digest = hashlib.md5(data).hexdigest()
-        if digest != expected and b"\n\n" in data:  # blank lines inside a payload are skipped
-            blank += data.count(b"\n\n")
-            fixed = _BLANK_LINES.sub(b"\n", data).replace(b"\n\t", b"\n").strip(b"\n")
-            digest = hashlib.md5(fixed).hexdigest()
-        if digest != expected:
+        if hashlib.md5(data).hexdigest() != expected:
             if complete:
                 mismatches += 1
             else:
                 truncated += 1
-    return mismatches, truncated, blank
+    return mismatches, truncated
+
+
+def _assemble_with_blank_lines(raw: bytes, crlf: bool) -> tuple[bytes, int]:
+    """Slow path: drop empty lines (not a payload's own empty lines, which are a lone tab)."""
+    lines = raw.split(b"\n")
+    if crlf:
+        lines = [line.removesuffix(b"\r") for line in lines]
+    kept = [line[1:] for line in lines if line]
+    return b"\n".join(kept), len(lines) - len(kept)
 
 
 class _DigestChecker:
@@ -137,7 +144,7 @@ class _DigestChecker:
     def __init__(self, stats: ParseStats) -> None:
         self.stats = stats
         self.batch: list[tuple[bytes, Any, bool]] = []
-        self.pending: deque[Future[tuple[int, int, int]]] = deque()
+        self.pending: deque[Future[tuple[int, int]]] = deque()
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pt2doctor-md5")
 
     def add(self, data: bytes, expected: Any, complete: bool) -> None:
@@ -152,11 +159,10 @@ class _DigestChecker:
         while len(self.pending) > self.MAX_PENDING:
             self._account(self.pending.popleft())
 
-    def _account(self, future: Future[tuple[int, int, int]]) -> None:
-        mismatches, truncated, blank = future.result()
+    def _account(self, future: Future[tuple[int, int]]) -> None:
+        mismatches, truncated = future.result()
         self.stats.md5_mismatches += mismatches
         self.stats.truncated_records += truncated
-        self.stats.blank_lines += blank
 
     def close(self) -> None:
         self.flush()
@@ -185,6 +191,9 @@ class _FileReader:
             lines = buf.count(b"\n", start, end) + 1
             self.lineno += lines
             stats.lines += lines
+            if start == end:
+                stats.blank_lines += 1
+                continue
             while start < end and buf[start] == 10:  # blank lines before an envelope
                 stats.blank_lines += 1
                 start += 1
@@ -200,7 +209,9 @@ class _FileReader:
                 crlf = buf[header_end - 1] == 13  # CRLF log: strip the CR of payload lines too
                 payload = self._payload(envelope, buf, newline, end, complete, crlf)
             elif body_lines:
-                stats.non_trace_lines += body_lines
+                blank = buf.count(b"\n\n", newline, end + 1)
+                stats.blank_lines += blank
+                stats.non_trace_lines += body_lines - blank
             record = self._record(envelope, payload, prefix, lineno)
             if record is not None:
                 yield record
@@ -240,11 +251,14 @@ class _FileReader:
     ) -> bytes:
         """Assemble the payload (tab and line ending stripped from each line); queue its md5."""
         self.stats.payloads += 1
-        raw = buf[newline + 2 : end] if newline >= 0 else b""
-        if crlf:
-            data = raw.replace(b"\r\n\t", b"\n").removesuffix(b"\r")
+        raw = buf[newline + 1 : end] if newline >= 0 else b""
+        if raw[:1] == b"\n" or raw[-1:] == b"\n" or b"\n\n" in raw or (crlf and b"\n\r\n" in raw):
+            data, blank = _assemble_with_blank_lines(raw, crlf)
+            self.stats.blank_lines += blank
+        elif crlf:
+            data = raw[1:].replace(b"\r\n\t", b"\n").removesuffix(b"\r")
         else:
-            data = raw.replace(b"\n\t", b"\n")
+            data = raw[1:].replace(b"\n\t", b"\n")
         self.digests.add(data, envelope["has_payload"], complete)
         return data
 

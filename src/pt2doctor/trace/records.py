@@ -7,6 +7,7 @@ envelope says ``has_payload``, tab-indented payload lines whose md5 the envelope
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,6 +70,9 @@ KNOWN_KINDS = frozenset(
 )
 
 
+_COMPILE_ID = re.compile(r"(?:!(\d+)/)?(\d+)/(\d+)(?:_(\d+))?", re.ASCII)
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class CompileId:
     """Dynamo's compile id: which frame, which of its compiles, which restart attempt.
@@ -101,18 +105,11 @@ class CompileId:
     @classmethod
     def parse(cls, text: str) -> CompileId | None:
         """Parse ``0/1``, ``0/1_2``, ``[0/1]`` or ``!3/0/1``; None when it is not a compile id."""
-        text = text.strip().strip("[]")
-        ca_id: int | None = None
-        if text.startswith("!"):
-            head, _, text = text[1:].partition("/")
-            if not head.isdigit():
-                return None
-            ca_id = int(head)
-        frame, _, rest = text.partition("/")
-        fcid, _, attempt = rest.partition("_")
-        if not (frame.isdigit() and fcid.isdigit()) or (attempt and not attempt.isdigit()):
+        match = _COMPILE_ID.fullmatch(text.strip().strip("[]"))
+        if match is None:
             return None
-        return cls(int(frame), int(fcid), int(attempt or 0), ca_id)
+        ca_id, frame, fcid, attempt = match.groups()
+        return cls(int(frame), int(fcid), int(attempt or 0), None if ca_id is None else int(ca_id))
 
 
 @dataclass(slots=True)

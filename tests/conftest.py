@@ -1,0 +1,107 @@
+"""Shared fixtures: real TORCH_TRACE logs from the programs in tests/programs, and the corpus.
+
+``traced("item_break")`` runs ``tests/programs/item_break.py`` once per test session in a child
+process with ``TORCH_TRACE`` set and returns the trace directory. Each program costs ~3-5 s (torch
+import plus a ``backend="eager"`` compile), so runs are cached: per name within a process, and
+across pytest-xdist workers through a file lock in the session's shared temporary root.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PROGRAMS_DIR = REPO_ROOT / "tests" / "programs"
+CORPUS_DIR = REPO_ROOT / ".." / "shared" / "corpus" / "tlparse-inputs"
+# A program that does not finish in this time is hung (the slowest takes ~10 s on 2 CPU cores).
+PROGRAM_TIMEOUT_S = 300
+# Env vars that change what torch logs; the programs must trace the same way on every machine.
+_TORCH_LOG_VARS = ("TORCH_LOGS", "TORCH_COMPILE_DEBUG", "TORCHDYNAMO_VERBOSE")
+
+Traced = Callable[[str], Path]
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    """The repository's root directory."""
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def programs_dir() -> Path:
+    """tests/programs: one small torch.compile program per planted scenario."""
+    return PROGRAMS_DIR
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    """tlparse's own test logs (../shared/corpus/tlparse-inputs); skips the test when absent."""
+    if not CORPUS_DIR.is_dir():
+        pytest.skip(f"corpus not found at {CORPUS_DIR.resolve()}")
+    return CORPUS_DIR.resolve()
+
+
+def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory every xdist worker of this session sees (the session's own tmp otherwise)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return base.parent
+    return base
+
+
+def _run_program(name: str, trace_dir: Path, cache_dir: Path) -> None:
+    """Run the program with TORCH_TRACE=trace_dir; its stdout is kept beside, as <name>.stdout."""
+    program = PROGRAMS_DIR / f"{name}.py"
+    assert program.is_file(), f"no program {program}"
+    env = {k: v for k, v in os.environ.items() if k not in _TORCH_LOG_VARS}
+    env["TORCH_TRACE"] = str(trace_dir)
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_dir))
+    done = subprocess.run(
+        [sys.executable, str(program)],
+        cwd=trace_dir.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=PROGRAM_TIMEOUT_S,
+        check=False,
+    )
+    (trace_dir.parent / f"{trace_dir.name}.stdout").write_text(done.stdout)
+    assert done.returncode == 0, (
+        f"{program.name} exited {done.returncode}\n--- stderr ---\n{done.stderr[-6000:]}"
+    )
+    assert any(trace_dir.iterdir()), f"{program.name} wrote no trace log into {trace_dir}"
+
+
+@pytest.fixture(scope="session")
+def traced(tmp_path_factory: pytest.TempPathFactory) -> Traced:
+    """A function ``traced(name) -> trace dir`` that runs tests/programs/<name>.py under
+    TORCH_TRACE (once per session, shared by xdist workers) and returns its trace directory."""
+    root = _shared_root(tmp_path_factory) / "traced"
+    root.mkdir(parents=True, exist_ok=True)
+    cache_dir = root / "inductor-cache"
+    results: dict[str, Path] = {}
+
+    def run(name: str) -> Path:
+        if name in results:
+            return results[name]
+        trace_dir = root / name
+        done_marker = root / f"{name}.done"
+        with FileLock(str(root / f"{name}.lock")):
+            if not done_marker.exists():
+                if trace_dir.exists():  # a run that failed half-way in another worker
+                    for stale in trace_dir.iterdir():
+                        stale.unlink()
+                trace_dir.mkdir(exist_ok=True)
+                _run_program(name, trace_dir, cache_dir)
+                done_marker.touch()
+        results[name] = trace_dir
+        return trace_dir
+
+    return run
