@@ -23,10 +23,9 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create .venv with torch ($(TORCH_SPEC)) and the project's dev extras
 
-demo: $(STAMP) ## trace the bundled example under torch.compile, then explain it with `pt2doctor report`
-	rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)
-	TORCH_TRACE=$(DEMO_DIR)/trace $(PY) examples/serving_loop.py
-	$(VENV)/bin/pt2doctor report $(DEMO_DIR)/trace --json $(DEMO_DIR)/report.json
+demo: $(STAMP) ## run the bundled serving loop under `pt2doctor run` and explain it (~1 min)
+	rm -rf $(DEMO_DIR)
+	$(VENV)/bin/pt2doctor run --out $(DEMO_DIR) --warmup-calls 6 -- $(PY) examples/serving_loop.py
 
 test: $(STAMP) ## run the test suite (unit + real torch.compile runs)
 	$(PY) -m pytest -n 2 -q

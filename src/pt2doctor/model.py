@@ -113,3 +113,26 @@ class Run:
     environment: dict[str, Any] = field(default_factory=dict)
     compile_id_count: int = 0
     """Distinct compile ids (restart attempts counted apart), as tlparse lists them."""
+    manifest: dict[str, Any] | None = None
+    """The run directory's manifest (``pt2doctor run``), None for a bare trace."""
+    probes: ProbeData | None = None
+
+
+@dataclass(slots=True)
+class ProbeData:
+    """What the runtime probes of ``pt2doctor run`` measured (probes.jsonl, all processes)."""
+
+    graph_calls: dict[str, int] = field(default_factory=dict)
+    """Calls of each compiled graph, by compile id."""
+    graph_seconds: dict[str, float] = field(default_factory=dict)
+    break_hits: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    """Executions of each graph break: (file, function, line) of the break's resume point."""
+    compiled: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """When each graph was compiled: compile id -> {t, wall_time, frame_calls}."""
+    exceptions: list[dict[str, Any]] = field(default_factory=list)
+    environment: dict[str, Any] = field(default_factory=dict)
+    hooks: dict[str, Any] = field(default_factory=dict)
+    """Which probes were installed (``graphs``, ``breaks``) and probe errors."""
+    bad_lines: int = 0
+    fatal_error: list[str] = field(default_factory=list)
+    """faulthandler's report of a fatal signal: the error line and the crashing thread's stack."""

@@ -30,11 +30,16 @@ class Finding:
     evidence: list[str] = field(default_factory=list)
 
 
-def _where(frame: FrameEntry) -> str:
-    resume = RESUME_NAME.match(frame.function or "")
+def frame_label(function: str | None, file: str | None, line: int | None) -> str:
+    """``fn (file:line)``; a resume function reads as the part of ``fn`` after a break."""
+    resume = RESUME_NAME.match(function or "")
     if resume is not None:
-        return f"{resume.group(1)} after its graph break at line {resume.group(2)} ({frame.file})"
-    return f"{frame.function} ({frame.file}:{frame.line})"
+        return f"{resume.group(1)} after its graph break at line {resume.group(2)} ({file})"
+    return f"{function} ({file}:{line})"
+
+
+def _where(frame: FrameEntry) -> str:
+    return frame_label(frame.function, frame.file, frame.line)
 
 
 def _recompile_finding(frame: FrameEntry) -> Finding | None:
@@ -117,11 +122,13 @@ def _frame_findings(frame: FrameEntry) -> list[Finding]:
 def _break_finding(site: GraphBreakSite) -> Finding:
     where = f"{site.site.file}:{site.site.line} in {site.site.function}"
     heat = "" if site.hits is None else f", ran {site.hits} times"
+    # Heat known: a break that ran at most once (startup) is not worth a rewrite.
+    severity = "warning" if site.hits is None or site.hits > 1 else "info"
     evidence = [f"compile ids: {', '.join(site.compile_ids)}"]
     if site.site.code:
         evidence.insert(0, site.site.code)
     return Finding(
-        severity="warning",
+        severity=severity,
         code="graph_break",
         title=f"Graph break at {where} ({site.category}{heat}): {site.gb_type}",
         advice=site.advice,
@@ -169,4 +176,9 @@ def find_findings(ledger: Ledger, sites: list[GraphBreakSite], stats: ParseStats
                 ],
             )
         )
+    return sort_findings(findings)
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    """Errors first, then warnings, then info (stable within a severity)."""
     return sorted(findings, key=lambda f: SEVERITIES.index(f.severity))

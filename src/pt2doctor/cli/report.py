@@ -4,22 +4,41 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
 
+from pt2doctor.capture.rundir import is_run_dir
 from pt2doctor.errors import UsageError
+from pt2doctor.inputs import load_run
 from pt2doctor.report import build_report, dumps_report
 from pt2doctor.report.terminal import render_terminal
-from pt2doctor.trace import find_trace_logs
-from pt2doctor.trace.collect import collect_run
 
 
 def _default_json_path(path: Path) -> Path:
     """A run directory keeps its report; for a bare log, ./report.json."""
-    if path.is_dir() and (path / "manifest.json").exists():
-        return path / "report.json"
-    return Path("report.json")
+    return path / "report.json" if is_run_dir(path) else Path("report.json")
+
+
+def _write(target: Path, data: bytes) -> None:
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    except OSError as error:
+        raise UsageError(f"cannot write {target}: {error.strerror}") from error
+
+
+def render_run_dir(run_dir: Path, json_path: Path | None, console: Console) -> dict[str, Any]:
+    """Report on a run directory: report.json inside it (and at ``json_path``), summary."""
+    report = build_report(load_run(run_dir))
+    data = dumps_report(report)
+    _write(run_dir / "report.json", data)
+    if json_path is not None:
+        _write(json_path, data)
+    render_terminal(report, console)
+    console.print(f"\nreport written to {run_dir / 'report.json'}")
+    return report
 
 
 @click.command("report")
@@ -40,20 +59,15 @@ def _default_json_path(path: Path) -> Path:
 )
 @click.option("--strict", is_flag=True, help="Exit 1 when the log is damaged (not when it is new).")
 def report_command(path: Path, json_path: Path | None, fmt: str, strict: bool) -> int:
-    """Explain every compilation in the TORCH_TRACE log(s) at PATH."""
-    logs = find_trace_logs(path)
-    report = build_report(collect_run(logs))
+    """Explain every compilation in the TORCH_TRACE log(s) or run directory at PATH."""
+    report = build_report(load_run(path))
     data = dumps_report(report)
     target = json_path or _default_json_path(path)
     if str(target) == "-" or fmt == "json":
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     if str(target) != "-":
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        except OSError as error:
-            raise UsageError(f"cannot write {target}: {error.strerror}") from error
+        _write(target, data)
     if fmt == "term":
         # With the JSON on stdout, the human summary goes to stderr so stdout stays parseable.
         console = Console(highlight=False, stderr=str(target) == "-")

@@ -21,7 +21,10 @@ from pt2doctor.analysis import (
     find_findings,
     graph_break_sites,
 )
+from pt2doctor.analysis.findings import sort_findings
+from pt2doctor.analysis.heat import Heat, break_heat, compile_heat
 from pt2doctor.analysis.ledger import CompileEntry, FailureEntry, FrameEntry
+from pt2doctor.analysis.run_findings import run_findings, run_section
 from pt2doctor.model import Run, SourceLine
 
 SCHEMA_VERSION = 1
@@ -164,24 +167,52 @@ def _summary(run: Run, ledger: Ledger, sites: list[GraphBreakSite]) -> dict[str,
     }
 
 
+def _compile_with_heat(entry: CompileEntry, heat: Heat | None) -> dict[str, Any]:
+    row = _compile(entry)
+    item = None if heat is None else heat.compiles.get((entry.record.stream, entry.compile_id))
+    row.update(
+        calls=None if item is None else item.calls,
+        seconds_in_graph=None
+        if item is None or item.seconds_in_graph is None
+        else round(item.seconds_in_graph, 6),
+        t_s=None if item is None or item.t_s is None else round(item.t_s, 6),
+        frame_calls=None if item is None else item.frame_calls,
+        after_warmup=None if item is None else item.after_warmup,
+    )
+    return row
+
+
 def build_report(run: Run) -> dict[str, Any]:
     """Analyse ``run`` and return the report as plain data (the JSON document)."""
     ledger = compile_ledger(run)
     sites = graph_break_sites(ledger)
+    heat = None
+    if run.probes is not None:
+        if run.probes.hooks.get("probes", {}).get("breaks"):
+            break_heat(sites, run.probes)
+        heat = compile_heat(ledger, run.probes, run.manifest or {})
     findings = find_findings(ledger, sites, run.parse_stats)
-    return {
+    if run.manifest is not None:
+        findings = sort_findings(findings + run_findings(ledger, run.manifest, run.probes, heat))
+    environment = dict(run.environment)
+    if run.probes is not None:
+        environment.update(run.probes.environment)
+    report = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "pt2doctor", "version": __version__},
         "inputs": {"paths": run.sources, "streams": run.streams},
-        "environment": dict(sorted(run.environment.items())),
+        "environment": dict(sorted(environment.items())),
         "summary": _summary(run, ledger, sites),
         "findings": [_finding(f) for f in findings],
         "graph_breaks": [_graph_break(site) for site in sites],
         "frames": [_frame(frame) for frame in ledger.frames],
-        "compiles": [_compile(entry) for entry in ledger.compiles],
+        "compiles": [_compile_with_heat(entry, heat) for entry in ledger.compiles],
         "failures": [_failure(failure) for failure in ledger.failures],
         "parse_stats": run.parse_stats.as_dict(),
     }
+    if run.manifest is not None:
+        report["run"] = run_section(run.manifest, run.probes, heat)
+    return report
 
 
 def dumps_report(report: dict[str, Any]) -> bytes:

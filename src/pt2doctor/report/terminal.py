@@ -76,9 +76,28 @@ def _frames_table(frames: list[dict[str, Any]]) -> Table:
     return table
 
 
+def _run_line(run: dict[str, Any]) -> str:
+    if run.get("stopped_by") == "timeout":
+        ending = "was killed on --timeout"
+    elif run.get("signal"):
+        ending = f"was killed by {run['signal']}"
+    else:
+        ending = f"exited {run.get('exit_code')}"
+    line = f"run: `{' '.join(run.get('command') or [])}` {ending}"
+    if run.get("wall_s") is not None:
+        line += f" after {run['wall_s']:.1f} s"
+    if run.get("in_compiled_s") is not None:
+        line += f", {run['in_compiled_s']:.2f} s inside compiled graphs"
+    if run.get("triage"):
+        line += f" [triage: --backend {run['backend_override']}]"
+    return escape(line)
+
+
 def render_terminal(report: dict[str, Any], console: Console) -> None:
     """Print the summary: headline counts, findings by severity, then the two key tables."""
     console.print(f"[bold]pt2doctor report[/] — {escape(', '.join(report['inputs']['paths']))}")
+    if "run" in report:
+        console.print(_run_line(report["run"]))
     console.print(_headline(report["summary"]))
     stats = report["parse_stats"]
     if stats["problems"] or stats["unknown_kinds"]:

@@ -1,0 +1,91 @@
+"""Runtime heat and the recompile timeline, from what ``pt2doctor run``'s probes measured.
+
+Pure functions: they read the ledger, the break sites, the probe data and the manifest, and
+fill in ``hits`` per break site and calls/time per compile, ranking breaks hottest first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pt2doctor.analysis.breaks import GraphBreakSite
+from pt2doctor.analysis.ledger import CompileEntry, Ledger
+from pt2doctor.model import ProbeData
+
+
+@dataclass(slots=True)
+class CompileHeat:
+    """Runtime facts about one compile."""
+
+    calls: int | None = None
+    seconds_in_graph: float | None = None
+    t_s: float | None = None
+    """Seconds after the program started when the compile began."""
+    frame_calls: int | None = None
+    """Calls its frame had made into compiled graphs when it compiled."""
+    after_warmup: bool = False
+
+
+@dataclass(slots=True)
+class Heat:
+    compiles: dict[tuple[str, str], CompileHeat] = field(default_factory=dict)
+    wall_s: float | None = None
+    in_compiled_s: float | None = None
+    breaks_measured: bool = False
+    graphs_measured: bool = False
+
+
+def _site_keys(site: GraphBreakSite) -> set[tuple[str | None, str | None, int | None]]:
+    """The (file, function, line) points where Dynamo may resume after this site's break: the
+    site itself and every user frame above it (a break inside a helper resumes its caller)."""
+    frames = [site.site, *site.user_stack]
+    return {(frame.file, frame.function, frame.line) for frame in frames}
+
+
+def break_heat(sites: list[GraphBreakSite], probes: ProbeData) -> None:
+    """Fill ``hits`` of each site from resume-function calls, then rank hottest first."""
+    claimed: set[tuple[str, str, int]] = set()
+    for site in sites:
+        keys = _site_keys(site)
+        matching = [key for key in probes.break_hits if key in keys and key not in claimed]
+        claimed.update(matching)
+        site.hits = sum(probes.break_hits[key] for key in matching)
+    sites.sort(key=lambda s: -(s.hits or 0))
+
+
+def _start_time(entry: CompileEntry, probes: ProbeData, run_start: float | None) -> float | None:
+    compiled = probes.compiled.get(entry.compile_id, {})
+    wall = compiled.get("wall_time") or entry.record.start_time
+    if wall is None or run_start is None:
+        return None
+    return max(float(wall) - run_start, 0.0)
+
+
+def compile_heat(ledger: Ledger, probes: ProbeData, manifest: dict[str, Any]) -> Heat:
+    """Calls, time in graph and the warmup verdict of every compile."""
+    run_start = manifest.get("start_time")
+    warmup_calls = manifest.get("warmup_calls")
+    steady_after = manifest.get("steady_after_s")
+    heat = Heat(
+        graphs_measured=bool(probes.hooks.get("probes", {}).get("graphs")),
+        breaks_measured=bool(probes.hooks.get("probes", {}).get("breaks")),
+    )
+    for entry in ledger.compiles:
+        compiled = probes.compiled.get(entry.compile_id)
+        item = CompileHeat(
+            calls=probes.graph_calls.get(entry.compile_id),
+            seconds_in_graph=probes.graph_seconds.get(entry.compile_id),
+            t_s=_start_time(entry, probes, run_start),
+            frame_calls=None if compiled is None else compiled.get("frame_calls"),
+        )
+        by_calls = warmup_calls is not None and (item.frame_calls or 0) >= warmup_calls
+        by_time = steady_after is not None and item.t_s is not None and item.t_s >= steady_after
+        item.after_warmup = by_calls or by_time
+        heat.compiles[(entry.record.stream, entry.compile_id)] = item
+    end, start = manifest.get("end_time"), manifest.get("start_time")
+    if isinstance(end, (int, float)) and isinstance(start, (int, float)):
+        heat.wall_s = end - start
+    if probes.graph_seconds:
+        heat.in_compiled_s = sum(probes.graph_seconds.values())
+    return heat

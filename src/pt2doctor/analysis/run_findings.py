@@ -1,0 +1,127 @@
+"""Findings and the ``run`` section that only a captured run (``pt2doctor run``) can give:
+how the program ended, recompiles after warmup, triage-run limits, time in compiled code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pt2doctor.analysis.findings import Finding, frame_label
+from pt2doctor.analysis.heat import Heat
+from pt2doctor.analysis.ledger import Ledger
+from pt2doctor.model import ProbeData
+
+TRIAGE_NOT_COVERED = [
+    "accuracy (eager vs compiled)",
+    "kernel time and speedup",
+    "Inductor failures",
+]
+AFTER_WARMUP_ADVICE = (
+    "A compile after warmup is a latency spike in production (the p99 jitter). Pre-warm every "
+    "shape bucket and flag value during warmup, mark changing dimensions dynamic "
+    "(torch._dynamo.mark_dynamic), or keep the changing value out of the compiled function; "
+    "the failed guards say which value changed."
+)
+
+
+def _ending(manifest: dict[str, Any]) -> str | None:
+    """How the program ended, when it did not end well."""
+    if manifest.get("stopped_by") == "timeout":
+        return f"was killed after the --timeout of {manifest.get('timeout_s')} s"
+    if manifest.get("stopped_by") == "interrupted":
+        return "was interrupted (Ctrl-C)"
+    if manifest.get("signal"):
+        return f"was killed by {manifest['signal']}"
+    if manifest.get("exit_code") not in (0, None):
+        return f"exited with code {manifest['exit_code']}"
+    if manifest.get("end_time") is None:
+        return "did not finish (pt2doctor itself was stopped)"
+    return None
+
+
+def _failure_finding(ledger: Ledger, manifest: dict[str, Any], probes: ProbeData | None) -> Finding:
+    ending = _ending(manifest) or ""
+    evidence = [
+        f"{e.get('type')}: {e.get('message')}" for e in (probes.exceptions if probes else [])
+    ]
+    evidence += probes.fatal_error if probes else []
+    exception_types = {str(e.get("type")) for e in (probes.exceptions if probes else [])}
+    for failure in ledger.failures:
+        if failure.kind == "compile_error" and (
+            not exception_types or any(t in failure.fail_type for t in exception_types)
+        ):
+            evidence.append(f"raised while compiling {failure.compile_id} ({failure.function})")
+    return Finding(
+        "error",
+        "program_failed",
+        f"The program {ending}; everything captured until then is reported",
+        "See the exception and the compile id above; stdout.log, stderr.log and "
+        "faulthandler.*.log in the run directory keep the program's output.",
+        evidence[:6],
+    )
+
+
+def run_findings(
+    ledger: Ledger, manifest: dict[str, Any], probes: ProbeData | None, heat: Heat | None
+) -> list[Finding]:
+    findings: list[Finding] = []
+    if _ending(manifest) is not None:
+        findings.append(_failure_finding(ledger, manifest, probes))
+    if manifest.get("backend_override"):
+        findings.append(
+            Finding(
+                "info",
+                "triage_run",
+                f"Triage run with --backend {manifest['backend_override']}: graph breaks and "
+                "recompiles are real, some findings are not covered",
+                "Re-run without --backend to cover: " + ", ".join(TRIAGE_NOT_COVERED) + ".",
+                [],
+            )
+        )
+    if heat is not None:
+        for entry in ledger.compiles:
+            item = heat.compiles.get((entry.record.stream, entry.compile_id))
+            if item is None or not item.after_warmup:
+                continue
+            evidence = [f"{entry.compile_id}: {g.text}" for g in entry.failed_guards] or [
+                f"{entry.compile_id}: {entry.cause}"
+            ]
+            when = f"at {item.t_s:.1f} s" if item.t_s is not None else ""
+            calls = f", after {item.frame_calls} calls of its frame" if item.frame_calls else ""
+            findings.append(
+                Finding(
+                    "error",
+                    "unexplained_recompile_after_warmup",
+                    f"{frame_label(entry.function, entry.record.file, entry.record.line)} "
+                    f"compiled again after warmup ({when}{calls})",
+                    AFTER_WARMUP_ADVICE,
+                    evidence[:8],
+                )
+            )
+    return findings
+
+
+def run_section(
+    manifest: dict[str, Any], probes: ProbeData | None, heat: Heat | None
+) -> dict[str, Any]:
+    """The ``run`` object of report.json: the manifest plus what the probes measured."""
+    override = manifest.get("backend_override")
+    return {
+        "command": manifest.get("command"),
+        "cwd": manifest.get("cwd"),
+        "start_time": manifest.get("start_time"),
+        "end_time": manifest.get("end_time"),
+        "wall_s": None if heat is None else heat.wall_s,
+        "in_compiled_s": None if heat is None else heat.in_compiled_s,
+        "exit_code": manifest.get("exit_code"),
+        "signal": manifest.get("signal"),
+        "stopped_by": manifest.get("stopped_by"),
+        "returned": manifest.get("returned"),
+        "backend_override": override,
+        "triage": bool(override),
+        "not_covered": TRIAGE_NOT_COVERED if override else [],
+        "warmup_calls": manifest.get("warmup_calls"),
+        "steady_after_s": manifest.get("steady_after_s"),
+        "exceptions": [] if probes is None else probes.exceptions,
+        "fatal_error": [] if probes is None else probes.fatal_error,
+        "probes": {} if probes is None else probes.hooks,
+    }

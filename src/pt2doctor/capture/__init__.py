@@ -1,0 +1,1 @@
+"""Capture: run a program under probes and write a run directory."""

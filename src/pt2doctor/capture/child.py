@@ -1,0 +1,127 @@
+"""Bootstrap inside the watched process: start the probes, arm crash reporting, and hook torch
+as soon as the program imports it (a post-import hook, so nothing is imported early)."""
+
+from __future__ import annotations
+
+import atexit
+import faulthandler
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import types
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pt2doctor import torchcompat
+from pt2doctor.capture.probes import ProbeRecorder, flush_periodically, install_torch_probes
+
+RUN_DIR_ENV = "PT2DOCTOR_RUN_DIR"
+BACKEND_ENV = "PT2DOCTOR_BACKEND"
+
+
+class _LoaderProxy(importlib.abc.Loader):
+    """Runs ``callback`` right after the wrapped loader executed the module."""
+
+    def __init__(self, loader: importlib.abc.Loader, callback: Callable[[], None]) -> None:
+        self.loader = loader
+        self.callback = callback
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        self.loader.exec_module(module)
+        self.callback()
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """A meta-path finder that only wraps the loader of one module name."""
+
+    def __init__(self, name: str, callback: Callable[[], None]) -> None:
+        self.name = name
+        self.callback = callback
+        self.busy = False
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.name or self.busy:
+            return None
+        self.busy = True
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self.busy = False
+        if spec is None or spec.loader is None:
+            return None
+        sys.meta_path.remove(self)
+        spec.loader = _LoaderProxy(spec.loader, self.callback)
+        return spec
+
+
+def after_import(name: str, callback: Callable[[], None]) -> None:
+    """Call ``callback`` once module ``name`` is imported (now, if it already is)."""
+    if name in sys.modules:
+        callback()
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, callback))
+
+
+def _guarded(recorder: ProbeRecorder, what: str, action: Callable[[], Any]) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            action()
+        except Exception as error:  # a probe must never break the program
+            recorder.event("probe_error", what=what, error=f"{type(error).__name__}: {error}")
+
+    return run
+
+
+def start() -> ProbeRecorder | None:
+    """Start capturing if this process runs under ``pt2doctor run`` (PT2DOCTOR_RUN_DIR set)."""
+    run_dir = os.environ.get(RUN_DIR_ENV)
+    if not run_dir:
+        return None
+    recorder = ProbeRecorder(Path(run_dir))
+    recorder.event("start", pid=os.getpid(), wall_time=recorder.wall0)
+    stop = flush_periodically(recorder)
+    fault_log = (Path(run_dir) / f"faulthandler.{os.getpid()}.log").open("w")
+    faulthandler.enable(file=fault_log)
+
+    def at_exit() -> None:
+        stop()
+        if "torch" in sys.modules:
+            _guarded(
+                recorder,
+                "environment",
+                lambda: recorder.event("environment", **torchcompat.environment()),
+            )()
+        recorder.close()
+
+    atexit.register(at_exit)
+    previous_hook = sys.excepthook
+
+    def excepthook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        recorder.event("exception", type=kind.__name__, message=str(value)[:4000])
+        previous_hook(kind, value, tb)
+
+    sys.excepthook = excepthook
+    after_import(
+        "torch._dynamo", _guarded(recorder, "torch", lambda: install_torch_probes(recorder))
+    )
+    backend = os.environ.get(BACKEND_ENV)
+    if backend:
+        after_import(
+            "torch",
+            _guarded(
+                recorder,
+                "backend",
+                lambda: recorder.event(
+                    "backend_override", backend=backend, ok=torchcompat.override_backend(backend)
+                ),
+            ),
+        )
+    return recorder

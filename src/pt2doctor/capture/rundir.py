@@ -1,0 +1,96 @@
+"""Read a run directory back: manifest.json and probes.jsonl (tolerant of a cut-off last line)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pt2doctor.capture.runner import MANIFEST
+from pt2doctor.model import ProbeData
+
+PROBES_FILE = "probes.jsonl"
+_RESUME_KEY = re.compile(r"^(?P<file>.*):torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
+
+
+def is_run_dir(path: Path) -> bool:
+    return path.is_dir() and (path / MANIFEST).is_file()
+
+
+def load_manifest(run_dir: Path) -> dict[str, Any]:
+    try:
+        data = orjson.loads((run_dir / MANIFEST).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _break_key(key: str) -> tuple[str, str, int] | None:
+    match = _RESUME_KEY.match(key)
+    if match is None:
+        return None
+    return (match["file"], match["fn"], int(match["line"]))
+
+
+def _apply_snapshot(data: ProbeData, snapshots: dict[Any, dict[str, Any]]) -> None:
+    """Sum the last snapshot of every process."""
+    for snapshot in snapshots.values():
+        for cid, calls in (snapshot.get("graph_calls") or {}).items():
+            data.graph_calls[cid] = data.graph_calls.get(cid, 0) + int(calls)
+        for cid, seconds in (snapshot.get("graph_seconds") or {}).items():
+            data.graph_seconds[cid] = data.graph_seconds.get(cid, 0.0) + float(seconds)
+        for key, hits in (snapshot.get("break_hits") or {}).items():
+            site = _break_key(key)
+            if site is not None:
+                data.break_hits[site] = data.break_hits.get(site, 0) + int(hits)
+
+
+def _fatal_error(run_dir: Path) -> list[str]:
+    """The first fatal-signal report faulthandler wrote: error line + the crashing stack."""
+    for log in sorted(run_dir.glob("faulthandler.*.log")):
+        lines = log.read_text(errors="replace").splitlines()
+        if not lines:
+            continue
+        current = next(
+            (i for i, line in enumerate(lines) if line.startswith("Current thread")), None
+        )
+        stack = lines[current + 1 : current + 9] if current is not None else lines[1:9]
+        return [lines[0], *[line.strip() for line in stack if line.strip()]]
+    return []
+
+
+def load_probes(run_dir: Path) -> ProbeData | None:
+    """The probes of a run directory; None when it has no probes file."""
+    path = run_dir / PROBES_FILE
+    if not path.is_file():
+        return None
+    data = ProbeData()
+    snapshots: dict[Any, dict[str, Any]] = {}
+    pid: Any = None
+    for line in path.read_bytes().splitlines():
+        try:
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            data.bad_lines += 1
+            continue
+        if not isinstance(event, dict):
+            data.bad_lines += 1
+            continue
+        kind = event.get("kind")
+        if kind == "start":
+            pid = event.get("pid")
+        elif kind == "snapshot":
+            snapshots[event.get("pid", pid)] = event
+        elif kind == "compiled" and isinstance(event.get("compile_id"), str):
+            data.compiled.setdefault(event["compile_id"], event)
+        elif kind == "exception":
+            data.exceptions.append(event)
+        elif kind == "environment":
+            data.environment = {k: v for k, v in event.items() if k not in ("kind", "t")}
+        elif kind in ("probes", "probe_error", "backend_override"):
+            data.hooks[str(kind)] = {k: v for k, v in event.items() if k not in ("kind",)}
+    _apply_snapshot(data, snapshots)
+    data.fatal_error = _fatal_error(run_dir)
+    return data

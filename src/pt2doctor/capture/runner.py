@@ -1,0 +1,172 @@
+"""Run the user's program unchanged in a child process and capture it into a run directory.
+
+The child gets TORCH_TRACE (torch's own structured trace, written as it happens) and our
+sitecustomize bootstrap (probes). Its stdout/stderr stream live to the terminal and into
+``stdout.log``/``stderr.log``. The manifest is written before the program starts and completed
+when it ends, however it ends: exit, exception, signal, ``--timeout`` kill or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+import pt2doctor
+from pt2doctor.capture.child import BACKEND_ENV, RUN_DIR_ENV
+from pt2doctor.errors import UsageError
+
+MANIFEST = "manifest.json"
+TIMEOUT_EXIT = 124
+# After a --timeout, the program gets this long to exit on SIGTERM before SIGKILL.
+KILL_GRACE_SECONDS = 5.0
+
+
+@dataclass(slots=True)
+class RunOptions:
+    command: list[str]
+    out: Path
+    backend: str | None = None
+    timeout: float | None = None
+    warmup_calls: int | None = None
+    steady_after: float | None = None
+
+
+def write_manifest(out: Path, manifest: dict[str, Any]) -> None:
+    tmp = out / (MANIFEST + ".tmp")
+    tmp.write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+    tmp.replace(out / MANIFEST)
+
+
+def _child_env(options: RunOptions) -> dict[str, str]:
+    env = dict(os.environ)
+    bootstrap = Path(__file__).resolve().parent / "bootstrap"
+    package_root = Path(pt2doctor.__file__).resolve().parents[1]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(bootstrap), env.get("PYTHONPATH", "")) if p)
+    env["PT2DOCTOR_PACKAGE_ROOT"] = str(package_root)
+    env[RUN_DIR_ENV] = str(options.out.resolve())
+    env["TORCH_TRACE"] = str((options.out / "trace").resolve())
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONFAULTHANDLER"] = "1"
+    if options.backend:
+        env[BACKEND_ENV] = options.backend
+    else:
+        env.pop(BACKEND_ENV, None)
+    return env
+
+
+def _tee(source: IO[bytes], sink: IO[bytes], log: Path) -> threading.Thread:
+    def pump() -> None:
+        with log.open("wb") as kept:
+            for chunk in iter(lambda: source.read1(65536), b""):  # type: ignore[attr-defined]
+                kept.write(chunk)
+                kept.flush()
+                try:
+                    sink.write(chunk)
+                    sink.flush()
+                except (BrokenPipeError, ValueError):
+                    pass
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    return thread
+
+
+def _stop(process: subprocess.Popen[bytes], sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, sig)
+
+
+def _wait(process: subprocess.Popen[bytes], timeout: float | None) -> str | None:
+    """Wait for the program; returns 'timeout' or 'interrupted' when pt2doctor stopped it."""
+    try:
+        process.wait(timeout=timeout)
+        return None
+    except subprocess.TimeoutExpired:
+        _stop(process, signal.SIGTERM)
+        try:
+            process.wait(timeout=KILL_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            _stop(process, signal.SIGKILL)
+            process.wait()
+        return "timeout"
+    except KeyboardInterrupt:
+        _stop(process, signal.SIGINT)
+        try:
+            process.wait(timeout=KILL_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            _stop(process, signal.SIGKILL)
+            process.wait()
+        return "interrupted"
+
+
+def exit_code(returncode: int, stopped_by: str | None) -> int:
+    """The exit code ``run`` returns: the program's, 124 on timeout, 128+N for signal N."""
+    if stopped_by == "timeout":
+        return TIMEOUT_EXIT
+    if stopped_by == "interrupted":
+        return 130
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> dict[str, Any]:
+    """Run ``options.command``; return the completed manifest (also written to the run dir)."""
+    if not options.command:
+        raise UsageError("no command to run: use `pt2doctor run -- python script.py ARGS`")
+    options.out.mkdir(parents=True, exist_ok=True)
+    (options.out / "trace").mkdir(exist_ok=True)
+    manifest: dict[str, Any] = {
+        "command": options.command,
+        "cwd": os.getcwd(),
+        "start_time": clock(),
+        "end_time": None,
+        "exit_code": None,
+        "signal": None,
+        "stopped_by": None,
+        "backend_override": options.backend,
+        "timeout_s": options.timeout,
+        "warmup_calls": options.warmup_calls,
+        "steady_after_s": options.steady_after,
+        "host": {"python": platform.python_version(), "platform": platform.platform()},
+        "pt2doctor_version": pt2doctor.__version__,
+    }
+    write_manifest(options.out, manifest)
+    try:
+        process = subprocess.Popen(
+            options.command,
+            env=_child_env(options),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as error:
+        raise UsageError(f"cannot run {options.command[0]}: {error.strerror}") from error
+    assert process.stdout is not None and process.stderr is not None
+    pumps = [
+        _tee(process.stdout, sys.stdout.buffer, options.out / "stdout.log"),
+        _tee(process.stderr, sys.stderr.buffer, options.out / "stderr.log"),
+    ]
+    stopped_by = _wait(process, options.timeout)
+    for pump in pumps:
+        pump.join(timeout=5)
+    returncode = process.returncode
+    manifest.update(
+        end_time=clock(),
+        exit_code=returncode if returncode >= 0 else None,
+        signal=signal.Signals(-returncode).name if returncode < 0 else None,
+        stopped_by=stopped_by,
+        returned=exit_code(returncode, stopped_by),
+    )
+    write_manifest(options.out, manifest)
+    return manifest

@@ -1,0 +1,187 @@
+"""The only module that touches private torch APIs. Each accessor checks that what it needs is
+there and degrades to "unavailable on this torch" (returns False/None) instead of crashing.
+
+Used inside the *watched* process (``pt2doctor run``'s child, ``watch()``), never by ``report``,
+which does not import torch at all. Imports of torch happen inside the functions.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+# (what it is, the oldest torch it was checked against): pt2doctor requires torch >= 2.6.
+MIN_TORCH = (2, 6)
+
+CompiledCallback = Callable[[str, Callable[..., Any]], Callable[..., Any]]
+ResumeCallback = Callable[[types.CodeType, Any], Any]
+
+
+def torch_version() -> tuple[int, int] | None:
+    """(major, minor) of the imported torch, or None when torch is not importable."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    parts = torch.__version__.split("+")[0].split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def supported() -> bool:
+    version = torch_version()
+    return version is not None and version >= MIN_TORCH
+
+
+def current_compile_id() -> str | None:
+    """Dynamo's compile id being compiled right now (``"0/1"``), None outside a compile."""
+    try:
+        from torch._guards import CompileContext
+    except ImportError:
+        return None
+    compile_id = CompileContext.current_compile_id()
+    return None if compile_id is None else str(compile_id)
+
+
+def skip_code(code: types.CodeType) -> bool:
+    """Tell Dynamo never to trace ``code`` (our probe wrappers must stay invisible to it)."""
+    try:
+        from torch._dynamo.eval_frame import skip_code as dynamo_skip_code
+    except ImportError:
+        return False
+    dynamo_skip_code(code)
+    return True
+
+
+def wrap_compiled_graphs(on_compiled: CompiledCallback) -> bool:
+    """Pass every compiled graph through ``on_compiled(compile_id, fn) -> fn`` before Dynamo
+    installs it. Hooks ``OutputGraph.call_user_compiler``, below the backend, so ``mode=``,
+    ``options=``, ``dynamic=`` and ``fullgraph=`` given to torch.compile still apply."""
+    if not supported():
+        return False
+    try:
+        from torch._dynamo.output_graph import OutputGraph
+    except ImportError:
+        return False
+    original = getattr(OutputGraph, "call_user_compiler", None)
+    if original is None or getattr(original, "_pt2doctor", False):
+        return original is not None
+
+    @functools.wraps(original)
+    def call_user_compiler(self: Any, gm: Any, example_inputs: Any) -> Any:
+        compiled = original(self, gm, example_inputs)
+        return on_compiled(current_compile_id() or "?", compiled)
+
+    call_user_compiler._pt2doctor = True  # type: ignore[attr-defined]
+    OutputGraph.call_user_compiler = call_user_compiler  # type: ignore[method-assign]
+    return True
+
+
+def wrap_resume_functions(on_resume: ResumeCallback) -> bool:
+    """Pass every resume function Dynamo installs after a graph break through
+    ``on_resume(code, installed) -> installed``; calls to it are executions of that break."""
+    if not supported():
+        return False
+    try:
+        from torch._dynamo.output_graph import OutputGraph
+    except ImportError:
+        return False
+    original = getattr(OutputGraph, "install_resume_function_global", None)
+    if original is None:
+        return False  # older torch installs resume functions inline: no break heat
+    if getattr(original, "_pt2doctor", False):
+        return True
+
+    @functools.wraps(original)
+    def install(self: Any, name: str, code: types.CodeType, f_globals: dict[str, Any]) -> None:
+        original(self, name, code, f_globals)
+        installed = getattr(self, "installed_globals", None)
+        scope = self.global_scope if hasattr(self, "global_scope") else f_globals
+        if name in scope and (installed is None or name in installed):
+            scope[name] = on_resume(code, scope[name])
+
+    install._pt2doctor = True  # type: ignore[attr-defined]
+    OutputGraph.install_resume_function_global = install  # type: ignore[method-assign]
+    return True
+
+
+def override_backend(backend: str) -> bool:
+    """Make every ``torch.compile`` use ``backend`` (fast triage); mode/options are dropped
+    since other backends reject them."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    original = torch.compile
+    if getattr(original, "_pt2doctor", False):
+        return True
+
+    @functools.wraps(original)
+    def compile_with_backend(model: Any = None, **kwargs: Any) -> Any:
+        kwargs["backend"] = backend
+        kwargs.pop("mode", None)
+        kwargs.pop("options", None)
+        return original(model, **kwargs)
+
+    compile_with_backend._pt2doctor = True  # type: ignore[attr-defined]
+    torch.compile = compile_with_backend
+    return True
+
+
+def _config_changes(module: Any) -> dict[str, Any]:
+    """Config values that differ from their defaults (private ConfigModule layout)."""
+    entries = getattr(module, "_config", None)
+    if not isinstance(entries, dict):
+        return {}
+    changed = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecated configs warn when read
+        for name, entry in entries.items():
+            try:
+                value = getattr(module, name)
+                if value != getattr(entry, "default", value):
+                    changed[name] = repr(value)
+            except Exception:  # a config whose getter fails is not worth crashing the program
+                continue
+    return changed
+
+
+def environment() -> dict[str, Any]:
+    """Environment fingerprint: python, torch, CUDA, Triton, GPU, changed compile config."""
+    import platform
+
+    info: dict[str, Any] = {"python_version": platform.python_version()}
+    try:
+        import torch
+    except ImportError:
+        return info
+    info["torch_version"] = torch.__version__
+    info["cuda_version"] = torch.version.cuda
+    info["cuda_available"] = torch.cuda.is_available()
+    if info["cuda_available"]:
+        info["gpu"] = torch.cuda.get_device_name(0)
+    try:
+        import triton  # type: ignore[import-not-found]
+
+        info["triton_version"] = triton.__version__
+    except ImportError:
+        info["triton_version"] = None
+    config: dict[str, Any] = {}
+    for label, module_name in (
+        ("dynamo", "torch._dynamo.config"),
+        ("inductor", "torch._inductor.config"),
+    ):
+        try:
+            module = __import__(module_name, fromlist=["_config"])
+        except ImportError:
+            continue
+        changes = _config_changes(module)
+        if changes:
+            config[label] = changes
+    info["config_changes"] = config
+    return info
