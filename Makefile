@@ -25,7 +25,7 @@ venv: $(STAMP) ## create .venv with torch ($(TORCH_SPEC)) and the project's dev 
 
 demo: $(STAMP) ## run the bundled serving loop under `pt2doctor run` and explain it (~1 min)
 	rm -rf $(DEMO_DIR)
-	$(VENV)/bin/pt2doctor run --out $(DEMO_DIR) --warmup-calls 6 -- $(PY) examples/serving_loop.py
+	$(VENV)/bin/pt2doctor run --out $(DEMO_DIR) --warmup-calls 3 -- $(PY) examples/serving_loop.py
 
 test: $(STAMP) ## run the test suite (unit + real torch.compile runs)
 	$(PY) -m pytest -n 2 -q

@@ -47,6 +47,8 @@ def break_heat(sites: list[GraphBreakSite], probes: ProbeData) -> None:
     """Fill ``hits`` of each site from resume-function calls, then rank hottest first."""
     claimed: set[tuple[str, str, int]] = set()
     for site in sites:
+        if site.frame_skipped:
+            continue  # the whole frame runs eagerly: no break executes, hits stay unknown
         keys = _site_keys(site)
         matching = [key for key in probes.break_hits if key in keys and key not in claimed]
         claimed.update(matching)
@@ -55,8 +57,9 @@ def break_heat(sites: list[GraphBreakSite], probes: ProbeData) -> None:
 
 
 def _start_time(entry: CompileEntry, probes: ProbeData, run_start: float | None) -> float | None:
+    # compilation_metrics gives the start; the probe saw the graph only once it was compiled.
     compiled = probes.compiled.get(entry.compile_id, {})
-    wall = compiled.get("wall_time") or entry.record.start_time
+    wall = entry.record.start_time or compiled.get("wall_time")
     if wall is None or run_start is None:
         return None
     return max(float(wall) - run_start, 0.0)
