@@ -134,17 +134,28 @@ def override_backend(backend: str) -> bool:
 
 
 def _config_changes(module: Any) -> dict[str, Any]:
-    """Config values that differ from their defaults (private ConfigModule layout)."""
+    """Config values the program or the environment set (private ConfigModule layout):
+    entries with a user override or a forcing environment variable; aliases and deprecated
+    entries are left out (they mirror another entry)."""
     entries = getattr(module, "_config", None)
+    try:
+        from torch.utils._config_module import _UNSET_SENTINEL as unset
+    except ImportError:
+        return {}
     if not isinstance(entries, dict):
         return {}
     changed = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # deprecated configs warn when read
         for name, entry in entries.items():
+            if getattr(entry, "alias", None) or getattr(entry, "deprecated", False):
+                continue
             try:
+                override = entry.user_override.get()
+                forced = getattr(entry, "env_value_force", unset)
                 value = getattr(module, name)
-                if value != getattr(entry, "default", value):
+                # Mutable defaults are copied into the override on first read: compare too.
+                if (override is not unset or forced is not unset) and value != entry.default:
                     changed[name] = repr(value)
             except Exception:  # a config whose getter fails is not worth crashing the program
                 continue

@@ -8,9 +8,9 @@ from typing import Any
 
 import orjson
 
-from pt2doctor.capture.runner import MANIFEST
 from pt2doctor.model import ProbeData
 
+MANIFEST = "manifest.json"
 PROBES_FILE = "probes.jsonl"
 _RESUME_KEY = re.compile(r"^(?P<file>.*):torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
 

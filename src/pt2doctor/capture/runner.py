@@ -25,9 +25,9 @@ import orjson
 
 import pt2doctor
 from pt2doctor.capture.child import BACKEND_ENV, RUN_DIR_ENV
+from pt2doctor.capture.rundir import MANIFEST, load_probes
 from pt2doctor.errors import UsageError
 
-MANIFEST = "manifest.json"
 TIMEOUT_EXIT = 124
 # After a --timeout, the program gets this long to exit on SIGTERM before SIGKILL.
 KILL_GRACE_SECONDS = 5.0
@@ -168,5 +168,7 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
         stopped_by=stopped_by,
         returned=exit_code(returncode, stopped_by),
     )
+    probes = load_probes(options.out)  # the child fingerprinted torch, CUDA, Triton, config
+    manifest["environment"] = {} if probes is None else probes.environment
     write_manifest(options.out, manifest)
     return manifest
