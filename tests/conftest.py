@@ -4,15 +4,20 @@
 process with ``TORCH_TRACE`` set and returns the trace directory. Each program costs ~3-5 s (torch
 import plus a ``backend="eager"`` compile), so runs are cached: per name within a process, and
 across pytest-xdist workers through a file lock in the session's shared temporary root.
+``doctor_run`` does the same for ``pt2doctor run`` on the programs in ``tests/programs/run``.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from filelock import FileLock
@@ -103,5 +108,91 @@ def traced(tmp_path_factory: pytest.TempPathFactory) -> Traced:
                 done_marker.touch()
         results[name] = trace_dir
         return trace_dir
+
+    return run
+
+
+# --- pt2doctor run ---------------------------------------------------------------------------
+
+RUN_PROGRAMS_DIR = PROGRAMS_DIR / "run"
+
+
+@dataclass(frozen=True)
+class DoctorRun:
+    """One finished ``pt2doctor run``: its exit code, what it printed, and its run directory."""
+
+    run_dir: Path
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """report.json as ``pt2doctor run`` wrote it into the run directory."""
+        return json.loads((self.run_dir / "report.json").read_text())
+
+    @property
+    def counts(self) -> dict[str, Any]:
+        """The program's own counters: its ``COUNTS {json}`` line."""
+        (line,) = [x for x in self.stdout.splitlines() if x.startswith("COUNTS ")]
+        return json.loads(line.removeprefix("COUNTS "))
+
+
+@pytest.fixture(scope="session")
+def run_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Environment for the programs under tests/programs/run (and for ``pt2doctor run``): torch
+    logging variables removed, the session's Inductor cache (shared with ``traced``)."""
+    env = {k: v for k, v in os.environ.items() if k not in _TORCH_LOG_VARS}
+    cache_dir = _shared_root(tmp_path_factory) / "traced" / "inductor-cache"
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_dir))
+    return env
+
+
+def _doctor_command(run_dir: Path, flags: Sequence[str], program: str, *args: str) -> list[str]:
+    """``pt2doctor run --out RUN_DIR FLAGS -- python tests/programs/run/PROGRAM.py ARGS``."""
+    script = RUN_PROGRAMS_DIR / f"{program}.py"
+    assert script.is_file(), f"no program {script}"
+    return [
+        sys.executable,
+        *("-m", "pt2doctor", "run", "--out", str(run_dir), *flags, "--"),
+        *(sys.executable, str(script), *args),
+    ]
+
+
+@pytest.fixture(scope="session")
+def doctor_command() -> Callable[..., list[str]]:
+    """``doctor_command(run_dir, flags, program, *args)``: the argv of ``pt2doctor run`` on
+    tests/programs/run/<program>.py, for tests that start it themselves (Ctrl-C)."""
+    return _doctor_command
+
+
+@pytest.fixture(scope="session")
+def doctor_run(
+    tmp_path_factory: pytest.TempPathFactory, run_env: dict[str, str]
+) -> Callable[..., DoctorRun]:
+    """``doctor_run(key, flags, program, *args) -> DoctorRun``: runs ``pt2doctor run`` in a real
+    subprocess once per session and key (shared by xdist workers, like ``traced``). Each run
+    costs ~4 s (torch import plus a ``--backend eager`` compile); Inductor ones ~15 s cold."""
+    root = _shared_root(tmp_path_factory) / "doctor-runs"
+    root.mkdir(parents=True, exist_ok=True)
+
+    def run(key: str, flags: Sequence[str], program: str, *args: str) -> DoctorRun:
+        run_dir, result_file = root / key, root / f"{key}.result.json"
+        with FileLock(str(root / f"{key}.lock")):
+            if not result_file.exists():
+                shutil.rmtree(run_dir, ignore_errors=True)  # a run that died half-way
+                done = subprocess.run(
+                    _doctor_command(run_dir, flags, program, *args),
+                    cwd=root,
+                    env=run_env,
+                    capture_output=True,
+                    text=True,
+                    timeout=PROGRAM_TIMEOUT_S,
+                    check=False,
+                )
+                result = {"returncode": done.returncode, "stdout": done.stdout}
+                result_file.write_text(json.dumps({**result, "stderr": done.stderr}))
+        result = json.loads(result_file.read_text())
+        return DoctorRun(run_dir, result["returncode"], result["stdout"], result["stderr"])
 
     return run

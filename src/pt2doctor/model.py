@@ -134,5 +134,9 @@ class ProbeData:
     hooks: dict[str, Any] = field(default_factory=dict)
     """Which probes were installed (``graphs``, ``breaks``) and probe errors."""
     bad_lines: int = 0
+    snapshot_t: float | None = None
+    """When the counters were last saved (seconds after start); None: never, heat unknown."""
+    complete: bool = False
+    """Every process saved its counters at exit; otherwise counts are lower bounds."""
     fatal_error: list[str] = field(default_factory=list)
     """faulthandler's report of a fatal signal: the error line and the crashing thread's stack."""

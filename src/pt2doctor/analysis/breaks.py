@@ -69,6 +69,8 @@ class GraphBreakSite:
     gb_id: str | None = None
     hits: int | None = None
     """How often the break ran; None until runtime heat is measured (``pt2doctor run``)."""
+    hot: bool | None = None
+    """Ran more than once (not a startup-only break); None when heat is unknown."""
     advice: str = ""
     frame_skipped: bool = False
     """The break made Dynamo skip its whole frame (e.g. a break inside a loop)."""

@@ -123,7 +123,7 @@ def _break_finding(site: GraphBreakSite) -> Finding:
     where = f"{site.site.file}:{site.site.line} in {site.site.function}"
     heat = "" if site.hits is None else f", ran {site.hits} times"
     # Heat known: a break that ran at most once (startup) is not worth a rewrite.
-    severity = "warning" if site.hits is None or site.hits > 1 else "info"
+    severity = "info" if site.hot is False else "warning"
     evidence = [f"compile ids: {', '.join(site.compile_ids)}"]
     if site.site.code:
         evidence.insert(0, site.site.code)

@@ -310,7 +310,8 @@ def merge_failed_guards(failures: list[FailedGuard]) -> list[FailedGuard]:
             existing.source = failure.source
     for failure in merged.values():
         failure.against.sort(key=_variant_order)
-    return list(merged.values())
+    # The guard that failed against the most variants is what made all of them miss: first.
+    return sorted(merged.values(), key=lambda failure: -len(failure.against))
 
 
 def _variant_order(compile_id: str) -> tuple[int, ...]:

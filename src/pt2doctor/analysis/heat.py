@@ -43,16 +43,28 @@ def _site_keys(site: GraphBreakSite) -> set[tuple[str | None, str | None, int | 
     return {(frame.file, frame.function, frame.line) for frame in frames}
 
 
+def _lower_bound(count: int | None, probes: ProbeData, measured: bool) -> int | None:
+    """Without a final snapshot (a crash) counts are lower bounds, and a 0 says nothing."""
+    if not measured or count is None:
+        return None
+    return count if count or probes.complete else None
+
+
 def break_heat(sites: list[GraphBreakSite], probes: ProbeData) -> None:
     """Fill ``hits`` of each site from resume-function calls, then rank hottest first."""
     claimed: set[tuple[str, str, int]] = set()
+    if probes.snapshot_t is None:
+        return  # the program died before the first snapshot: heat unknown, not zero
     for site in sites:
         if site.frame_skipped:
             continue  # the whole frame runs eagerly: no break executes, hits stay unknown
         keys = _site_keys(site)
         matching = [key for key in probes.break_hits if key in keys and key not in claimed]
         claimed.update(matching)
-        site.hits = sum(probes.break_hits[key] for key in matching)
+        site.hits = _lower_bound(sum(probes.break_hits[key] for key in matching), probes, True)
+        # Hot: runs more than once. From a lower bound, only "more than once" is certain.
+        if site.hits is not None and (site.hits > 1 or probes.complete):
+            site.hot = site.hits > 1
     sites.sort(key=lambda s: -(s.hits or 0))
 
 
@@ -76,9 +88,10 @@ def compile_heat(ledger: Ledger, probes: ProbeData, manifest: dict[str, Any]) ->
     )
     for entry in ledger.compiles:
         compiled = probes.compiled.get(entry.compile_id)
+        measured = probes.snapshot_t is not None
         item = CompileHeat(
-            calls=probes.graph_calls.get(entry.compile_id),
-            seconds_in_graph=probes.graph_seconds.get(entry.compile_id),
+            calls=_lower_bound(probes.graph_calls.get(entry.compile_id), probes, measured),
+            seconds_in_graph=probes.graph_seconds.get(entry.compile_id) if measured else None,
             t_s=_start_time(entry, probes, run_start),
             frame_calls=None if compiled is None else compiled.get("frame_calls"),
         )

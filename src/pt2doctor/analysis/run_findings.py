@@ -124,4 +124,6 @@ def run_section(
         "exceptions": [] if probes is None else probes.exceptions,
         "fatal_error": [] if probes is None else probes.fatal_error,
         "probes": {} if probes is None else probes.hooks,
+        "heat_complete": None if probes is None else probes.complete,
+        "heat_as_of_s": None if probes is None else probes.snapshot_t,
     }

@@ -20,7 +20,8 @@ from typing import Any, TextIO
 
 from pt2doctor import torchcompat
 
-FLUSH_SECONDS = 1.0
+# A crash loses at most this much heat; a snapshot costs a few dict copies and one write.
+FLUSH_SECONDS = 0.5
 _FRAME_OF = re.compile(r"^(?:!\d+/)?(\d+)/")
 
 
@@ -56,19 +57,24 @@ class ProbeRecorder:
         prefix = compile_id[: match.end()]
         return sum(n for cid, n in self.graph_calls.items() if cid.startswith(prefix))
 
-    def snapshot(self) -> None:
+    def snapshot(self, final: bool = False) -> None:
         with self.lock:
             calls = dict(self.graph_calls)
             seconds = {k: round(v, 6) for k, v in self.graph_seconds.items()}
             breaks = dict(self.break_hits)
         self.event(
-            "snapshot", pid=self.pid, graph_calls=calls, graph_seconds=seconds, break_hits=breaks
+            "snapshot",
+            pid=self.pid,
+            final=final,
+            graph_calls=calls,
+            graph_seconds=seconds,
+            break_hits=breaks,
         )
 
     def close(self) -> None:
         if self.closed:
             return
-        self.snapshot()
+        self.snapshot(final=True)
         with self.lock:
             self.closed = True
             self.stream.close()

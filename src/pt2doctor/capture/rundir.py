@@ -36,6 +36,9 @@ def _break_key(key: str) -> tuple[str, str, int] | None:
 
 def _apply_snapshot(data: ProbeData, snapshots: dict[Any, dict[str, Any]]) -> None:
     """Sum the last snapshot of every process."""
+    if snapshots:
+        data.snapshot_t = max(float(s.get("t") or 0.0) for s in snapshots.values())
+        data.complete = all(s.get("final") for s in snapshots.values())
     for snapshot in snapshots.values():
         for cid, calls in (snapshot.get("graph_calls") or {}).items():
             data.graph_calls[cid] = data.graph_calls.get(cid, 0) + int(calls)

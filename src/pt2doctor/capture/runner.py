@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -124,6 +125,8 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
     """Run ``options.command``; return the completed manifest (also written to the run dir)."""
     if not options.command:
         raise UsageError("no command to run: use `pt2doctor run -- python script.py ARGS`")
+    if options.out.exists() and (not options.out.is_dir() or any(options.out.iterdir())):
+        raise UsageError(f"run directory {options.out} already exists: choose another --out")
     options.out.mkdir(parents=True, exist_ok=True)
     (options.out / "trace").mkdir(exist_ok=True)
     manifest: dict[str, Any] = {
@@ -151,6 +154,7 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
             start_new_session=True,
         )
     except OSError as error:
+        shutil.rmtree(options.out, ignore_errors=True)  # nothing ran, nothing to keep
         raise UsageError(f"cannot run {options.command[0]}: {error.strerror}") from error
     assert process.stdout is not None and process.stderr is not None
     pumps = [

@@ -116,7 +116,7 @@ def _graph_break(site: GraphBreakSite) -> dict[str, Any]:
         "streams": site.streams,
         "occurrences": len(site.compile_ids),
         "hits": site.hits,
-        "hot": None if site.hits is None else site.hits > 1,
+        "hot": site.hot,
         "frame_skipped": site.frame_skipped,
         "advice": site.advice,
     }

@@ -79,6 +79,8 @@ def _frames_table(frames: list[dict[str, Any]]) -> Table:
 def _run_line(run: dict[str, Any]) -> str:
     if run.get("stopped_by") == "timeout":
         ending = "was killed on --timeout"
+    elif run.get("stopped_by") == "interrupted":
+        ending = "was interrupted (Ctrl-C)"
     elif run.get("signal"):
         ending = f"was killed by {run['signal']}"
     else:

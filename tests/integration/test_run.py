@@ -1,0 +1,514 @@
+"""``pt2doctor run`` end to end: the programs in tests/programs/run, run in real subprocesses.
+
+Each program keeps its own counters and prints them as one ``COUNTS {json}`` line; expected heat
+and call counts come from there, compile ids from a minimal scan of the raw TORCH_TRACE log in
+the run directory (:func:`raw_records`), line numbers from ``# MARK:`` comments: never from a
+stored copy of pt2doctor's output. Dynamo-level runs use ``--backend eager`` (~4 s each); two
+use Inductor (~15 s for the session's first, cold compile). Runs are shared through the conftest
+fixture ``doctor_run`` (once per session and key, across xdist workers).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pt2doctor.cli import main
+
+pytestmark = pytest.mark.torch_run
+
+PROGRAMS = Path(__file__).resolve().parents[1] / "programs" / "run"
+EAGER = ("--backend", "eager")
+# Seconds a program may take to import torch and compile before it prints READY (~4 s alone on
+# 2 CPU cores, more while the other xdist worker compiles with Inductor).
+READY_WITHIN_S = 120
+# --timeout for the hanging program: long enough for torch import and the compile under load.
+TIMEOUT_S = 12
+# --steady-after, and how long after its own start the warmup program holds its new shape back.
+STEADY_AFTER_S, HOLD_S = 8, 9
+
+Report = dict[str, Any]
+
+
+# --- oracles independent of pt2doctor -------------------------------------------------------
+
+
+def marker_line(program: str, marker: str) -> int:
+    """The 1-based line of ``# MARK:<marker>`` in tests/programs/run/<program>.py (exactly one)."""
+    lines = (PROGRAMS / f"{program}.py").read_text().splitlines()
+    hits = [i for i, line in enumerate(lines, 1) if line.rstrip().endswith(f"# MARK:{marker}")]
+    assert len(hits) == 1, f"marker {marker!r} in {program}.py: {hits}"
+    return hits[0]
+
+
+def raw_records(trace_dir: Path) -> Iterator[tuple[dict[str, Any], str]]:
+    """(envelope, payload) of every record: glog line ``... ] {json}`` plus tab-indented lines."""
+    for log in sorted(trace_dir.iterdir()):
+        envelope: dict[str, Any] | None = None
+        payload: list[str] = []
+        for line in log.read_text().splitlines():
+            if line.startswith("\t"):
+                payload.append(line[1:])
+                continue
+            if envelope is not None:
+                yield envelope, "\n".join(payload)
+            envelope, payload = json.loads(line.split("] ", 1)[1]), []
+        if envelope is not None:
+            yield envelope, "\n".join(payload)
+
+
+def raw_compile_ids(run_dir: Path) -> list[str]:
+    """Compile ids of the finished Dynamo compiles (``compilation_metrics``), in log order."""
+    return [
+        env["compilation_metrics"]["compile_id"]
+        for env, _ in raw_records(run_dir / "trace")
+        if "compilation_metrics" in env
+    ]
+
+
+def raw_artifacts(run_dir: Path, name: str) -> list[str]:
+    """Payloads of the trace records of kind ``name`` or of artifacts called ``name``."""
+    return [
+        payload
+        for env, payload in raw_records(run_dir / "trace")
+        if name in env or env.get("artifact", {}).get("name") == name
+    ]
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def codes(report: Report) -> Counter[str]:
+    return Counter(finding["code"] for finding in report["findings"])
+
+
+def calls_by_function(report: Report) -> dict[str, int | None]:
+    """Calls into compiled graphs, summed over each frame's compiles (None if unmeasured)."""
+    totals: dict[str, int | None] = {}
+    for entry in report["compiles"]:
+        calls, before = entry["calls"], totals.get(entry["function"], 0)
+        totals[entry["function"]] = None if calls is None or before is None else before + calls
+    return totals
+
+
+def site_of(report: Report, program: str, marker: str) -> dict[str, Any]:
+    line = marker_line(program, marker)
+    (row,) = [r for r in report["graph_breaks"] if r["site"]["line"] == line]
+    assert row["site"]["file"].endswith(f"programs/run/{program}.py"), row["site"]
+    return row
+
+
+def resume_name(function: str, program: str, marker: str) -> str:
+    return f"torch_dynamo_resume_in_{function}_at_{marker_line(program, marker)}"
+
+
+def hot_break(doctor_run):
+    return doctor_run("hot_break", EAGER, "run_hot_break", "6", "3")
+
+
+def warmup_run(doctor_run, key: str, *flags: str, hold: float | None = None):
+    args = ("4", "3") if hold is None else ("4", "3", str(hold))
+    return doctor_run(key, (*EAGER, *flags), "run_warmup", *args)
+
+
+# --- a clean run: output, heat, calls, offline re-render -------------------------------------
+
+
+def test_program_output_streams_to_stdout_and_the_run_dir(doctor_run) -> None:
+    run = hot_break(doctor_run)
+    assert run.returncode == 0, run.stderr[-4000:]
+    # pt2doctor's own summary goes to stderr: its stdout is exactly the program's.
+    assert run.stdout == (run.run_dir / "stdout.log").read_text()
+    assert "setup done\n" in run.stdout
+    assert run.counts == {"steps": 6, "layer_calls": 18, "setup_calls": 1}
+    stderr_log = (run.run_dir / "stderr.log").read_text()
+    assert "Graph break" in stderr_log  # Dynamo's own warning, from the program's stderr
+    assert run.stderr.startswith(stderr_log)
+    # (rich wraps the terminal summary: compare without whitespace)
+    assert f"reportwrittento{run.run_dir / 'report.json'}" in "".join(run.stderr.split())
+
+
+def test_clean_exit_is_recorded(doctor_run) -> None:
+    report = hot_break(doctor_run).report
+    section = report["run"]
+    assert section["exit_code"] == 0
+    assert section["signal"] is None
+    assert section["stopped_by"] is None
+    assert section["returned"] == 0
+    assert section["exceptions"] == []
+    assert section["command"][-3:] == [str(PROGRAMS / "run_hot_break.py"), "6", "3"]
+    assert "program_failed" not in codes(report)
+
+
+def test_break_heat_equals_the_programs_counts(doctor_run) -> None:
+    run = hot_break(doctor_run)
+    report, counts = run.report, run.counts
+    hot, startup = report["graph_breaks"]  # ranked hottest first
+    assert hot == site_of(report, "run_hot_break", "hot")
+    assert startup == site_of(report, "run_hot_break", "startup")
+    assert hot["category"] == "data_dependent_scalar"
+    assert hot["hits"] == counts["layer_calls"]
+    assert hot["hot"] is True
+    assert startup["category"] == "print_or_logging"
+    assert startup["hits"] == counts["setup_calls"] == 1
+    assert startup["hot"] is False
+
+
+def test_compile_calls_equal_the_programs_calls(doctor_run) -> None:
+    run = hot_break(doctor_run)
+    report, counts = run.report, run.counts
+    assert sorted(c["compile_id"] for c in report["compiles"]) == sorted(
+        raw_compile_ids(run.run_dir)
+    )
+    assert [c["cause"] for c in report["compiles"]].count("recompile") == 0
+    assert calls_by_function(report) == {
+        "setup": counts["setup_calls"],
+        resume_name("setup", "run_hot_break", "startup"): counts["setup_calls"],
+        "forward": counts["layer_calls"],
+        resume_name("forward", "run_hot_break", "hot"): counts["layer_calls"],
+    }
+    assert report["run"]["in_compiled_s"] > 0
+    assert all(c["seconds_in_graph"] >= 0 for c in report["compiles"])
+
+
+def test_report_rerenders_the_run_dir_offline(doctor_run, tmp_path: Path) -> None:
+    run = hot_break(doctor_run)
+    before = {p: p.stat().st_mtime_ns for p in run.run_dir.rglob("*") if p.is_file()}
+    out = tmp_path / "out.json"
+    assert main(["report", str(run.run_dir), "--json", str(out), "--format", "json"]) == 0
+    assert json.loads(out.read_text()) == run.report
+    after = {p: p.stat().st_mtime_ns for p in run.run_dir.rglob("*") if p.is_file()}
+    assert after == before  # nothing ran, nothing in the run dir was rewritten
+
+
+# --- warmup ----------------------------------------------------------------------------------
+
+
+def _step_compiles(report: Report) -> list[dict[str, Any]]:
+    compiles = [c for c in report["compiles"] if c["function"] == "step"]
+    assert [c["cause"] for c in compiles] == ["first_compile", "recompile", "recompile"]
+    return compiles
+
+
+def _size_guards(report: Report, compile_id: str) -> list[dict[str, Any]]:
+    (frame,) = [f for f in report["frames"] if f["function"] == "step"]
+    (recompile,) = [r for r in frame["recompiles"] if r["compile_id"] == compile_id]
+    return [g for g in recompile["failed_guards"] if g["category"] == "size"]
+
+
+def test_recompile_after_warmup_calls_is_flagged(doctor_run) -> None:
+    run = warmup_run(doctor_run, "warmup_calls", "--warmup-calls", "4")
+    assert run.returncode == 0, run.stderr[-4000:]
+    report, counts = run.report, run.counts
+    assert counts["warmup_calls"] == 4
+    compiles = _step_compiles(report)
+    assert [c["compile_id"] for c in compiles] == raw_compile_ids(run.run_dir)
+    # 0/1 is the flag recompile at the 2nd call (inside warmup), 0/2 the new shape after it.
+    assert [c["frame_calls"] for c in compiles] == [0, 1, counts["warmup_calls"]]
+    assert [c["after_warmup"] for c in compiles] == [False, False, True]
+    assert sum(c["calls"] for c in compiles) == counts["calls"]
+    late = compiles[2]["compile_id"]
+    (guard,) = _size_guards(report, late)
+    assert guard["source"]["line"] == marker_line("run_warmup", "size")
+    (finding,) = [
+        f for f in report["findings"] if f["code"] == "unexplained_recompile_after_warmup"
+    ]
+    assert finding["severity"] == "error"
+    assert f"{late}: {guard['text']}" in finding["evidence"]
+    assert report["run"]["warmup_calls"] == 4
+
+
+def test_no_warmup_flag_no_after_warmup_finding(doctor_run) -> None:
+    report = warmup_run(doctor_run, "warmup_plain").report
+    assert [c["after_warmup"] for c in _step_compiles(report)] == [False, False, False]
+    assert "unexplained_recompile_after_warmup" not in codes(report)
+
+
+@pytest.mark.parametrize(
+    ("warmup_calls", "flagged"),
+    [
+        (5, [False, False, False]),  # the new shape came at the 5th call: still warmup
+        (2, [False, False, True]),
+        (1, [False, True, True]),
+        (None, [False, False, False]),
+    ],
+)
+def test_warmup_boundary_is_reanalysed_offline(
+    doctor_run, tmp_path: Path, warmup_calls: int | None, flagged: list[bool]
+) -> None:
+    """Warmup ends after a frame's N-th call: a compile at call N+1 is after it. Re-analysed
+    from a copy of the run directory with another ``warmup_calls`` in its manifest."""
+    copy = tmp_path / "run"
+    shutil.copytree(warmup_run(doctor_run, "warmup_calls", "--warmup-calls", "4").run_dir, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    (copy / "manifest.json").write_text(json.dumps({**manifest, "warmup_calls": warmup_calls}))
+    out = tmp_path / "out.json"
+    assert main(["report", str(copy), "--json", str(out), "--format", "json"]) == 0
+    report = json.loads(out.read_text())
+    after = [c["after_warmup"] for c in _step_compiles(report)]
+    assert after == flagged
+    assert codes(report)["unexplained_recompile_after_warmup"] == sum(after)
+
+
+def test_recompile_after_steady_after_seconds_is_flagged(doctor_run) -> None:
+    run = warmup_run(
+        doctor_run, "warmup_steady", "--steady-after", str(STEADY_AFTER_S), hold=HOLD_S
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    report = run.report
+    assert run.counts["warmup_done_s"] < STEADY_AFTER_S, "machine too slow for this test"
+    compiles = _step_compiles(report)
+    assert [c["after_warmup"] for c in compiles] == [False, False, True]
+    assert compiles[2]["t_s"] >= STEADY_AFTER_S > compiles[1]["t_s"]
+    (finding,) = [
+        f for f in report["findings"] if f["code"] == "unexplained_recompile_after_warmup"
+    ]
+    (guard,) = _size_guards(report, compiles[2]["compile_id"])
+    assert f"{compiles[2]['compile_id']}: {guard['text']}" in finding["evidence"]
+    assert report["run"]["steady_after_s"] == STEADY_AFTER_S
+
+
+# --- results, backends, Inductor options -----------------------------------------------------
+
+
+def _checksum(stdout: str) -> str:
+    (line,) = [x for x in stdout.splitlines() if x.startswith("CHECKSUM ")]
+    return line.removeprefix("CHECKSUM ")
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_probes_do_not_change_results(
+    doctor_run, run_env: dict[str, str], tmp_path: Path, backend: str
+) -> None:
+    # Under pt2doctor first: the plain Inductor run then reuses the compiled code from the
+    # cache, and the cold compile (whose trace the options test reads) happens under pt2doctor.
+    run = doctor_run(f"checksum_{backend}", (), "run_checksum", backend)
+    assert run.returncode == 0, run.stderr[-4000:]
+    plain = subprocess.run(
+        [sys.executable, str(PROGRAMS / "run_checksum.py"), backend],
+        cwd=tmp_path,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert _checksum(run.stdout) == _checksum(plain.stdout)
+    assert calls_by_function(run.report) == {
+        "forward": run.counts["calls"],
+        resume_name("forward", "run_checksum", "break"): run.counts["calls"],
+    }
+    assert run.report["run"]["triage"] is False
+
+
+def test_inductor_options_still_apply(doctor_run) -> None:
+    run = doctor_run("checksum_inductor", (), "run_checksum", "inductor")
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert raw_artifacts(run.run_dir, "inductor_output_code")
+    # The repro script Inductor writes per graph lists the config it compiled with.
+    runnables = raw_artifacts(run.run_dir, "fx_graph_runnable")
+    assert len(runnables) == 2  # forward and its resume function
+    for script in runnables:
+        assert "torch._inductor.config.epilogue_fusion = False" in script.splitlines()
+        assert "torch._inductor.config.trace.enabled = False" in script.splitlines()
+    section = run.report["run"]
+    assert section["backend_override"] is None
+    assert section["not_covered"] == []
+    assert "triage_run" not in codes(run.report)
+
+
+def test_backend_eager_overrides_the_programs_backend(doctor_run) -> None:
+    run = doctor_run("checksum_override", EAGER, "run_checksum", "inductor")
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert raw_artifacts(run.run_dir, "dynamo_output_graph")
+    assert not raw_artifacts(run.run_dir, "inductor_output_code")
+    assert not raw_artifacts(run.run_dir, "fx_graph_runnable")
+    section = run.report["run"]
+    assert section["triage"] is True
+    assert section["backend_override"] == "eager"
+    assert section["not_covered"]
+    assert section["probes"]["backend_override"]["ok"] is True
+    assert codes(run.report)["triage_run"] == 1
+    assert calls_by_function(run.report)["forward"] == run.counts["calls"]
+
+
+# --- programs that end badly -----------------------------------------------------------------
+
+# key: (pt2doctor flags, program args, exit code of `run`, run.exit_code, run.signal, stopped_by)
+ENDINGS = {
+    "raise": ((), ("raise",), 1, 1, None, None),
+    "segfault": ((), ("segfault", "3", "1.5"), 128 + signal.SIGSEGV, None, "SIGSEGV", None),
+    "exit3": ((), ("exit3",), 3, 3, None, None),
+    "timeout": (("--timeout", str(TIMEOUT_S)), ("hang",), 124, None, "SIGTERM", "timeout"),
+}
+# Endings after which the probes' counters were flushed (at exit, or by the 1 s snapshot).
+HEAT_KEPT = {"raise", "segfault", "timeout"}
+
+
+def ended(doctor_run, how: str):
+    flags, args = ENDINGS[how][:2]
+    return doctor_run(f"crash_{how}", (*EAGER, *flags), "run_crash", *args)
+
+
+def _assert_captured_before_the_end(run, report: Report) -> None:
+    """The compiles the program made before it failed are in the report, with their break."""
+    ids = raw_compile_ids(run.run_dir)
+    assert len(ids) == 2
+    assert sorted(c["compile_id"] for c in report["compiles"]) == sorted(ids)
+    assert {c["function"] for c in report["compiles"]} == {
+        "step",
+        resume_name("step", "run_crash", "print"),
+    }
+    assert site_of(report, "run_crash", "print")["category"] == "print_or_logging"
+    assert "READY" in (run.run_dir / "stdout.log").read_text().split()
+
+
+@pytest.mark.parametrize("how", sorted(ENDINGS))
+def test_a_program_that_ends_badly_leaves_a_report(doctor_run, how: str) -> None:
+    _, _, returned, exit_code, signal_name, stopped_by = ENDINGS[how]
+    run = ended(doctor_run, how)
+    assert run.returncode == returned, run.stderr[-4000:]
+    report = run.report
+    section = report["run"]
+    assert section["exit_code"] == exit_code
+    assert section["signal"] == signal_name
+    assert section["stopped_by"] == stopped_by
+    assert section["returned"] == returned
+    assert section["end_time"] is not None
+    assert codes(report)["program_failed"] == 1
+    _assert_captured_before_the_end(run, report)
+    if how in HEAT_KEPT:
+        calls = run.counts["calls"]
+        assert site_of(report, "run_crash", "print")["hits"] == calls
+        assert set(calls_by_function(report).values()) == {calls}
+
+
+def test_an_exception_is_named(doctor_run) -> None:
+    run = ended(doctor_run, "raise")
+    message = f"loss is NaN at step {run.counts['calls']}"
+    (exception,) = run.report["run"]["exceptions"]
+    assert (exception["type"], exception["message"]) == ("RuntimeError", message)
+    assert f"RuntimeError: {message}" in (run.run_dir / "stderr.log").read_text()
+    (failed,) = [f for f in run.report["findings"] if f["code"] == "program_failed"]
+    assert f"RuntimeError: {message}" in failed["evidence"]
+
+
+def test_a_segfault_has_its_stack(doctor_run) -> None:
+    fatal = ended(doctor_run, "segfault").report["run"]["fatal_error"]
+    assert fatal[0] == "Fatal Python error: Segmentation fault"
+    assert any("run_crash.py" in line and " in main" in line for line in fatal)
+
+
+def test_heat_lost_in_a_crash_is_unknown_not_zero(doctor_run) -> None:
+    """os._exit right after the calls: no probe snapshot holds them. The break's heat is then
+    unknown (None) or, if a snapshot did catch them, right; never a stale 0 / not hot."""
+    run = ended(doctor_run, "exit3")
+    row = site_of(run.report, "run_crash", "print")
+    assert row["hits"] in (None, run.counts["calls"])
+    assert row["hot"] in (None, True)
+
+
+def _lines_of(stream: Any) -> queue.Queue[str | None]:
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def test_ctrl_c_stops_the_program_and_keeps_the_report(
+    tmp_path: Path, run_env: dict[str, str], doctor_command
+) -> None:
+    run_dir = tmp_path / "run"
+    command = doctor_command(run_dir, EAGER, "run_crash", "hang")
+    with (tmp_path / "stderr").open("w") as stderr:
+        process = subprocess.Popen(
+            command, cwd=tmp_path, env=run_env, stdout=subprocess.PIPE, stderr=stderr, text=True
+        )
+        lines, seen = _lines_of(process.stdout), []
+        try:
+            while (line := lines.get(timeout=READY_WITHIN_S)) not in (None, "READY\n"):
+                seen.append(line)
+            assert line == "READY\n", f"no READY line: {seen}"  # streamed while it runs
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=60) == 130
+        finally:
+            if process.poll() is None:
+                process.kill()
+    section = json.loads((run_dir / "report.json").read_text())["run"]
+    assert (section["stopped_by"], section["signal"], section["exit_code"]) == (
+        "interrupted",
+        "SIGINT",
+        None,
+    )
+    assert section["returned"] == 130
+    assert [e["type"] for e in section["exceptions"]] == ["KeyboardInterrupt"]
+    report = json.loads((run_dir / "report.json").read_text())
+    assert len(report["compiles"]) == 2
+    assert sorted(c["compile_id"] for c in report["compiles"]) == sorted(raw_compile_ids(run_dir))
+
+
+def test_a_second_run_into_the_same_dir_reports_only_itself(
+    tmp_path: Path, run_env: dict[str, str], doctor_command
+) -> None:
+    run_dir = tmp_path / "run"
+    for steps in ("2", "3"):
+        done = subprocess.run(
+            doctor_command(run_dir, EAGER, "run_hot_break", steps, "1"),
+            cwd=tmp_path,
+            env=run_env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    if done.returncode == 2:  # refusing to overwrite a run directory is fine too
+        (line,) = done.stderr.splitlines()
+        assert line.startswith("pt2doctor: error:")
+        return
+    assert done.returncode == 0, done.stderr[-4000:]
+    report = json.loads((run_dir / "report.json").read_text())
+    ids = [c["compile_id"] for c in report["compiles"]]
+    assert len(ids) == len(set(ids)) == 4
+    assert calls_by_function(report)["forward"] == 3
+
+
+# --- bad command lines -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["run"], "Missing argument"),
+        (["run", "--backend", "eager", "--"], "Missing argument"),
+        (["run", "--", "/no/such/program", "x.py"], "cannot run /no/such/program"),
+    ],
+)
+def test_bad_command_is_one_line_exit_2(tmp_path: Path, args: list[str], says: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pt2doctor", *args[:1], "--out", str(tmp_path / "r"), *args[1:]],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("pt2doctor: error:") and says in line, line
