@@ -100,7 +100,12 @@ class ProbeRecorder:
                 calls[compile_id] += 1
                 seconds[compile_id] += clock() - start
 
-        counted_graph.__dict__.update(getattr(fn, "__dict__", {}))  # e.g. _boxed_call
+        # Keep calling-convention flags (_boxed_call), not Dynamo's disable() bookkeeping.
+        counted_graph.__dict__.update(
+            (key, value)
+            for key, value in getattr(fn, "__dict__", {}).items()
+            if not key.startswith("_torchdynamo_")
+        )
         counted_graph.__wrapped__ = fn  # type: ignore[attr-defined]
         return counted_graph
 
