@@ -29,6 +29,7 @@ _PHASE_EVENTS = {
     "code_gen": "codegen",
     "compile_file": "cpp_build",
 }
+_PHASE_EVENTS_BYTES = frozenset(name.encode() for name in _PHASE_EVENTS)
 # compilation_metrics fields for the same timers.
 _METRIC_TIMERS = {
     "entire_frame_compile_time_s": "total",
@@ -36,7 +37,7 @@ _METRIC_TIMERS = {
     "inductor_compile_time_s": "inductor",
     "code_gen_time_s": "codegen",
 }
-_EVENT_NAME = re.compile(r'"name":\s*"([^"]*)"')
+_EVENT_NAME = re.compile(rb'"name":\s*"([^"]*)"')
 _CACHE_ARTIFACTS = {
     f"{cache}_cache_{outcome}": (name, outcome)
     for cache, name in (("fx_graph", "fx_graph"), ("aotautograd", "aotautograd"))
@@ -245,14 +246,15 @@ def _on_specialization(col: _Collector, record: TraceRecord) -> None:
 
 
 def _on_chromium_event(col: _Collector, record: TraceRecord) -> None:
-    if record.payload is None:
+    raw = record.payload_bytes
+    if raw is None:
         return
     # Most events are not phases: look at the name before decoding the JSON (~10x fewer loads).
-    name = _EVENT_NAME.search(record.payload, 0, 400)
-    if name is None or name.group(1) not in _PHASE_EVENTS:
+    name = _EVENT_NAME.search(raw, 0, 400)
+    if name is None or name.group(1) not in _PHASE_EVENTS_BYTES:
         return
     try:
-        event = orjson.loads(record.payload)
+        event = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return
     if not isinstance(event, dict):

@@ -110,16 +110,33 @@ def _compile_id(envelope: dict[str, Any]) -> CompileId | None:
     return value
 
 
-def _check_digests(batch: list[tuple[bytes, Any, bool]]) -> tuple[int, int]:
-    """(md5 mismatches, truncated records) of a batch of assembled payloads."""
-    mismatches = truncated = 0
-    for data, expected, complete in batch:
-        if hashlib.md5(data).hexdigest() != expected:
-            if complete:
-                mismatches += 1
-            else:
-                truncated += 1
-    return mismatches, truncated
+# (assembled payload, expected md5, complete, (block, start, end) of the raw payload, crlf,
+#  the payload's line count as estimated from what assembling removed)
+_Pending = tuple[bytes, Any, bool, tuple[bytes, int, int], bool, int]
+
+
+def _check_digests(batch: list[_Pending]) -> tuple[int, int, int, int]:
+    """(md5 mismatches, truncated records, blank lines, line-count correction) of a batch.
+
+    A mismatch is retried without blank lines (a stutter inside the payload), so the common
+    case pays for no blank-line scan; the line count estimated for a damaged payload is
+    recounted."""
+    mismatches = truncated = blank = lines = 0
+    for data, expected, complete, (block, start, end), crlf, estimated in batch:
+        if hashlib.md5(data).hexdigest() == expected:
+            continue
+        lines += (block.count(b"\n", start, end) + 1 if end > start else 0) - estimated
+        raw = block[start:end]
+        if b"\n\n" in raw or (crlf and b"\n\r\n" in raw):
+            fixed, dropped = _assemble_with_blank_lines(raw, crlf)
+            blank += dropped
+            if hashlib.md5(fixed).hexdigest() == expected:
+                continue
+        if complete:
+            mismatches += 1
+        else:
+            truncated += 1
+    return mismatches, truncated, blank, lines
 
 
 def _assemble_with_blank_lines(raw: bytes, crlf: bool) -> tuple[bytes, int]:
@@ -143,12 +160,12 @@ class _DigestChecker:
 
     def __init__(self, stats: ParseStats) -> None:
         self.stats = stats
-        self.batch: list[tuple[bytes, Any, bool]] = []
-        self.pending: deque[Future[tuple[int, int]]] = deque()
+        self.batch: list[_Pending] = []
+        self.pending: deque[Future[tuple[int, int, int, int]]] = deque()
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pt2doctor-md5")
 
-    def add(self, data: bytes, expected: Any, complete: bool) -> None:
-        self.batch.append((data, expected, complete))
+    def add(self, item: _Pending) -> None:
+        self.batch.append(item)
         if len(self.batch) >= self.BATCH:
             self.flush()
 
@@ -159,10 +176,12 @@ class _DigestChecker:
         while len(self.pending) > self.MAX_PENDING:
             self._account(self.pending.popleft())
 
-    def _account(self, future: Future[tuple[int, int]]) -> None:
-        mismatches, truncated = future.result()
+    def _account(self, future: Future[tuple[int, int, int, int]]) -> None:
+        mismatches, truncated, blank, lines = future.result()
+        self.stats.lines += lines
         self.stats.md5_mismatches += mismatches
         self.stats.truncated_records += truncated
+        self.stats.blank_lines += blank
 
     def close(self) -> None:
         self.flush()
@@ -188,45 +207,53 @@ class _FileReader:
         stats = self.stats
         for buf, start, end, complete in _units(stream):
             lineno = self.lineno
-            lines = buf.count(b"\n", start, end) + 1
-            self.lineno += lines
-            stats.lines += lines
             if start == end:
                 stats.blank_lines += 1
+                self._lines(1)
                 continue
+            first = start
             while start < end and buf[start] == 10:  # blank lines before an envelope
                 stats.blank_lines += 1
                 start += 1
             newline = buf.find(b"\n", start, end)
             header_end = end if newline < 0 else newline
             header = buf[start:header_end].rstrip(b"\r")
-            body_lines = 0 if newline < 0 else lines - 1
-            envelope, prefix = self._envelope(header, body_lines, complete)
+            envelope, prefix = self._envelope(header, buf, newline, end, complete)
             if envelope is None or prefix is None:
+                self._lines(buf.count(b"\n", first, end) + 1)
                 continue
             payload = None
+            lines = start - first + 1
             if "has_payload" in envelope:
                 crlf = buf[header_end - 1] == 13  # CRLF log: strip the CR of payload lines too
-                payload = self._payload(envelope, buf, newline, end, complete, crlf)
-            elif body_lines:
-                blank = buf.count(b"\n\n", newline, end + 1)
+                payload, payload_lines = self._payload(envelope, buf, newline, end, complete, crlf)
+                lines += payload_lines
+            elif newline >= 0:  # lines after an envelope that has no payload (rare)
+                body = buf[newline + 1 : end].split(b"\n")
+                blank = sum(1 for line in body if not line.strip(b"\r"))
                 stats.blank_lines += blank
-                stats.non_trace_lines += body_lines - blank
-            record = self._record(envelope, payload, prefix, lineno)
+                stats.non_trace_lines += len(body) - blank
+                lines += len(body)
+            self._lines(lines)
+            record = self._record(envelope, payload, header, lineno)
             if record is not None:
                 yield record
 
+    def _lines(self, count: int) -> None:
+        self.lineno += count
+        self.stats.lines += count
+
     def _envelope(
-        self, header: bytes, body_lines: int, complete: bool
+        self, header: bytes, buf: bytes, newline: int, end: int, complete: bool
     ) -> tuple[dict[str, Any] | None, re.Match[bytes] | None]:
         """Decode the glog prefix and JSON envelope of one unit, counting what is broken."""
         stats = self.stats
         if not header:
-            stats.non_trace_lines += body_lines
+            stats.non_trace_lines += 0 if newline < 0 else buf.count(b"\n", newline, end)
             return None, None
         prefix = GLOG_PREFIX.match(header)
         if prefix is None:
-            stats.non_trace_lines += 1 + body_lines
+            stats.non_trace_lines += 1 + (0 if newline < 0 else buf.count(b"\n", newline, end))
             return None, None
         try:
             envelope = orjson.loads(header[prefix.end() :])
@@ -248,36 +275,49 @@ class _FileReader:
         end: int,
         complete: bool,
         crlf: bool,
-    ) -> bytes:
-        """Assemble the payload (tab and line ending stripped from each line); queue its md5."""
+    ) -> tuple[bytes, int]:
+        """Assemble the payload (tab and line ending stripped from each line) and queue its md5.
+
+        Returns it with its line count, estimated from the bytes assembling removed (one tab per
+        line, and a CR per line in a CRLF log) so the common case scans the payload only once."""
         self.stats.payloads += 1
-        raw = buf[newline + 1 : end] if newline >= 0 else b""
-        if raw[:1] == b"\n" or raw[-1:] == b"\n" or b"\n\n" in raw or (crlf and b"\n\r\n" in raw):
-            data, blank = _assemble_with_blank_lines(raw, crlf)
+        start = end if newline < 0 else newline + 1
+        if start < end and (buf[start] == 10 or buf[end - 1] == 10):  # blank line at an edge
+            data, blank = _assemble_with_blank_lines(buf[start:end], crlf)
             self.stats.blank_lines += blank
+            lines = buf.count(b"\n", start, end) + 1
         elif crlf:
-            data = raw[1:].replace(b"\r\n\t", b"\n").removesuffix(b"\r")
+            data = buf[start + 1 : end].replace(b"\r\n\t", b"\n").removesuffix(b"\r")
+            lines = (end - start - len(data) + 1) // 2  # the last line may lack its CR
         else:
-            data = raw[1:].replace(b"\n\t", b"\n")
-        self.digests.add(data, envelope["has_payload"], complete)
-        return data
+            data = buf[start + 1 : end].replace(b"\n\t", b"\n")
+            lines = end - start - len(data)
+        if start == end:
+            lines = 0
+        item = (data, envelope["has_payload"], complete, (buf, start, end), crlf, lines)
+        self.digests.add(item)
+        return data, lines
 
     def _record(
         self,
         envelope: dict[str, Any],
         payload: bytes | None,
-        prefix: re.Match[bytes],
+        header: bytes,
         lineno: int,
     ) -> TraceRecord | None:
         stats = self.stats
         stats.records += 1
-        kinds = [key for key in envelope if key not in ENVELOPE_META_KEYS]
-        if not kinds:
+        kind = ""
+        for key in envelope:
+            if key in ENVELOPE_META_KEYS:
+                continue
+            if kind:
+                stats.unknown_fields[key] += 1
+            else:
+                kind = key
+        if not kind:
             stats.unknown_kinds["<none>"] += 1
             return None
-        kind = kinds[0]
-        for extra in kinds[1:]:
-            stats.unknown_fields[extra] += 1
         meta = envelope[kind]
         if kind == "str":
             if isinstance(meta, list) and len(meta) == 2 and isinstance(meta[1], int):
@@ -285,7 +325,7 @@ class _FileReader:
             return None
         if kind not in KNOWN_KINDS:
             stats.unknown_kinds[kind] += 1
-        if isinstance(meta, dict):
+        if isinstance(meta, dict) and ("stack" in meta or "user_stack" in meta):
             _resolve_stack(meta.get("stack"), self.strings)
             _resolve_stack(meta.get("user_stack"), self.strings)
         rank = envelope.get("rank")
@@ -293,10 +333,7 @@ class _FileReader:
             rank = self.name_rank
         elif self.name_rank is not None and rank != self.name_rank:
             stats.other_rank += 1
-        text = None
-        if payload is not None and self.wants_payload(kind, meta):
-            text = payload.decode("utf-8", "replace")
-        day, clock = prefix.group(1), prefix.group(2)
+        kept = payload if payload is not None and self.wants_payload(kind, meta) else None
         return TraceRecord(
             kind=kind,
             meta=meta,
@@ -304,8 +341,8 @@ class _FileReader:
             rank=rank,
             stream=self.stream,
             lineno=lineno,
-            timestamp=f"{day.decode()} {clock.decode()}",
-            payload=text,
+            timestamp=header[1:21].decode("ascii", "replace"),  # "MMDD HH:MM:SS.ffffff"
+            payload_bytes=kept,
             has_payload=payload is not None,
         )
 

@@ -127,8 +127,16 @@ class TraceRecord:
     lineno: int
     timestamp: str
     """The glog timestamp, ``MMDD HH:MM:SS.ffffff`` (glog records no year)."""
-    payload: str | None = None
+    payload_bytes: bytes | None = None
+    """The assembled payload, when the consumer asked for this kind (decode with .payload)."""
     has_payload: bool = False
+
+    @property
+    def payload(self) -> str | None:
+        """The payload as text (decoded on access: most consumers only look at a few)."""
+        if self.payload_bytes is None:
+            return None
+        return self.payload_bytes.decode("utf-8", "replace")
 
     @property
     def name(self) -> str:
