@@ -35,8 +35,9 @@ lint: $(STAMP) ## ruff + mypy --strict on the package
 	$(VENV)/bin/ruff format --check src tests benchmarks examples
 	$(VENV)/bin/mypy
 
-bench: $(STAMP) ## run the report benchmark against tlparse (results go into docs/PERFORMANCE.md)
+bench: $(STAMP) ## benchmarks: report vs tlparse, run's probe overhead (results: docs/PERFORMANCE.md)
 	$(PY) benchmarks/bench_report.py
+	$(PY) benchmarks/bench_run_overhead.py
 
 clean: ## remove build outputs (keeps .venv)
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache
