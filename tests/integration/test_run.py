@@ -512,3 +512,41 @@ def test_bad_command_is_one_line_exit_2(tmp_path: Path, args: list[str], says: s
     assert done.stdout == ""
     (line,) = done.stderr.splitlines()
     assert line.startswith("pt2doctor: error:") and says in line, line
+
+
+def test_module_run_counts_a_break_after_an_empty_graph(tmp_path: Path, run_env) -> None:
+    """``-- python -m pkg.mod`` works, and a break with nothing compiled before it still counts
+    (its heat comes from the resume function, not from a graph before the break)."""
+    run_dir = tmp_path / "run"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pt2doctor",
+            "run",
+            "--out",
+            str(run_dir),
+            "--",
+            sys.executable,
+            "-m",
+            "run_empty_break",
+        ],
+        cwd=PROGRAMS,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    counts = json.loads(
+        next(line for line in done.stdout.splitlines() if line.startswith("COUNTS ")).removeprefix(
+            "COUNTS "
+        )
+    )
+    report = json.loads((run_dir / "report.json").read_text())
+    (site,) = report["graph_breaks"]
+    assert site["site"]["line"] == marker_line("run_empty_break", "print")
+    assert site["hits"] == counts["calls"]
+    (first,) = [c for c in report["compiles"] if c["compile_id"] == "0/0"]
+    assert first["graph_count"] == 0  # nothing compiled before the break
