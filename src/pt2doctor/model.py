@@ -130,6 +130,8 @@ class ProbeData:
     compiled: dict[str, dict[str, Any]] = field(default_factory=dict)
     """When each graph was compiled: compile id -> {t, wall_time, frame_calls}."""
     exceptions: list[dict[str, Any]] = field(default_factory=list)
+    graph_exceptions: list[dict[str, Any]] = field(default_factory=list)
+    """Exceptions raised inside a compiled graph: ``compile_id``, ``type``, ``message``."""
     environment: dict[str, Any] = field(default_factory=dict)
     hooks: dict[str, Any] = field(default_factory=dict)
     """Which probes were installed (``graphs``, ``breaks``) and probe errors."""

@@ -44,6 +44,10 @@ def _failure_finding(ledger: Ledger, manifest: dict[str, Any], probes: ProbeData
         f"{e.get('type')}: {e.get('message')}" for e in (probes.exceptions if probes else [])
     ]
     evidence += probes.fatal_error if probes else []
+    evidence += [
+        f"raised inside compiled graph {e.get('compile_id')}: {e.get('type')}: {e.get('message')}"
+        for e in (probes.graph_exceptions[-1:] if probes else [])
+    ]
     exception_types = {str(e.get("type")) for e in (probes.exceptions if probes else [])}
     for failure in ledger.failures:
         if failure.kind == "compile_error" and (
@@ -123,6 +127,7 @@ def run_section(
         "steady_after_s": manifest.get("steady_after_s"),
         "exceptions": [] if probes is None else probes.exceptions,
         "fatal_error": [] if probes is None else probes.fatal_error,
+        "graph_exceptions": [] if probes is None else probes.graph_exceptions,
         "probes": {} if probes is None else probes.hooks,
         "heat_complete": None if probes is None else probes.complete,
         "heat_as_of_s": None if probes is None else probes.snapshot_t,

@@ -92,10 +92,20 @@ class ProbeRecorder:
         calls.setdefault(compile_id, 0)
         seconds.setdefault(compile_id, 0.0)
 
+        event = self.event
+
         def counted_graph(*args: Any, **kwargs: Any) -> Any:
             start = clock()
             try:
                 return fn(*args, **kwargs)
+            except BaseException as error:  # which compiled graph raised: for the report
+                event(
+                    "graph_exception",
+                    compile_id=compile_id,
+                    type=type(error).__name__,
+                    message=str(error)[:2000],
+                )
+                raise
             finally:
                 calls[compile_id] += 1
                 seconds[compile_id] += clock() - start

@@ -90,6 +90,8 @@ def load_probes(run_dir: Path) -> ProbeData | None:
             data.compiled.setdefault(event["compile_id"], event)
         elif kind == "exception":
             data.exceptions.append(event)
+        elif kind == "graph_exception" and len(data.graph_exceptions) < 20:
+            data.graph_exceptions.append(event)
         elif kind == "environment":
             data.environment = {k: v for k, v in event.items() if k not in ("kind", "t")}
         elif kind in ("probes", "probe_error", "backend_override"):
