@@ -18,6 +18,11 @@ MIN_TORCH = (2, 6)
 
 CompiledCallback = Callable[[str, Callable[..., Any]], Callable[..., Any]]
 ResumeCallback = Callable[[types.CodeType, Any], Any]
+ErrorCallback = Callable[[str, BaseException], None]
+
+
+def _ignore_error(what: str, error: BaseException) -> None:
+    return None
 
 
 def torch_version() -> tuple[int, int] | None:
@@ -77,10 +82,13 @@ def _unwrapped(compiled: Any) -> Any:
     return innermost_fn(compiled)
 
 
-def wrap_compiled_graphs(on_compiled: CompiledCallback) -> bool:
+def wrap_compiled_graphs(
+    on_compiled: CompiledCallback, on_error: ErrorCallback = _ignore_error
+) -> bool:
     """Pass every compiled graph through ``on_compiled(compile_id, fn) -> fn`` before Dynamo
     installs it. Hooks ``OutputGraph.call_user_compiler``, below the backend, so ``mode=``,
-    ``options=``, ``dynamic=`` and ``fullgraph=`` given to torch.compile still apply."""
+    ``options=``, ``dynamic=`` and ``fullgraph=`` given to torch.compile still apply. A probe
+    that fails reports to ``on_error`` and leaves the compiled graph as it was."""
     if not supported():
         return False
     try:
@@ -92,16 +100,22 @@ def wrap_compiled_graphs(on_compiled: CompiledCallback) -> bool:
         return original is not None
 
     @functools.wraps(original)
-    def call_user_compiler(self: Any, gm: Any, example_inputs: Any) -> Any:
-        compiled = _unwrapped(original(self, gm, example_inputs))
-        return on_compiled(current_compile_id() or "?", compiled)
+    def call_user_compiler(self: Any, *args: Any, **kwargs: Any) -> Any:
+        compiled = original(self, *args, **kwargs)
+        try:
+            return on_compiled(current_compile_id() or "?", _unwrapped(compiled))
+        except Exception as error:  # never fail the user's compile because of a probe
+            on_error("graphs", error)
+            return compiled
 
     call_user_compiler._pt2doctor = True  # type: ignore[attr-defined]
     OutputGraph.call_user_compiler = call_user_compiler  # type: ignore[method-assign]
     return True
 
 
-def wrap_resume_functions(on_resume: ResumeCallback) -> bool:
+def wrap_resume_functions(
+    on_resume: ResumeCallback, on_error: ErrorCallback = _ignore_error
+) -> bool:
     """Pass every resume function Dynamo installs after a graph break through
     ``on_resume(code, installed) -> installed``; calls to it are executions of that break."""
     if not supported():
@@ -117,12 +131,14 @@ def wrap_resume_functions(on_resume: ResumeCallback) -> bool:
         return True
 
     @functools.wraps(original)
-    def install(self: Any, name: str, code: types.CodeType, f_globals: dict[str, Any]) -> None:
-        original(self, name, code, f_globals)
-        installed = getattr(self, "installed_globals", None)
-        scope = self.global_scope if hasattr(self, "global_scope") else f_globals
-        if name in scope and (installed is None or name in installed):
-            scope[name] = on_resume(code, scope[name])
+    def install(self: Any, name: str, code: types.CodeType, *args: Any, **kwargs: Any) -> None:
+        original(self, name, code, *args, **kwargs)
+        try:
+            scope = getattr(self, "global_scope", None)
+            if isinstance(scope, dict) and name in scope:
+                scope[name] = on_resume(code, scope[name])
+        except Exception as error:  # never fail the user's compile because of a probe
+            on_error("breaks", error)
 
     install._pt2doctor = True  # type: ignore[attr-defined]
     OutputGraph.install_resume_function_global = install  # type: ignore[method-assign]
@@ -143,8 +159,9 @@ def override_backend(backend: str) -> bool:
     @functools.wraps(original)
     def compile_with_backend(model: Any = None, **kwargs: Any) -> Any:
         kwargs["backend"] = backend
-        kwargs.pop("mode", None)
-        kwargs.pop("options", None)
+        if backend != "inductor":  # other backends reject Inductor's mode and options
+            kwargs.pop("mode", None)
+            kwargs.pop("options", None)
         return original(model, **kwargs)
 
     compile_with_backend._pt2doctor = True  # type: ignore[attr-defined]
@@ -193,8 +210,9 @@ def environment() -> dict[str, Any]:
     info["torch_version"] = torch.__version__
     info["cuda_version"] = torch.version.cuda
     info["cuda_available"] = torch.cuda.is_available()
-    if info["cuda_available"]:
-        info["gpu"] = torch.cuda.get_device_name(0)
+    initialized = torch.cuda.is_initialized()  # type: ignore[no-untyped-call]
+    if info["cuda_available"] and initialized:  # never initialize CUDA ourselves
+        info["gpu"] = torch.cuda.get_device_name(torch.cuda.current_device())
     try:
         import triton  # type: ignore[import-not-found]
 

@@ -117,8 +117,9 @@ LARGE_GRAPH_ADVICE = (
     "loop (batch the work, torch.vmap) or compile the loop body instead of the loop."
 )
 COMPILE_ERROR_ADVICE = (
-    "The compiler raised an error. Run `pt2doctor ablate` (or try backend='aot_eager') to find "
-    "the layer that fails; meanwhile torch.compiler.disable the failing function."
+    "The compiler raised an error. Find the layer that fails by compiling with "
+    "backend='eager', then 'aot_eager', then 'inductor' (the first that fails is the culprit); "
+    "meanwhile torch.compiler.disable the failing function."
 )
 
 # Argument types Dynamo can reorder after the graph (torch/_dynamo/variables/misc.py,

@@ -96,7 +96,7 @@ def run_findings(
                     "error",
                     "unexplained_recompile_after_warmup",
                     f"{frame_label(entry.function, entry.record.file, entry.record.line)} "
-                    f"compiled again after warmup ({when}{calls})",
+                    f"compiled after warmup ({when}{calls})",
                     AFTER_WARMUP_ADVICE,
                     evidence[:8],
                 )

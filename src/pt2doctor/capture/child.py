@@ -34,6 +34,10 @@ class _LoaderProxy(importlib.abc.Loader):
 
     def exec_module(self, module: types.ModuleType) -> None:
         self.loader.exec_module(module)
+        # Give the module its real loader back (resources, get_source) before our callback.
+        module.__loader__ = self.loader
+        if module.__spec__ is not None:
+            module.__spec__.loader = self.loader
         self.callback()
 
 

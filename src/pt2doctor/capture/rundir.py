@@ -34,17 +34,32 @@ def _break_key(key: str) -> tuple[str, str, int] | None:
     return (match["file"], match["fn"], int(match["line"]))
 
 
+def _numbers(value: Any) -> dict[str, float]:
+    """A {name: number} mapping from a snapshot; anything else in it is skipped."""
+    if not isinstance(value, dict):
+        return {}
+    return {
+        str(key): number
+        for key, number in value.items()
+        if isinstance(number, (int, float)) and not isinstance(number, bool)
+    }
+
+
 def _apply_snapshot(data: ProbeData, snapshots: dict[Any, dict[str, Any]]) -> None:
-    """Sum the last snapshot of every process."""
-    if snapshots:
-        data.snapshot_t = max(float(s.get("t") or 0.0) for s in snapshots.values())
-        data.complete = all(s.get("final") for s in snapshots.values())
-    for snapshot in snapshots.values():
-        for cid, calls in (snapshot.get("graph_calls") or {}).items():
+    """Sum the last snapshot of every process that counted something."""
+    counting = [s for s in snapshots.values() if _numbers(s.get("graph_calls"))] or list(
+        snapshots.values()
+    )
+    if counting:
+        times = [t for s in counting if isinstance(t := s.get("t"), (int, float))]
+        data.snapshot_t = max(times, default=0.0)
+        data.complete = all(s.get("final") is True for s in counting)
+    for snapshot in counting:
+        for cid, calls in _numbers(snapshot.get("graph_calls")).items():
             data.graph_calls[cid] = data.graph_calls.get(cid, 0) + int(calls)
-        for cid, seconds in (snapshot.get("graph_seconds") or {}).items():
+        for cid, seconds in _numbers(snapshot.get("graph_seconds")).items():
             data.graph_seconds[cid] = data.graph_seconds.get(cid, 0.0) + float(seconds)
-        for key, hits in (snapshot.get("break_hits") or {}).items():
+        for key, hits in _numbers(snapshot.get("break_hits")).items():
             site = _break_key(key)
             if site is not None:
                 data.break_hits[site] = data.break_hits.get(site, 0) + int(hits)
@@ -90,8 +105,8 @@ def load_probes(run_dir: Path) -> ProbeData | None:
             data.compiled.setdefault(event["compile_id"], event)
         elif kind == "exception":
             data.exceptions.append(event)
-        elif kind == "graph_exception" and len(data.graph_exceptions) < 20:
-            data.graph_exceptions.append(event)
+        elif kind == "graph_exception":
+            data.graph_exceptions = [*data.graph_exceptions[-19:], event]  # the last 20
         elif kind == "environment":
             data.environment = {k: v for k, v in event.items() if k not in ("kind", "t")}
         elif kind in ("probes", "probe_error", "backend_override"):

@@ -89,27 +89,39 @@ def _stop(process: subprocess.Popen[bytes], sig: int) -> None:
         os.killpg(process.pid, sig)
 
 
+def _terminate(process: subprocess.Popen[bytes], sig: int) -> None:
+    """Send ``sig`` to the program's process group; SIGKILL it after the grace period."""
+    _stop(process, sig)
+    try:
+        process.wait(timeout=KILL_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        _stop(process, signal.SIGKILL)
+        process.wait()
+
+
 def _wait(process: subprocess.Popen[bytes], timeout: float | None) -> str | None:
     """Wait for the program; returns 'timeout' or 'interrupted' when pt2doctor stopped it."""
     try:
-        process.wait(timeout=timeout)
-        return None
-    except subprocess.TimeoutExpired:
-        _stop(process, signal.SIGTERM)
         try:
-            process.wait(timeout=KILL_GRACE_SECONDS)
+            process.wait(timeout=timeout)
+            return None
         except subprocess.TimeoutExpired:
+            _terminate(process, signal.SIGTERM)
+            return "timeout"
+        except KeyboardInterrupt:
+            _terminate(process, signal.SIGINT)
+            return "interrupted"
+    finally:  # a second Ctrl-C during the grace period must not orphan the program
+        if process.poll() is None:
             _stop(process, signal.SIGKILL)
             process.wait()
-        return "timeout"
-    except KeyboardInterrupt:
-        _stop(process, signal.SIGINT)
-        try:
-            process.wait(timeout=KILL_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
-            _stop(process, signal.SIGKILL)
-            process.wait()
-        return "interrupted"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # real-time signals have no name
+        return f"signal {number}"
 
 
 def exit_code(returncode: int, stopped_by: str | None) -> int:
@@ -127,8 +139,10 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
         raise UsageError("no command to run: use `pt2doctor run -- python script.py ARGS`")
     if options.out.exists() and (not options.out.is_dir() or any(options.out.iterdir())):
         raise UsageError(f"run directory {options.out} already exists: choose another --out")
-    options.out.mkdir(parents=True, exist_ok=True)
-    (options.out / "trace").mkdir(exist_ok=True)
+    try:
+        (options.out / "trace").mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"cannot create run directory {options.out}: {error.strerror}") from error
     manifest: dict[str, Any] = {
         "command": options.command,
         "cwd": os.getcwd(),
@@ -168,7 +182,7 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
     manifest.update(
         end_time=clock(),
         exit_code=returncode if returncode >= 0 else None,
-        signal=signal.Signals(-returncode).name if returncode < 0 else None,
+        signal=_signal_name(-returncode) if returncode < 0 else None,
         stopped_by=stopped_by,
         returned=exit_code(returncode, stopped_by),
     )

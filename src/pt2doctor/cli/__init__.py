@@ -42,6 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     except Pt2DoctorError as error:
         click.echo(f"pt2doctor: error: {error}", err=True)
         return error.exit_code
+    except OSError as error:  # an unreadable or unwritable path the checks did not catch
+        where = f" {error.filename}" if error.filename else ""
+        click.echo(f"pt2doctor: error:{where}: {error.strerror or error}", err=True)
+        return 2
     except BrokenPipeError:
         sys.stderr.close()
         return 1

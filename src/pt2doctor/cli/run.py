@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from pt2doctor.cli.report import render_run_dir
 
 
 def _default_out() -> Path:
-    return Path("pt2doctor-runs") / time.strftime("%Y%m%d-%H%M%S")
+    return Path("pt2doctor-runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
 @click.command(
@@ -36,7 +37,7 @@ def _default_out() -> Path:
 )
 @click.option(
     "--warmup-calls",
-    type=click.IntRange(min=0),
+    type=click.IntRange(min=1),
     help="Warmup ends after a frame's N-th compiled call.",
 )
 @click.option(

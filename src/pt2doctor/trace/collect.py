@@ -53,7 +53,11 @@ def wants_payload(kind: str, meta: Any) -> bool:
     """The payloads the collector reads; every other payload is md5-checked and dropped."""
     if kind in _PAYLOAD_KINDS:
         return True
-    return kind == "artifact" and isinstance(meta, dict) and meta.get("name") in _PAYLOAD_ARTIFACTS
+    return (
+        kind == "artifact"
+        and isinstance(meta, dict)
+        and _text(meta.get("name")) in _PAYLOAD_ARTIFACTS
+    )
 
 
 class _Collector:
@@ -98,6 +102,16 @@ class _Collector:
 Handler = Callable[[_Collector, TraceRecord], None]
 
 
+def _text(value: Any) -> str | None:
+    """A string field, or None when the log holds something else there."""
+    return value if isinstance(value, str) else None
+
+
+def _integer(value: Any) -> int | None:
+    """An int field (not a bool), or None when the log holds something else there."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _on_dynamo_start(col: _Collector, record: TraceRecord) -> None:
     entry = col.compile_for(record)
     stack = record.meta.get("stack") if isinstance(record.meta, dict) else None
@@ -105,9 +119,9 @@ def _on_dynamo_start(col: _Collector, record: TraceRecord) -> None:
         return
     last = stack[-1]
     if isinstance(last, dict) and entry.function is None:
-        entry.function = last.get("name")
-        entry.file = last.get("filename")
-        entry.line = last.get("line")
+        entry.function = _text(last.get("name"))
+        entry.file = _text(last.get("filename"))
+        entry.line = _integer(last.get("line"))
 
 
 def _on_output_graph(col: _Collector, record: TraceRecord) -> None:
@@ -150,20 +164,22 @@ def _on_compilation_metrics(col: _Collector, record: TraceRecord) -> None:
     if entry is None:
         return
     entry.has_metrics = True
-    entry.function = metrics.get("co_name") or entry.function
-    entry.file = metrics.get("co_filename") or entry.file
-    entry.line = metrics.get("co_firstlineno") or entry.line
+    entry.function = _text(metrics.get("co_name")) or entry.function
+    entry.file = _text(metrics.get("co_filename")) or entry.file
+    entry.line = _integer(metrics.get("co_firstlineno")) or entry.line
     entry.start_time = _number(metrics, "start_time")
     entry.compile_time_s = _number(metrics, "entire_frame_compile_time_s")
     entry.timings.update(_metric_timings(metrics))
-    op_count = metrics.get("graph_op_count")
-    entry.graph_op_count = op_count if isinstance(op_count, int) else entry.graph_op_count
-    entry.has_guarded_code = metrics.get("has_guarded_code")
-    entry.fail_type = metrics.get("fail_type")
-    entry.fail_reason = metrics.get("fail_reason")
-    if metrics.get("fail_user_frame_filename"):
+    entry.graph_op_count = _integer(metrics.get("graph_op_count")) or entry.graph_op_count
+    guarded = metrics.get("has_guarded_code")
+    entry.has_guarded_code = guarded if isinstance(guarded, bool) else None
+    entry.fail_type = _text(metrics.get("fail_type"))
+    entry.fail_reason = _text(metrics.get("fail_reason"))
+    if _text(metrics.get("fail_user_frame_filename")):
         entry.fail_user_frame = SourceLine(
-            metrics.get("fail_user_frame_filename"), metrics.get("fail_user_frame_lineno"), None
+            metrics["fail_user_frame_filename"],
+            _integer(metrics.get("fail_user_frame_lineno")),
+            None,
         )
     restarts = metrics.get("restart_reasons")
     if isinstance(restarts, list):
@@ -174,7 +190,7 @@ def _on_compilation_metrics(col: _Collector, record: TraceRecord) -> None:
         ("triton_version", "triton_version"),
         ("cuda_version", "cuda_version"),
     ):
-        if metrics.get(key):
+        if _text(metrics.get(key)):
             col.environment.setdefault(env_key, metrics[key])
 
 

@@ -47,6 +47,8 @@ def find_trace_logs(path: Path) -> list[Path]:
         if reason is not None:
             raise UsageError(reason)
         return [path]
+    if not path.is_dir():
+        raise UsageError(f"{path} is neither a regular file nor a directory")
     if (path / "trace").is_dir():
         path = path / "trace"
     candidates = sorted((p for p in path.iterdir() if p.is_file()), key=_sort_key)

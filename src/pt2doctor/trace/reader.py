@@ -87,7 +87,7 @@ def _resolve_stack(frames: Any, strings: dict[int, str]) -> None:
 
 
 def _as_int(value: Any) -> int | None:
-    return value if isinstance(value, int) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 _compile_ids: dict[tuple[Any, ...], CompileId | None] = {}
@@ -96,7 +96,12 @@ _compile_ids: dict[tuple[Any, ...], CompileId | None] = {}
 def _compile_id(envelope: dict[str, Any]) -> CompileId | None:
     """The envelope's compile id (interned: a log has few distinct ones and many records)."""
     get = envelope.get
-    key = (get("frame_id"), get("frame_compile_id"), get("attempt"), get("compiled_autograd_id"))
+    key = (
+        _as_int(get("frame_id")),
+        _as_int(get("frame_compile_id")),
+        _as_int(get("attempt")),
+        _as_int(get("compiled_autograd_id")),
+    )
     cached = _compile_ids.get(key)
     if cached is not None or key in _compile_ids:
         return cached
@@ -104,7 +109,7 @@ def _compile_id(envelope: dict[str, Any]) -> CompileId | None:
     if frame_id is None and fcid is None and ca_id is None:
         value = None
     else:
-        value = CompileId(_as_int(frame_id), _as_int(fcid), _as_int(attempt) or 0, _as_int(ca_id))
+        value = CompileId(frame_id, fcid, attempt or 0, ca_id)
     if len(_compile_ids) < 65536:
         _compile_ids[key] = value
     return value
