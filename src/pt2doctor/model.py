@@ -97,10 +97,6 @@ class CompileRecord:
     dynamo_error: str | None = None
     has_metrics: bool = False
 
-    @property
-    def key(self) -> tuple[str, CompileId]:
-        return (self.stream, self.compile_id)
-
 
 @dataclass(slots=True)
 class Run:

@@ -75,10 +75,6 @@ class GraphBreakSite:
     frame_skipped: bool = False
     """The break made Dynamo skip its whole frame (e.g. a break inside a loop)."""
 
-    @property
-    def key(self) -> tuple[str | None, int | None, str | None]:
-        return (self.site.file, self.site.line, self.site.function)
-
 
 def categorize_break(event: GraphBreakEvent) -> str:
     """One category from the vocabulary for a graph break."""

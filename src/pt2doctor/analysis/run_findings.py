@@ -23,8 +23,8 @@ AFTER_WARMUP_ADVICE = (
 )
 
 
-def _ending(manifest: dict[str, Any]) -> str | None:
-    """How the program ended, when it did not end well."""
+def ending(manifest: dict[str, Any]) -> str | None:
+    """How the program ended, when it did not end well (None: it exited 0)."""
     if manifest.get("stopped_by") == "timeout":
         return f"was killed after the --timeout of {manifest.get('timeout_s')} s"
     if manifest.get("stopped_by") == "interrupted":
@@ -39,7 +39,7 @@ def _ending(manifest: dict[str, Any]) -> str | None:
 
 
 def _failure_finding(ledger: Ledger, manifest: dict[str, Any], probes: ProbeData | None) -> Finding:
-    ending = _ending(manifest) or ""
+    how = ending(manifest) or ""
     evidence = [
         f"{e.get('type')}: {e.get('message')}" for e in (probes.exceptions if probes else [])
     ]
@@ -57,7 +57,7 @@ def _failure_finding(ledger: Ledger, manifest: dict[str, Any], probes: ProbeData
     return Finding(
         "error",
         "program_failed",
-        f"The program {ending}; everything captured until then is reported",
+        f"The program {how}; everything captured until then is reported",
         "See the exception and the compile id above; stdout.log, stderr.log and "
         "faulthandler.*.log in the run directory keep the program's output.",
         evidence[:6],
@@ -68,8 +68,9 @@ def run_findings(
     ledger: Ledger, manifest: dict[str, Any], probes: ProbeData | None, heat: Heat | None
 ) -> list[Finding]:
     findings: list[Finding] = []
-    if _ending(manifest) is not None:
+    if ending(manifest) is not None:
         findings.append(_failure_finding(ledger, manifest, probes))
+    findings += _probe_findings(probes)
     if manifest.get("backend_override"):
         findings.append(
             Finding(
@@ -104,12 +105,42 @@ def run_findings(
     return findings
 
 
+def _probe_findings(probes: ProbeData | None) -> list[Finding]:
+    """Say when heat could not be measured, rather than showing empty counters."""
+    installed = (probes.hooks if probes else {}).get("probes")
+    if installed is None:
+        return [
+            Finding(
+                "info",
+                "no_compilation_observed",
+                "The program never imported torch._dynamo: nothing was compiled, no heat",
+                "Check that the program calls torch.compile on the code path it ran.",
+                [],
+            )
+        ]
+    missing = [name for name in ("graphs", "breaks") if not installed.get(name)]
+    if not missing:
+        return []
+    return [
+        Finding(
+            "warning",
+            "probes_unavailable",
+            f"Runtime heat for {' and '.join(missing)} is unavailable on this torch",
+            "Compile causes and breaks are still reported from the trace; heat needs the torch "
+            "internals pt2doctor hooks (torch >= 2.6; graph-break heat needs a torch that "
+            "installs resume functions through OutputGraph.install_resume_function_global).",
+            [f"probes: {installed}"],
+        )
+    ]
+
+
 def run_section(
     manifest: dict[str, Any], probes: ProbeData | None, heat: Heat | None
 ) -> dict[str, Any]:
     """The ``run`` object of report.json: the manifest plus what the probes measured."""
     override = manifest.get("backend_override")
     return {
+        "ending": ending(manifest),
         "command": manifest.get("command"),
         "cwd": manifest.get("cwd"),
         "start_time": manifest.get("start_time"),
@@ -129,6 +160,7 @@ def run_section(
         "fatal_error": [] if probes is None else probes.fatal_error,
         "graph_exceptions": [] if probes is None else probes.graph_exceptions,
         "probes": {} if probes is None else probes.hooks,
+        "probe_bad_lines": None if probes is None else probes.bad_lines,
         "heat_complete": None if probes is None else probes.complete,
         "heat_as_of_s": None if probes is None else probes.snapshot_t,
     }

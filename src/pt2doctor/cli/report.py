@@ -29,16 +29,29 @@ def _write(target: Path, data: bytes) -> None:
         raise UsageError(f"cannot write {target}: {error.strerror}") from error
 
 
+def explain(
+    path: Path, targets: list[Path], json_to_stdout: bool, console: Console | None
+) -> dict[str, Any]:
+    """Build the report for ``path``, write report.json to each target, then print the JSON
+    and/or the terminal summary."""
+    report = build_report(load_run(path))
+    data = dumps_report(report)
+    for target in targets:
+        _write(target, data)
+    if json_to_stdout:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    if console is not None:
+        render_terminal(report, console)
+        if targets:
+            console.print(f"\nreport written to {targets[0]}")
+    return report
+
+
 def render_run_dir(run_dir: Path, json_path: Path | None, console: Console) -> dict[str, Any]:
     """Report on a run directory: report.json inside it (and at ``json_path``), summary."""
-    report = build_report(load_run(run_dir))
-    data = dumps_report(report)
-    _write(run_dir / "report.json", data)
-    if json_path is not None:
-        _write(json_path, data)
-    render_terminal(report, console)
-    console.print(f"\nreport written to {run_dir / 'report.json'}")
-    return report
+    targets = [run_dir / "report.json", *([json_path] if json_path is not None else [])]
+    return explain(run_dir, targets, False, console)
 
 
 @click.command("report")
@@ -60,19 +73,10 @@ def render_run_dir(run_dir: Path, json_path: Path | None, console: Console) -> d
 @click.option("--strict", is_flag=True, help="Exit 1 when the log is damaged (not when it is new).")
 def report_command(path: Path, json_path: Path | None, fmt: str, strict: bool) -> int:
     """Explain every compilation in the TORCH_TRACE log(s) or run directory at PATH."""
-    report = build_report(load_run(path))
-    data = dumps_report(report)
     target = json_path or _default_json_path(path)
-    if str(target) == "-" or fmt == "json":
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-    if str(target) != "-":
-        _write(target, data)
-    if fmt == "term":
-        # With the JSON on stdout, the human summary goes to stderr so stdout stays parseable.
-        console = Console(highlight=False, stderr=str(target) == "-")
-        render_terminal(report, console)
-        if str(target) != "-":
-            console.print(f"\nreport written to {target}")
+    to_stdout = str(target) == "-"
+    # With the JSON on stdout, the human summary goes to stderr so stdout stays parseable.
+    console = Console(highlight=False, stderr=to_stdout) if fmt == "term" else None
+    report = explain(path, [] if to_stdout else [target], to_stdout or fmt == "json", console)
     problems = report["parse_stats"]["problems"]
     return 1 if strict and problems else 0

@@ -188,9 +188,9 @@ def build_report(run: Run) -> dict[str, Any]:
     sites = graph_break_sites(ledger)
     heat = None
     if run.probes is not None:
-        if run.probes.hooks.get("probes", {}).get("breaks"):
-            break_heat(sites, run.probes)
         heat = compile_heat(ledger, run.probes, run.manifest or {})
+        if heat.breaks_measured:
+            break_heat(sites, run.probes)
     findings = find_findings(ledger, sites, run.parse_stats)
     if run.manifest is not None:
         findings = sort_findings(findings + run_findings(ledger, run.manifest, run.probes, heat))

@@ -77,14 +77,7 @@ def _frames_table(frames: list[dict[str, Any]]) -> Table:
 
 
 def _run_line(run: dict[str, Any]) -> str:
-    if run.get("stopped_by") == "timeout":
-        ending = "was killed on --timeout"
-    elif run.get("stopped_by") == "interrupted":
-        ending = "was interrupted (Ctrl-C)"
-    elif run.get("signal"):
-        ending = f"was killed by {run['signal']}"
-    else:
-        ending = f"exited {run.get('exit_code')}"
+    ending = run.get("ending") or f"exited {run.get('exit_code')}"
     line = f"run: `{' '.join(run.get('command') or [])}` {ending}"
     if run.get("wall_s") is not None:
         line += f" after {run['wall_s']:.1f} s"
