@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from oracles import raw_records
 from pt2doctor.cli import main
 
 pytestmark = pytest.mark.torch_run
@@ -42,22 +42,6 @@ def marker_line(name: str, marker: str) -> int:
 def def_line(name: str, function: str) -> int:
     lines = (PROGRAMS / f"{name}.py").read_text().splitlines()
     return next(i for i, line in enumerate(lines, 1) if line.startswith(f"def {function}("))
-
-
-def raw_records(trace_dir: Path) -> Iterator[tuple[dict[str, Any], str]]:
-    """(envelope, payload) of every record: glog line ``... ] {json}`` plus tab-indented lines."""
-    for log in sorted(trace_dir.iterdir()):
-        envelope: dict[str, Any] | None = None
-        payload: list[str] = []
-        for line in log.read_text().splitlines():
-            if line.startswith("\t"):
-                payload.append(line[1:])
-                continue
-            if envelope is not None:
-                yield envelope, "\n".join(payload)
-            envelope, payload = json.loads(line.split("] ", 1)[1]), []
-        if envelope is not None:
-            yield envelope, "\n".join(payload)
 
 
 def raw_metrics(trace_dir: Path) -> list[dict[str, Any]]:

@@ -18,12 +18,12 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from oracles import raw_records
 from pt2doctor.cli import main
 
 pytestmark = pytest.mark.torch_run
@@ -50,22 +50,6 @@ def marker_line(program: str, marker: str) -> int:
     hits = [i for i, line in enumerate(lines, 1) if line.rstrip().endswith(f"# MARK:{marker}")]
     assert len(hits) == 1, f"marker {marker!r} in {program}.py: {hits}"
     return hits[0]
-
-
-def raw_records(trace_dir: Path) -> Iterator[tuple[dict[str, Any], str]]:
-    """(envelope, payload) of every record: glog line ``... ] {json}`` plus tab-indented lines."""
-    for log in sorted(trace_dir.iterdir()):
-        envelope: dict[str, Any] | None = None
-        payload: list[str] = []
-        for line in log.read_text().splitlines():
-            if line.startswith("\t"):
-                payload.append(line[1:])
-                continue
-            if envelope is not None:
-                yield envelope, "\n".join(payload)
-            envelope, payload = json.loads(line.split("] ", 1)[1]), []
-        if envelope is not None:
-            yield envelope, "\n".join(payload)
 
 
 def raw_compile_ids(run_dir: Path) -> list[str]:

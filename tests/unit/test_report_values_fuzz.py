@@ -32,6 +32,19 @@ def _swap(value: object, path: list[int], replacement: object) -> object:
     return {**value, key: _swap(value[key], path[1:], replacement)}
 
 
+def _report_of_mutant(log: Path, tmp_path: Path, line: int, path: list[int], value: object) -> dict:
+    """Swap one value in the ``line``-th envelope of ``log``, then build the report."""
+    lines = log.read_bytes().split(b"\n")
+    envelopes = [i for i, text in enumerate(lines) if text[:1] in (b"V", b"I", b"W")]
+    index = envelopes[line % len(envelopes)]
+    prefix, _, body = lines[index].partition(b"] ")
+    envelope = _swap(json.loads(body), path, value)
+    lines[index] = prefix + b"] " + json.dumps(envelope).encode()
+    mutant = tmp_path / "mutant.log"
+    mutant.write_bytes(b"\n".join(lines))
+    return build_report(collect_run([mutant]))
+
+
 @pytest.mark.skipif(not CORPUS.exists(), reason="needs ../shared/corpus")
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -45,15 +58,7 @@ def _swap(value: object, path: list[int], replacement: object) -> object:
 def test_wrong_typed_values_never_crash(
     tmp_path: Path, log: str, line: int, path: list[int], replacement: object
 ) -> None:
-    lines = (CORPUS / log).read_bytes().split(b"\n")
-    envelopes = [i for i, text in enumerate(lines) if text[:1] in (b"V", b"I", b"W")]
-    index = envelopes[line % len(envelopes)]
-    prefix, _, body = lines[index].partition(b"] ")
-    envelope = _swap(json.loads(body), path, replacement)
-    lines[index] = prefix + b"] " + json.dumps(envelope).encode()
-    mutant = tmp_path / "mutant.log"
-    mutant.write_bytes(b"\n".join(lines))
-    report = build_report(collect_run([mutant]))
+    report = _report_of_mutant(CORPUS / log, tmp_path, line, path, replacement)
     assert report["parse_stats"]["records"] >= 1
 
 
@@ -70,13 +75,5 @@ def test_wrong_typed_values_in_torch_2_13_logs_never_crash(
     traced, tmp_path: Path, program: str, line: int, path: list[int], replacement: object
 ) -> None:
     (log,) = sorted(traced(program).iterdir())
-    lines = log.read_bytes().split(b"\n")
-    envelopes = [i for i, text in enumerate(lines) if text[:1] in (b"V", b"I", b"W")]
-    index = envelopes[line % len(envelopes)]
-    prefix, _, body = lines[index].partition(b"] ")
-    envelope = _swap(json.loads(body), path, replacement)
-    lines[index] = prefix + b"] " + json.dumps(envelope).encode()
-    mutant = tmp_path / "mutant.log"
-    mutant.write_bytes(b"\n".join(lines))
-    report = build_report(collect_run([mutant]))
+    report = _report_of_mutant(log, tmp_path, line, path, replacement)
     assert report["parse_stats"]["records"] >= 1

@@ -1,0 +1,25 @@
+"""Oracles independent of pt2doctor: a minimal reading of the raw TORCH_TRACE log, so tests
+compare pt2doctor's report with the log itself, not with a stored copy of pt2doctor's output."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def raw_records(trace_dir: Path) -> Iterator[tuple[dict[str, Any], str]]:
+    """(envelope, payload) of every record: glog line ``... ] {json}`` plus tab-indented lines."""
+    for log in sorted(trace_dir.iterdir()):
+        envelope: dict[str, Any] | None = None
+        payload: list[str] = []
+        for line in log.read_text().splitlines():
+            if line.startswith("\t"):
+                payload.append(line[1:])
+                continue
+            if envelope is not None:
+                yield envelope, "\n".join(payload)
+            envelope, payload = json.loads(line.split("] ", 1)[1]), []
+        if envelope is not None:
+            yield envelope, "\n".join(payload)
