@@ -82,6 +82,22 @@ def _unwrapped(compiled: Any) -> Any:
     return innermost_fn(compiled)
 
 
+# Active hooks: the OutputGraph methods are patched once; every capture (the ``run`` child,
+# each ``watch()``) adds its callbacks here and removes them when it ends.
+_graph_hooks: list[tuple[CompiledCallback, ErrorCallback]] = []
+_resume_hooks: list[tuple[ResumeCallback, ErrorCallback]] = []
+
+
+def _output_graph() -> Any:
+    if not supported():
+        return None
+    try:
+        from torch._dynamo.output_graph import OutputGraph
+    except ImportError:
+        return None
+    return OutputGraph
+
+
 def wrap_compiled_graphs(
     on_compiled: CompiledCallback, on_error: ErrorCallback = _ignore_error
 ) -> bool:
@@ -89,27 +105,32 @@ def wrap_compiled_graphs(
     installs it. Hooks ``OutputGraph.call_user_compiler``, below the backend, so ``mode=``,
     ``options=``, ``dynamic=`` and ``fullgraph=`` given to torch.compile still apply. A probe
     that fails reports to ``on_error`` and leaves the compiled graph as it was."""
-    if not supported():
+    output_graph = _output_graph()
+    original = getattr(output_graph, "call_user_compiler", None)
+    if original is None:
         return False
-    try:
-        from torch._dynamo.output_graph import OutputGraph
-    except ImportError:
-        return False
-    original = getattr(OutputGraph, "call_user_compiler", None)
-    if original is None or getattr(original, "_pt2doctor", False):
-        return original is not None
+    _graph_hooks.append((on_compiled, on_error))
+    if getattr(original, "_pt2doctor", False):
+        return True
 
     @functools.wraps(original)
     def call_user_compiler(self: Any, *args: Any, **kwargs: Any) -> Any:
         compiled = original(self, *args, **kwargs)
+        if not _graph_hooks:
+            return compiled
+        result = compiled
         try:
-            return on_compiled(current_compile_id() or "?", _unwrapped(compiled))
+            result = _unwrapped(compiled)
+            for hook, _ in list(_graph_hooks):
+                result = hook(current_compile_id() or "?", result)
+            return result
         except Exception as error:  # never fail the user's compile because of a probe
-            on_error("graphs", error)
+            for _, report_error in list(_graph_hooks):
+                report_error("graphs", error)
             return compiled
 
     call_user_compiler._pt2doctor = True  # type: ignore[attr-defined]
-    OutputGraph.call_user_compiler = call_user_compiler  # type: ignore[method-assign]
+    output_graph.call_user_compiler = call_user_compiler
     return True
 
 
@@ -118,31 +139,65 @@ def wrap_resume_functions(
 ) -> bool:
     """Pass every resume function Dynamo installs after a graph break through
     ``on_resume(code, installed) -> installed``; calls to it are executions of that break."""
-    if not supported():
-        return False
-    try:
-        from torch._dynamo.output_graph import OutputGraph
-    except ImportError:
-        return False
-    original = getattr(OutputGraph, "install_resume_function_global", None)
+    output_graph = _output_graph()
+    original = getattr(output_graph, "install_resume_function_global", None)
     if original is None:
         return False  # older torch installs resume functions inline: no break heat
+    _resume_hooks.append((on_resume, on_error))
     if getattr(original, "_pt2doctor", False):
         return True
 
     @functools.wraps(original)
     def install(self: Any, name: str, code: types.CodeType, *args: Any, **kwargs: Any) -> None:
         original(self, name, code, *args, **kwargs)
-        try:
-            scope = getattr(self, "global_scope", None)
-            if isinstance(scope, dict) and name in scope:
-                scope[name] = on_resume(code, scope[name])
-        except Exception as error:  # never fail the user's compile because of a probe
-            on_error("breaks", error)
+        for hook, report_error in list(_resume_hooks):
+            try:
+                scope = getattr(self, "global_scope", None)
+                if isinstance(scope, dict) and name in scope:
+                    scope[name] = hook(code, scope[name])
+            except Exception as error:  # never fail the user's compile because of a probe
+                report_error("breaks", error)
 
     install._pt2doctor = True  # type: ignore[attr-defined]
-    OutputGraph.install_resume_function_global = install  # type: ignore[method-assign]
+    output_graph.install_resume_function_global = install
     return True
+
+
+def unwrap(callback: Any) -> None:
+    """Stop passing graphs / resume functions to ``callback`` (wrappers already made stay)."""
+    _graph_hooks[:] = [hook for hook in _graph_hooks if hook[0] != callback]
+    _resume_hooks[:] = [hook for hook in _resume_hooks if hook[0] != callback]
+
+
+def attach_trace_file(stream: Any) -> Callable[[], None] | None:
+    """Write every structured trace record to ``stream`` in TORCH_TRACE format, in process
+    (no TORCH_TRACE needed). Strings torch interned before now are written first so file
+    names resolve. Returns ``detach``; None when unavailable on this torch."""
+    import logging
+
+    try:
+        from torch._logging import structured
+        from torch._logging._internal import TorchLogsFormatter, trace_log
+    except ImportError:
+        return None
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(TorchLogsFormatter(trace=True))
+    for text, index in list(getattr(structured, "INTERN_TABLE", {}).items()):
+        record = logging.LogRecord(trace_log.name, logging.DEBUG, "pt2doctor", 0, "", None, None)
+        record.metadata = {"str": [text, index]}
+        record.payload = None
+        stream.write(handler.format(record) + "\n")
+    previous_level = trace_log.level
+    trace_log.setLevel(logging.DEBUG)
+    trace_log.addHandler(handler)
+
+    def detach() -> None:
+        trace_log.removeHandler(handler)
+        if not trace_log.handlers:
+            trace_log.setLevel(previous_level)
+        handler.flush()
+
+    return detach
 
 
 def override_backend(backend: str) -> bool:
