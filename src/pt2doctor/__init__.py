@@ -1,3 +1,18 @@
 """pt2doctor: explain and verify torch.compile."""
 
+from __future__ import annotations
+
+from typing import Any
+
 __version__ = "0.1.0"
+__all__ = ["Watch", "__version__", "watch"]
+
+
+def __getattr__(name: str) -> Any:
+    """``pt2doctor.watch`` / ``pt2doctor.Watch`` are imported on first use (the CLI's report
+    path never needs them)."""
+    if name in ("watch", "Watch"):
+        import importlib
+
+        return getattr(importlib.import_module("pt2doctor.inprocess"), name)
+    raise AttributeError(f"module 'pt2doctor' has no attribute {name!r}")

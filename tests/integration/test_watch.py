@@ -1,0 +1,113 @@
+"""``pt2doctor.watch()``: in-process capture with real Dynamo (``backend="eager"``) runs.
+
+Expected lines come from ``# MARK:`` comments in this file, call counts from the test's own
+loops; the assertion messages must carry the explanation (site, category, failed guard).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import pt2doctor  # noqa: E402
+
+pytestmark = pytest.mark.torch_run
+
+
+def _line(marker: str) -> int:
+    lines = Path(__file__).read_text().splitlines()
+    (line,) = [i for i, text in enumerate(lines, 1) if text.rstrip().endswith(f"# MARK:{marker}")]
+    return line
+
+
+def with_item_break(x):
+    y = x.cos()
+    if y.sum().item() > 1e9:  # MARK:item
+        y = y * 0
+    return y + 1
+
+
+def pure(x):
+    return x.sin() * 2
+
+
+def with_flag(x, mode: str):
+    return x + len(mode)  # MARK:flag
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def test_break_heat_and_the_no_break_assertion() -> None:
+    compiled = torch.compile(with_item_break, backend="eager")
+    with pt2doctor.watch() as w:
+        for _ in range(4):
+            compiled(torch.ones(3))
+    (site,) = w.report()["graph_breaks"]
+    assert (site["site"]["line"], site["site"]["function"]) == (_line("item"), "with_item_break")
+    assert site["hits"] == 4 and site["hot"] is True
+    with pytest.raises(AssertionError) as failure:
+        w.assert_no_graph_breaks()
+    message = str(failure.value)
+    assert f"test_watch.py:{_line('item')} in with_item_break" in message
+    assert "data_dependent_scalar" in message and "Tensor.item()" in message
+    w.close()
+
+
+def test_a_clean_function_passes_every_assertion() -> None:
+    compiled = torch.compile(pure, backend="eager")
+    with pt2doctor.watch() as w:
+        compiled(torch.ones(3))
+        w.mark_warmup_done()
+        compiled(torch.ones(3))
+    w.assert_no_graph_breaks()
+    w.assert_max_variants(pure, 1)
+    w.assert_no_recompiles()
+    (entry,) = w.report()["compiles"]
+    assert entry["calls"] == 2
+    w.close()
+
+
+def test_variants_over_the_limit_name_the_failed_guard() -> None:
+    compiled = torch.compile(with_flag, backend="eager")
+    with pt2doctor.watch() as w:
+        for mode in ("a", "bb", "ccc"):
+            compiled(torch.ones(2), mode)
+    w.assert_max_variants(with_flag, 3)
+    with pytest.raises(AssertionError) as failure:
+        w.assert_max_variants(with_flag, 2)
+    message = str(failure.value)
+    assert "has 3 variants, more than 2" in message
+    assert "[python_constant] mode == 'a'" in message
+    w.close()
+
+
+def test_a_compile_after_warmup_fails_with_its_guard() -> None:
+    compiled = torch.compile(pure, backend="eager")
+    with pt2doctor.watch() as w:
+        compiled(torch.ones(3))
+        w.mark_warmup_done()
+        compiled(torch.ones(3, 5))
+    with pytest.raises(AssertionError) as failure:
+        w.assert_no_recompiles()
+    assert "[size]" in str(failure.value)
+    w.close()
+
+
+def test_watches_do_not_see_each_other() -> None:
+    compiled = torch.compile(pure, backend="eager")
+    with pt2doctor.watch() as first:
+        compiled(torch.ones(3))
+    with pt2doctor.watch() as second:
+        compiled(torch.ones(3))  # cached: no compile inside the second watch
+    assert len(first.report()["compiles"]) == 1
+    assert second.report()["compiles"] == []
+    first.close()
+    second.close()
