@@ -34,9 +34,9 @@ EAGER = ("--backend", "eager")
 # 2 CPU cores, more while the other xdist worker compiles with Inductor).
 READY_WITHIN_S = 120
 # --timeout for the hanging program: long enough for torch import and the compile under load.
-TIMEOUT_S = 12
+TIMEOUT_S = 20
 # --steady-after, and how long after its own start the warmup program holds its new shape back.
-STEADY_AFTER_S, HOLD_S = 8, 9
+STEADY_AFTER_S, HOLD_S = 15, 16
 
 Report = dict[str, Any]
 
@@ -395,11 +395,13 @@ def test_a_segfault_has_its_stack(doctor_run) -> None:
 
 
 def test_heat_lost_in_a_crash_is_unknown_not_zero(doctor_run) -> None:
-    """os._exit right after the calls: no probe snapshot holds them. The break's heat is then
-    unknown (None) or, if a snapshot did catch them, right; never a stale 0 / not hot."""
+    """os._exit right after the calls: no snapshot at exit. The break's heat is then unknown
+    (None) or the lower bound a periodic snapshot caught; never a stale 0 or "not hot"."""
     run = ended(doctor_run, "exit3")
     row = site_of(run.report, "run_crash", "print")
-    assert row["hits"] in (None, run.counts["calls"])
+    assert run.report["run"]["heat_complete"] is False  # no snapshot at exit: lower bounds
+    # Unknown, or a lower bound a 0.5 s snapshot caught: never more than ran, never a stale 0.
+    assert row["hits"] is None or 1 <= row["hits"] <= run.counts["calls"]
     assert row["hot"] in (None, True)
 
 
