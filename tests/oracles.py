@@ -23,3 +23,11 @@ def raw_records(trace_dir: Path) -> Iterator[tuple[dict[str, Any], str]]:
             envelope, payload = json.loads(line.split("] ", 1)[1]), []
         if envelope is not None:
             yield envelope, "\n".join(payload)
+
+
+def marker_in(path: Path, marker: str) -> int:
+    """The 1-based line of ``# MARK:<marker>`` in the file at ``path`` (exactly one)."""
+    lines = path.read_text().splitlines()
+    hits = [i for i, line in enumerate(lines, 1) if line.rstrip().endswith(f"# MARK:{marker}")]
+    assert len(hits) == 1, f"marker {marker!r} in {path.name}: {hits}"
+    return hits[0]

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from oracles import raw_records
+from oracles import marker_in, raw_records
 from pt2doctor.cli import main
 
 pytestmark = pytest.mark.torch_run
@@ -33,10 +33,7 @@ Report = dict[str, Any]
 
 def marker_line(name: str, marker: str) -> int:
     """The 1-based line of ``# MARK:<marker>`` in tests/programs/<name>.py (exactly one)."""
-    lines = (PROGRAMS / f"{name}.py").read_text().splitlines()
-    hits = [i for i, line in enumerate(lines, 1) if line.rstrip().endswith(f"# MARK:{marker}")]
-    assert len(hits) == 1, f"marker {marker!r} in {name}.py: {hits}"
-    return hits[0]
+    return marker_in(PROGRAMS / f"{name}.py", marker)
 
 
 def def_line(name: str, function: str) -> int:

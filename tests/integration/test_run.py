@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from oracles import raw_records
+from oracles import marker_in, raw_records
 from pt2doctor.cli import main
 
 pytestmark = pytest.mark.torch_run
@@ -46,10 +46,7 @@ Report = dict[str, Any]
 
 def marker_line(program: str, marker: str) -> int:
     """The 1-based line of ``# MARK:<marker>`` in tests/programs/run/<program>.py (exactly one)."""
-    lines = (PROGRAMS / f"{program}.py").read_text().splitlines()
-    hits = [i for i, line in enumerate(lines, 1) if line.rstrip().endswith(f"# MARK:{marker}")]
-    assert len(hits) == 1, f"marker {marker!r} in {program}.py: {hits}"
-    return hits[0]
+    return marker_in(PROGRAMS / f"{program}.py", marker)
 
 
 def raw_compile_ids(run_dir: Path) -> list[str]:

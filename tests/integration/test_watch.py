@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from oracles import marker_in
+
 torch = pytest.importorskip("torch")
 
 import pt2doctor  # noqa: E402
@@ -18,9 +20,7 @@ pytestmark = pytest.mark.torch_run
 
 
 def _line(marker: str) -> int:
-    lines = Path(__file__).read_text().splitlines()
-    (line,) = [i for i, text in enumerate(lines, 1) if text.rstrip().endswith(f"# MARK:{marker}")]
-    return line
+    return marker_in(Path(__file__), marker)
 
 
 def with_item_break(x):
