@@ -187,14 +187,16 @@ def attach_trace_file(stream: Any) -> Callable[[], None] | None:
         record.metadata = {"str": [text, index]}
         record.payload = None
         stream.write(handler.format(record) + "\n")
-    previous_level = trace_log.level
+    previous_level, previous_propagate = trace_log.level, trace_log.propagate
     trace_log.setLevel(logging.DEBUG)
+    trace_log.propagate = False  # trace records are for our file, not the program's log handlers
     trace_log.addHandler(handler)
 
     def detach() -> None:
         trace_log.removeHandler(handler)
         if not trace_log.handlers:
             trace_log.setLevel(previous_level)
+            trace_log.propagate = previous_propagate
         handler.flush()
 
     return detach
