@@ -24,6 +24,7 @@ from pt2doctor.capture.probes import ProbeRecorder
 from pt2doctor.capture.rundir import load_probes
 from pt2doctor.errors import Pt2DoctorError
 from pt2doctor.report import build_report
+from pt2doctor.report.notebook import Report
 from pt2doctor.trace.collect import collect_run
 
 TRACE_FILE = "dedicated_log_torch_trace_watch.log"
@@ -84,8 +85,9 @@ class Watch:
         """Compiles from now on are reported as ``unexplained_recompile_after_warmup``."""
         self.manifest["steady_after_s"] = time.time() - self.manifest["start_time"]
 
-    def report(self) -> dict[str, Any]:
-        """The report of everything captured so far (the same dict as ``report.json``)."""
+    def report(self) -> Report:
+        """The report of everything captured so far (the same dict as ``report.json``; HTML
+        in Jupyter, the terminal summary as ``str()``)."""
         if self._recorder is not None:
             self._recorder.snapshot(final=True)
         if self._stream is not None:
@@ -94,7 +96,7 @@ class Watch:
         run = collect_run([log for log in logs if log.stat().st_size])
         run.manifest = {**self.manifest, "end_time": self.manifest.get("end_time") or time.time()}
         run.probes = load_probes(self.dir)
-        return build_report(run)
+        return Report(build_report(run))
 
     # -- assertions ---------------------------------------------------------------------------
     def assert_no_graph_breaks(self) -> None:

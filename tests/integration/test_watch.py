@@ -34,6 +34,11 @@ def pure(x):
     return x.sin() * 2
 
 
+def with_markup(x):
+    print("<script>alert('pt2doctor')</script>")  # MARK:markup
+    return x + 1
+
+
 def with_flag(x, mode: str):
     return x + len(mode)  # MARK:flag
 
@@ -111,3 +116,18 @@ def test_watches_do_not_see_each_other() -> None:
     assert second.report()["compiles"] == []
     first.close()
     second.close()
+
+
+def test_report_renders_escaped_html_and_terminal_text() -> None:
+    compiled = torch.compile(with_markup, backend="eager")
+    with pt2doctor.watch() as w:
+        compiled(torch.ones(2))
+    report = w.report()
+    html = report._repr_html_()
+    assert "<script>" not in html
+    assert "&lt;script&gt;alert(&#x27;pt2doctor&#x27;)&lt;/script&gt;" in html
+    assert f"test_watch.py:{_line('markup')} with_markup" in html
+    text = str(report)
+    assert "pt2doctor report" in text and "print_or_logging" in text
+    assert report["graph_breaks"][0]["site"]["function"] == "with_markup"  # still the dict
+    w.close()
