@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["Watch", "__version__", "watch"]
+__all__ = ["Watch", "__version__", "should_compile", "watch"]
 
 
 def __getattr__(name: str) -> Any:
     """``pt2doctor.watch`` / ``pt2doctor.Watch`` are imported on first use (the CLI's report
     path never needs them)."""
-    if name in ("watch", "Watch"):
-        import importlib
+    import importlib
 
+    if name in ("watch", "Watch"):
         return getattr(importlib.import_module("pt2doctor.inprocess"), name)
+    if name == "should_compile":
+        return importlib.import_module("pt2doctor.compilability").should_compile
     raise AttributeError(f"module 'pt2doctor' has no attribute {name!r}")

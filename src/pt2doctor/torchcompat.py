@@ -290,3 +290,37 @@ def environment() -> dict[str, Any]:
             config[label] = changes
     info["config_changes"] = config
     return info
+
+
+def record_aten_ops(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> list[tuple[str, str | None]]:
+    """Run ``fn`` eagerly and return the aten ops it dispatched, in order, each with the user
+    source line (``file:line``) that issued it. Uses a TorchDispatchMode (private module)."""
+    import os
+    import traceback
+
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    torch_dir = os.path.dirname(torch.__file__)
+    here = os.path.dirname(os.path.abspath(__file__))
+    ops: list[tuple[str, str | None]] = []
+
+    def user_site() -> str | None:
+        for frame in reversed(traceback.extract_stack()):
+            filename = os.path.abspath(frame.filename)
+            if not filename.startswith((torch_dir, here)):
+                return f"{frame.filename}:{frame.lineno}"
+        return None
+
+    class Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            ops.append((str(func), user_site()))
+            return func(*args, **(kwargs or {}))
+
+    with Recorder():  # type: ignore[no-untyped-call]
+        fn(*args, **kwargs)
+    return ops
