@@ -1,0 +1,106 @@
+"""``pt2doctor.opcheck`` on real custom ops: a correct one, and one whose fake registration
+returns the wrong shape."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import pt2doctor  # noqa: E402
+
+pytestmark = pytest.mark.torch_run
+
+
+@torch.library.custom_op("pt2doctor_test::scale", mutates_args=())
+def scale(x: torch.Tensor, k: float) -> torch.Tensor:
+    return x * k
+
+
+@scale.register_fake
+def _scale_fake(x, k):
+    return torch.empty_like(x)
+
+
+def _scale_setup(ctx, inputs, output):
+    ctx.k = inputs[1]
+
+
+scale.register_autograd(lambda ctx, grad: (grad * ctx.k, None), setup_context=_scale_setup)
+
+
+@torch.library.custom_op("pt2doctor_test::wrong_fake", mutates_args=())
+def wrong_fake(x: torch.Tensor) -> torch.Tensor:
+    return x.sin()
+
+
+@wrong_fake.register_fake
+def _wrong_fake_fake(x):
+    return x.new_empty(x.shape[0] + 1)  # wrong: the real op keeps the shape
+
+
+def test_a_correct_op_passes_every_check() -> None:
+    result = pt2doctor.opcheck(torch.ops.pt2doctor_test.scale.default, [(torch.randn(3, 4), 2.0)])
+    assert result.passed, [(c.name, c.sample, c.message) for c in result.failures]
+    names = {check.name for check in result.checks}
+    assert {"test_schema", "test_faketensor", "eager_vs_compiled", "gradcheck"} <= names
+    samples = {check.sample for check in result.checks}
+    assert {"sample 0 (as given)", "sample 0 (float64)", "sample 0 (non-contiguous)"} <= samples
+    (grad,) = [check for check in result.checks if check.name == "gradcheck"]
+    assert grad.passed is True
+
+
+def test_a_wrong_fake_kernel_fails_with_its_message() -> None:
+    result = pt2doctor.opcheck(torch.ops.pt2doctor_test.wrong_fake.default, [torch.randn(3, 4)])
+    assert not result.passed
+    fake = [check for check in result.failures if check.name == "test_faketensor"]
+    assert fake and all("FakeTensor" in check.message for check in fake)
+    (grad,) = [check for check in result.checks if check.name == "gradcheck"]
+    assert grad.passed is None  # no autograd registered: not applicable, not a failure
+
+
+CASES = """
+import torch
+
+@torch.library.custom_op("pt2doctor_cli::double", mutates_args=())
+def double(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+@double.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+@torch.library.custom_op("pt2doctor_cli::shrink", mutates_args=())
+def shrink(x: torch.Tensor) -> torch.Tensor:
+    return x.cos()
+
+@shrink.register_fake
+def _(x):
+    return x.new_empty(1)
+
+OPCHECK_CASES = [
+    (torch.ops.pt2doctor_cli.double.default, [(torch.randn(2, 3),)]),
+    (torch.ops.pt2doctor_cli.shrink.default, [(torch.randn(2, 3),)]),
+]
+"""
+
+
+def test_cli_reports_each_op_and_fails_on_the_broken_one(tmp_path, capsys) -> None:
+    from pt2doctor.cli import main
+
+    cases = tmp_path / "cases.py"
+    cases.write_text(CASES)
+    assert main(["opcheck", str(cases)]) == 1
+    out = capsys.readouterr().out
+    assert "pt2doctor_cli.double.default: ok" in out, out[-3000:]
+    assert "pt2doctor_cli.shrink.default: FAILED" in out
+
+
+def test_cli_rejects_a_file_without_cases(tmp_path, capsys) -> None:
+    from pt2doctor.cli import main
+
+    empty = tmp_path / "empty.py"
+    empty.write_text("x = 1\n")
+    assert main(["opcheck", str(empty)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("pt2doctor: error:") and "OPCHECK_CASES" in err[0]
