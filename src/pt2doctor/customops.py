@@ -1,6 +1,7 @@
 """``pt2doctor.opcheck(op, samples)`` (module ``customops``): is a custom op ready for torch.compile?
 
-For each sample, and for variants of it (other float dtypes, non-contiguous tensor arguments):
+For each sample, and for variants of it (other float dtypes, non-contiguous tensor arguments,
+the GPU when one is available):
 ``torch.library.opcheck`` (schema, autograd registration, fake kernel, AOT dispatch), eager vs
 compiled numeric alignment, and ``torch.autograd.gradcheck`` when the op has a backward. Every
 check is reported pass/fail with its message; nothing raises on a failing op.
@@ -73,6 +74,11 @@ def _variants(sample: tuple[Any, ...]) -> list[tuple[str, tuple[Any, ...]]]:
                     for i, arg in enumerate(sample)
                 ),
             )
+        )
+    if torch.cuda.is_available() and all(sample[i].device.type == "cpu" for i in tensors):
+        # Each supported device: the same sample on the GPU (not applicable on CPU-only hosts).
+        variants.append(
+            ("cuda", tuple(arg.cuda() if i in tensors else arg for i, arg in enumerate(sample)))
         )
     return variants
 
