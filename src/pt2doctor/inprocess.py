@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from pt2doctor import torchcompat
 from pt2doctor.analysis.findings import frame_label
 from pt2doctor.analysis.ledger import RESUME_NAME
-from pt2doctor.capture.probes import ProbeRecorder
+from pt2doctor.capture.probes import ProbeRecorder, install_torch_probes
 from pt2doctor.capture.rundir import load_probes
 from pt2doctor.errors import Pt2DoctorError
 from pt2doctor.report import build_report
@@ -48,9 +48,7 @@ class Watch:
         if self._detach is None:
             raise Pt2DoctorError("watch() is unavailable on this torch (no structured trace)")
         self._recorder = ProbeRecorder(self.dir)
-        torchcompat.wrap_compiled_graphs(self._recorder.count_graph)
-        torchcompat.wrap_resume_functions(self._recorder.count_resume)
-        self._recorder.event("probes", graphs=True, breaks=True, torch=torchcompat.torch_version())
+        install_torch_probes(self._recorder)
         self.manifest = {
             "command": ["<watch>"],
             "start_time": time.time(),
