@@ -33,7 +33,6 @@ class Heat:
     wall_s: float | None = None
     in_compiled_s: float | None = None
     breaks_measured: bool = False
-    graphs_measured: bool = False
 
 
 def _site_keys(site: GraphBreakSite) -> set[tuple[str | None, str | None, int | None]]:
@@ -82,10 +81,7 @@ def compile_heat(ledger: Ledger, probes: ProbeData, manifest: dict[str, Any]) ->
     run_start = manifest.get("start_time")
     warmup_calls = manifest.get("warmup_calls")
     steady_after = manifest.get("steady_after_s")
-    heat = Heat(
-        graphs_measured=bool(probes.hooks.get("probes", {}).get("graphs")),
-        breaks_measured=bool(probes.hooks.get("probes", {}).get("breaks")),
-    )
+    heat = Heat(breaks_measured=bool(probes.hooks.get("probes", {}).get("breaks")))
     for entry in ledger.compiles:
         compiled = probes.compiled.get(entry.compile_id)
         measured = probes.snapshot_t is not None
