@@ -7,6 +7,7 @@ which does not import torch at all. Imports of torch happen inside the functions
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import types
 import warnings
@@ -324,3 +325,57 @@ def record_aten_ops(
     with Recorder():  # type: ignore[no-untyped-call]
         fn(*args, **kwargs)
     return ops
+
+
+def fallback_random() -> contextlib.AbstractContextManager[Any]:
+    """Inductor's ``fallback_random`` on (random ops use eager's RNG, so dropout masks match
+    eager's under the same seed); a no-op where the config does not exist."""
+    try:
+        from torch._inductor import config
+    except ImportError:
+        return contextlib.nullcontext()
+    if not hasattr(config, "fallback_random"):
+        return contextlib.nullcontext()
+    patch: contextlib.AbstractContextManager[Any] = config.patch(fallback_random=True)
+    return patch
+
+
+def compile_modes() -> dict[str, dict[str, Any]] | None:
+    """Inductor's compile modes and the options each sets (``list_mode_options``), or None."""
+    try:
+        from torch._inductor import list_mode_options
+    except ImportError:
+        return None
+    modes: dict[str, dict[str, Any]] = {}
+    for mode in ("default", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune"):
+        modes[mode] = dict(list_mode_options(mode))
+    try:
+        every = list_mode_options()
+    except TypeError:
+        every = {}
+    for mode, options in dict(every).items():
+        modes.setdefault(str(mode), dict(options))
+    return modes
+
+
+def uses_cuda_graphs(options: dict[str, Any]) -> bool:
+    return bool(options.get("triton.cudagraphs"))
+
+
+def known_backends() -> list[str] | None:
+    """Names ``torch.compile(backend=...)`` accepts here (debug backends included), or None."""
+    try:
+        from torch._dynamo import list_backends
+    except ImportError:
+        return None
+    return sorted(set(list_backends(exclude_tags=())) | {"inductor", "eager"})
+
+
+def original_module(model: Any) -> Any:
+    """The module a ``torch.compile(module)`` wraps (its parameter names lack the wrapper's
+    ``_orig_mod.`` prefix), or ``model`` itself."""
+    try:
+        from torch._dynamo.eval_frame import OptimizedModule
+    except ImportError:
+        return model
+    return getattr(model, "_orig_mod", model) if isinstance(model, OptimizedModule) else model

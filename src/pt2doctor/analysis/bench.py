@@ -1,0 +1,137 @@
+"""Statistics of steady-state samples: percentiles, throughput, speedup with a bootstrap
+confidence interval, and a noise warning. Pure functions over raw samples (the samples
+themselves stay in the run directory)."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+BOOTSTRAP_RESAMPLES = 1000
+# A spread wider than this (interquartile range over median) makes percentiles unreliable.
+NOISY_IQR_RATIO = 0.25
+# A speedup interval wider than this fraction of the speedup cannot tell small changes apart.
+NOISY_CI_RATIO = 0.10
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0..100) by linear interpolation between closest ranks."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+@dataclass(frozen=True, slots=True)
+class Distribution:
+    count: int
+    p50: float
+    p95: float
+    p99: float
+    iqr: float
+    mean: float
+    throughput: float  # calls per second
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            key: (round(value, 9) if isinstance(value, float) else value)
+            for key, value in (
+                ("count", self.count),
+                ("p50_s", self.p50),
+                ("p95_s", self.p95),
+                ("p99_s", self.p99),
+                ("iqr_s", self.iqr),
+                ("mean_s", self.mean),
+                ("throughput_per_s", self.throughput),
+            )
+        }
+
+
+def distribution(samples: Sequence[float]) -> Distribution:
+    total = sum(samples)
+    return Distribution(
+        count=len(samples),
+        p50=percentile(samples, 50),
+        p95=percentile(samples, 95),
+        p99=percentile(samples, 99),
+        iqr=percentile(samples, 75) - percentile(samples, 25),
+        mean=total / len(samples) if samples else math.nan,
+        throughput=len(samples) / total if total > 0 else math.nan,
+    )
+
+
+def speedup_interval(
+    eager: Sequence[float], compiled: Sequence[float], seed: int = 0
+) -> tuple[float, float, float]:
+    """Speedup (total eager time over total compiled time: the traffic mix as drawn) with a
+    95% bootstrap interval over paired iterations (each iteration ran both on one input)."""
+    pairs = list(zip(eager, compiled, strict=True))
+    if not pairs or sum(compiled) <= 0:
+        return math.nan, math.nan, math.nan
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(BOOTSTRAP_RESAMPLES):
+        drawn = [pairs[rng.randrange(len(pairs))] for _ in pairs]
+        slow = sum(pair[1] for pair in drawn)
+        ratios.append(sum(pair[0] for pair in drawn) / slow if slow > 0 else math.nan)
+    finite = [ratio for ratio in ratios if math.isfinite(ratio)]
+    return sum(eager) / sum(compiled), percentile(finite, 2.5), percentile(finite, 97.5)
+
+
+def noise_warnings(
+    eager: Distribution, compiled: Distribution, interval: tuple[float, float, float]
+) -> list[str]:
+    """Why these numbers should not be trusted to a few percent, if they should not."""
+    warnings = []
+    for label, dist in (("eager", eager), ("compiled", compiled)):
+        if dist.p50 > 0 and dist.iqr / dist.p50 > NOISY_IQR_RATIO:
+            warnings.append(
+                f"{label} latency spread is wide (IQR {dist.iqr / dist.p50:.0%} of the median):"
+                " the machine is busy or the samples are too few"
+            )
+    speedup, low, high = interval
+    if math.isfinite(speedup) and speedup > 0 and (high - low) / speedup > NOISY_CI_RATIO:
+        warnings.append(
+            f"speedup interval {low:.2f}-{high:.2f} is wider than {NOISY_CI_RATIO:.0%} of"
+            f" {speedup:.2f}: raise --iterations"
+        )
+    return warnings
+
+
+def steady_summary(samples: Sequence[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
+    """Summary of raw steady-state samples ``{iteration, kind: eager|compiled, part, seconds}``
+    (part: call for inference; forward, backward, optimizer for training)."""
+    totals: dict[str, dict[int, float]] = {"eager": {}, "compiled": {}}
+    parts: dict[tuple[str, str], list[float]] = {}
+    for sample in samples:
+        kind, iteration = sample["kind"], int(sample["iteration"])
+        totals[kind][iteration] = totals[kind].get(iteration, 0.0) + float(sample["seconds"])
+        parts.setdefault((kind, sample["part"]), []).append(float(sample["seconds"]))
+    iterations = sorted(set(totals["eager"]) & set(totals["compiled"]))
+    eager = [totals["eager"][i] for i in iterations]
+    compiled = [totals["compiled"][i] for i in iterations]
+    if not iterations:
+        return {"iterations": 0}
+    dists = distribution(eager), distribution(compiled)
+    interval = speedup_interval(eager, compiled, seed)
+    return {
+        "iterations": len(iterations),
+        "eager": dists[0].as_dict(),
+        "compiled": dists[1].as_dict(),
+        "parts": {
+            f"{kind}.{part}": distribution(values).as_dict()
+            for (kind, part), values in sorted(parts.items())
+        },
+        "speedup": _rounded(interval[0]),
+        "speedup_ci95": [_rounded(interval[1]), _rounded(interval[2])],
+        "noise_warnings": noise_warnings(*dists, interval),
+    }
+
+
+def _rounded(value: float) -> float | None:
+    return round(value, 4) if math.isfinite(value) else None

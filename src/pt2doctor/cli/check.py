@@ -1,0 +1,191 @@
+"""``pt2doctor check CASES.py``: alignment per cell, cold start, warmup and steady state per
+compile mode, judged against the budget; exit 1 when a contract clause fails."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from pt2doctor.errors import UsageError
+from pt2doctor.harness.budget import load_budget
+from pt2doctor.harness.check import run_check
+from pt2doctor.harness.loader import load_cases, select_cells
+from pt2doctor.harness.orchestrate import RESULTS, CheckOptions, Orchestrator
+from pt2doctor.harness.variants import requested_variants
+from pt2doctor.report.check import build_check_report
+from pt2doctor.report.check_terminal import render_check
+from pt2doctor.report.schema import dumps_report
+
+_STEP_EVENTS = {"alignment", "warmup", "steady_done", "cold"}
+
+
+def _default_out() -> Path:
+    return Path("pt2doctor-checks") / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+
+
+def _expected_env(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    try:
+        data = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as error:
+        raise UsageError(f"cannot read --expect-env {path}: {error}") from error
+    env = data.get("environment", data) if isinstance(data, dict) else None
+    if not isinstance(env, dict):
+        raise UsageError(f"--expect-env {path} holds no environment object")
+    return env
+
+
+def read_results(out: Path) -> list[dict[str, Any]]:
+    records = []
+    for line in (out / RESULTS).read_bytes().splitlines():
+        try:
+            records.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            continue
+    return records
+
+
+def _progress_callback(progress: Progress, task: Any) -> Any:
+    def on_event(event: dict[str, Any]) -> None:
+        if event["event"] == "cell_start":
+            what = event.get("cell") or "steady state"
+            progress.update(task, description=f"{event['phase']}: {what}")
+        elif event["event"] in _STEP_EVENTS:
+            progress.advance(task)
+
+    return on_event
+
+
+@click.command("check")
+@click.argument("case_file", type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Run directory (default: ./pt2doctor-checks/<time>).",
+)
+@click.option(
+    "--modes", default="default", show_default=True, help="Comma-separated compile modes, or 'all'."
+)
+@click.option("--backend", default="inductor", show_default=True, help="torch.compile backend.")
+@click.option(
+    "--cells",
+    "cell_patterns",
+    multiple=True,
+    help="Only cells matching (glob over the id, or id parts like bfloat16/train).",
+)
+@click.option(
+    "--iterations",
+    type=click.IntRange(min=2),
+    default=40,
+    show_default=True,
+    help="Steady-state iterations per group.",
+)
+@click.option(
+    "--cell-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="Seconds one cell may take before it is killed.",
+)
+@click.option(
+    "--cold-start/--no-cold-start",
+    default=True,
+    show_default=True,
+    help="Measure cold starts in fresh processes.",
+)
+@click.option(
+    "--regional/--no-regional",
+    default=None,
+    help="Also compile repeated blocks regionally (default: when a case has them).",
+)
+@click.option(
+    "--budget",
+    "budget_file",
+    type=click.Path(path_type=Path),
+    help="Budget TOML (default: pt2doctor.toml or pyproject.toml [tool.pt2doctor]).",
+)
+@click.option(
+    "--expect-env",
+    type=click.Path(path_type=Path),
+    help="A report.json (or environment JSON) whose environment this run should match.",
+)
+@click.option("--quick", is_flag=True, help="Few iterations and no cold start (a smoke run).")
+@click.option(
+    "--format", "fmt", type=click.Choice(["term", "json"]), default="term", show_default=True
+)
+def check_command(
+    case_file: Path,
+    out: Path | None,
+    modes: str,
+    backend: str,
+    cell_patterns: tuple[str, ...],
+    iterations: int,
+    cell_timeout: float,
+    cold_start: bool,
+    regional: bool | None,
+    budget_file: Path | None,
+    expect_env: Path | None,
+    quick: bool,
+    fmt: str,
+) -> int:
+    """Acceptance check of the cases in CASE_FILE: alignment, cold start, warmup, steady state,
+    per compile mode, against the budget."""
+    budget = load_budget(case_file, budget_file)
+    expected = _expected_env(expect_env)
+    cases = load_cases(case_file)
+    cells = select_cells(cases, cell_patterns)
+    variants = requested_variants([m.strip() for m in modes.split(",") if m.strip()], backend)
+    out = out or _default_out()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"run directory {out} already exists: choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    options = CheckOptions(
+        case_file,
+        out,
+        variants,
+        8 if quick else iterations,
+        cell_timeout,
+        cold_start and not quick,
+        regional,
+    )
+    console = Console(highlight=False, stderr=fmt == "json")
+    interrupted = _run(options, cases, cells, console)
+    report = build_check_report(read_results(out), budget, expected, interrupted)
+    (out / "report.json").write_bytes(dumps_report(report))
+    if fmt == "json":
+        click.echo(dumps_report(report).decode(), nl=False)
+    else:
+        render_check(report, console)
+        console.print(f"\nreport written to {out / 'report.json'}")
+    if interrupted:
+        return 130
+    return 0 if report["contract"]["ok"] else 1
+
+
+def _run(options: CheckOptions, cases: Any, cells: Any, console: Console) -> bool:
+    groups = len({cell.group for cell in cells})
+    total = len(options.variants) * (2 * len(cells) + groups + 2 * len(cases) * options.cold_start)
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("starting", total=total)
+        orch = Orchestrator(options, _progress_callback(progress, task))
+        try:
+            run_check(options, cases, cells, orch)
+        except KeyboardInterrupt:
+            return True
+        finally:
+            orch.results.close()
+    return False

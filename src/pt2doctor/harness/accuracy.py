@@ -1,0 +1,183 @@
+"""Eager vs compiled, tensor by tensor, the way PyTorch's own benchmark harness judges it.
+
+``benchmarks/dynamo/common.py`` (``check_accuracy``) and ``torch._dynamo.utils.same``: compare
+with ``allclose(atol=rtol=tol)``; when that fails and an fp64 reference exists, accept the
+compiled result if its RMSE against fp64 is at most ``multiplier`` times eager's own RMSE
+against fp64 plus ``tol / 10`` (multiplier 2, or 3 for fp16/bf16 and for tensors under 1000
+elements where noise dominates). Optionally cosine similarity >= 0.99 instead. Integer and bool
+tensors must be equal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+# Default tolerances by dtype (the harness's: 1e-4 for fp32 inference, looser for half
+# precision); training, which compares gradients and parameters after optimizer steps, and
+# autocast multiply them by TRAINING_FACTOR.
+TOLERANCE = {"float64": 1e-7, "float32": 1e-4, "float16": 1e-3, "bfloat16": 1e-2}
+TRAINING_FACTOR = 10.0
+COSINE_THRESHOLD = 0.99
+
+
+def default_tolerance(dtype: str, train: bool, autocast: str | None) -> float:
+    tol = TOLERANCE.get(dtype, 1e-4)
+    if autocast is not None:
+        tol = max(tol, TOLERANCE.get(autocast, tol))
+    return tol * TRAINING_FACTOR if train else tol
+
+
+@dataclass(frozen=True, slots=True)
+class TensorComparison:
+    """One tensor's verdict; errors are compiled vs eager, ``rmse_ratio`` is compiled's RMSE
+    against fp64 over eager's (None without an fp64 reference)."""
+
+    name: str
+    shape: list[int]
+    dtype: str
+    max_abs_error: float
+    max_rel_error: float
+    rmse_ratio: float | None
+    cosine: float | None
+    passed: bool
+    rule: str  # exact, allclose, rmse, cosine, or why it failed
+    stride_mismatch: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        row = dataclasses.asdict(self)
+        for key in ("max_abs_error", "max_rel_error", "rmse_ratio", "cosine"):
+            value = row[key]
+            row[key] = None if value is None or not math.isfinite(value) else float(f"{value:.4g}")
+        return row
+
+
+def flatten_tensors(value: Any, prefix: str = "output") -> list[tuple[str, Any]]:
+    """Named tensors in a nested output (tensors, lists, tuples, dicts, dataclasses, floats)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [(prefix, value.detach())]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [(prefix, torch.tensor(value))]
+    if isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)):
+        items = list(enumerate(value))
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
+    else:
+        return []
+    found = []
+    for key, item in items:
+        found += flatten_tensors(item, f"{prefix}.{key}")
+    return found
+
+
+def _rmse(reference: Any, result: Any) -> float:
+    import torch
+
+    diff = reference.double() - result.double()
+    return float(torch.sqrt(torch.mean(diff * diff)).item()) if diff.numel() else 0.0
+
+
+def _multiplier(result: Any, fp64: Any, tol: float) -> float:
+    import torch
+
+    if result.dtype in (torch.float16, torch.bfloat16) or fp64.numel() < 1000 or tol >= 2e-2:
+        return 3.0
+    return 2.0
+
+
+def _errors(eager: Any, compiled: Any, tol: float) -> tuple[float, float]:
+    if eager.numel() == 0:
+        return 0.0, 0.0
+    diff = (eager.double() - compiled.double()).abs()
+    diff = diff.nan_to_num(nan=math.inf)
+    scale = eager.double().abs()
+    significant = scale > tol  # relative error is meaningless next to zero
+    max_rel = (
+        float((diff[significant] / scale[significant]).max().item()) if significant.any() else 0.0
+    )
+    return float(diff.max().item()), max_rel
+
+
+def compare_tensor(
+    name: str, eager: Any, compiled: Any, fp64: Any | None, tol: float, cosine: bool
+) -> TensorComparison:
+    """Judge one compiled tensor against eager (and the fp64 reference when there is one)."""
+    import torch
+
+    shape, dtype = list(eager.shape), str(eager.dtype).removeprefix("torch.")
+
+    def verdict(
+        passed: bool,
+        rule: str,
+        errors: tuple[float, float] = (0.0, 0.0),
+        ratio: float | None = None,
+        score: float | None = None,
+    ) -> TensorComparison:
+        return TensorComparison(
+            name,
+            shape,
+            dtype,
+            errors[0],
+            errors[1],
+            ratio,
+            score,
+            passed,
+            rule,
+            list(eager.stride()) != list(compiled.stride()),
+        )
+
+    if eager.shape != compiled.shape or eager.dtype != compiled.dtype:
+        why = f"shape/dtype mismatch: {shape} {dtype} vs {list(compiled.shape)} {compiled.dtype}"
+        return verdict(False, why, (math.inf, math.inf))
+    eager, compiled = eager.cpu(), compiled.cpu()
+    if not eager.is_floating_point():
+        return verdict(bool(torch.equal(eager, compiled)), "exact")
+    errors = _errors(eager, compiled, tol)
+    ratio = None
+    if fp64 is not None and fp64.shape == eager.shape:
+        fp64 = fp64.cpu()
+        eager_error = _rmse(fp64, eager)
+        ratio = _rmse(fp64, compiled) / eager_error if eager_error > 0 else None
+    score = None
+    if cosine:
+        score = float(
+            torch.nn.functional.cosine_similarity(
+                eager.flatten().double(), compiled.flatten().double(), dim=0, eps=1e-6
+            ).item()
+        )
+    if torch.allclose(eager, compiled, atol=tol, rtol=tol):
+        return verdict(True, "allclose", errors, ratio, score)
+    if cosine:
+        return verdict(
+            score is not None and score >= COSINE_THRESHOLD, "cosine", errors, ratio, score
+        )
+    if fp64 is None or fp64.shape != eager.shape:
+        return verdict(False, "allclose failed, no fp64 reference", errors, ratio, score)
+    passed = (
+        _rmse(fp64, compiled) <= _multiplier(compiled, fp64, tol) * _rmse(fp64, eager) + tol / 10
+    )
+    return verdict(passed, "rmse" if passed else "allclose and rmse failed", errors, ratio, score)
+
+
+def same_run(first: dict[str, Any], second: dict[str, Any], tol: float) -> list[str]:
+    """Names of tensors where two eager runs of the same cell disagree beyond ``tol``
+    (nondeterminism in eager makes a comparison with compiled meaningless)."""
+    import torch
+
+    differ = []
+    for name, tensor in first.items():
+        other = second.get(name)
+        if other is None or other.shape != tensor.shape:
+            differ.append(name)
+        elif tensor.is_floating_point():
+            if not torch.allclose(tensor, other, atol=tol, rtol=tol, equal_nan=True):
+                differ.append(name)
+        elif not torch.equal(tensor, other):
+            differ.append(name)
+    return differ

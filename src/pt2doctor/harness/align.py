@@ -1,0 +1,190 @@
+"""Alignment of one cell: an fp64 reference, eager twice, compiled once, compared per tensor.
+
+Training cells run ``steps`` optimizer steps from identical weights and compare the first
+step's output and loss, the first step's gradients and the parameters after the last step.
+Every run starts from the same seed and compiled code runs under Inductor's
+``fallback_random``, so dropout draws the same masks as eager and is not reported as a bug.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pt2doctor import torchcompat
+from pt2doctor.harness.accuracy import (
+    TensorComparison,
+    compare_tensor,
+    default_tolerance,
+    flatten_tensors,
+    same_run,
+)
+from pt2doctor.harness.case import Built, Case, Cell
+
+Compiler = Callable[[Any], Any]
+
+
+def apply_layout(value: Any, layout: str) -> Any:
+    """Same values, the cell's memory layout: channels_last for 4-d tensors, the last two
+    dimensions transposed in memory for ``transposed``; other tensors are cloned as they are."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        tensor = value.detach()
+        if layout == "channels_last" and tensor.dim() == 4:
+            tensor = tensor.contiguous(memory_format=torch.channels_last)
+        elif layout == "transposed" and tensor.dim() >= 2:
+            tensor = tensor.transpose(-1, -2).contiguous().transpose(-1, -2)
+        else:
+            tensor = tensor.clone()
+        return tensor.requires_grad_(value.requires_grad)
+    if isinstance(value, (list, tuple)):
+        return type(value)(apply_layout(item, layout) for item in value)
+    if isinstance(value, dict):
+        return {key: apply_layout(item, layout) for key, item in value.items()}
+    return value
+
+
+def to_fp64(value: Any) -> Any:
+    """Floating tensors (and a module's parameters) in float64, for the reference run."""
+    import torch
+
+    if isinstance(value, torch.nn.Module):
+        return copy.deepcopy(value).double()
+    if isinstance(value, torch.Tensor):
+        cast = value.detach().double() if value.is_floating_point() else value.detach().clone()
+        return cast.requires_grad_(value.requires_grad)
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_fp64(item) for item in value)
+    if isinstance(value, dict):
+        return {key: to_fp64(item) for key, item in value.items()}
+    return value
+
+
+@contextlib.contextmanager
+def call_context(cell: Cell, autocast: bool = True) -> Iterator[None]:
+    """Grad mode and autocast of the cell, around every call of the model."""
+    import torch
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch.set_grad_enabled(cell.grad or cell.train))
+        if autocast and cell.autocast is not None:
+            device_type = cell.device.split(":")[0]
+            stack.enter_context(torch.autocast(device_type, getattr(torch, cell.autocast)))
+        yield
+
+
+def _optimizer(built: Built, model: Any) -> Any:
+    import torch
+
+    params = list(model.parameters())
+    return built.optimizer(params) if built.optimizer else torch.optim.SGD(params, lr=0.01)
+
+
+def run_cell(
+    built: Built, model: Any, cell: Cell, case: Case, autocast: bool = True
+) -> dict[str, Any]:
+    """Run ``model`` on the cell's inputs; named result tensors (train: steps of training)."""
+    import torch
+
+    inputs = apply_layout(built.inputs, cell.layout)
+    kwargs = apply_layout(built.kwargs, cell.layout)
+    if not autocast:  # the fp64 reference
+        inputs, kwargs = to_fp64(inputs), to_fp64(kwargs)
+    torch.manual_seed(case.seed)
+    if not cell.train:
+        with call_context(cell, autocast):
+            return dict(flatten_tensors(model(*inputs, **kwargs)))
+    if built.loss is None or not isinstance(model, torch.nn.Module):
+        raise ValueError("a training cell needs an nn.Module model and Built.loss")
+    return _train_steps(built, model, cell, case.steps, (inputs, kwargs), autocast)
+
+
+def _train_steps(
+    built: Built,
+    model: Any,
+    cell: Cell,
+    steps: int,
+    call: tuple[Any, dict[str, Any]],
+    autocast: bool,
+) -> dict[str, Any]:
+    assert built.loss is not None
+    optimizer = _optimizer(built, model)
+    named = torchcompat.original_module(model).named_parameters
+    results: dict[str, Any] = {}
+    for step in range(steps):
+        optimizer.zero_grad(set_to_none=True)
+        with call_context(cell, autocast):
+            output = model(*call[0], **call[1])
+            loss = built.loss(output)
+        loss.backward()
+        if step == 0:
+            results.update(flatten_tensors(output))
+            results["loss"] = loss.detach()
+            results.update(
+                {
+                    f"grad.{name}": p.grad.detach().clone()
+                    for name, p in named()
+                    if p.grad is not None
+                }
+            )
+        optimizer.step()
+    results.update({f"param.{name}": p.detach().clone() for name, p in named()})
+    return results
+
+
+def align_cell(case: Case, cell: Cell, compile_model: Compiler) -> dict[str, Any]:
+    """The alignment verdict of one cell: pass, fail or nondeterministic, with per-tensor
+    errors and stride warnings."""
+    built = case.build(cell)
+    pristine = copy.deepcopy(built.model)
+    tol = case.tolerance or default_tolerance(cell.dtype, cell.train, cell.autocast)
+    eager = run_cell(built, built.model, cell, case)
+    again = run_cell(built, copy.deepcopy(pristine), cell, case)
+    fp64 = _fp64_reference(built, pristine, cell, case)
+    with torchcompat.fallback_random():
+        compiled = run_cell(built, compile_model(copy.deepcopy(pristine)), cell, case)
+    rows = [
+        compare_tensor(name, tensor, compiled[name], fp64.get(name), tol, case.cosine)
+        if name in compiled
+        else _missing(name, tensor)
+        for name, tensor in eager.items()
+    ]
+    unstable = same_run(eager, again, tol)
+    verdict = "pass" if all(row.passed for row in rows) else "fail"
+    if unstable:
+        verdict = "nondeterministic"
+    return {
+        "verdict": verdict,
+        "tolerance": tol,
+        "tensors": [row.as_dict() for row in rows],
+        "stride_mismatches": [
+            row.name for row in rows if row.stride_mismatch and row.name.startswith("output")
+        ],
+        "eager_nondeterministic": unstable,
+        "fp64_reference": bool(fp64),
+    }
+
+
+def _fp64_reference(built: Built, pristine: Any, cell: Cell, case: Case) -> dict[str, Any]:
+    """The float64 run, or {} when the model cannot run in float64 (then allclose decides)."""
+    try:
+        return run_cell(built, to_fp64(pristine), cell, case, autocast=False)
+    except Exception:  # e.g. an op without a float64 kernel
+        return {}
+
+
+def _missing(name: str, tensor: Any) -> TensorComparison:
+    return TensorComparison(
+        name,
+        list(tensor.shape),
+        str(tensor.dtype),
+        float("inf"),
+        float("inf"),
+        None,
+        None,
+        False,
+        "missing from compiled result",
+    )

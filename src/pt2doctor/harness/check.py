@@ -1,0 +1,197 @@
+"""``pt2doctor check`` driver: for each case and compile variant, the cold starts and every
+group of cells, each in its own worker process; results stream into results.jsonl."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pt2doctor.analysis.bench import steady_summary
+from pt2doctor.harness.case import Case, Cell
+from pt2doctor.harness.orchestrate import (
+    CheckOptions,
+    Job,
+    Orchestrator,
+    Outcome,
+    applicability,
+    group_jobs,
+)
+from pt2doctor.harness.variants import CompileVariant
+
+_CELL_RESULTS = {"alignment", "warmup"}
+
+
+def _samples(path: Path) -> list[dict[str, Any]]:
+    import orjson
+
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError:
+        return []
+    samples = []
+    for line in lines:
+        try:
+            samples.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            continue  # the line a crash cut short
+    return samples
+
+
+class GroupRun:
+    """One group under one variant, rerun without the cell that crashed or hung until every
+    cell has a verdict."""
+
+    def __init__(self, orch: Orchestrator, job: Job) -> None:
+        self.orch, self.job = orch, job
+        self.pending = [cell.id for cell in job.cells]
+        self.aligned: set[str] = set()
+        self.bench_done = False
+        self.repeated_blocks = 0
+        self.tags = {
+            "case": job.case.name,
+            "variant": job.variant.name,
+            "group": job.cells[0].group,
+        }
+
+    def run(self) -> None:
+        attempt = 0
+        while self.pending:
+            spec = {
+                "cells": self.pending,
+                "bench": not self.bench_done,
+                "align_cells": [c for c in self.pending if c not in self.aligned],
+            }
+            outcome = self.orch.launch(self.job, attempt, spec)
+            self._collect(outcome, self.job.out / f"attempt-{attempt}")
+            if outcome.status == "ok" or not self._attribute(outcome):
+                return
+            attempt += 1
+
+    def _collect(self, outcome: Outcome, out: Path) -> None:
+        record = self.orch.record
+        for event in outcome.events:
+            kind = event.pop("event")
+            event.pop("t", None)
+            if kind in _CELL_RESULTS:
+                record(kind, **self.tags, **event)
+                self.aligned.update([event["cell"]] if kind == "alignment" else [])
+            elif kind == "model":
+                self.repeated_blocks = int(event["repeated_blocks"])
+            elif kind == "warmup_done":
+                record("warmup_total", **self.tags, seconds=event["seconds"])
+            elif kind == "steady_done":
+                self.bench_done = True
+                summary = steady_summary(_samples(out / "samples.jsonl"), self.orch.options.seed)
+                record(
+                    "group",
+                    **self.tags,
+                    cells=self.pending,
+                    steady=summary,
+                    samples=str(out / "samples.jsonl"),
+                    **event,
+                )
+            elif kind in ("done", "environment"):
+                record(kind, **self.tags, **event)
+
+    def _attribute(self, outcome: Outcome) -> bool:
+        """Give the crash or hang to the cell in flight; True when the rest should rerun."""
+        flight = outcome.in_flight or {}
+        cell, phase = flight.get("cell"), flight.get("phase")
+        if cell is not None:
+            self.orch.record(
+                "alignment" if phase == "align" else "warmup",
+                **self.tags,
+                cell=cell,
+                verdict=outcome.status,
+                error=outcome.detail,
+                phase=phase,
+            )
+            self.aligned.add(cell)
+            self.pending.remove(cell)
+            return True
+        if phase == "steady":
+            self.orch.record(
+                "group",
+                **self.tags,
+                cells=self.pending,
+                status=outcome.status,
+                error=outcome.detail,
+            )
+            self.bench_done = True
+            return bool([c for c in self.pending if c not in self.aligned])
+        for cell in self.pending:  # died outside any cell (e.g. loading the case file)
+            if cell not in self.aligned:
+                self.orch.record(
+                    "alignment",
+                    **self.tags,
+                    cell=cell,
+                    verdict="error",
+                    error=outcome.detail,
+                    phase="start",
+                )
+        return False
+
+
+def _cold_starts(orch: Orchestrator, case: Case, cell: Cell, variant: CompileVariant) -> None:
+    root = orch.options.out / "cold" / case.name / variant.name.replace(":", "-")
+    cache = root / "inductor-cache"
+    env = {
+        "TORCHINDUCTOR_CACHE_DIR": str(cache.resolve()),
+        "TRITON_CACHE_DIR": str((cache / "triton").resolve()),
+    }
+    for which in ("empty_cache", "warm_cache"):
+        job = Job("cold", case, [cell], variant, root / which, env)
+        outcome = orch.launch(job, 0, {"cells": [cell.id]})
+        found = [e for e in outcome.events if e["event"] == "cold"]
+        fields = (
+            {k: v for k, v in found[0].items() if k not in ("event", "t")}
+            if found
+            else {"error": outcome.detail or "no measurement"}
+        )
+        orch.record(
+            "cold", case=case.name, variant=variant.name, cache_state=which, cell=cell.id, **fields
+        )
+
+
+def _variants_for(case: Case, options: CheckOptions, blocks: int) -> list[CompileVariant]:
+    wanted = options.regional if options.regional is not None else case.regional
+    if wanted is False or (wanted is None and blocks < 2):
+        return []
+    return [CompileVariant(v.mode, v.backend, regional=True) for v in options.variants]
+
+
+def run_check(
+    options: CheckOptions, cases: list[Case], cells: list[Cell], orch: Orchestrator
+) -> None:
+    orch.record(
+        "plan",
+        cells=[{"id": c.id, "case": c.case, "group": c.group, "axes": c.axes()} for c in cells],
+        variants=[v.as_dict() for v in options.variants],
+    )
+    for case in cases:
+        case_cells = [cell for cell in cells if cell.case == case.name]
+        if not case_cells:
+            continue
+        queue, blocks = list(options.variants), 0
+        while queue:
+            variant = queue.pop(0)
+            blocks = max(blocks, _run_variant(orch, case, case_cells, variant))
+            if variant == options.variants[-1] and not variant.regional:
+                queue += _variants_for(case, options, blocks)
+
+
+def _run_variant(orch: Orchestrator, case: Case, cells: list[Cell], variant: CompileVariant) -> int:
+    reason = applicability(variant, cells)
+    orch.record(
+        "variant", case=case.name, **variant.as_dict(), applicable=reason is None, reason=reason
+    )
+    if reason is not None:
+        return 0
+    if orch.options.cold_start:
+        _cold_starts(orch, case, cells[0], variant)
+    blocks = 0
+    for job in group_jobs(case, cells, variant, orch.options.out):
+        group = GroupRun(orch, job)
+        group.run()
+        blocks = max(blocks, group.repeated_blocks)
+    return blocks

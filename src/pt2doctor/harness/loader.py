@@ -1,0 +1,44 @@
+"""Load a case file and select its cells; every problem is one line and exit 2."""
+
+from __future__ import annotations
+
+import runpy
+from collections.abc import Sequence
+from pathlib import Path
+
+from pt2doctor.errors import UsageError
+from pt2doctor.harness.case import Case, Cell, cells, matches
+
+
+def load_cases(path: Path) -> list[Case]:
+    """Run ``path`` and return its ``CASES`` (a list of :class:`Case`)."""
+    if not path.is_file():
+        raise UsageError(f"no such case file: {path}")
+    try:
+        namespace = runpy.run_path(str(path), run_name="__pt2doctor_cases__")
+    except Exception as error:  # the user's file: say what broke, in one line
+        raise UsageError(f"cannot load {path}: {type(error).__name__}: {error}") from error
+    found = namespace.get("CASES")
+    if not isinstance(found, (list, tuple)) or not found:
+        raise UsageError(f"{path} must define CASES = [pt2doctor.harness.Case(...), ...]")
+    for item in found:
+        if not isinstance(item, Case):
+            raise UsageError(f"{path}: CASES holds {type(item).__name__}, not a Case")
+    names = [case.name for case in found]
+    if len(set(names)) != len(names):
+        raise UsageError(f"{path}: case names must be unique, got {names}")
+    return list(found)
+
+
+def select_cells(cases: Sequence[Case], patterns: Sequence[str] = ()) -> list[Cell]:
+    """The cells of all cases, filtered by ``--cells`` patterns when given."""
+    selected = []
+    for case in cases:
+        try:
+            case_cells = cells(case)
+        except (ValueError, TypeError) as error:
+            raise UsageError(str(error)) from error
+        selected += [cell for cell in case_cells if not patterns or matches(cell.id, patterns)]
+    if not selected:
+        raise UsageError(f"no cell matches --cells {' '.join(patterns)}")
+    return selected

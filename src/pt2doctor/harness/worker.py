@@ -1,0 +1,229 @@
+"""A check worker: ``python -m pt2doctor.harness.worker SPEC.json`` runs one group of cells
+under one compile variant (alignment, warmup, steady state) or one cold start, in a fresh
+process, and appends what it measures to ``events.jsonl`` as it goes (so a crash or a hang
+loses only the cell in flight: the parent attributes it from the last ``cell_start``)."""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from pt2doctor import torchcompat
+from pt2doctor.harness.align import align_cell
+from pt2doctor.harness.case import Case, Cell, cells
+from pt2doctor.harness.loader import load_cases
+from pt2doctor.harness.timing import GroupModels, memory_now, timed_step
+from pt2doctor.harness.variants import CompileVariant, compile_model
+
+EVENTS = "events.jsonl"
+Emit = Callable[..., None]
+
+
+def one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}"[:500]
+
+
+def _emitter(stream: IO[bytes]) -> Emit:
+    def emit(event: str, **fields: Any) -> None:
+        stream.write(
+            orjson.dumps(
+                {"event": event, "t": time.time(), **fields},
+                option=orjson.OPT_SERIALIZE_NUMPY,
+                default=str,
+            )
+            + b"\n"
+        )
+        stream.flush()
+
+    return emit
+
+
+def _case_and_cells(spec: dict[str, Any]) -> tuple[Case, list[Cell]]:
+    case = {c.name: c for c in load_cases(Path(spec["case_file"]))}[spec["case"]]
+    by_id = {cell.id: cell for cell in cells(case)}
+    return case, [by_id[cell_id] for cell_id in spec["cells"]]
+
+
+def align_phase(case: Case, group: list[Cell], variant: CompileVariant, emit: Emit) -> None:
+    import torch
+
+    for cell in group:
+        emit("cell_start", cell=cell.id, phase="align")
+        try:
+            result = align_cell(case, cell, lambda model: compile_model(model, variant))
+        except Exception as error:  # the cell's verdict; the next cell goes on
+            result = {
+                "verdict": "error",
+                "error": one_line(error),
+                "traceback": traceback.format_exc()[-4000:],
+            }
+        emit("alignment", cell=cell.id, **result)
+        # Without a reset, each cell's fresh model adds variants until the recompile limit
+        # silently sends later cells to eager, and they would pass unchecked.
+        torch.compiler.reset()
+
+
+def warmup_phase(models: GroupModels, group: list[Cell], emit: Emit) -> None:
+    started = time.perf_counter()
+    for cell in group:
+        emit("cell_start", cell=cell.id, phase="warmup")
+        try:
+            timed_step(models.eager, cell)  # eager's first call has its own one-time costs
+            seconds = sum(timed_step(models.compiled, cell).values())
+            emit("warmup", cell=cell.id, seconds=seconds)
+        except Exception as error:
+            emit("warmup", cell=cell.id, error=one_line(error))
+    emit("warmup_done", seconds=time.perf_counter() - started)
+
+
+def steady_phase(
+    models: GroupModels, group: list[Cell], spec: dict[str, Any], samples: IO[bytes], emit: Emit
+) -> None:
+    emit("cell_start", cell=None, phase="steady")
+    draw = models.traffic(group, int(spec["seed"]))
+    for iteration in range(int(spec["iterations"])):
+        cell = draw()
+        order = ("eager", "compiled") if iteration % 2 == 0 else ("compiled", "eager")
+        for kind in order:  # interleaved, alternating which goes first
+            for part, seconds in timed_step(getattr(models, kind), cell).items():
+                samples.write(
+                    orjson.dumps(
+                        {
+                            "iteration": iteration,
+                            "cell": cell.id,
+                            "kind": kind,
+                            "part": part,
+                            "seconds": seconds,
+                        }
+                    )
+                    + b"\n"
+                )
+    samples.flush()
+
+
+def _compile_facts(report: dict[str, Any], models: GroupModels) -> dict[str, Any]:
+    """What the captured compile report says about this group: variants, breaks, late
+    compiles with their failed guards, and whether repeated blocks share one artifact."""
+    failed = {
+        (r["compile_id"], f["stream"]): r["failed_guards"]
+        for f in report["frames"]
+        for r in f["recompiles"]
+    }
+    late = [
+        {
+            "compile_id": c["compile_id"],
+            "function": c["function"],
+            "file": c["file"],
+            "line": c["line"],
+            "cause": c["cause"],
+            "failed_guards": failed.get((c["compile_id"], c["stream"]), []),
+        }
+        for c in report["compiles"]
+        if c["after_warmup"]
+    ]
+    frames = [
+        {
+            key: frame[key]
+            for key in ("function", "file", "line", "variants", "limit_hit", "skipped", "is_resume")
+        }
+        for frame in report["frames"]
+    ]
+    breaks = [
+        {key: site[key] for key in ("site", "category", "reason", "hits", "advice")}
+        for site in report["graph_breaks"]
+    ]
+    facts = {
+        "frames": frames,
+        "graph_breaks": breaks,
+        "late_compiles": late,
+        "compiles": report["summary"]["compiles"],
+        "compile_time_s": report["summary"]["total_compile_time_s"],
+        "cache": report["summary"]["cache"],
+        "failures": len(report["failures"]),
+    }
+    if models.variant.regional:
+        facts["regional"] = models.block_sharing(report["frames"])
+    return facts
+
+
+def run_group(spec: dict[str, Any], out: Path, emit: Emit) -> None:
+    import torch
+
+    from pt2doctor.inprocess import Watch
+
+    case, group = _case_and_cells(spec)
+    variant = CompileVariant.from_dict(spec["variant"])
+    emit("environment", environment=torchcompat.environment())
+    if spec.get("align_cells"):
+        align_phase(case, [c for c in group if c.id in spec["align_cells"]], variant, emit)
+    torch.compiler.reset()
+    if not spec.get("bench", True):
+        emit("done", memory=memory_now())
+        return
+    models = GroupModels.build(case, group, variant)
+    emit("model", repeated_blocks=models.blocks)
+    with (out / "samples.jsonl").open("ab") as samples, Watch(out / "capture") as watch:
+        warmup_phase(models, group, emit)
+        watch.mark_warmup_done()
+        steady_phase(models, group, spec, samples, emit)
+        report = watch.report()
+    (out / "compile-report.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    emit("steady_done", **_compile_facts(report, models))
+    emit("done", memory=memory_now())
+
+
+def run_cold(spec: dict[str, Any], out: Path, emit: Emit) -> None:
+    """First call end to end in this fresh process: imports, build, compile, first result."""
+    started = time.time()
+    import torch  # noqa: F401  (timed: part of every cold start)
+
+    from pt2doctor.inprocess import Watch
+
+    imported = time.time()
+    case, group = _case_and_cells(spec)
+    variant = CompileVariant.from_dict(spec["variant"])
+    models = GroupModels.build(case, group[:1], variant, with_eager=False)
+    built = time.time()
+    with Watch(out / "capture") as watch:
+        timed_step(models.compiled, group[0])
+        finished = time.time()
+        summary = watch.report()["summary"]
+    spawned = float(spec.get("spawn_time", started))
+    emit(
+        "cold",
+        first_result_s=finished - spawned,
+        interpreter_start_s=started - spawned,
+        import_s=imported - started,
+        build_s=built - imported,
+        first_call_s=finished - built,
+        compile_time_s=summary["total_compile_time_s"],
+        compiles=summary["compiles"],
+        cache=summary["cache"],
+        memory=memory_now(),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    spec = orjson.loads(Path(args[0]).read_bytes())
+    out = Path(spec["out"])
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / EVENTS).open("ab") as stream:
+        emit = _emitter(stream)
+        try:
+            (run_cold if spec["kind"] == "cold" else run_group)(spec, out, emit)
+        except Exception as error:  # outside any cell: the whole run's verdict
+            emit("fatal", error=one_line(error), traceback=traceback.format_exc()[-4000:])
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""The check report (``report.json`` of a check run) built from ``results.jsonl``: cells with
+their alignment per compile variant, the variants with cold start, warmup and steady state per
+group, the contract's clauses, and findings. Documented in docs/report-schema.md."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pt2doctor import __version__
+from pt2doctor.analysis.contract import Budget, evaluate
+from pt2doctor.report.schema import SCHEMA_VERSION
+
+# Worst first: a cell's verdict is the worst of its variants.
+VERDICT_RANK = {
+    "crash": 6,
+    "timeout": 6,
+    "fatal": 6,
+    "error": 5,
+    "fail": 4,
+    "nondeterministic": 1,
+    "pass": 0,
+}
+ENV_KEYS = (
+    "torch_version",
+    "cuda_version",
+    "triton_version",
+    "gpu",
+    "python_version",
+    "config_changes",
+)
+
+
+def _by(records: Iterable[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [r for r in records if r.get("record") == kind]
+
+
+def _strip(record: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k not in ("record", *keys)}
+
+
+def _cells(records: list[dict[str, Any]], plan: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for cell in plan.get("cells", []):
+        variants: dict[str, dict[str, Any]] = {}
+        for record in _by(records, "alignment"):
+            if record["cell"] == cell["id"]:
+                variants.setdefault(record["variant"], {}).update(
+                    _strip(record, "cell", "variant", "case", "group", "traceback")
+                )
+        for record in _by(records, "warmup"):
+            if record["cell"] == cell["id"] and ("error" in record or "verdict" in record):
+                entry = variants.setdefault(record["variant"], {})
+                entry["warmup_error"] = record.get("error")
+                if record.get("verdict"):  # the cell crashed or hung in compiled warmup
+                    entry["verdict"] = record["verdict"]
+                elif entry.get("verdict") in (None, "pass", "nondeterministic"):
+                    entry["verdict"] = "error"
+        verdicts = [v.get("verdict", "not run") for v in variants.values()]
+        worst = max(verdicts, key=lambda v: VERDICT_RANK.get(v, 5), default="not run")
+        rows.append({**cell, "verdict": worst, "variants": variants})
+    return rows
+
+
+def _groups(records: list[dict[str, Any]], case: str, variant: str) -> list[dict[str, Any]]:
+    groups: dict[str, dict[str, Any]] = {}
+    for record in records:
+        if record.get("case") != case or record.get("variant") != variant:
+            continue
+        kind, key = record.get("record"), record.get("group")
+        if key is None or kind not in ("group", "warmup", "warmup_total", "done"):
+            continue
+        entry = groups.setdefault(key, {"group": key, "warmup": {"per_cell": {}}})
+        if kind == "group":
+            entry.update(_strip(record, "case", "variant"))
+        elif kind == "warmup" and "seconds" in record:
+            entry["warmup"]["per_cell"][record["cell"]] = round(record["seconds"], 6)
+        elif kind == "warmup_total":
+            entry["warmup"]["seconds"] = round(record["seconds"], 6)
+        elif kind == "done":
+            entry["memory"] = record.get("memory")
+    for entry in groups.values():
+        frames = entry.get("frames", [])
+        entry["max_variants_per_frame"] = max((f["variants"] for f in frames), default=0)
+    return list(groups.values())
+
+
+def _variants(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for record in _by(records, "variant"):
+        case, name = record["case"], record["name"]
+        cold = {
+            r["cache_state"]: _strip(r, "case", "variant", "cache_state")
+            for r in _by(records, "cold")
+            if r["case"] == case and r["variant"] == name
+        }
+        rows.append({**_strip(record), "cold_start": cold, "groups": _groups(records, case, name)})
+    return rows
+
+
+def _worst(items: Iterable[tuple[float | None, str]], highest: bool = True) -> tuple[Any, str]:
+    present = [(value, where) for value, where in items if value is not None]
+    if not present:
+        return None, ""
+    return max(present) if highest else min(present)
+
+
+def measures(cells: list[dict[str, Any]], variants: list[dict[str, Any]]) -> dict[str, Any]:
+    """The worst measured value of each budgeted quantity, with where it was measured."""
+    groups = [(v, g) for v in variants for g in v["groups"]]
+    colds = [(v, which, c) for v in variants for which, c in v["cold_start"].items()]
+
+    def memory(m: dict[str, Any] | None) -> float | None:
+        m = m or {}
+        return m.get("cuda_reserved_mb") or m.get("peak_rss_mb")
+
+    breaks: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for _, group in groups:
+        for site in group.get("graph_breaks", []):
+            breaks.setdefault((site["site"]["file"], site["site"]["line"]), site["site"])
+    return {
+        "cold_start_s": _worst(
+            (c.get("first_result_s"), v["name"]) for v, w, c in colds if w == "empty_cache"
+        ),
+        "cold_start_warm_cache_s": _worst(
+            (c.get("first_result_s"), v["name"]) for v, w, c in colds if w == "warm_cache"
+        ),
+        "peak_memory_mb": _worst(
+            [(memory(g.get("memory")), f"{v['name']} {g['group']}") for v, g in groups]
+            + [(memory(c.get("memory")), f"{v['name']} cold") for v, _, c in colds]
+        ),
+        "max_variants_per_frame": _worst(
+            (g["max_variants_per_frame"], f"{v['name']} {g['group']}") for v, g in groups
+        ),
+        "recompiles_after_warmup": (
+            sum(len(g.get("late_compiles", [])) for _, g in groups),
+            ", ".join(f"{v['name']} {g['group']}" for v, g in groups if g.get("late_compiles")),
+        ),
+        "min_speedup": _worst(
+            (
+                ((g.get("steady") or {}).get("speedup"), f"{v['name']} {g['group']}")
+                for v, g in groups
+            ),
+            highest=False,
+        ),
+        "graph_breaks": list(breaks.values()),
+        "misaligned_cells": [
+            c["id"] for c in cells if c["verdict"] not in ("pass", "nondeterministic")
+        ],
+    }
+
+
+def env_changes(current: dict[str, Any], expected: dict[str, Any]) -> list[str]:
+    return [
+        f"{key}: expected {expected.get(key)!r}, found {current.get(key)!r}"
+        for key in ENV_KEYS
+        if key in expected and expected.get(key) != current.get(key)
+    ]
+
+
+def build_check_report(
+    records: list[dict[str, Any]],
+    budget: Budget,
+    expected_env: dict[str, Any] | None = None,
+    interrupted: bool = False,
+) -> dict[str, Any]:
+    plan = next(iter(_by(records, "plan")), {})
+    environment: dict[str, Any] = next((r["environment"] for r in _by(records, "environment")), {})
+    cells = _cells(records, plan)
+    variants = _variants(records)
+    measured = measures(cells, variants)
+    clauses = [clause.as_dict() for clause in evaluate(budget, measured)]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "check",
+        "tool": {"name": "pt2doctor", "version": __version__},
+        "environment": environment,
+        "environment_changes": env_changes(environment, expected_env or {}),
+        "interrupted": interrupted,
+        "summary": _summary(cells),
+        "cells": cells,
+        "variants": variants,
+        "contract": {
+            "ok": all(c["ok"] is not False for c in clauses),
+            "budget": budget.source,
+            "clauses": clauses,
+        },
+    }
+
+
+def _summary(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    for cell in cells:
+        counts[cell["verdict"]] = counts.get(cell["verdict"], 0) + 1
+    return {"cells": len(cells), "verdicts": dict(sorted(counts.items()))}
