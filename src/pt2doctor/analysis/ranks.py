@@ -99,7 +99,7 @@ def _compile_skew(analysis: RankAnalysis) -> list[Divergence]:
     title = (
         f"{names(behind)} compiled more or longer than the others: {slow.label} "
         f"{slow.compile_time_s:.2f} s in {slow.compiles} compile(s), {fast.label} "
-        f"{fast.compile_time_s:.2f} s in {fast.compiles}; skew {skew:.2f} s, {share:.1%} of the "
+        f"{fast.compile_time_s:.2f} s in {fast.compiles}; skew {skew:.2f} s, {share:.2%} of the "
         f"{analysis.collective_timeout_s:g} s collective timeout"
     )
     evidence = [f"{r.label}: {r.compiles} compile(s), {r.compile_time_s:.3f} s" for r in ranks]

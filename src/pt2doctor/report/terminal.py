@@ -101,7 +101,7 @@ def _ranks(console: Console, ranks: dict[str, Any]) -> None:
     console.print(_ranks_table(ranks))
     console.print(
         f"compile skew {ranks['compile_skew_s']:.2f} s (slowest {escape(ranks['slowest'])}, "
-        f"fastest {escape(ranks['fastest'])}): {ranks['timeout_share']:.1%} of the "
+        f"fastest {escape(ranks['fastest'])}): {ranks['timeout_share']:.2%} of the "
         f"{ranks['collective_timeout_s']:g} s collective timeout"
     )
     if not ranks["divergences"]:

@@ -17,7 +17,7 @@ import torch.distributed as dist
 WIDTH, BATCH, RANK_ONE_BATCH = 8, 4, 6
 
 
-def step(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+def step(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:  # MARK:step
     return torch.tanh(model(x)).sum()
 
 
@@ -28,16 +28,18 @@ def main() -> None:
     torch.manual_seed(0)
     model = torch.nn.Linear(WIDTH, WIDTH)
     compiled_step = torch.compile(step, backend="eager")
-    calls = 0
+    calls = other_shape_calls = 0
     with torch.no_grad():
         for index in range(steps):
             batch = BATCH
             if rank == 1 and index == steps - 1:
                 batch = RANK_ONE_BATCH  # MARK:rank_shape
+                other_shape_calls += 1
             loss = compiled_step(model, torch.randn(batch, WIDTH))
             calls += 1
             dist.all_reduce(loss)
-    print("COUNTS " + json.dumps({"rank": rank, "step_calls": calls}), flush=True)
+    counts = {"rank": rank, "step_calls": calls, "other_shape_calls": other_shape_calls}
+    print("COUNTS " + json.dumps(counts), flush=True)
     dist.destroy_process_group()
 
 
