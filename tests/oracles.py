@@ -10,19 +10,24 @@ from typing import Any
 
 
 def raw_records(trace_dir: Path) -> Iterator[tuple[dict[str, Any], str]]:
-    """(envelope, payload) of every record: glog line ``... ] {json}`` plus tab-indented lines."""
+    """(envelope, payload) of every record of every log in ``trace_dir``."""
     for log in sorted(trace_dir.iterdir()):
-        envelope: dict[str, Any] | None = None
-        payload: list[str] = []
-        for line in log.read_text().splitlines():
-            if line.startswith("\t"):
-                payload.append(line[1:])
-                continue
-            if envelope is not None:
-                yield envelope, "\n".join(payload)
-            envelope, payload = json.loads(line.split("] ", 1)[1]), []
+        yield from raw_file_records(log)
+
+
+def raw_file_records(log: Path) -> Iterator[tuple[dict[str, Any], str]]:
+    """(envelope, payload) of every record: glog line ``... ] {json}`` plus tab-indented lines."""
+    envelope: dict[str, Any] | None = None
+    payload: list[str] = []
+    for line in log.read_text().splitlines():
+        if line.startswith("\t"):
+            payload.append(line[1:])
+            continue
         if envelope is not None:
             yield envelope, "\n".join(payload)
+        envelope, payload = json.loads(line.split("] ", 1)[1]), []
+    if envelope is not None:
+        yield envelope, "\n".join(payload)
 
 
 def marker_in(path: Path, marker: str) -> int:

@@ -99,6 +99,16 @@ class CompileRecord:
 
 
 @dataclass(slots=True)
+class StreamInfo:
+    """One log file and the ranks it claims: its name's, and its envelopes' (records per rank)."""
+
+    stream: str
+    path: str
+    name_rank: int | None
+    envelope_ranks: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class Run:
     """A traced run: its compiles in log order, the environment, and the parse health."""
 
@@ -112,6 +122,8 @@ class Run:
     manifest: dict[str, Any] | None = None
     """The run directory's manifest (``pt2doctor run``), None for a bare trace."""
     probes: ProbeData | None = None
+    stream_info: list[StreamInfo] = field(default_factory=list)
+    """Per log file: its stream, path and the ranks its name and envelopes give."""
 
 
 @dataclass(slots=True)
@@ -138,3 +150,11 @@ class ProbeData:
     """Every process saved its counters at exit; otherwise counts are lower bounds."""
     fatal_error: list[str] = field(default_factory=list)
     """faulthandler's report of a fatal signal: the error line and the crashing thread's stack."""
+    ranks: dict[int, ProbeData] = field(default_factory=dict)
+    """The same counters per rank (processes started by torchrun); the fields above sum them."""
+
+    def for_rank(self, rank: int | None) -> ProbeData:
+        """The probes of one rank's process; all processes when ranks were not recorded."""
+        if rank is None:
+            return self
+        return self.ranks.get(rank, self)

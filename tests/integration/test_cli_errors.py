@@ -185,3 +185,22 @@ def test_json_dash_prints_valid_json(traced, tmp_path, monkeypatch, capsys) -> N
     monkeypatch.chdir(tmp_path)
     assert main(["report", str(traced(SOURCE_SCENARIO)), "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out)["schema_version"] == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--nnodes", "2", "--", "train.py"],  # a torchrun option without --nproc
+        ["run", "--nproc", "0", "--", "train.py"],
+        ["run", "--nproc", "2", "--", sys.executable, "-u", "train.py"],
+        ["run", "--nproc", "2", "--", "torchrun", "train.py"],
+        ["run", "--collective-timeout", "0", "--", "train.py"],
+        ["report", ".", "--collective-timeout", "-5"],
+    ],
+)
+def test_bad_multi_rank_options(args: list[str], tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main([*args[:1], *(["--out", "out"] if args[0] == "run" else []), *args[1:]]) == 2
+    captured = capsys.readouterr()
+    _assert_one_error_line(captured.err, captured.out)
+    assert not (tmp_path / "out").exists()  # nothing was started

@@ -83,12 +83,14 @@ def compile_heat(ledger: Ledger, probes: ProbeData, manifest: dict[str, Any]) ->
     steady_after = manifest.get("steady_after_s")
     heat = Heat(breaks_measured=bool(probes.hooks.get("probes", {}).get("breaks")))
     for entry in ledger.compiles:
-        compiled = probes.compiled.get(entry.compile_id)
-        measured = probes.snapshot_t is not None
+        # Compile ids repeat across ranks: read the probes of the rank that compiled this one.
+        own = probes.for_rank(entry.record.rank)
+        compiled = own.compiled.get(entry.compile_id)
+        measured = own.snapshot_t is not None
         item = CompileHeat(
-            calls=_lower_bound(probes.graph_calls.get(entry.compile_id), probes, measured),
-            seconds_in_graph=probes.graph_seconds.get(entry.compile_id) if measured else None,
-            t_s=_start_time(entry, probes, run_start),
+            calls=_lower_bound(own.graph_calls.get(entry.compile_id), own, measured),
+            seconds_in_graph=own.graph_seconds.get(entry.compile_id) if measured else None,
+            t_s=_start_time(entry, own, run_start),
             frame_calls=None if compiled is None else compiled.get("frame_calls"),
         )
         by_calls = warmup_calls is not None and (item.frame_calls or 0) >= warmup_calls

@@ -156,6 +156,7 @@ def run_section(
         "not_covered": TRIAGE_NOT_COVERED if override else [],
         "warmup_calls": manifest.get("warmup_calls"),
         "steady_after_s": manifest.get("steady_after_s"),
+        "launcher": manifest.get("launcher"),
         "exceptions": [] if probes is None else probes.exceptions,
         "fatal_error": [] if probes is None else probes.fatal_error,
         "graph_exceptions": [] if probes is None else probes.graph_exceptions,

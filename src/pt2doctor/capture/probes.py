@@ -23,7 +23,15 @@ from pt2doctor import torchcompat
 
 # A crash loses at most this much heat; a snapshot costs a few dict copies and one write.
 FLUSH_SECONDS = 0.5
+# Set by torchrun (and other launchers) for each worker: every event says which rank wrote it.
+RANK_ENV = "RANK"
 _FRAME_OF = re.compile(r"^(?:!\d+/)?(\d+)/")
+
+
+def _rank_from_env() -> int | None:
+    """This process's rank under a distributed launcher (``RANK``), None when not launched so."""
+    value = os.environ.get(RANK_ENV, "")
+    return int(value) if value.isdigit() else None
 
 
 class ProbeRecorder:
@@ -42,6 +50,7 @@ class ProbeRecorder:
         self.closed = False
         self.pid = os.getpid()
         self.graph_exceptions = 0
+        self.rank = _rank_from_env()
         os.register_at_fork(after_in_child=self._after_fork)
 
     def _after_fork(self) -> None:
@@ -52,6 +61,8 @@ class ProbeRecorder:
     # -- events -------------------------------------------------------------------------------
     def event(self, kind: str, **fields: Any) -> None:
         record = {"kind": kind, "t": round(self.clock() - self.t0, 6), **fields}
+        if self.rank is not None:
+            record["rank"] = self.rank
         line = json.dumps(record, default=str)
         with self.lock:
             if not self.closed:

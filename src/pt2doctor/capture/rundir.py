@@ -79,13 +79,39 @@ def _fatal_error(run_dir: Path) -> list[str]:
     return []
 
 
+def _rank_of(event: dict[str, Any]) -> int | None:
+    rank = event.get("rank")
+    return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
+
+
+def _add_event(data: ProbeData, event: dict[str, Any]) -> None:
+    """Fold one non-snapshot event into ``data``."""
+    kind = event.get("kind")
+    if kind == "compiled" and isinstance(event.get("compile_id"), str):
+        data.compiled.setdefault(event["compile_id"], event)
+    elif kind == "exception":
+        data.exceptions.append(event)
+    elif kind == "graph_exception":
+        data.graph_exceptions = [*data.graph_exceptions[-19:], event]  # the last 20
+    elif kind == "environment":
+        data.environment = {k: v for k, v in event.items() if k not in ("kind", "t", "rank")}
+    elif kind in ("probes", "probe_error", "backend_override"):
+        data.hooks[str(kind)] = {k: v for k, v in event.items() if k not in ("kind",)}
+
+
 def load_probes(run_dir: Path) -> ProbeData | None:
-    """The probes of a run directory; None when it has no probes file."""
+    """The probes of a run directory; None when it has no probes file.
+
+    Several processes append to one probes.jsonl (torchrun's workers, DataLoader workers): the
+    totals sum every process's last snapshot, and events that carry a rank are also kept per
+    rank in ``ProbeData.ranks`` (compile ids repeat across ranks, so heat must not be summed
+    over them)."""
     path = run_dir / PROBES_FILE
     if not path.is_file():
         return None
     data = ProbeData()
     snapshots: dict[Any, dict[str, Any]] = {}
+    rank_snapshots: dict[int, dict[Any, dict[str, Any]]] = {}
     pid: Any = None
     for line in path.read_bytes().splitlines():
         try:
@@ -96,21 +122,19 @@ def load_probes(run_dir: Path) -> ProbeData | None:
         if not isinstance(event, dict):
             data.bad_lines += 1
             continue
+        rank = _rank_of(event)
         kind = event.get("kind")
         if kind == "start":
             pid = event.get("pid")
         elif kind == "snapshot":
             snapshots[event.get("pid", pid)] = event
-        elif kind == "compiled" and isinstance(event.get("compile_id"), str):
-            data.compiled.setdefault(event["compile_id"], event)
-        elif kind == "exception":
-            data.exceptions.append(event)
-        elif kind == "graph_exception":
-            data.graph_exceptions = [*data.graph_exceptions[-19:], event]  # the last 20
-        elif kind == "environment":
-            data.environment = {k: v for k, v in event.items() if k not in ("kind", "t")}
-        elif kind in ("probes", "probe_error", "backend_override"):
-            data.hooks[str(kind)] = {k: v for k, v in event.items() if k not in ("kind",)}
+            if rank is not None:
+                rank_snapshots.setdefault(rank, {})[event.get("pid", pid)] = event
+        _add_event(data, event)
+        if rank is not None:
+            _add_event(data.ranks.setdefault(rank, ProbeData()), event)
     _apply_snapshot(data, snapshots)
+    for rank, per_process in rank_snapshots.items():
+        _apply_snapshot(data.ranks.setdefault(rank, ProbeData()), per_process)
     data.fatal_error = _fatal_error(run_dir)
     return data

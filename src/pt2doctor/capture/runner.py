@@ -26,6 +26,7 @@ import orjson
 
 import pt2doctor
 from pt2doctor.capture.child import BACKEND_ENV, RUN_DIR_ENV
+from pt2doctor.capture.launch import Launch, launch_argv
 from pt2doctor.capture.rundir import MANIFEST, load_probes
 from pt2doctor.errors import UsageError
 
@@ -42,6 +43,10 @@ class RunOptions:
     timeout: float | None = None
     warmup_calls: int | None = None
     steady_after: float | None = None
+    launch: Launch | None = None
+    """Start the program on several ranks through torchrun (``--nproc``)."""
+    collective_timeout: float | None = None
+    """The collective timeout cross-rank analysis compares compile skew with (kept for report)."""
 
 
 def write_manifest(out: Path, manifest: dict[str, Any]) -> None:
@@ -133,10 +138,23 @@ def exit_code(returncode: int, stopped_by: str | None) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
+def _launcher(argv: list[str], launch: Launch | None) -> dict[str, Any] | None:
+    """What started the ranks (None: the command ran as given, one process)."""
+    if launch is None:
+        return None
+    return {
+        "name": "torchrun",
+        "nproc_per_node": launch.nproc,
+        "options": launch.torchrun_options,
+        "argv": argv,
+    }
+
+
 def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> dict[str, Any]:
     """Run ``options.command``; return the completed manifest (also written to the run dir)."""
     if not options.command:
         raise UsageError("no command to run: use `pt2doctor run -- python script.py ARGS`")
+    argv = launch_argv(options.command, options.launch)
     if options.out.exists() and (not options.out.is_dir() or any(options.out.iterdir())):
         raise UsageError(f"run directory {options.out} already exists: choose another --out")
     try:
@@ -155,13 +173,15 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
         "timeout_s": options.timeout,
         "warmup_calls": options.warmup_calls,
         "steady_after_s": options.steady_after,
+        "launcher": _launcher(argv, options.launch),
+        "collective_timeout_s": options.collective_timeout,
         "host": {"python": platform.python_version(), "platform": platform.platform()},
         "pt2doctor_version": pt2doctor.__version__,
     }
     write_manifest(options.out, manifest)
     try:
         process = subprocess.Popen(
-            options.command,
+            argv,
             env=_child_env(options),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -169,7 +189,7 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
         )
     except OSError as error:
         shutil.rmtree(options.out, ignore_errors=True)  # nothing ran, nothing to keep
-        raise UsageError(f"cannot run {options.command[0]}: {error.strerror}") from error
+        raise UsageError(f"cannot run {argv[0]}: {error.strerror}") from error
     assert process.stdout is not None and process.stderr is not None
     pumps = [
         _tee(process.stdout, sys.stdout.buffer, options.out / "stdout.log"),

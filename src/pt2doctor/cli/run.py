@@ -1,20 +1,58 @@
-"""``pt2doctor run -- python script.py ARGS``: run a program unchanged, capture, then report."""
+"""``pt2doctor run -- python script.py ARGS``: run a program unchanged, capture, then report.
+
+With ``--nproc N`` the program runs on N ranks through torchrun (``torch.distributed.run``);
+the torchrun options below pass through unchanged.
+"""
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
 
+from pt2doctor.capture.launch import Launch
 from pt2doctor.capture.runner import RunOptions, run_program
-from pt2doctor.cli.report import render_run_dir
+from pt2doctor.cli.report import COLLECTIVE_TIMEOUT_OPTION, render_run_dir
+from pt2doctor.errors import UsageError
+
+# Click parameter name -> torchrun option, for the torchrun options ``run`` passes through.
+TORCHRUN_OPTIONS = {
+    "nnodes": "--nnodes",
+    "node_rank": "--node-rank",
+    "master_addr": "--master-addr",
+    "master_port": "--master-port",
+    "rdzv_backend": "--rdzv-backend",
+    "rdzv_endpoint": "--rdzv-endpoint",
+    "rdzv_id": "--rdzv-id",
+}
 
 
 def _default_out() -> Path:
     return Path("pt2doctor-runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+
+
+def _launch(nproc: int | None, torchrun: dict[str, Any], extra: tuple[str, ...]) -> Launch | None:
+    """torchrun's launch, or None for a single process (torchrun options need ``--nproc``)."""
+    options = [f"{TORCHRUN_OPTIONS[name]}={value}" for name, value in torchrun.items() if value]
+    options += list(extra)
+    if nproc is None:
+        if options:
+            raise UsageError("torchrun options need --nproc N (processes per node)")
+        return None
+    return Launch(nproc=nproc, torchrun_options=options)
+
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def _torchrun_option(name: str, help_text: str, kind: Any = str) -> Decorator:
+    """A torchrun option passed through as ``--name=value``."""
+    return click.option(TORCHRUN_OPTIONS[name], name, type=kind, help=help_text)
 
 
 @click.command(
@@ -46,6 +84,25 @@ def _default_out() -> Path:
 @click.option(
     "--json", "json_path", type=click.Path(path_type=Path), help="Also write report.json here."
 )
+@click.option(
+    "--nproc",
+    type=click.IntRange(min=1),
+    help="Run on N ranks per node through torchrun (torch.distributed.run).",
+)
+@_torchrun_option("nnodes", "torchrun: number of nodes, or MIN:MAX.")
+@_torchrun_option("node_rank", "torchrun: this node's rank.", click.IntRange(min=0))
+@_torchrun_option("master_addr", "torchrun: address of the rank-0 node.")
+@_torchrun_option("master_port", "torchrun: port on the rank-0 node.", click.IntRange(1, 65535))
+@_torchrun_option("rdzv_backend", "torchrun: rendezvous backend (c10d, etcd ...).")
+@_torchrun_option("rdzv_endpoint", "torchrun: rendezvous HOST:PORT.")
+@_torchrun_option("rdzv_id", "torchrun: rendezvous (job) id.")
+@click.option(
+    "--torchrun-arg",
+    "torchrun_args",
+    multiple=True,
+    help="Any other torchrun option, passed as is (repeatable): --torchrun-arg=--max-restarts=1.",
+)
+@COLLECTIVE_TIMEOUT_OPTION
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def run_command(
     out: Path | None,
@@ -54,7 +111,11 @@ def run_command(
     warmup_calls: int | None,
     steady_after: float | None,
     json_path: Path | None,
+    nproc: int | None,
+    torchrun_args: tuple[str, ...],
+    collective_timeout: float | None,
     command: tuple[str, ...],
+    **torchrun: Any,
 ) -> int:
     """Run COMMAND (e.g. python train.py ARGS) under probes and explain its compilations."""
     options = RunOptions(
@@ -64,10 +125,12 @@ def run_command(
         timeout=timeout,
         warmup_calls=warmup_calls,
         steady_after=steady_after,
+        launch=_launch(nproc, torchrun, torchrun_args),
+        collective_timeout=collective_timeout,
     )
     manifest = run_program(options)
     console = Console(highlight=False, stderr=True)
     console.rule("[bold]pt2doctor")
-    render_run_dir(options.out, json_path, console)
+    render_run_dir(options.out, json_path, console, collective_timeout)
     returned = manifest["returned"]
     return int(returned)

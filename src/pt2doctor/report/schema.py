@@ -24,8 +24,11 @@ from pt2doctor.analysis import (
 from pt2doctor.analysis.findings import sort_findings
 from pt2doctor.analysis.heat import Heat, break_heat, compile_heat
 from pt2doctor.analysis.ledger import CompileEntry, FailureEntry, FrameEntry
+from pt2doctor.analysis.rank_findings import rank_findings
+from pt2doctor.analysis.ranks import DEFAULT_COLLECTIVE_TIMEOUT_S, cross_rank_analysis
 from pt2doctor.analysis.run_findings import run_findings, run_section
 from pt2doctor.model import Run, SourceLine
+from pt2doctor.report.rank_schema import ranks_section
 
 SCHEMA_VERSION = 1
 
@@ -182,8 +185,13 @@ def _compile_with_heat(entry: CompileEntry, heat: Heat | None) -> dict[str, Any]
     return row
 
 
-def build_report(run: Run) -> dict[str, Any]:
-    """Analyse ``run`` and return the report as plain data (the JSON document)."""
+def build_report(
+    run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIMEOUT_S
+) -> dict[str, Any]:
+    """Analyse ``run`` and return the report as plain data (the JSON document).
+
+    ``collective_timeout_s`` is what cross-rank compile skew is compared with (multi-rank
+    logs only)."""
     ledger = compile_ledger(run)
     sites = graph_break_sites(ledger)
     heat = None
@@ -191,7 +199,8 @@ def build_report(run: Run) -> dict[str, Any]:
         heat = compile_heat(ledger, run.probes, run.manifest or {})
         if heat.breaks_measured:
             break_heat(sites, run.probes)
-    findings = find_findings(ledger, sites, run.parse_stats)
+    ranks = cross_rank_analysis(run, ledger, sites, collective_timeout_s)
+    findings = sort_findings(find_findings(ledger, sites, run.parse_stats) + rank_findings(ranks))
     if run.manifest is not None:
         findings = sort_findings(findings + run_findings(ledger, run.manifest, run.probes, heat))
     environment = dict(run.environment)
@@ -212,6 +221,8 @@ def build_report(run: Run) -> dict[str, Any]:
     }
     if run.manifest is not None:
         report["run"] = run_section(run.manifest, run.probes, heat)
+    if ranks is not None:
+        report["ranks"] = ranks_section(ranks, ledger, heat)
     return report
 
 

@@ -76,6 +76,41 @@ def _frames_table(frames: list[dict[str, Any]]) -> Table:
     return table
 
 
+def _ranks_table(ranks: dict[str, Any]) -> Table:
+    table = Table(title=f"Ranks ({ranks['count']})")
+    columns = ("rank", "compiles", "recompiles", "compile s", "graphs", "break sites")
+    for column in (*columns, "failures", "cache hit/miss", "graph calls"):
+        table.add_column(column)
+    for row in ranks["per_rank"]:
+        table.add_row(
+            escape(row["label"]),
+            str(row["compiles"]),
+            str(len(row["recompiles"])),
+            f"{row['compile_time_s']:.2f}",
+            str(row["graphs"]),
+            str(row["break_sites"]),
+            str(row["failures"]),
+            f"{row['cache']['hit']}/{row['cache']['miss']}",
+            "-" if row["graph_calls"] is None else str(row["graph_calls"]),
+        )
+    return table
+
+
+def _ranks(console: Console, ranks: dict[str, Any]) -> None:
+    """The per-rank table, the compile skew against the collective timeout, the divergences."""
+    console.print(_ranks_table(ranks))
+    console.print(
+        f"compile skew {ranks['compile_skew_s']:.2f} s (slowest {escape(ranks['slowest'])}, "
+        f"fastest {escape(ranks['fastest'])}): {ranks['timeout_share']:.2%} of the "
+        f"{ranks['collective_timeout_s']:g} s collective timeout"
+    )
+    if not ranks["divergences"]:
+        console.print("[green]The ranks compiled alike.")
+    for divergence in ranks["divergences"]:
+        style = _SEVERITY_STYLE.get(divergence["severity"], "")
+        console.print(f"  [{style}]{escape(divergence['kind'])}[/]: {escape(divergence['title'])}")
+
+
 def _run_line(run: dict[str, Any]) -> str:
     ending = run.get("ending") or f"exited {run.get('exit_code')}"
     line = f"run: `{' '.join(run.get('command') or [])}` {ending}"
@@ -110,3 +145,5 @@ def render_terminal(report: dict[str, Any], console: Console) -> None:
     frames_table = _frames_table(report["frames"])
     if frames_table.row_count:
         console.print(frames_table)
+    if "ranks" in report:
+        _ranks(console, report["ranks"])

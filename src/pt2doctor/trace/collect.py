@@ -14,10 +14,10 @@ from typing import Any
 
 import orjson
 
-from pt2doctor.model import CompileRecord, Run, SourceLine
+from pt2doctor.model import CompileRecord, Run, SourceLine, StreamInfo
 from pt2doctor.trace.guards import parse_cpp_guards
 from pt2doctor.trace.messages import parse_graph_break
-from pt2doctor.trace.reader import read_records
+from pt2doctor.trace.reader import rank_from_filename, read_records, stream_names
 from pt2doctor.trace.records import CompileId, ParseStats, TraceRecord
 
 # Chromium events timing a compile's nested stages (used where compilation_metrics lacks them;
@@ -67,6 +67,7 @@ class _Collector:
         self.compiles: dict[tuple[str, CompileId], CompileRecord] = {}
         self.compile_ids: set[tuple[str, CompileId]] = set()
         self.streams: dict[str, None] = {}
+        self.envelope_ranks: dict[str, dict[int, int]] = {}
         self.environment: dict[str, Any] = {}
         self.open_events: dict[tuple[str, CompileId, str], float] = {}
         self.event_timings: dict[tuple[str, CompileId], dict[str, float]] = {}
@@ -310,13 +311,25 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
+def _stream_info(paths: list[Path], envelope_ranks: dict[str, dict[int, int]]) -> list[StreamInfo]:
+    return [
+        StreamInfo(stream, str(path), rank_from_filename(path), envelope_ranks.get(stream, {}))
+        for path, stream in zip(paths, stream_names(paths), strict=True)
+    ]
+
+
 def collect_run(paths: list[Path]) -> Run:
     """Read the logs at ``paths`` and build the typed Run (never raises on log content)."""
     stats = ParseStats()
     collector = _Collector()
     for record in read_records(paths, stats, wants_payload):
         collector.streams.setdefault(record.stream, None)
+        if record.envelope_rank is not None:
+            ranks = collector.envelope_ranks.setdefault(record.stream, {})
+            ranks[record.envelope_rank] = ranks.get(record.envelope_rank, 0) + 1
         if record.compile_id is not None:
             collector.compile_ids.add((record.stream, record.compile_id))
         HANDLERS.get(record.kind, _on_any)(collector, record)
-    return collector.run([str(path) for path in paths], stats)
+    run = collector.run([str(path) for path in paths], stats)
+    run.stream_info = _stream_info(paths, collector.envelope_ranks)
+    return run

@@ -198,13 +198,15 @@ class _DigestChecker:
 class _FileReader:
     """Per-file state: the interned string table, the rank, the line counter."""
 
-    def __init__(self, path: Path, stats: ParseStats, wants_payload: WantsPayload) -> None:
+    def __init__(
+        self, path: Path, stats: ParseStats, wants_payload: WantsPayload, stream: str
+    ) -> None:
         self.path = path
         self.stats = stats
         self.wants_payload = wants_payload
         self.strings: dict[int, str] = {}
         self.name_rank = rank_from_filename(path)
-        self.stream = f"rank {self.name_rank}" if self.name_rank is not None else path.name
+        self.stream = stream
         self.lineno = 1
         self.digests = _DigestChecker(stats)
 
@@ -333,10 +335,9 @@ class _FileReader:
         if isinstance(meta, dict) and ("stack" in meta or "user_stack" in meta):
             _resolve_stack(meta.get("stack"), self.strings)
             _resolve_stack(meta.get("user_stack"), self.strings)
-        rank = envelope.get("rank")
-        if not isinstance(rank, int):
-            rank = self.name_rank
-        elif self.name_rank is not None and rank != self.name_rank:
+        envelope_rank = _as_int(envelope.get("rank"))
+        rank = self.name_rank if envelope_rank is None else envelope_rank
+        if envelope_rank is not None and self.name_rank is not None and rank != self.name_rank:
             stats.other_rank += 1
         kept = payload if payload is not None and self.wants_payload(kind, meta) else None
         return TraceRecord(
@@ -349,11 +350,27 @@ class _FileReader:
             timestamp=header[1:21].decode("ascii", "replace"),  # "MMDD HH:MM:SS.ffffff"
             payload_bytes=kept,
             has_payload=payload is not None,
+            envelope_rank=envelope_rank,
         )
 
 
 def _no_payloads(kind: str, meta: Any) -> bool:
     return False
+
+
+def stream_names(paths: list[Path]) -> list[str]:
+    """The stream of each log: ``rank N`` when the file name gives a rank, else the file name.
+
+    Two logs whose names give the same rank (a restarted job, logs gathered twice) keep apart:
+    the second and later ones are named by their file name (their compile ids would collide)."""
+    names: list[str] = []
+    for path in paths:
+        rank = rank_from_filename(path)
+        name = f"rank {rank}" if rank is not None else path.name
+        if name in names:
+            name = path.name if path.name not in names else str(path)
+        names.append(name)
+    return names
 
 
 def read_records(
@@ -366,10 +383,10 @@ def read_records(
     ``wants_payload(kind, meta)`` says which payloads to decode and keep; all payloads are
     md5-checked either way. Counters go into ``stats``; this generator never raises on content.
     """
-    for path in paths:
+    for path, stream_name in zip(paths, stream_names(paths), strict=True):
         stats.files += 1
         stats.bytes += path.stat().st_size
-        reader = _FileReader(path, stats, wants_payload)
+        reader = _FileReader(path, stats, wants_payload, stream_name)
         try:
             with path.open("rb") as stream:
                 yield from reader.records(stream)

@@ -130,6 +130,8 @@ class TraceRecord:
     payload_bytes: bytes | None = None
     """The assembled payload, when the consumer asked for this kind (decode with .payload)."""
     has_payload: bool = False
+    envelope_rank: int | None = None
+    """The rank the envelope itself gives (``rank`` falls back to the file name's)."""
 
     @property
     def payload(self) -> str | None:
