@@ -137,7 +137,7 @@ def _details(report: dict[str, Any], console: Console) -> None:
                     f"{late['line']})"
                 )
                 for guard in late["failed_guards"]:
-                    console.print(f"    [{guard['category']}] {escape(guard['text'])}")
+                    console.print("    " + escape(f"[{guard['category']}] {guard['text']}"))
             for warning in (group.get("steady") or {}).get("noise_warnings", []):
                 console.print(f"[yellow]noise[/] {escape(where)}: {escape(warning)}")
             regional = group.get("regional")

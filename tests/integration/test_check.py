@@ -1,0 +1,252 @@
+"""``pt2doctor check`` on real compiles: each test runs the real CLI in a subprocess on a case
+file under tests/programs/check and reads the report.json and raw samples it wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHECK_DIR = Path(__file__).resolve().parents[1] / "programs" / "check"
+TIMEOUT_S = 900
+
+
+class CheckRun:
+    def __init__(self, out: Path, done: subprocess.CompletedProcess[str]) -> None:
+        self.out, self.returncode = out, done.returncode
+        self.stdout, self.stderr = done.stdout, done.stderr
+        self.report: dict[str, Any] = json.loads((out / "report.json").read_text())
+
+    def cell(self, cell_id: str) -> dict[str, Any]:
+        return next(c for c in self.report["cells"] if c["id"] == cell_id)
+
+    def clause(self, name: str) -> dict[str, Any]:
+        return next(c for c in self.report["contract"]["clauses"] if c["name"] == name)
+
+    def groups(self, variant: str = "default") -> dict[str, dict[str, Any]]:
+        rows = [v for v in self.report["variants"] if v["name"] == variant]
+        return {group["group"]: group for row in rows for group in row["groups"]}
+
+
+def run_check(tmp: Path, env: dict[str, str], case_file: str, *flags: str) -> CheckRun:
+    out = tmp / "out"
+    command = [
+        sys.executable,
+        "-m",
+        "pt2doctor",
+        "check",
+        str(CHECK_DIR / case_file),
+        "--out",
+        str(out),
+        *flags,
+    ]
+    done = subprocess.run(
+        command, cwd=tmp, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+    )
+    assert (out / "report.json").is_file(), done.stderr[-3000:]
+    return CheckRun(out, done)
+
+
+@pytest.fixture(scope="module")
+def inductor_run(tmp_path_factory: pytest.TempPathFactory, run_env: dict[str, str]) -> CheckRun:
+    """Inductor, default and reduce-overhead, cold starts on: ~80 s on 2 cores."""
+    tmp = tmp_path_factory.mktemp("inductor-check")
+    return run_check(
+        tmp,
+        run_env,
+        "inductor_dropout.py",
+        "--modes",
+        "default,reduce-overhead",
+        "--iterations",
+        "6",
+    )
+
+
+def test_dropout_in_train_mode_aligns_under_inductor(inductor_run: CheckRun) -> None:
+    assert inductor_run.returncode == 0, inductor_run.stderr[-2000:]
+    cells = {c["id"]: c for c in inductor_run.report["cells"]}
+    assert set(cells) == {"mlp/b4/eval", "mlp/b4/train", "mlp/b16/eval", "mlp/b16/train"}
+    assert {c["verdict"] for c in cells.values()} == {"pass"}
+    train = cells["mlp/b16/train"]["variants"]["default"]
+    names = {t["name"] for t in train["tensors"]}
+    # Training compares the output, the loss, every gradient and every parameter after steps.
+    assert {"output", "loss", "grad.net.0.weight", "param.net.3.bias"} <= names
+    assert train["fp64_reference"] is True
+    output = next(t for t in train["tensors"] if t["name"] == "output")
+    assert output["rmse_ratio"] is not None and output["max_abs_error"] < 1e-4
+
+
+def test_cuda_graph_mode_is_not_applicable_on_cpu(inductor_run: CheckRun) -> None:
+    variants = {v["name"]: v for v in inductor_run.report["variants"]}
+    assert variants["reduce-overhead"]["applicable"] is False
+    assert "CUDA graphs" in variants["reduce-overhead"]["reason"]
+    assert variants["default"]["applicable"] is True
+
+
+def test_cold_start_empty_vs_warm_cache(inductor_run: CheckRun) -> None:
+    cold = next(v for v in inductor_run.report["variants"] if v["name"] == "default")["cold_start"]
+    empty, warm = cold["empty_cache"], cold["warm_cache"]
+    assert empty["cache"]["fx_graph"] == {"miss": 1}
+    assert warm["cache"]["fx_graph"] == {"hit": 1}
+    assert warm["first_result_s"] < empty["first_result_s"]
+    assert empty["compile_time_s"] > warm["compile_time_s"] > 0
+    assert empty["memory"]["peak_rss_mb"] > 100
+
+
+def test_steady_state_keeps_raw_samples(inductor_run: CheckRun) -> None:
+    for group in inductor_run.groups().values():
+        samples = [json.loads(line) for line in Path(group["samples"]).read_text().splitlines()]
+        train = group["group"].split("/")[2] == "train"
+        parts = {"forward", "backward", "optimizer"} if train else {"call"}
+        assert {s["part"] for s in samples} == parts
+        assert len(samples) == 6 * 2 * len(parts)  # iterations x (eager, compiled) x parts
+        totals: dict[int, float] = {}
+        for sample in samples:
+            if sample["kind"] == "compiled":
+                totals[sample["iteration"]] = totals.get(sample["iteration"], 0) + sample["seconds"]
+        steady = group["steady"]
+        assert steady["compiled"]["p50_s"] == pytest.approx(
+            statistics.median(totals.values()), abs=1e-8
+        )
+        assert steady["iterations"] == 6 and steady["speedup"] > 0
+        low, high = steady["speedup_ci95"]
+        assert low <= steady["speedup"] <= high
+        assert group["late_compiles"] == []
+        assert set(group["warmup"]["per_cell"]) == set(group["cells"])
+
+
+def test_planted_accuracy_error_fails_exactly_the_relu_cells(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    run = run_check(
+        tmp_path,
+        run_env,
+        "planted_accuracy.py",
+        "--backend",
+        "relu_accuracy_error_TESTING_ONLY",
+        "--no-cold-start",
+        "--iterations",
+        "4",
+    )
+    assert run.returncode == 1
+    verdicts = {c["id"]: c["verdict"] for c in run.report["cells"]}
+    assert verdicts == {
+        "net/b4/eval/act=relu": "fail",
+        "net/b4/eval/act=tanh": "pass",
+        "net/b4/train/act=relu": "fail",
+        "net/b4/train/act=tanh": "pass",
+    }
+    output = next(t for t in run.cell("net/b4/eval/act=relu")["variants"]["default"]["tensors"])
+    # relu(y) became y + 1: where y > 0 the error is exactly 1.
+    assert output["max_abs_error"] == pytest.approx(1.0, abs=1e-5)
+    assert not output["passed"] and output["rule"] == "allclose and rmse failed"
+    clause = run.clause("alignment")
+    assert clause["ok"] is False
+    assert set(clause["detail"].split(", ")) == {"net/b4/eval/act=relu", "net/b4/train/act=relu"}
+
+
+def test_variant_budget_and_recompile_after_warmup(tmp_path: Path, run_env: dict[str, str]) -> None:
+    (tmp_path / "pt2doctor.toml").write_text("max_variants_per_frame = 1\n")
+    run = run_check(
+        tmp_path,
+        run_env,
+        "variants_budget.py",
+        "--backend",
+        "eager",
+        "--no-cold-start",
+        "--iterations",
+        "8",
+        "--budget",
+        str(tmp_path / "pt2doctor.toml"),
+    )
+    assert run.returncode == 1
+    variants = run.clause("max_variants_per_frame")
+    assert (variants["ok"], variants["measured"], variants["budget"]) == (False, 2, 1)
+    groups = run.groups()
+    assert groups["grow/float32/eval/cpu"]["max_variants_per_frame"] == 2
+    assert groups["grow/float32/eval/cpu"]["late_compiles"] == []
+    late = groups["flip/float32/train/cpu"]["late_compiles"]
+    assert len(late) == 1
+    guard = late[0]["failed_guards"][0]
+    assert "double_output" in guard["text"] and guard["category"] == "attribute_value"
+    source = (CHECK_DIR / "variants_budget.py").read_text().splitlines()
+    assert "self.double_output else" in source[guard["source"]["line"] - 1]
+    recompiles = run.clause("recompiles_after_warmup")
+    assert (recompiles["ok"], recompiles["measured"]) == (False, 1)
+
+
+def test_crash_and_hang_become_cell_verdicts(tmp_path: Path, run_env: dict[str, str]) -> None:
+    run = run_check(
+        tmp_path,
+        run_env,
+        "crashing.py",
+        "--backend",
+        "eager",
+        "--no-cold-start",
+        "--iterations",
+        "4",
+        "--cell-timeout",
+        "10",
+    )
+    assert run.returncode == 1
+    crashed = run.cell("fragile/bad/kind=segfault")
+    assert crashed["verdict"] == "crash"
+    assert "SIGSEGV" in crashed["variants"]["default"]["error"]
+    hung = run.cell("fragile/bad/kind=hang")
+    assert hung["verdict"] == "timeout"
+    for good in ("fragile/good/kind=segfault", "fragile/good/kind=hang"):
+        assert run.cell(good)["verdict"] == "pass"
+    for group in run.groups().values():  # the rest of each group was benchmarked after all
+        kind = group["group"].rsplit("kind=", 1)[1]
+        assert group["cells"] == [f"fragile/good/kind={kind}"]
+        assert group["steady"]["iterations"] == 4
+
+
+def test_interrupted_check_keeps_what_it_measured(tmp_path: Path, run_env: dict[str, str]) -> None:
+    out = tmp_path / "out"
+    command = [
+        sys.executable,
+        "-m",
+        "pt2doctor",
+        "check",
+        str(CHECK_DIR / "crashing.py"),
+        "--out",
+        str(out),
+        "--backend",
+        "eager",
+        "--no-cold-start",
+        "--cell-timeout",
+        "60",
+    ]
+    process = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=run_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 300
+    results = out / "results.jsonl"
+    while time.monotonic() < deadline:  # the segfault cell's verdict, then the hang starts
+        text = results.read_text() if results.exists() else ""
+        if '"verdict":"crash"' in text and text.count('"record":"alignment"') >= 2:
+            break
+        time.sleep(0.2)
+    os.kill(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr[-2000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["interrupted"] is True
+    verdicts = {c["id"]: c["verdict"] for c in report["cells"]}
+    assert verdicts["fragile/bad/kind=segfault"] == "crash"
+    assert verdicts["fragile/good/kind=segfault"] == "pass"
+    assert verdicts["fragile/good/kind=hang"] == "not run"
