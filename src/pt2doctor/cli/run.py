@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 
 from pt2doctor.capture.runner import RunOptions, run_program
+from pt2doctor.cli.outputs import FORMATS
 from pt2doctor.cli.report import render_run_dir
 
 
@@ -46,6 +47,20 @@ def _default_out() -> Path:
 @click.option(
     "--json", "json_path", type=click.Path(path_type=Path), help="Also write report.json here."
 )
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="term",
+    show_default=True,
+    help="What to print at the end: the summary (on stderr) or a document (on stdout).",
+)
+@click.option(
+    "--redact", is_flag=True, help="Reports without source lines, with relative paths."
+)
+@click.option(
+    "--tlparse", "use_tlparse", is_flag=True, help="Also render tlparse's report; link to it."
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def run_command(
     out: Path | None,
@@ -54,9 +69,13 @@ def run_command(
     warmup_calls: int | None,
     steady_after: float | None,
     json_path: Path | None,
+    fmt: str,
+    redact: bool,
+    use_tlparse: bool,
     command: tuple[str, ...],
 ) -> int:
-    """Run COMMAND (e.g. python train.py ARGS) under probes and explain its compilations."""
+    """Run COMMAND (e.g. python train.py ARGS) under probes and explain its compilations.
+    The run directory gets report.json, report.md and report.html."""
     options = RunOptions(
         command=list(command),
         out=out or _default_out(),
@@ -68,6 +87,6 @@ def run_command(
     manifest = run_program(options)
     console = Console(highlight=False, stderr=True)
     console.rule("[bold]pt2doctor")
-    render_run_dir(options.out, json_path, console)
+    render_run_dir(options.out, json_path, fmt, redact, use_tlparse)
     returned = manifest["returned"]
     return int(returned)
