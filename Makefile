@@ -31,8 +31,8 @@ test: $(STAMP) ## run the test suite (unit + real torch.compile runs)
 	$(PY) -m pytest -n 2 -q
 
 lint: $(STAMP) ## ruff + mypy --strict on the package
-	$(VENV)/bin/ruff check src tests benchmarks examples
-	$(VENV)/bin/ruff format --check src tests benchmarks examples
+	$(VENV)/bin/ruff check src tests benchmarks examples docs
+	$(VENV)/bin/ruff format --check src tests benchmarks examples docs
 	$(VENV)/bin/mypy
 
 golden: $(STAMP) ## regenerate the renderers' golden files (tests/golden) from tests/data/reports; review the diff

@@ -77,7 +77,9 @@ def test_same_run_and_its_report_json_have_no_difference(runs, capsys):
 
 def test_reverse_diff_is_an_improvement(runs, capsys):
     a, b = runs
-    rc, out = _diff(capsys, str(b.run_dir), str(a.run_dir), "--format", "md", "--fail-on-regression", *QUIET)
+    rc, out = _diff(
+        capsys, str(b.run_dir), str(a.run_dir), "--format", "md", "--fail-on-regression", *QUIET
+    )
     assert rc == 0
     assert "graph-break site gone" in out and "🔴" not in out
 

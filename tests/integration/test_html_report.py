@@ -153,7 +153,9 @@ def test_format_prints_one_document(hostile, fmt, capsys, tmp_path, monkeypatch)
 def test_redacted_reports_have_no_source_and_no_absolute_path(hostile, tmp_path):
     out = tmp_path / "shared"
     args = ["--redact", "--md", str(out / "r.md"), "--html", str(out / "r.html")]
-    assert main(["report", str(hostile.run_dir / "trace"), "--json", str(out / "r.json"), *args]) == 0
+    assert (
+        main(["report", str(hostile.run_dir / "trace"), "--json", str(out / "r.json"), *args]) == 0
+    )
     for name in ("r.json", "r.md", "r.html"):
         text = (out / name).read_text()
         assert "data-pwned','5'" not in text, name  # the print(...) source line

@@ -62,7 +62,7 @@ def _hbar(spec: Spec) -> Figure:
     axes.set_yticks(positions, [_plain(label) for label in labels], fontsize=8)
     axes.invert_yaxis()
     axes.set_xlabel(spec["xlabel"])
-    for position, value in zip(positions, values):
+    for position, value in zip(positions, values, strict=True):
         axes.annotate(str(value), (value, position), xytext=(3, 0), textcoords="offset points",
                       va="center", fontsize=8)  # fmt: skip
     return figure

@@ -201,7 +201,7 @@ def compile_timeline(report: Report) -> Section | None:
             "duration": c["compile_time_s"],
             "phases": {p: c["phases"].get(p, 0.0) for p in phase_names},
         }
-        for c, start in zip(compiles, starts)
+        for c, start in zip(compiles, starts, strict=True)
     ]
     chart = {"kind": "timeline", "title": "compile timeline", "xlabel": origin, "rows": rows}
     table = [{"label": r["label"], "start": r["start"], "duration": r["duration"]} for r in rows]

@@ -14,13 +14,13 @@ import torch
 
 FILENAME = "hostile<script>document.title='PWNED-1'</script><img src=x onerror=\"document.body.setAttribute('data-pwned','2')\">.py"
 NAME = "<script>document.title='PWNED-3'</script>"
-SOURCE = '''
+SOURCE = """
 def step(x, mode):
     if mode == "<script>document.title='PWNED-4'</script>":
         x = x + 1
     print("<img src=x onerror=\\"document.body.setAttribute('data-pwned','5')\\">")
     return x * 2
-'''
+"""
 
 
 def main() -> None:
