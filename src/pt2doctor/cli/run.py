@@ -55,9 +55,7 @@ def _default_out() -> Path:
     show_default=True,
     help="What to print at the end: the summary (on stderr) or a document (on stdout).",
 )
-@click.option(
-    "--redact", is_flag=True, help="Reports without source lines, with relative paths."
-)
+@click.option("--redact", is_flag=True, help="Reports without source lines, with relative paths.")
 @click.option(
     "--tlparse", "use_tlparse", is_flag=True, help="Also render tlparse's report; link to it."
 )
