@@ -49,7 +49,8 @@ def render_run_dir(
 
 
 def _log_plan(json_path: Path | None, html_path: Path | None, use_tlparse: bool) -> OutputPlan:
-    """A bare log: report.json at ./report.json (or --json), the others where asked."""
+    """A bare log: report.json at ./report.json (or --json), the others where asked. (A run
+    directory given --json/--md/--html also writes only there: it stays untouched.)"""
     plan = OutputPlan()
     target = json_path or Path("report.json")
     if str(target) == "-":  # JSON on stdout; the summary moves to stderr so stdout parses
@@ -82,14 +83,13 @@ def report_command(
     strict: bool,
 ) -> int:
     """Explain every compilation in the TORCH_TRACE log(s) or run directory at PATH."""
-    if is_run_dir(path):
+    if is_run_dir(path) and not (json_path or md_path or html_path):
         plan = run_dir_plan(path, fmt, redact, use_tlparse)
-        if json_path is not None and str(json_path) == "-":
-            raise UsageError("--json -: use --format json to print a run directory's report")
-        plan.add("json", json_path)
-    else:
+    else:  # a bare log, or a run dir whose reports go only where --json/--md/--html say
         plan = _log_plan(json_path, html_path, use_tlparse)
         plan.redact = redact
+        if is_run_dir(path) and json_path is None:
+            plan.files.pop("json")
         if fmt != "term":
             if plan.stdout != "term" and plan.stdout != fmt:
                 raise UsageError(f"--json - and --format {fmt} both want stdout")
