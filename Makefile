@@ -9,7 +9,7 @@ DEMO_DIR ?= build/demo
 export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-cache
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo test lint golden bench clean
+.PHONY: help venv demo demo-shot test lint golden bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -31,9 +31,15 @@ test: $(STAMP) ## run the test suite (unit + real torch.compile runs)
 	$(PY) -m pytest -n 2 -q
 
 lint: $(STAMP) ## ruff + mypy --strict on the package
-	$(VENV)/bin/ruff check src tests benchmarks examples
-	$(VENV)/bin/ruff format --check src tests benchmarks examples
+	$(VENV)/bin/ruff check src tests benchmarks examples docs
+	$(VENV)/bin/ruff format --check src tests benchmarks examples docs
 	$(VENV)/bin/mypy
+
+golden: $(STAMP) ## regenerate the renderers' golden files (tests/golden) from tests/data/reports; review the diff
+	PT2DOCTOR_UPDATE_GOLDEN=1 $(PY) -m pytest -q -p no:xdist tests/unit/test_golden.py
+
+demo-shot: ## screenshot build/demo/report.html into docs/demo-report.png (needs chromium; run make demo first)
+	$(PY) docs/screenshot.py $(DEMO_DIR)/report.html docs/demo-report.png
 
 bench: $(STAMP) ## benchmarks: report vs tlparse, run's probe overhead (results: docs/PERFORMANCE.md)
 	$(PY) benchmarks/bench_report.py

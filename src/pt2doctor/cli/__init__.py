@@ -8,12 +8,13 @@ import click
 
 from pt2doctor import __version__
 from pt2doctor.cli.check import check_command
+from pt2doctor.cli.diff import diff_command
 from pt2doctor.cli.opcheck import opcheck_command
 from pt2doctor.cli.report import report_command
 from pt2doctor.cli.run import run_command
 from pt2doctor.errors import Pt2DoctorError
 
-COMMANDS = [report_command, run_command, check_command, opcheck_command]
+COMMANDS = [report_command, run_command, check_command, opcheck_command, diff_command]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

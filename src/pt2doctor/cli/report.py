@@ -6,19 +6,17 @@ node's TORCH_TRACE files into one folder and report on it.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 
 from pt2doctor.analysis.ranks import DEFAULT_COLLECTIVE_TIMEOUT_S
 from pt2doctor.capture.rundir import is_run_dir, load_manifest
+from pt2doctor.cli.outputs import OutputPlan, emit, output_options
 from pt2doctor.errors import UsageError
 from pt2doctor.inputs import load_run
-from pt2doctor.report import build_report, dumps_report
-from pt2doctor.report.terminal import render_terminal
+from pt2doctor.report import build_report
 
 COLLECTIVE_TIMEOUT_OPTION = click.option(
     "--collective-timeout",
@@ -40,49 +38,56 @@ def collective_timeout_for(path: Path, given: float | None) -> float:
     return DEFAULT_COLLECTIVE_TIMEOUT_S
 
 
-def _default_json_path(path: Path) -> Path:
-    """A run directory keeps its report; for a bare log, ./report.json."""
-    return path / "report.json" if is_run_dir(path) else Path("report.json")
-
-
-def _write(target: Path, data: bytes) -> None:
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-    except OSError as error:
-        raise UsageError(f"cannot write {target}: {error.strerror}") from error
+def run_dir_plan(run_dir: Path, fmt: str, redact: bool, use_tlparse: bool) -> OutputPlan:
+    """A run directory keeps its reports: report.json, report.md and report.html inside it
+    (and tlparse's report in tlparse/ with --tlparse)."""
+    plan = OutputPlan(stdout=fmt, redact=redact)
+    for name in ("json", "md", "html"):
+        plan.add(name, run_dir / f"report.{name}")
+    if use_tlparse:
+        plan.tlparse_dir = run_dir / "tlparse"
+    return plan
 
 
 def explain(
-    path: Path,
-    targets: list[Path],
-    json_to_stdout: bool,
-    console: Console | None,
-    collective_timeout: float | None = None,
+    path: Path, plan: OutputPlan, collective_timeout: float | None = None
 ) -> dict[str, Any]:
-    """Build the report for ``path``, write report.json to each target, then print the JSON
-    and/or the terminal summary."""
+    """Build the report for ``path`` and emit it as planned; returns the (unredacted) report."""
     timeout = collective_timeout_for(path, collective_timeout)
     report = build_report(load_run(path), collective_timeout_s=timeout)
-    data = dumps_report(report)
-    for target in targets:
-        _write(target, data)
-    if json_to_stdout:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
-    if console is not None:
-        render_terminal(report, console)
-        if targets:
-            console.print(f"\nreport written to {targets[0]}")
+    emit(report, plan)
     return report
 
 
 def render_run_dir(
-    run_dir: Path, json_path: Path | None, console: Console, collective_timeout: float | None = None
+    run_dir: Path,
+    json_path: Path | None,
+    fmt: str = "term",
+    redact: bool = False,
+    use_tlparse: bool = False,
+    collective_timeout: float | None = None,
 ) -> dict[str, Any]:
-    """Report on a run directory: report.json inside it (and at ``json_path``), summary."""
-    targets = [run_dir / "report.json", *([json_path] if json_path is not None else [])]
-    return explain(run_dir, targets, False, console, collective_timeout)
+    """Report on a run directory (reports inside it, report.json also at ``json_path``);
+    the terminal summary goes to stderr, stdout being the program's."""
+    plan = run_dir_plan(run_dir, fmt, redact, use_tlparse)
+    plan.add("json", json_path)
+    plan.summary_to_stderr = True
+    plan.tlparse_required = False
+    return explain(run_dir, plan, collective_timeout)
+
+
+def _log_plan(json_path: Path | None, html_path: Path | None, use_tlparse: bool) -> OutputPlan:
+    """A bare log: report.json at ./report.json (or --json), the others where asked. (A run
+    directory given --json/--md/--html also writes only there: it stays untouched.)"""
+    plan = OutputPlan()
+    target = json_path or Path("report.json")
+    if str(target) == "-":  # JSON on stdout; the summary moves to stderr so stdout parses
+        plan.stdout, plan.summary_with_document = "json", True
+    else:
+        plan.add("json", target)
+    if use_tlparse:
+        plan.tlparse_dir = (html_path.parent if html_path else Path.cwd()) / "tlparse"
+    return plan
 
 
 @click.command("report")
@@ -93,26 +98,36 @@ def render_run_dir(
     type=click.Path(path_type=Path),
     help="Where to write report.json ('-' for stdout). Default: ./report.json, or inside a run dir.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["term", "json"]),
-    default="term",
-    show_default=True,
-    help="What to print on stdout.",
-)
+@output_options
 @click.option("--strict", is_flag=True, help="Exit 1 when the log is damaged (not when it is new).")
 @COLLECTIVE_TIMEOUT_OPTION
 def report_command(
-    path: Path, json_path: Path | None, fmt: str, strict: bool, collective_timeout: float | None
+    path: Path,
+    json_path: Path | None,
+    fmt: str,
+    md_path: Path | None,
+    html_path: Path | None,
+    redact: bool,
+    use_tlparse: bool,
+    strict: bool,
+    collective_timeout: float | None,
 ) -> int:
     """Explain every compilation in the TORCH_TRACE log(s) or run directory at PATH."""
-    target = json_path or _default_json_path(path)
-    to_stdout = str(target) == "-"
-    # With the JSON on stdout, the human summary goes to stderr so stdout stays parseable.
-    console = Console(highlight=False, stderr=to_stdout) if fmt == "term" else None
-    report = explain(
-        path, [] if to_stdout else [target], to_stdout or fmt == "json", console, collective_timeout
-    )
+    if is_run_dir(path) and not (json_path or md_path or html_path):
+        plan = run_dir_plan(path, fmt, redact, use_tlparse)
+    else:  # a bare log, or a run dir whose reports go only where --json/--md/--html say
+        plan = _log_plan(json_path, html_path, use_tlparse)
+        plan.redact = redact
+        if is_run_dir(path) and json_path is None:
+            plan.files.pop("json")
+        if fmt != "term":
+            if plan.stdout != "term" and plan.stdout != fmt:
+                raise UsageError(f"--json - and --format {fmt} both want stdout")
+            plan.stdout, plan.summary_with_document = fmt, False
+    plan.add("md", md_path)
+    plan.add("html", html_path)
+    if use_tlparse and not (plan.files.get("html") or plan.stdout == "html"):
+        raise UsageError("--tlparse links from the HTML report: add --html PATH or --format html")
+    report = explain(path, plan, collective_timeout)
     problems = report["parse_stats"]["problems"]
     return 1 if strict and problems else 0

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from pt2doctor.capture.launch import Launch
 from pt2doctor.capture.runner import RunOptions, run_program
+from pt2doctor.cli.outputs import FORMATS
 from pt2doctor.cli.report import COLLECTIVE_TIMEOUT_OPTION, render_run_dir
 from pt2doctor.errors import UsageError
 
@@ -103,6 +104,18 @@ def _torchrun_option(name: str, help_text: str, kind: Any = str) -> Decorator:
     help="Any other torchrun option, passed as is (repeatable): --torchrun-arg=--max-restarts=1.",
 )
 @COLLECTIVE_TIMEOUT_OPTION
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="term",
+    show_default=True,
+    help="What to print at the end: the summary (on stderr) or a document (on stdout).",
+)
+@click.option("--redact", is_flag=True, help="Reports without source lines, with relative paths.")
+@click.option(
+    "--tlparse", "use_tlparse", is_flag=True, help="Also render tlparse's report; link to it."
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def run_command(
     out: Path | None,
@@ -114,10 +127,14 @@ def run_command(
     nproc: int | None,
     torchrun_args: tuple[str, ...],
     collective_timeout: float | None,
+    fmt: str,
+    redact: bool,
+    use_tlparse: bool,
     command: tuple[str, ...],
     **torchrun: Any,
 ) -> int:
-    """Run COMMAND (e.g. python train.py ARGS) under probes and explain its compilations."""
+    """Run COMMAND (e.g. python train.py ARGS) under probes and explain its compilations.
+    The run directory gets report.json, report.md and report.html."""
     options = RunOptions(
         command=list(command),
         out=out or _default_out(),
@@ -131,6 +148,6 @@ def run_command(
     manifest = run_program(options)
     console = Console(highlight=False, stderr=True)
     console.rule("[bold]pt2doctor")
-    render_run_dir(options.out, json_path, console, collective_timeout)
+    render_run_dir(options.out, json_path, fmt, redact, use_tlparse, collective_timeout)
     returned = manifest["returned"]
     return int(returned)

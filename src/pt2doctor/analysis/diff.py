@@ -1,0 +1,183 @@
+"""What changed between two reports (``pt2doctor diff A B``): a pure function of two report
+dicts (report.json is the contract, so reports of older pt2doctor versions diff too).
+
+Sites and frames are matched by source location (file name, line, function), never by compile
+id (ids depend on compile order) nor by full path (another checkout, machine, ``--redact``). Times have no repeated measurement inside one report, so a time
+change counts only beyond a noise floor: more than ``rel`` (relative) *and* more than ``abs_s``
+(absolute). Compile times of the same program on the same machine vary by ~10-20 % between
+runs (2 CPU cores, torch 2.13), hence the defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import PurePath
+from typing import Any
+
+Report = dict[str, Any]
+ENV_KEYS = ("torch_version", "torch_commit", "python_version", "triton_version", "cuda_version",
+            "gpu", "config_changes")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Noise:
+    """A time change counts when it exceeds both floors."""
+
+    rel: float = 0.25
+    compile_s: float = 1.0
+    per_call_s: float = 0.0005
+
+
+@dataclass
+class Change:
+    """One difference. ``regression``: it makes B worse than A (what --fail-on-regression
+    fails on); ``before``/``after`` are the two values (None where absent)."""
+
+    kind: str
+    subject: str
+    before: Any
+    after: Any
+    regression: bool
+    detail: str = ""
+
+
+@dataclass
+class Diff:
+    a: str
+    b: str
+    changes: list[Change] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[Change]:
+        return [change for change in self.changes if change.regression]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "changes": [asdict(change) for change in self.changes],
+            "regressions": len(self.regressions),
+        }
+
+
+def _name(path: str | None) -> str:
+    """A file's name: the key part that survives another checkout, machine or --redact."""
+    return PurePath(path or "").name
+
+
+def _site_key(site: dict[str, Any]) -> str:
+    return f"{_name(site.get('file'))}:{site.get('line')} {site.get('function')}"
+
+
+def _frame_key(frame: dict[str, Any]) -> str:
+    return f"{frame['function']} ({_name(frame['file'])}:{frame['line']})"
+
+
+def _break_changes(a: Report, b: Report) -> list[Change]:
+    before = {_site_key(row["site"]): row for row in a["graph_breaks"]}
+    after = {_site_key(row["site"]): row for row in b["graph_breaks"]}
+    changes = [
+        Change("new_break_site", key, None, after[key]["category"], True, after[key]["gb_type"])
+        for key in after
+        if key not in before
+    ]
+    changes += [
+        Change("removed_break_site", key, before[key]["category"], None, False)
+        for key in before
+        if key not in after
+    ]
+    return changes
+
+
+def _causes(frame: dict[str, Any]) -> set[str]:
+    return {g["category"] for r in frame["recompiles"] for g in r["failed_guards"]}
+
+
+def _frame_changes(a: Report, b: Report) -> list[Change]:
+    before = {_frame_key(frame): frame for frame in a["frames"]}
+    changes = []
+    for frame in b["frames"]:
+        key = _frame_key(frame)
+        old = before.get(key)
+        old_variants = 0 if old is None else old["variants"]
+        if frame["variants"] != old_variants and (old is not None or frame["variants"] > 1):
+            grew = frame["variants"] > old_variants
+            changes.append(Change("variants", key, old_variants, frame["variants"], grew))
+        new_causes = _causes(frame) - (set() if old is None else _causes(old))
+        for cause in sorted(new_causes):
+            changes.append(Change("new_recompile_cause", key, None, cause, True))
+    return changes
+
+
+def _slower(before: float | None, after: float | None, floor: float, noise: Noise) -> bool:
+    if before is None or after is None:
+        return False
+    return after - before > floor and after > before * (1 + noise.rel)
+
+
+def _faster(before: float | None, after: float | None, floor: float, noise: Noise) -> bool:
+    return _slower(after, before, floor, noise)
+
+
+def _time_change(kind: str, subject: str, before: Any, after: Any, floor: float,
+                 noise: Noise) -> list[Change]:  # fmt: skip
+    if _slower(before, after, floor, noise):
+        return [Change(kind, subject, before, after, True, "slower beyond noise")]
+    if _faster(before, after, floor, noise):
+        return [Change(kind, subject, before, after, False, "faster beyond noise")]
+    return []
+
+
+def _per_call(report: Report) -> dict[str, float]:
+    """Frame -> seconds per call inside its compiled graphs (runs only)."""
+    totals: dict[str, list[float]] = {}
+    for entry in report["compiles"]:
+        calls, seconds = entry.get("calls"), entry.get("seconds_in_graph")
+        if calls and seconds is not None:
+            key = _frame_key(entry)
+            total = totals.setdefault(key, [0.0, 0.0])
+            total[0] += seconds
+            total[1] += calls
+    return {key: seconds / calls for key, (seconds, calls) in totals.items()}
+
+
+def _timing_changes(a: Report, b: Report, noise: Noise) -> list[Change]:
+    changes = _time_change(
+        "compile_time_s",
+        "total compile time",
+        a["summary"]["total_compile_time_s"],
+        b["summary"]["total_compile_time_s"],
+        noise.compile_s,
+        noise,
+    )
+    before, after = _per_call(a), _per_call(b)
+    for key in sorted(before.keys() & after.keys()):
+        changes += _time_change("time_per_call_s", key, round(before[key], 6),
+                                round(after[key], 6), noise.per_call_s, noise)  # fmt: skip
+    return changes
+
+
+def _environment_changes(a: Report, b: Report) -> list[Change]:
+    env_a, env_b = a["environment"], b["environment"]
+    return [
+        Change("environment", key, env_a.get(key), env_b.get(key), False)
+        for key in ENV_KEYS
+        if env_a.get(key) != env_b.get(key)
+    ]
+
+
+def diff_reports(a: Report, b: Report, noise: Noise | None = None,
+                 names: tuple[str, str] = ("A", "B")) -> Diff:  # fmt: skip
+    """Every difference from report ``a`` to report ``b`` that matters, regressions marked."""
+    noise = noise or Noise()
+    diff = Diff(*names)
+    diff.changes += _break_changes(a, b)
+    diff.changes += _frame_changes(a, b)
+    diff.changes += _timing_changes(a, b, noise)
+    diff.changes += _environment_changes(a, b)
+    failures = (a["summary"]["failures"], b["summary"]["failures"])
+    if failures[0] != failures[1]:
+        diff.changes.append(
+            Change("failures", "compile failures", *failures, failures[1] > failures[0])
+        )
+    return diff

@@ -1,0 +1,85 @@
+"""``pt2doctor diff A B``: what changed between two runs (run dirs, report.json files or logs)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+from rich.console import Console
+
+from pt2doctor.analysis.diff import Noise, diff_reports
+from pt2doctor.errors import UsageError
+from pt2doctor.inputs import load_run
+from pt2doctor.report import build_report
+from pt2doctor.report.diff_view import render_diff_markdown, render_diff_terminal
+
+_REQUIRED = ("schema_version", "summary", "graph_breaks", "frames", "compiles", "environment")
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    """A report.json file as is; anything ``pt2doctor report`` reads is analysed afresh."""
+    if path.is_file() and path.suffix == ".json":
+        try:
+            report = orjson.loads(path.read_bytes())
+        except orjson.JSONDecodeError as error:
+            raise UsageError(f"{path} is not valid JSON: {error}") from error
+        missing = [key for key in _REQUIRED if not isinstance(report, dict) or key not in report]
+        if missing:
+            raise UsageError(f"{path} is not a pt2doctor report.json (no {', '.join(missing)})")
+        return dict(report)
+    return build_report(load_run(path))
+
+
+@click.command("diff")
+@click.argument("a", type=click.Path(path_type=Path))
+@click.argument("b", type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["term", "json", "md"]),
+    default="term",
+    show_default=True,
+    help="What to print on stdout.",
+)
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when B regressed from A.")
+@click.option(
+    "--noise",
+    "rel",
+    type=click.FloatRange(min=0),
+    default=Noise.rel,
+    show_default=True,
+    help="Relative change below which a time is noise (0.25 = 25 %).",
+)
+@click.option(
+    "--noise-compile-s",
+    type=click.FloatRange(min=0),
+    default=Noise.compile_s,
+    show_default=True,
+    help="Compile-time change (s) below which it is noise.",
+)
+@click.option("--noise-call-s", type=click.FloatRange(min=0), default=Noise.per_call_s,
+              show_default=True, help="Per-call time change (s) below which it is noise.")  # fmt: skip
+def diff_command(
+    a: Path,
+    b: Path,
+    fmt: str,
+    fail_on_regression: bool,
+    rel: float,
+    noise_compile_s: float,
+    noise_call_s: float,
+) -> int:
+    """Compare two runs A and B (run dirs, report.json files or TORCH_TRACE logs): break sites
+    new and gone, variant counts, new recompile causes, compile time and time per call beyond
+    noise, environment."""
+    noise = Noise(rel=rel, compile_s=noise_compile_s, per_call_s=noise_call_s)
+    diff = diff_reports(load_report(a), load_report(b), noise, (str(a), str(b))).as_dict()
+    if fmt == "json":
+        sys.stdout.buffer.write(orjson.dumps(diff, option=orjson.OPT_INDENT_2) + b"\n")
+    elif fmt == "md":
+        sys.stdout.write(render_diff_markdown(diff))
+    else:
+        render_diff_terminal(diff, Console(highlight=False))
+    return 1 if fail_on_regression and diff["regressions"] else 0

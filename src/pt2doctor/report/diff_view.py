@@ -1,0 +1,69 @@
+"""Renderers of a diff (analysis/diff.py ``Diff.as_dict()``): terminal and Markdown.
+Every change names its subject and both values; regressions first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from pt2doctor.report.markdown import md_code, md_table, md_text
+
+DiffDict = dict[str, Any]
+# What each change kind means, in words (kinds: analysis/diff.py).
+KIND_LABELS = {
+    "new_break_site": "new graph-break site",
+    "removed_break_site": "graph-break site gone",
+    "variants": "variant count changed",
+    "new_recompile_cause": "new recompile cause",
+    "compile_time_s": "compile time (s)",
+    "time_per_call_s": "time per call in compiled graphs (s)",
+    "environment": "environment",
+    "failures": "compile failures",
+}
+
+
+def _value(value: Any) -> str:
+    return "none" if value is None else str(value)
+
+
+def _ordered(diff: DiffDict) -> list[dict[str, Any]]:
+    return sorted(diff["changes"], key=lambda change: not change["regression"])
+
+
+def render_diff_terminal(diff: DiffDict, console: Console) -> None:
+    """One line per change: REGRESSION/change, what, subject, before → after."""
+    console.print(f"[bold]pt2doctor diff[/] {escape(diff['a'])} → {escape(diff['b'])}")
+    if not diff["changes"]:
+        console.print("[green]No differences that matter.")
+        return
+    for change in _ordered(diff):
+        tag = "[bold red]REGRESSION[/]" if change["regression"] else "[cyan]change[/]    "
+        label = KIND_LABELS.get(change["kind"], change["kind"])
+        console.print(
+            f"{tag} {escape(label)}: {escape(change['subject'])}: "
+            f"{escape(_value(change['before']))} → {escape(_value(change['after']))}"
+            + (f" [dim]({escape(change['detail'])})[/]" if change["detail"] else "")
+        )
+    console.print(f"\n{diff['regressions']} regression(s), {len(diff['changes'])} change(s)")
+
+
+def render_diff_markdown(diff: DiffDict) -> str:
+    """A Markdown table of the changes, regressions first."""
+    lines = [f"## pt2doctor diff: {md_code(diff['a'])} → {md_code(diff['b'])}", ""]
+    if not diff["changes"]:
+        return "\n".join([*lines, "No differences that matter.", ""])
+    rows = [
+        [
+            "🔴 regression" if change["regression"] else "change",
+            md_text(KIND_LABELS.get(change["kind"], change["kind"])),
+            md_code(change["subject"]),
+            md_code(_value(change["before"])),
+            md_code(_value(change["after"])),
+        ]
+        for change in _ordered(diff)
+    ]
+    lines += md_table(["", "what", "where", "A", "B"], rows)
+    lines.append(f"{diff['regressions']} regression(s), {len(diff['changes'])} change(s)")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,138 @@
+"""report.md: GitHub-flavoured Markdown for PR comments and CI job summaries.
+
+Formats the report dict only. GitHub renders inline HTML in Markdown, so every user-derived
+string is HTML-escaped and stripped of what Markdown would interpret (pipes in tables, backticks
+in code spans, emphasis and link characters in text).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+Report = dict[str, Any]
+MAX_FINDINGS = 20
+MAX_ROWS = 30
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+
+def md_text(value: object) -> str:
+    """Plain text safe in a Markdown paragraph or table cell (one line)."""
+    text = " ".join(str(value).split())
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
+
+
+def md_code(value: object) -> str:
+    """Monospace text (one line). An HTML ``<code>`` element rather than a backtick span, so a
+    backtick in the text cannot end it; its content is escaped like any text (GitHub parses
+    Markdown inside inline HTML)."""
+    text = md_text(value)
+    return f"<code>{text}</code>" if text else ""
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """Table lines; cells must already be escaped (md_text / md_code)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def _where(item: dict[str, Any] | None) -> str:
+    if not item:
+        return ""
+    return md_code(f"{item.get('file')}:{item.get('line')} {item.get('function') or ''}".strip())
+
+
+def _headline(report: Report) -> list[str]:
+    s = report["summary"]
+    lines = [
+        "## pt2doctor report",
+        "",
+        f"**{s['frames']}** frames, **{s['compiles']}** compiles (**{s['recompiles']}** "
+        f"recompiles), **{s['break_sites']}** graph-break sites, **{s['failures']}** failures, "
+        f"**{s['total_compile_time_s']:.2f} s** compiling",
+        "",
+    ]
+    run = report.get("run")
+    if run is not None:
+        ending = run.get("ending") or f"exited {run.get('exit_code')}"
+        wall = "" if run.get("wall_s") is None else f" after {run['wall_s']:.1f} s"
+        lines += [f"Ran {md_code(' '.join(run.get('command') or []))}: {md_text(ending)}{wall}", ""]
+    if report.get("redacted"):
+        lines += ["_Redacted: source lines removed, paths made relative._", ""]
+    return lines
+
+
+def _findings(report: Report) -> list[str]:
+    findings = report["findings"]
+    if not findings:
+        return ["No findings: every compile is explained and nothing needs action.", ""]
+    icons = {"error": "🔴", "warning": "🟡", "info": "🔵"}
+    lines = ["### Findings", ""]
+    for f in findings[:MAX_FINDINGS]:
+        lines.append(f"- {icons.get(f['severity'], '')} **{f['severity']}** `{f['code']}` "
+                     f"{md_text(f['title'])}")  # fmt: skip
+        lines += [f"  - {md_code(e)}" for e in f["evidence"][:4]]
+        lines.append(f"  - fix: {md_text(f['advice'])}")
+    if len(findings) > MAX_FINDINGS:
+        lines.append(f"- ... and {len(findings) - MAX_FINDINGS} more in report.json")
+    return [*lines, ""]
+
+
+def _breaks(report: Report) -> list[str]:
+    rows = report["graph_breaks"]
+    if not rows:
+        return []
+    table = [
+        [
+            _where(row["site"]),
+            md_code(row["site"].get("code") or ""),
+            md_text(row["category"]),
+            "-" if row["hits"] is None else f"{row['hits']}{' 🔥' if row['hot'] else ''}",
+            md_text(", ".join(row["compile_ids"])),
+        ]
+        for row in rows[:MAX_ROWS]
+    ]
+    header = ["site", "code", "category", "hits", "compiles"]
+    return ["### Graph-break sites (hottest first)", "", *md_table(header, table)]
+
+
+def _frames(report: Report) -> list[str]:
+    rows = []
+    for frame in report["frames"]:
+        if not (frame["recompiles"] or frame["limit_hit"] or frame["skipped"]):
+            continue
+        guards = [g for r in frame["recompiles"] for g in r["failed_guards"]]
+        rows.append(
+            [
+                md_code(f"{frame['function']} ({frame['file']}:{frame['line']})"),
+                str(frame["variants"]),
+                md_text(", ".join(sorted({g["category"] for g in guards})) or "-"),
+                "<br>".join(md_code(g["text"]) for g in guards[:4]),
+                "yes" if frame["limit_hit"] else "",
+                "yes" if frame["skipped"] else "",
+            ]
+        )
+    if not rows:
+        return []
+    header = ["frame", "variants", "recompile causes", "failed guards", "limit hit", "eager"]
+    return ["### Frames with recompiles, limit hits or skips", "", *md_table(header, rows)]
+
+
+def _environment(report: Report) -> list[str]:
+    env = report["environment"]
+    keys = ("torch_version", "python_version", "cuda_version", "triton_version", "gpu")
+    parts = [f"{key} {md_code(env[key])}" for key in keys if env.get(key) is not None]
+    changes = env.get("config_changes") or {}
+    config = [f"{m}.{k}={v!r}" for m, c in sorted(changes.items()) for k, v in sorted(c.items())]
+    if config:
+        parts.append("config " + md_code(", ".join(config)))
+    return ["<sub>" + " · ".join(parts) + "</sub>", ""] if parts else []
+
+
+def render_markdown(report: Report) -> str:
+    """The whole Markdown document."""
+    lines = [*_headline(report), *_findings(report), *_breaks(report), *_frames(report)]
+    lines += _environment(report)
+    return "\n".join(lines).rstrip() + "\n"

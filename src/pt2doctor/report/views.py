@@ -1,0 +1,297 @@
+"""The HTML report's view-model: plain data built from the report dict, section by section.
+
+Each section builder takes the report dict and returns a :class:`Section` or ``None`` (nothing to
+show). Builders are registered in :data:`SECTIONS`, in page order; a new report part (ranks,
+check's latency distributions, ablate's ladder) adds one builder and one template block, and
+touches nothing else. Charts are *specs* here (numbers and labels); ``report.charts`` draws them
+at render time, so the view-model stays JSON-able and is what the golden tests compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+Report = dict[str, Any]
+# Longest text shown in a table cell before it is cut (the full text stays in report.json).
+MAX_CELL = 400
+MAX_FINDINGS = 50
+MAX_BREAKS_CHARTED = 20
+
+
+@dataclass
+class Section:
+    """One part of the page: ``template`` names its block in report.html.j2; ``data`` is what
+    that block shows; ``charts`` are chart specs (see report/charts.py) drawn above it."""
+
+    id: str
+    title: str
+    template: str
+    data: dict[str, Any]
+    charts: list[dict[str, Any]] = field(default_factory=list)
+
+
+SectionBuilder = Callable[[Report], "Section | None"]
+
+
+def _cut(text: str | None, limit: int = MAX_CELL) -> str:
+    text = text or ""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _where(item: dict[str, Any] | None) -> str:
+    """``file:line function`` of a source dict, or ''."""
+    if not item:
+        return ""
+    return f"{item.get('file')}:{item.get('line')} {item.get('function') or ''}".strip()
+
+
+def headline(report: Report) -> Section:
+    """Counts, what ran and how it ended, and the findings (errors first)."""
+    summary = report["summary"]
+    counts = [
+        ("frames", summary["frames"]),
+        ("compiles", summary["compiles"]),
+        ("recompiles", summary["recompiles"]),
+        ("graph-break sites", summary["break_sites"]),
+        ("failures", summary["failures"]),
+        ("compile time (s)", f"{summary['total_compile_time_s']:.2f}"),
+    ]
+    run = report.get("run")
+    run_line = None
+    if run is not None:
+        run_line = {
+            "command": " ".join(run.get("command") or []),
+            "ending": run.get("ending") or f"exited {run.get('exit_code')}",
+            "wall_s": run.get("wall_s"),
+            "in_compiled_s": run.get("in_compiled_s"),
+            "triage": run.get("backend_override") if run.get("triage") else None,
+        }
+    findings = [
+        {
+            "severity": f["severity"],
+            "code": f["code"],
+            "title": _cut(f["title"]),
+            "evidence": [_cut(str(e), 200) for e in f["evidence"][:6]],
+            "advice": f["advice"],
+        }
+        for f in report["findings"][:MAX_FINDINGS]
+    ]
+    data = {
+        "inputs": report["inputs"]["paths"],
+        "counts": [{"label": label, "value": value} for label, value in counts],
+        "run": run_line,
+        "findings": findings,
+        "more_findings": max(0, len(report["findings"]) - MAX_FINDINGS),
+        "redacted": bool(report.get("redacted")),
+    }
+    return Section("summary", "Summary", "headline", data)
+
+
+def graph_breaks(report: Report) -> Section | None:
+    """Break sites ranked by heat (runtime hits when measured, else compiles that broke)."""
+    rows = report["graph_breaks"]
+    if not rows:
+        return None
+    measured = any(row["hits"] is not None for row in rows)
+    sites = [
+        {
+            "where": _where(row["site"]),
+            "code": row["site"].get("code"),
+            "category": row["category"],
+            "gb_type": _cut(row["gb_type"], 160),
+            "compile_ids": row["compile_ids"],
+            "hits": row["hits"],
+            "hot": row["hot"],
+            "frame_skipped": row["frame_skipped"],
+            "advice": row["advice"],
+        }
+        for row in rows
+    ]
+    heat_key = "hits" if measured else "occurrences"
+    ranked = sorted(rows, key=lambda row: -(row[heat_key] or 0))[:MAX_BREAKS_CHARTED]
+    chart = {
+        "kind": "hbar",
+        "title": "runtime hits per break site" if measured else "compiles that broke per site",
+        "xlabel": "hits" if measured else "compiles",
+        "labels": [_cut(_where(row["site"]), 60) for row in ranked],
+        "values": [row[heat_key] or 0 for row in ranked],
+        "highlight": [bool(row["hot"]) for row in ranked],
+    }
+    data = {"sites": sites, "measured": measured}
+    return Section("breaks", "Graph-break sites by heat", "breaks", data, [chart])
+
+
+def _failed_guard(guard: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "text": _cut(guard["text"]),
+        "category": guard["category"],
+        "against": guard["against"],
+        "origin": guard["origin"],
+        "now_dynamic": guard["now_dynamic"],
+        "source": _where(guard["source"]),
+        "code": (guard["source"] or {}).get("code"),
+    }
+
+
+def compile_ledger(report: Report) -> Section | None:
+    """Per frame: its compiles with cause and time; each recompile's failed guards, i.e. the
+    guard diff between the new variant and each earlier one it failed against."""
+    if not report["frames"]:
+        return None
+    by_id = {(c["stream"], c["compile_id"]): c for c in report["compiles"]}
+    frames = []
+    for frame in report["frames"]:
+        compiles = [by_id.get((frame["stream"], cid)) for cid in frame["compile_ids"]]
+        frames.append(
+            {
+                "function": frame["function"],
+                "where": f"{frame['file']}:{frame['line']}",
+                "stream": frame["stream"],
+                "variants": frame["variants"],
+                "limit_hit": frame["limit_hit"],
+                "skipped": frame["skipped"],
+                "is_resume": frame["is_resume"],
+                "compiles": [
+                    {
+                        "compile_id": c["compile_id"],
+                        "cause": c["cause"],
+                        "compile_time_s": c["compile_time_s"],
+                        "calls": c.get("calls"),
+                        "after_warmup": c.get("after_warmup"),
+                        "failed": c["failed"],
+                    }
+                    for c in compiles
+                    if c is not None
+                ],
+                "recompiles": [
+                    {
+                        "compile_id": r["compile_id"],
+                        "failed_guards": [_failed_guard(g) for g in r["failed_guards"]],
+                    }
+                    for r in frame["recompiles"]
+                ],
+            }
+        )
+    return Section("ledger", "Compile ledger", "ledger", {"frames": frames})
+
+
+def _compile_label(entry: dict[str, Any]) -> str:
+    return _cut(f"{entry['compile_id']} {entry['function']}", 48)
+
+
+def compile_timeline(report: Report) -> Section | None:
+    """When each compile happened (seconds after start) and its duration split by phase."""
+    compiles = [c for c in report["compiles"] if c["compile_time_s"] is not None]
+    if not compiles:
+        return None
+    if all(c.get("t_s") is not None for c in compiles):
+        starts, origin = [c["t_s"] for c in compiles], "seconds after the program started"
+    elif all(c["start_time"] is not None for c in compiles):
+        first = min(c["start_time"] for c in compiles)
+        starts, origin = [c["start_time"] - first for c in compiles], "seconds after 1st compile"
+    else:
+        return None
+    phase_names = sorted({p for c in compiles for p in c["phases"]})
+    rows = [
+        {
+            "label": _compile_label(c),
+            "start": round(start, 6),
+            "duration": c["compile_time_s"],
+            "phases": {p: c["phases"].get(p, 0.0) for p in phase_names},
+        }
+        for c, start in zip(compiles, starts, strict=True)
+    ]
+    chart = {"kind": "timeline", "title": "compile timeline", "xlabel": origin, "rows": rows}
+    table = [{"label": r["label"], "start": r["start"], "duration": r["duration"]} for r in rows]
+    return Section("timeline", "Compile timeline", "timeline", {"rows": table}, [chart])
+
+
+def variant_growth(report: Report) -> Section | None:
+    """Cumulative variants (guarded compiles) over the run, and where warmup ended."""
+    timed = [c for c in report["compiles"] if c.get("t_s") is not None and not c["failed"]]
+    if not timed:
+        return None
+    timed.sort(key=lambda c: c["t_s"])
+    after = [c["compile_id"] for c in timed if c.get("after_warmup")]
+    warmup_end = None
+    ends = [c["t_s"] for c in timed if c.get("after_warmup") is False]
+    if after and ends:
+        warmup_end = max(ends)
+    chart = {
+        "kind": "steps",
+        "title": "variants over the run",
+        "xlabel": "seconds after the program started",
+        "ylabel": "variants compiled",
+        "x": [c["t_s"] for c in timed],
+        "y": list(range(1, len(timed) + 1)),
+        "marks": [bool(c.get("after_warmup")) for c in timed],
+        "warmup_end": warmup_end,
+    }
+    data = {"total": len(timed), "after_warmup": after}
+    return Section("growth", "Variant growth over warmup", "growth", data, [chart])
+
+
+def failures(report: Report) -> Section | None:
+    """Compiles that failed, frames Dynamo skipped, recompile limits."""
+    if not report["failures"]:
+        return None
+    rows = [
+        {
+            "compile_id": f["compile_id"],
+            "kind": f["kind"],
+            "fail_type": f["fail_type"],
+            "reason": _cut(f["fail_reason"]),
+            "function": f["function"],
+            "where": _where(f["user_frame"]),
+        }
+        for f in report["failures"]
+    ]
+    return Section("failures", "Failures", "failures", {"rows": rows})
+
+
+def environment(report: Report) -> Section:
+    """torch, Python, CUDA, Triton versions and config changed from the defaults; parse health."""
+    env = report["environment"]
+    rows = [
+        {"key": key, "value": value}
+        for key, value in sorted(env.items())
+        if key != "config_changes" and value is not None
+    ]
+    config = [
+        {"key": f"{module}.{name}", "value": repr(value)}
+        for module, changes in sorted((env.get("config_changes") or {}).items())
+        for name, value in sorted(changes.items())
+    ]
+    stats = report["parse_stats"]
+    parse = {
+        "records": stats["records"],
+        "problems": stats["problems"],
+        "unknown_kinds": sorted(stats["unknown_kinds"]),
+    }
+    data = {"rows": rows, "config": config, "parse": parse, "tool": report["tool"]}
+    return Section("environment", "Environment", "environment", data)
+
+
+SECTIONS: list[SectionBuilder] = [
+    headline,
+    graph_breaks,
+    compile_ledger,
+    compile_timeline,
+    variant_growth,
+    failures,
+    environment,
+]
+
+
+def build_view(report: Report, links: dict[str, str] | None = None) -> dict[str, Any]:
+    """The page's view-model: a title and the sections that have something to show.
+    ``links`` maps compile ids to drill-down pages (tlparse) when there are some."""
+    sections = [s for s in (build(report) for build in SECTIONS) if s is not None]
+    return {
+        "title": "pt2doctor report",
+        "schema_version": report["schema_version"],
+        "links": dict(sorted((links or {}).items())),
+        "sections": [asdict(section) for section in sections],
+    }

@@ -1,0 +1,58 @@
+"""Regenerate the report.json fixtures in tests/data/reports (inputs of the golden tests).
+
+Each fixture is the report.json of a real ``pt2doctor run --backend eager`` (torch 2.13.0 CPU),
+with machine paths normalized: the repository root becomes ``/repo``, the Python installation
+``/python``. Run from the repository root: ``.venv/bin/python tests/data/make_reports.py``.
+
+- ``demo_eager.json``: ``examples/serving_loop.py`` (PT2DOCTOR_DEMO_BACKEND=eager,
+  ``--warmup-calls 3``): hot and cold breaks, size and flag recompiles, a skipped frame.
+- ``hostile.json``: ``tests/programs/run/run_hostile.py``: names, file name, guard text and source
+  line that are HTML and script.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+OUT = REPO / "tests" / "data" / "reports"
+RUNS = {
+    "demo_eager": ["--warmup-calls", "3", "--", sys.executable, "examples/serving_loop.py"],
+    "hostile": ["--", sys.executable, "tests/programs/run/run_hostile.py"],
+}
+
+
+def normalize(text: str) -> str:
+    """Machine paths out (the interpreter's, then the repo root), and the random part of the
+    trace log's name torch picks."""
+    text = text.replace(sys.executable, "/python/bin/python")
+    prefixes = {sysconfig.get_paths()[key] for key in ("purelib", "stdlib")}
+    for prefix in sorted(prefixes, key=len, reverse=True):
+        text = text.replace(prefix, "/python/lib")
+    text = text.replace(str(REPO), "/repo")
+    return re.sub(r"dedicated_log_torch_trace_\w+?\.log", "dedicated_log_torch_trace.log", text)
+
+
+def main() -> None:
+    env = {**os.environ, "PT2DOCTOR_DEMO_BACKEND": "eager"}
+    for name in ("TORCH_LOGS", "TORCH_COMPILE_DEBUG", "TORCHDYNAMO_VERBOSE"):
+        env.pop(name, None)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, args in RUNS.items():
+            run_dir = Path(tmp) / name
+            command = [sys.executable, "-m", "pt2doctor", "run", "--out", str(run_dir)]
+            subprocess.run([*command, "--backend", "eager", *args], cwd=REPO, env=env,
+                           check=True, capture_output=True)  # fmt: skip
+            text = normalize((run_dir / "report.json").read_text()).replace(tmp, "/tmp")
+            (OUT / f"{name}.json").write_text(text)
+            print(f"wrote {OUT / name}.json")
+
+
+if __name__ == "__main__":
+    main()
