@@ -23,9 +23,13 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create .venv with torch ($(TORCH_SPEC)) and the project's dev extras
 
-demo: $(STAMP) ## run the bundled serving loop under `pt2doctor run` and explain it (~1 min)
-	rm -rf $(DEMO_DIR)
+demo: $(STAMP) ## `pt2doctor run` on a serving loop, then `check` of a transformer's eval cells (~3 min)
+	rm -rf $(DEMO_DIR) $(DEMO_DIR)-check
 	$(VENV)/bin/pt2doctor run --out $(DEMO_DIR) --warmup-calls 3 -- $(PY) examples/serving_loop.py
+	@# Quick mode on the eval cells (fp32 and bf16, two sequence buckets) under Inductor; the
+	@# whole matrix with training cells takes ~10 min on 2 CPU cores: drop --quick and --cells.
+	$(VENV)/bin/pt2doctor check examples/cases/transformer_block.py --quick --cells eval \
+		--out $(DEMO_DIR)-check
 
 test: $(STAMP) ## run the test suite (unit + real torch.compile runs)
 	$(PY) -m pytest -n 2 -q

@@ -23,6 +23,8 @@ from pt2doctor.report.check import build_check_report
 from pt2doctor.report.check_terminal import render_check
 from pt2doctor.report.schema import dumps_report
 
+# --quick: a smoke run of the protocol (no cold starts, no regional variant, few samples).
+QUICK_ITERATIONS = 8
 _STEP_EVENTS = {"alignment", "warmup", "steady_done", "cold"}
 
 
@@ -117,7 +119,7 @@ def _progress_callback(progress: Progress, task: Any) -> Any:
     type=click.Path(path_type=Path),
     help="A report.json (or environment JSON) whose environment this run should match.",
 )
-@click.option("--quick", is_flag=True, help="Few iterations and no cold start (a smoke run).")
+@click.option("--quick", is_flag=True, help="A smoke run: 8 iterations, no cold starts, no regional variant.")
 @click.option(
     "--format", "fmt", type=click.Choice(["term", "json"]), default="term", show_default=True
 )
@@ -151,10 +153,10 @@ def check_command(
         case_file,
         out,
         variants,
-        8 if quick else iterations,
+        QUICK_ITERATIONS if quick else iterations,
         cell_timeout,
         cold_start and not quick,
-        regional,
+        False if quick else regional,
     )
     console = Console(highlight=False, stderr=fmt == "json")
     interrupted = _run(options, cases, cells, console)

@@ -46,6 +46,7 @@ def load_budget(case_file: Path, explicit: Path | None = None) -> Budget:
             continue
         try:
             return parse_budget(table or {}, str(path))
-        except BudgetError as error:
-            raise UsageError(str(error)) from error
+        except BudgetError as error:  # say which file, once
+            message = str(error) if str(path) in str(error) else f"{path}: {error}"
+            raise UsageError(message) from error
     return parse_budget({})

@@ -1,0 +1,153 @@
+"""The pure parts of ``check``: cell ids and filters, the budget and its clauses, the
+steady-state statistics and the per-tensor accuracy rules."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+import torch
+
+from pt2doctor.analysis.bench import percentile, speedup_interval, steady_summary
+from pt2doctor.analysis.contract import BudgetError, evaluate, parse_budget
+from pt2doctor.harness import Built, Case, Cell, Matrix
+from pt2doctor.harness.accuracy import compare_tensor, default_tolerance, same_run
+from pt2doctor.harness.case import cells, matches
+
+
+def _build(cell: Cell) -> Built:
+    return Built(lambda x: x, (torch.ones(1),))
+
+
+CASE = Case(
+    "m",
+    _build,
+    Matrix(
+        shapes={"s": 1, "l": 2},
+        dtypes=("float32", "bfloat16"),
+        train=(False, True),
+        grad=(False, True),
+        state={"flag": (0, 1)},
+    ),
+)
+
+
+def test_cells_cover_the_matrix_and_drop_no_grad_training() -> None:
+    found = cells(CASE)
+    # 2 shapes x 2 dtypes x 2 flags x (eval: no_grad, grad; train: grad only) = 24
+    assert len(found) == 24 == len({cell.id for cell in found})
+    assert all(cell.grad for cell in found if cell.train)
+    assert "m/s/bfloat16/train/grad/flag=1" in {cell.id for cell in found}
+    groups = {cell.group for cell in found}  # shape and grad mode vary inside a group
+    assert len(groups) == 2 * 2 * 2
+
+
+def test_cell_filters() -> None:
+    ids = [cell.id for cell in cells(CASE)]
+    assert all("bfloat16" in i and "/train/" in i for i in ids if matches(i, ["bfloat16/train"]))
+    assert sum(matches(i, ["bfloat16/train"]) for i in ids) == 4
+    assert sum(matches(i, ["m/l/*"]) for i in ids) == 12
+    assert not any(matches(i, ["float64"]) for i in ids)
+
+
+def test_invalid_matrix_is_rejected() -> None:
+    bad = Case("x", _build, Matrix(shapes={"s": 1}, dtypes=("float33",), layouts=("diagonal",)))
+    with pytest.raises(ValueError, match=r"unknown dtype 'float33'.*unknown layout 'diagonal'"):
+        cells(bad)
+
+
+def test_budget_rejects_typos_and_wrong_types() -> None:
+    with pytest.raises(BudgetError, match="did you mean max_variants_per_frame"):
+        parse_budget({"max_variant_per_frame": 2})
+    with pytest.raises(BudgetError, match="cold_start_s must be float"):
+        parse_budget({"cold_start_s": "fast"})
+    with pytest.raises(BudgetError, match="needs a written reason"):
+        parse_budget({"allowed_breaks": [{"site": "a.py:3", "reason": " "}]})
+
+
+def test_clauses_judge_the_worst_measured_value() -> None:
+    budget = parse_budget(
+        {
+            "cold_start_s": 10,
+            "min_speedup": 1.2,
+            "max_graph_breaks": 0,
+            "allowed_breaks": [{"site": "model.py:42", "reason": "logs once per epoch"}],
+        }
+    )
+    measured = {
+        "cold_start_s": (12.5, "default"),
+        "min_speedup": (1.3, "default g"),
+        "graph_breaks": [
+            {"file": "/src/model.py", "line": 42, "function": "forward"},
+            {"file": "/src/data.py", "line": 7, "function": "load"},
+        ],
+        "recompiles_after_warmup": (0, ""),
+        "misaligned_cells": [],
+    }
+    clauses = {clause.name: clause for clause in evaluate(budget, measured)}
+    assert clauses["cold_start_s"].ok is False and clauses["cold_start_s"].measured == 12.5
+    assert clauses["min_speedup"].ok is True
+    # The allowed break is covered by its written reason; the other one breaks the budget.
+    assert (clauses["max_graph_breaks"].measured, clauses["max_graph_breaks"].ok) == (1, False)
+    assert "data.py:7" in clauses["max_graph_breaks"].detail
+    assert clauses["recompiles_after_warmup"].ok is True and clauses["alignment"].ok is True
+
+
+def test_percentiles_match_the_standard_library() -> None:
+    values = [0.9, 0.1, 0.5, 0.3, 0.7, 0.2, 0.8]
+    quartiles = statistics.quantiles(values, n=4, method="inclusive")
+    assert percentile(values, 25) == pytest.approx(quartiles[0])
+    assert percentile(values, 50) == pytest.approx(statistics.median(values))
+    assert percentile(values, 75) == pytest.approx(quartiles[2])
+
+
+def test_speedup_interval_brackets_the_estimate() -> None:
+    eager = [2.0, 2.2, 1.9, 2.1, 2.0, 2.4]
+    compiled = [1.0, 1.0, 1.1, 0.9, 1.0, 1.2]
+    speedup, low, high = speedup_interval(eager, compiled)
+    assert speedup == pytest.approx(sum(eager) / sum(compiled))
+    assert low <= speedup <= high
+    assert speedup_interval([2.0] * 5, [1.0] * 5) == (2.0, 2.0, 2.0)  # no spread, no width
+
+
+def test_steady_summary_flags_noise() -> None:
+    samples = []
+    for i, (e, c) in enumerate([(1.0, 1.0), (5.0, 1.0), (1.0, 4.0), (3.0, 1.0), (1.0, 1.0)]):
+        samples += [
+            {"iteration": i, "kind": "eager", "part": "call", "seconds": e},
+            {"iteration": i, "kind": "compiled", "part": "call", "seconds": c},
+        ]
+    summary = steady_summary(samples)
+    assert summary["iterations"] == 5
+    assert summary["eager"]["p50_s"] == 1.0 and summary["compiled"]["p50_s"] == 1.0
+    assert any("spread is wide" in w for w in summary["noise_warnings"])
+
+
+def test_rmse_rule_accepts_rounding_noise_but_not_a_wrong_result() -> None:
+    torch.manual_seed(0)
+    fp64 = torch.randn(4096, dtype=torch.float64)
+    eager = fp64.to(torch.bfloat16)
+    rounded = (fp64 * (1 + 1e-3)).to(torch.bfloat16)  # another rounding of the same values
+    row = compare_tensor("out", eager, rounded, fp64, tol=1e-4, cosine=False)
+    assert not torch.allclose(eager, rounded, atol=1e-4, rtol=1e-4)
+    assert (row.passed, row.rule) == (True, "rmse")
+    assert row.rmse_ratio is not None and row.rmse_ratio < 3
+    wrong = compare_tensor("out", eager, eager + 1, fp64, tol=1e-2, cosine=False)
+    assert not wrong.passed and wrong.max_abs_error == pytest.approx(1.0, abs=0.02)  # bf16 rounding
+
+
+def test_exact_for_integers_and_mismatched_shapes_fail() -> None:
+    ints = torch.arange(5)
+    assert compare_tensor("i", ints, ints.clone(), None, 1e-4, False).passed
+    assert not compare_tensor("i", ints, ints + 1, None, 1e-4, False).passed
+    assert not compare_tensor("t", torch.ones(2, 3), torch.ones(3, 2), None, 1e-4, False).passed
+    strided = torch.ones(3, 2).t()
+    assert compare_tensor("t", torch.ones(2, 3), strided, None, 1e-4, False).stride_mismatch
+
+
+def test_tolerances_and_nondeterminism() -> None:
+    assert default_tolerance("float32", False, None) == 1e-4
+    assert default_tolerance("bfloat16", True, None) > default_tolerance("float32", True, None)
+    first = {"a": torch.ones(3), "b": torch.zeros(2)}
+    assert same_run(first, {"a": torch.ones(3), "b": torch.zeros(2)}, 1e-4) == []
+    assert same_run(first, {"a": torch.ones(3) * 2, "b": torch.zeros(2)}, 1e-4) == ["a"]
