@@ -119,7 +119,9 @@ def _progress_callback(progress: Progress, task: Any) -> Any:
     type=click.Path(path_type=Path),
     help="A report.json (or environment JSON) whose environment this run should match.",
 )
-@click.option("--quick", is_flag=True, help="A smoke run: 8 iterations, no cold starts, no regional variant.")
+@click.option(
+    "--quick", is_flag=True, help="A smoke run: 8 iterations, no cold starts, no regional variant."
+)
 @click.option(
     "--format", "fmt", type=click.Choice(["term", "json"]), default="term", show_default=True
 )
