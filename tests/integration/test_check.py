@@ -250,3 +250,38 @@ def test_interrupted_check_keeps_what_it_measured(tmp_path: Path, run_env: dict[
     assert verdicts["fragile/bad/kind=segfault"] == "crash"
     assert verdicts["fragile/good/kind=segfault"] == "pass"
     assert verdicts["fragile/good/kind=hang"] == "not run"
+
+
+def test_layout_grad_mode_and_autocast_vary_inside_one_group(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    run = run_check(
+        tmp_path,
+        run_env,
+        "call_axes.py",
+        "--backend",
+        "eager",
+        "--no-cold-start",
+        "--iterations",
+        "8",
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert {c["verdict"] for c in run.report["cells"]} == {"pass"}
+    for cell in run.report["cells"]:  # autocast really ran: the conv output is bf16
+        (output,) = cell["variants"]["default"]["tensors"]
+        bf16 = cell["axes"]["autocast"] == "bfloat16"
+        assert output["dtype"] == ("bfloat16" if bf16 else "float32")
+    (group,) = run.groups().values()
+    assert len(group["cells"]) == 8  # layout, grad mode and autocast are call-level axes
+    # Dynamo guards on all three, so warmup compiled one variant per combination, and the
+    # steady state that followed, drawn from the same cells, compiled nothing.
+    assert group["max_variants_per_frame"] == 8
+    assert group["late_compiles"] == []
+    report = json.loads((Path(group["samples"]).parent / "compile-report.json").read_text())
+    categories = {
+        guard["category"]
+        for frame in report["frames"]
+        for recompile in frame["recompiles"]
+        for guard in recompile["failed_guards"]
+    }
+    assert {"stride", "grad_mode", "autocast"} <= categories

@@ -45,7 +45,7 @@ _CATEGORY_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"stride mismatch|\.stride\(\)", "stride"),
         (r"requires_grad", "requires_grad"),
         (r"grad_mode|GradMode|is_grad_enabled", "grad_mode"),
-        (r"autocast", "autocast"),
+        (r"[Aa]utocast", "autocast"),  # also a dispatch key set gaining AutocastCPU
         (r"device mismatch|device index|dispatch key set mismatch|\.device\b", "device"),
         (r"___check_obj_id|ID_MATCH|___check_type_id|TYPE_MATCH|deallocated|\bid\(", "object_id"),
         (rf"^\s*(?:not )?{_NAME}(?:\.\w+|\[[^\]]+\])+\s*(?:==|!=|is\b|<|>)", "attribute_value"),
