@@ -285,3 +285,31 @@ def test_layout_grad_mode_and_autocast_vary_inside_one_group(
         for guard in recompile["failed_guards"]
     }
     assert {"stride", "grad_mode", "autocast"} <= categories
+
+
+def test_regional_variant_compiles_each_repeated_block(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    run = run_check(
+        tmp_path, run_env, "repeated_blocks.py", "--backend", "eager", "--iterations", "6"
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    names = [v["name"] for v in run.report["variants"]]
+    assert names == ["default", "regional:default"]
+    (whole,) = run.groups("default").values()
+    (regional,) = run.groups("regional:default").values()
+    # The whole model compiles Stack.forward; regionally only Block.forward is compiled, once
+    # for all four blocks (one shape, no grad): they share the artifact.
+    assert [f["function"] for f in whole["frames"]] == ["forward"]
+    assert whole["frames"][0]["line"] != regional["frames"][0]["line"]
+    assert regional["regional"] == {
+        "blocks": 4,
+        "block_compiles": 1,
+        "recompile_causes": [],
+        "shared": True,
+    }
+    assert regional["cells"] == ["stack/b4"] and regional["steady"]["iterations"] == 6
+    for variant in run.report["variants"]:  # each variant has its own cold starts
+        assert set(variant["cold_start"]) == {"empty_cache", "warm_cache"}
+        assert variant["cold_start"]["empty_cache"]["first_result_s"] > 0
+    assert run.cell("stack/b4")["variants"].keys() == {"default", "regional:default"}

@@ -110,21 +110,27 @@ class GroupModels:
         return lambda: rng.choices(group, weights)[0]
 
     def block_sharing(self, frames: list[dict[str, Any]]) -> dict[str, Any]:
-        """Whether the compiled blocks share one artifact: compiles of the block's forward
-        against the number of blocks."""
+        """Whether the compiled blocks share one artifact: no recompile of the block's forward
+        failed on the block's identity (an ``object_id`` guard), so its compiles come from
+        inputs (shapes, requires_grad...) whatever the number of blocks."""
         code = self.block_code
-        compiles = sum(
-            frame["variants"]
+        mine = [
+            frame
             for frame in frames
             if code is not None
             and frame["function"] == code.co_name
             and frame["file"] == code.co_filename
             and not frame["is_resume"]
+        ]
+        causes = sorted(
+            {g["category"] for f in mine for r in f["recompiles"] for g in r["failed_guards"]}
         )
+        compiles = sum(frame["variants"] for frame in mine)
         return {
             "blocks": self.blocks,
             "block_compiles": compiles,
-            "shared": bool(self.blocks) and 0 < compiles < self.blocks,
+            "recompile_causes": causes,
+            "shared": self.blocks >= 2 and compiles > 0 and "object_id" not in causes,
         }
 
 

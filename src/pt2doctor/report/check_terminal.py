@@ -143,9 +143,11 @@ def _details(report: dict[str, Any], console: Console) -> None:
             regional = group.get("regional")
             if regional:
                 shared = "share one compiled artifact" if regional["shared"] else "do NOT share"
+                causes = ", ".join(regional.get("recompile_causes", [])) or "none"
                 console.print(
-                    f"regional {escape(where)}: {regional['blocks']} blocks "
-                    f"{shared} ({regional['block_compiles']} compile(s) of the block)"
+                    f"regional {escape(where)}: {regional['blocks']} blocks {shared}: "
+                    f"{regional['block_compiles']} compile(s) of the block, recompiled for "
+                    f"{escape(causes)}"
                 )
 
 
