@@ -15,6 +15,13 @@ from typing import Any
 
 import pytest
 
+
+def torch_version() -> str:
+    import torch
+
+    return str(torch.__version__)
+
+
 CHECK_DIR = Path(__file__).resolve().parents[1] / "programs" / "check"
 TIMEOUT_S = 900
 
@@ -126,10 +133,14 @@ def test_steady_state_keeps_raw_samples(inductor_run: CheckRun) -> None:
 def test_planted_accuracy_error_fails_exactly_the_relu_cells(
     tmp_path: Path, run_env: dict[str, str]
 ) -> None:
+    expected = tmp_path / "last-good.json"  # an earlier report's environment, another torch
+    expected.write_text(json.dumps({"environment": {"torch_version": "1.0.0"}}))
     run = run_check(
         tmp_path,
         run_env,
         "planted_accuracy.py",
+        "--expect-env",
+        str(expected),
         "--backend",
         "relu_accuracy_error_TESTING_ONLY",
         "--no-cold-start",
@@ -150,6 +161,12 @@ def test_planted_accuracy_error_fails_exactly_the_relu_cells(
     assert not output["passed"] and output["rule"] == "allclose and rmse failed"
     clause = run.clause("alignment")
     assert clause["ok"] is False
+    found = run.report["environment"]["torch_version"]
+    assert found == torch_version()
+    assert run.report["environment_changes"] == [
+        f"torch_version: expected '1.0.0', found '{found}'"
+    ]
+    assert "environment changed" in run.stdout
     assert set(clause["detail"].split(", ")) == {"net/b4/eval/act=relu", "net/b4/train/act=relu"}
 
 
@@ -313,3 +330,34 @@ def test_regional_variant_compiles_each_repeated_block(
         assert set(variant["cold_start"]) == {"empty_cache", "warm_cache"}
         assert variant["cold_start"]["empty_cache"]["first_result_s"] > 0
     assert run.cell("stack/b4")["variants"].keys() == {"default", "regional:default"}
+
+
+def _marked_line(name: str, mark: str) -> int:
+    lines = (CHECK_DIR / name).read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if f"# MARK: {mark}" in line)
+
+
+def test_graph_break_budget_with_an_allow_list(tmp_path: Path, run_env: dict[str, str]) -> None:
+    allowed = _marked_line("graph_breaks.py", "allowed")
+    unexplained = _marked_line("graph_breaks.py", "unexplained")
+    (tmp_path / "pt2doctor.toml").write_text(
+        "max_graph_breaks = 0\n"
+        f"allowed_breaks = [{{site = 'graph_breaks.py:{allowed}', reason = 'progress log'}}]\n"
+    )
+    run = run_check(
+        tmp_path,
+        run_env,
+        "graph_breaks.py",
+        "--backend",
+        "eager",
+        "--no-cold-start",
+        "--iterations",
+        "4",
+    )
+    assert run.returncode == 1
+    (group,) = run.groups().values()
+    assert {b["site"]["line"] for b in group["graph_breaks"]} == {allowed, unexplained}
+    clause = run.clause("max_graph_breaks")
+    assert (clause["ok"], clause["measured"], clause["budget"]) == (False, 1, 0)
+    assert clause["detail"].endswith(f"graph_breaks.py:{unexplained}")
+    assert run.cell("chatty/b4")["verdict"] == "pass"
