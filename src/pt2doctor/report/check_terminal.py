@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pt2doctor.report.check import VERDICT_RANK
+
 _STYLE = {
     "pass": "green",
     "nondeterministic": "yellow",
@@ -19,15 +21,7 @@ _STYLE = {
 }
 
 
-_RANK = {
-    "crash": 6,
-    "timeout": 6,
-    "fatal": 6,
-    "error": 5,
-    "fail": 4,
-    "nondeterministic": 1,
-    "pass": 0,
-}
+_RANK = VERDICT_RANK
 
 
 def _seconds(value: Any, scale: float = 1.0, unit: str = "s") -> str:
