@@ -98,6 +98,15 @@ def test_cuda_graph_mode_is_not_applicable_on_cpu(inductor_run: CheckRun) -> Non
     assert variants["default"]["applicable"] is True
 
 
+def test_html_report_shows_the_variant_not_applicable_and_cold_starts(
+    inductor_run: CheckRun,
+) -> None:
+    html = (inductor_run.out / "report.html").read_text()
+    assert "not applicable: this mode uses CUDA graphs, which need a CUDA device" in html
+    assert "empty cache" in html and "warm cache" in html
+    assert (inductor_run.out / "report.md").read_text().startswith("## pt2doctor check")
+
+
 def test_cold_start_empty_vs_warm_cache(inductor_run: CheckRun) -> None:
     cold = next(v for v in inductor_run.report["variants"] if v["name"] == "default")["cold_start"]
     empty, warm = cold["empty_cache"], cold["warm_cache"]

@@ -13,6 +13,7 @@ import orjson
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from pt2doctor.cli.outputs import OutputPlan, document_options, emit
 from pt2doctor.errors import UsageError
 from pt2doctor.harness.budget import load_budget
 from pt2doctor.harness.check import run_check
@@ -20,8 +21,6 @@ from pt2doctor.harness.loader import load_cases, select_cells
 from pt2doctor.harness.orchestrate import RESULTS, CheckOptions, Orchestrator
 from pt2doctor.harness.variants import requested_variants
 from pt2doctor.report.check import build_check_report
-from pt2doctor.report.check_terminal import render_check
-from pt2doctor.report.schema import dumps_report
 
 # --quick: a smoke run of the protocol (no cold starts, no regional variant, few samples).
 QUICK_ITERATIONS = 8
@@ -53,6 +52,19 @@ def read_results(out: Path) -> list[dict[str, Any]]:
         except orjson.JSONDecodeError:
             continue
     return records
+
+
+def check_output_plan(
+    out: Path, fmt: str, md_path: Path | None, html_path: Path | None, redact: bool
+) -> OutputPlan:
+    """report.json, report.md and report.html in the run directory, plus --md/--html; --format
+    picks what goes to stdout (the terminal summary by default)."""
+    plan = OutputPlan(stdout=fmt, redact=redact)
+    for name in ("json", "md", "html"):
+        plan.add(name, out / f"report.{name}")
+    plan.add("md", md_path)
+    plan.add("html", html_path)
+    return plan
 
 
 def _progress_callback(progress: Progress, task: Any) -> Any:
@@ -122,9 +134,7 @@ def _progress_callback(progress: Progress, task: Any) -> Any:
 @click.option(
     "--quick", is_flag=True, help="A smoke run: 8 iterations, no cold starts, no regional variant."
 )
-@click.option(
-    "--format", "fmt", type=click.Choice(["term", "json"]), default="term", show_default=True
-)
+@document_options
 def check_command(
     case_file: Path,
     out: Path | None,
@@ -139,9 +149,13 @@ def check_command(
     expect_env: Path | None,
     quick: bool,
     fmt: str,
+    md_path: Path | None,
+    html_path: Path | None,
+    redact: bool,
 ) -> int:
     """Acceptance check of the cases in CASE_FILE: alignment, cold start, warmup, steady state,
-    per compile mode, against the budget."""
+    per compile mode, against the budget. The run directory gets report.json, report.md and
+    report.html."""
     budget = load_budget(case_file, budget_file)
     expected = _expected_env(expect_env)
     cases = load_cases(case_file)
@@ -160,15 +174,10 @@ def check_command(
         cold_start and not quick,
         False if quick else regional,
     )
-    console = Console(highlight=False, stderr=fmt == "json")
+    console = Console(highlight=False, stderr=fmt != "term")
     interrupted = _run(options, cases, cells, console)
     report = build_check_report(read_results(out), budget, expected, interrupted)
-    (out / "report.json").write_bytes(dumps_report(report))
-    if fmt == "json":
-        click.echo(dumps_report(report).decode(), nl=False)
-    else:
-        render_check(report, console)
-        console.print(f"\nreport written to {out / 'report.json'}")
+    emit(report, check_output_plan(out, fmt, md_path, html_path, redact))
     if interrupted:
         return 130
     return 0 if report["contract"]["ok"] else 1

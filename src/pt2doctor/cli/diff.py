@@ -10,6 +10,7 @@ import click
 import orjson
 from rich.console import Console
 
+from pt2doctor.analysis.check_diff import diff_check_reports
 from pt2doctor.analysis.diff import Noise, diff_reports
 from pt2doctor.errors import UsageError
 from pt2doctor.inputs import load_run
@@ -17,16 +18,27 @@ from pt2doctor.report import build_report
 from pt2doctor.report.diff_view import render_diff_markdown, render_diff_terminal
 
 _REQUIRED = ("schema_version", "summary", "graph_breaks", "frames", "compiles", "environment")
+_CHECK_REQUIRED = ("schema_version", "summary", "cells", "variants", "contract", "environment")
+
+
+def _kind(report: dict[str, Any]) -> str:
+    return "check" if report.get("kind") == "check" else "run"
 
 
 def load_report(path: Path) -> dict[str, Any]:
-    """A report.json file as is; anything ``pt2doctor report`` reads is analysed afresh."""
+    """A report.json file as is (a check run directory: its report.json); anything
+    ``pt2doctor report`` reads is analysed afresh."""
+    if path.is_dir() and (path / "results.jsonl").is_file() and (path / "report.json").is_file():
+        path = path / "report.json"  # a check run directory
     if path.is_file() and path.suffix == ".json":
         try:
             report = orjson.loads(path.read_bytes())
         except orjson.JSONDecodeError as error:
             raise UsageError(f"{path} is not valid JSON: {error}") from error
-        missing = [key for key in _REQUIRED if not isinstance(report, dict) or key not in report]
+        required = (
+            _CHECK_REQUIRED if isinstance(report, dict) and _kind(report) == "check" else _REQUIRED
+        )
+        missing = [key for key in required if not isinstance(report, dict) or key not in report]
         if missing:
             raise UsageError(f"{path} is not a pt2doctor report.json (no {', '.join(missing)})")
         return dict(report)
@@ -73,9 +85,15 @@ def diff_command(
 ) -> int:
     """Compare two runs A and B (run dirs, report.json files or TORCH_TRACE logs): break sites
     new and gone, variant counts, new recompile causes, compile time and time per call beyond
-    noise, environment."""
+    noise, environment. Two check runs (their dirs or report.json): cell verdicts, contract
+    clauses, max variants, late compiles, cold starts, speedup beyond its 95% interval."""
     noise = Noise(rel=rel, compile_s=noise_compile_s, per_call_s=noise_call_s)
-    diff = diff_reports(load_report(a), load_report(b), noise, (str(a), str(b))).as_dict()
+    report_a, report_b = load_report(a), load_report(b)
+    kinds = _kind(report_a), _kind(report_b)
+    if kinds[0] != kinds[1]:
+        raise UsageError(f"cannot diff a {kinds[0]} report ({a}) with a {kinds[1]} report ({b})")
+    differ = diff_check_reports if kinds[0] == "check" else diff_reports
+    diff = differ(report_a, report_b, noise, (str(a), str(b))).as_dict()
     if fmt == "json":
         sys.stdout.buffer.write(orjson.dumps(diff, option=orjson.OPT_INDENT_2) + b"\n")
     elif fmt == "md":

@@ -46,7 +46,7 @@ class OutputPlan:
             self.files[fmt].append(path)
 
 
-def output_options(command: F) -> F:
+def output_options(command: F, tlparse: bool = True) -> F:
     """``--format``, ``--md``, ``--html``, ``--redact``, ``--tlparse`` for a command."""
     options = [
         click.option("--format", "fmt", type=click.Choice(FORMATS), default="term",
@@ -60,21 +60,51 @@ def output_options(command: F) -> F:
         click.option("--tlparse", "use_tlparse", is_flag=True,
                      help="Render tlparse's report of the trace too; link compile ids to it."),
     ]  # fmt: skip
-    for option in reversed(options):
+    for option in reversed(options if tlparse else options[:-1]):
         command = option(command)
     return command
 
 
-def _document(report: Report, fmt: str, links: dict[str, str]) -> bytes:
+def document_options(command: F) -> F:
+    """``--format``, ``--md``, ``--html``, ``--redact`` (no trace to drill into: check)."""
+    return output_options(command, tlparse=False)
+
+
+def _document(report: Report, fmt: str, links: dict[str, str], latencies: Any = None) -> bytes:
+    """One document; a check report (``kind == "check"``) has its own Markdown and HTML."""
     if fmt == "json":
         return dumps_report(report)
     if fmt == "md":
+        if report.get("kind") == "check":
+            from pt2doctor.report.check_markdown import render_check_markdown
+
+            return render_check_markdown(report).encode()
         from pt2doctor.report.markdown import render_markdown
 
         return render_markdown(report).encode()
     from pt2doctor.report.html import render_html
 
-    return render_html(report, links).encode()
+    return render_html(report, links, latencies).encode()
+
+
+def _latencies(report: Report, plan: OutputPlan) -> Any:
+    """A check report's raw steady-state samples for its HTML charts (read before --redact
+    turns their paths relative)."""
+    if report.get("kind") != "check" or not (plan.files.get("html") or plan.stdout == "html"):
+        return None
+    from pt2doctor.report.check_samples import load_latencies
+
+    return load_latencies(report)
+
+
+def render_summary(report: Report, console: Console) -> None:
+    """The terminal summary of a report of any kind."""
+    if report.get("kind") == "check":
+        from pt2doctor.report.check_terminal import render_check
+
+        render_check(report, console)
+    else:
+        render_terminal(report, console)
 
 
 def _write(target: Path, data: bytes) -> None:
@@ -118,19 +148,20 @@ def emit(report: Report, plan: OutputPlan) -> None:
 
         shown = redact_report(report)
     pages = _tlparse_pages(report, plan)
+    latencies = _latencies(report, plan)
     for fmt in DOCUMENTS:
         for target in plan.files.get(fmt, []):
             links = _links(pages, plan, target.parent) if fmt == "html" else {}
-            _write(target, _document(shown, fmt, links))
+            _write(target, _document(shown, fmt, links, latencies))
     if plan.stdout != "term":
         links = _links(pages, plan, Path.cwd()) if plan.stdout == "html" else {}
-        sys.stdout.buffer.write(_document(shown, plan.stdout, links))
+        sys.stdout.buffer.write(_document(shown, plan.stdout, links, latencies))
         sys.stdout.flush()
         if not plan.summary_with_document:
             return
     to_stderr = plan.summary_to_stderr or plan.stdout != "term"
     console = Console(highlight=False, stderr=to_stderr)
-    render_terminal(shown, console)
+    render_summary(shown, console)
     written = [str(path) for fmt in DOCUMENTS for path in plan.files.get(fmt, [])]
     if written:
         console.print(f"\nreport written to {', '.join(written)}")

@@ -110,10 +110,55 @@ def _steps(spec: Spec) -> Figure:
     return figure
 
 
+def _latency(spec: Spec) -> Figure:
+    """One row per series (eager / compiled per variant and group): a box plot of every
+    iteration when the raw values are there, else its p50, p95 and p99 as marks on a line."""
+    rows = spec["rows"]
+    figure = _figure(9, 1.0 + 0.4 * len(rows))
+    axes: Axes = figure.add_subplot()
+    for index, row in enumerate(rows):
+        color = HOT if row["compiled"] else COLD
+        values = row["values_ms"]
+        if values:
+            axes.boxplot([values], positions=[index], vert=False, widths=0.6, showfliers=False,
+                         medianprops={"color": color})  # fmt: skip
+            axes.scatter(values, [index] * len(values), s=8, color=color, alpha=0.5, zorder=3)
+        else:
+            marks = [row[key] for key in ("p50_ms", "p95_ms", "p99_ms") if row[key] is not None]
+            axes.plot(marks, [index] * len(marks), color=color, marker="|", markersize=12)
+            axes.scatter(marks[:1], [index], color=color, zorder=3)
+    axes.set_yticks(range(len(rows)), [_plain(row["label"]) for row in rows], fontsize=8)
+    axes.set_ylim(len(rows) - 0.5, -0.5)
+    axes.set_xscale("log")
+    axes.set_xlabel(spec["xlabel"])
+    return figure
+
+
+def _speedup(spec: Spec) -> Figure:
+    """Speedup per variant and group with its 95% interval; 1x (no gain) dashed."""
+    rows = spec["rows"]
+    figure = _figure(9, 1.0 + 0.35 * len(rows))
+    axes: Axes = figure.add_subplot()
+    for index, row in enumerate(rows):
+        color = COLD if row["value"] >= 1 else HOT
+        if row["low"] is not None and row["high"] is not None:
+            error = [[row["value"] - row["low"]], [row["high"] - row["value"]]]
+            axes.errorbar([row["value"]], [index], xerr=error, fmt="o", color=color, capsize=4)
+        else:
+            axes.scatter([row["value"]], [index], color=color)
+    axes.axvline(1.0, linestyle="--", color="#777")
+    axes.set_yticks(range(len(rows)), [_plain(row["label"]) for row in rows], fontsize=8)
+    axes.set_ylim(len(rows) - 0.5, -0.5)
+    axes.set_xlabel(spec["xlabel"])
+    return figure
+
+
 DRAW: dict[str, Callable[[Spec], Figure]] = {
     "hbar": _hbar,
     "timeline": _timeline,
     "steps": _steps,
+    "latency": _latency,
+    "speedup": _speedup,
 }
 
 

@@ -21,6 +21,15 @@ KIND_LABELS = {
     "time_per_call_s": "time per call in compiled graphs (s)",
     "environment": "environment",
     "failures": "compile failures",
+    # check reports (analysis/check_diff.py)
+    "contract_clause": "contract clause",
+    "cell_verdict": "cell verdict",
+    "new_cell": "new cell",
+    "removed_cell": "cell gone",
+    "max_variants": "max variants per frame",
+    "late_compiles": "recompiles after warmup",
+    "speedup": "steady-state speedup",
+    "cold_start_s": "cold start, first result (s)",
 }
 
 

@@ -30,6 +30,16 @@ def render_view(view: dict[str, Any]) -> str:
     return _environment().get_template("report.html.j2").render(view=view, charts=charts)
 
 
-def render_html(report: dict[str, Any], links: dict[str, str] | None = None) -> str:
-    """report.html for a report dict; ``links`` maps compile ids to drill-down pages."""
+def render_html(
+    report: dict[str, Any],
+    links: dict[str, str] | None = None,
+    latencies: dict[str, dict[str, list[float]]] | None = None,
+) -> str:
+    """report.html for a report dict; ``links`` maps compile ids to drill-down pages. A check
+    report (``kind == "check"``) has its own sections; ``latencies`` are its raw steady-state
+    samples (report/check_samples.py ``load_latencies``)."""
+    if report.get("kind") == "check":
+        from pt2doctor.report.check_views import build_check_view
+
+        return render_view(build_check_view(report, latencies))
     return render_view(build_view(report, links))

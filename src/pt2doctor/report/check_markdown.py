@@ -1,0 +1,152 @@
+"""report.md of a check run: GitHub-flavoured Markdown for CI job summaries and PR comments.
+The verdict line, the contract's clauses, the cells that failed, the variants side by side.
+Every user-derived string goes through md_text / md_code (report/markdown.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pt2doctor.report.check_views import shown_value, worst_tensor
+from pt2doctor.report.markdown import md_code, md_table, md_text
+
+Report = dict[str, Any]
+MAX_ROWS = 30
+_MARK = {True: "✅ ok", False: "❌ FAIL", None: "➖ n/a"}
+
+
+def _value(value: Any) -> str:
+    return md_text(shown_value(value))
+
+
+def _headline(report: Report) -> list[str]:
+    summary, contract = report["summary"], report["contract"]
+    failed = sum(clause["ok"] is False for clause in contract["clauses"])
+    verdict = (
+        "✅ **contract met**" if contract["ok"] else f"❌ **contract failed** ({failed} clause(s))"
+    )
+    counts = ", ".join(f"{n} {md_text(v)}" for v, n in summary["verdicts"].items())
+    source = md_code(contract["budget"]) if contract["budget"] else "defaults (no budget file)"
+    lines = ["## pt2doctor check", "", f"{verdict}: {summary['cells']} cell(s): {counts or 'none'}"]
+    lines += ["", f"Budget: {source}", ""]
+    if report["interrupted"]:
+        lines += ["_Interrupted: the report holds what was measured so far._", ""]
+    if report.get("redacted"):
+        lines += ["_Redacted: source lines removed, paths made relative._", ""]
+    return lines
+
+
+def _clauses(report: Report) -> list[str]:
+    rows = [
+        [_MARK[c["ok"]], md_code(c["name"]), _value(c["measured"]), _value(c["budget"]),
+         md_text(c["detail"] or "")]
+        for c in report["contract"]["clauses"]
+    ]  # fmt: skip
+    return ["### Contract", "", *md_table(["", "clause", "measured", "budget", "detail"], rows)]
+
+
+def _failing_cells(report: Report) -> list[str]:
+    rows = []
+    for cell in report["cells"]:
+        for name, entry in cell["variants"].items():
+            verdict = entry.get("verdict", "not run")
+            if verdict in ("pass", "nondeterministic"):
+                continue
+            worst = worst_tensor(entry)
+            what = (
+                f"{md_code(worst['name'])}: abs {worst['max_abs_error']}, rel "
+                f"{worst['max_rel_error']}, rmse ratio {worst['rmse_ratio']} ({md_text(worst['rule'])})"
+                if worst
+                else md_code(entry.get("error") or entry.get("warmup_error") or "")
+            )
+            rows.append([md_code(cell["id"]), md_text(name), f"**{md_text(verdict)}**", what])
+    if not rows:
+        return []
+    shown = md_table(["cell", "variant", "verdict", "worst tensor / error"], rows[:MAX_ROWS])
+    more = (
+        [f"... and {len(rows) - MAX_ROWS} more in report.json", ""] if len(rows) > MAX_ROWS else []
+    )
+    return ["### Failing cells", "", *shown, *more]
+
+
+def _seconds(value: Any) -> str:
+    return "-" if value is None else f"{value:.3g} s"
+
+
+def _ms(dist: dict[str, Any] | None) -> str:
+    dist = dist or {}
+    if dist.get("p50_s") is None:
+        return "-"
+    return f"{dist['p50_s'] * 1e3:.3g} / {dist['p99_s'] * 1e3:.3g}"
+
+
+def _speedup(steady: dict[str, Any]) -> str:
+    if steady.get("speedup") is None:
+        return "-"
+    low, high = steady.get("speedup_ci95") or (None, None)
+    interval = "" if low is None or high is None else f" [{low:.2f}–{high:.2f}]"
+    return f"{steady['speedup']:.2f}x{interval}"
+
+
+def _variant_rows(variant: dict[str, Any]) -> list[list[str]]:
+    if not variant["applicable"]:
+        return [[md_code(variant["name"]), md_code(variant["case"]), md_text(variant["reason"] or "n/a"),
+                 *["-"] * 6]]  # fmt: skip
+    cold = variant["cold_start"]
+    cold_text = " / ".join(
+        _seconds(cold.get(state, {}).get("first_result_s"))
+        for state in ("empty_cache", "warm_cache")
+    )
+    rows = []
+    for group in variant["groups"]:
+        steady = group.get("steady") or {}
+        rows.append([
+            md_code(variant["name"]),
+            md_code(group["group"]),
+            cold_text,
+            _seconds(group["warmup"].get("seconds")),
+            str(group["max_variants_per_frame"]),
+            _ms(steady.get("eager")),
+            _ms(steady.get("compiled")),
+            md_code(group["error"]) if group.get("error") else _speedup(steady),
+            str(len(group.get("late_compiles", []))),
+        ])  # fmt: skip
+    return rows
+
+
+def _variants(report: Report) -> list[str]:
+    rows = [row for variant in report["variants"] for row in _variant_rows(variant)]
+    if not rows:
+        return []
+    header = ["variant", "group", "cold start empty / warm cache", "warmup", "max variants",
+              "eager p50 / p99 ms", "compiled p50 / p99 ms", "speedup [95% CI]", "late compiles"]  # fmt: skip
+    return ["### Compile variants", "", *md_table(header, rows[:MAX_ROWS])]
+
+
+def _late(report: Report) -> list[str]:
+    lines = []
+    for variant in report["variants"]:
+        for group in variant["groups"]:
+            for late in group.get("late_compiles", []):
+                where = f"{variant['name']} {group['group']}"
+                guards = "; ".join(f"{g['category']}: {g['text']}" for g in late["failed_guards"])
+                lines.append(f"- {md_code(where)}: {md_code(late['function'])} recompiled after "
+                             f"warmup, failed guards: {md_code(guards or 'none')}")  # fmt: skip
+    return ["### Recompiles after warmup", "", *lines, ""] if lines else []
+
+
+def _environment(report: Report) -> list[str]:
+    env = report["environment"]
+    keys = ("torch_version", "python_version", "cuda_version", "triton_version", "gpu")
+    parts = [f"{key} {md_code(env[key])}" for key in keys if env.get(key) is not None]
+    lines = [
+        f"- ⚠️ environment changed: {md_code(change)}" for change in report["environment_changes"]
+    ]
+    lines = [*lines, ""] if lines else []
+    return [*lines, "<sub>" + " · ".join(parts) + "</sub>", ""] if parts else lines
+
+
+def render_check_markdown(report: Report) -> str:
+    """The whole Markdown document of a check report."""
+    lines = [*_headline(report), *_clauses(report), *_failing_cells(report), *_variants(report)]
+    lines += [*_late(report), *_environment(report)]
+    return "\n".join(lines).rstrip() + "\n"

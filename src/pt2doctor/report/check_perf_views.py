@@ -1,0 +1,202 @@
+"""Check report sections about time and memory, per compile variant side by side: cold start
+(empty vs warm compile cache), warmup, steady-state latency and speedup, and the compiles that
+happened after warmup. Builders of report/check_views.py ``CHECK_SECTIONS``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pt2doctor.report.check_samples import Latencies, latency_key
+from pt2doctor.report.views import Section, cut
+
+Report = dict[str, Any]
+CACHE_STATES = ("empty_cache", "warm_cache")
+
+
+def _where(variant: dict[str, Any], group: dict[str, Any]) -> str:
+    return cut(f"{variant['name']} {group['group']}", 160)
+
+
+def _groups(report: Report) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    return [(v, g) for v in report["variants"] if v["applicable"] for g in v["groups"]]
+
+
+def _keyed_groups(report: Report) -> list[tuple[dict[str, Any], dict[str, Any], str]]:
+    """Groups of variants that ran, with their latency key."""
+    return [
+        (variant, group, latency_key(v, g))
+        for v, variant in enumerate(report["variants"])
+        if variant["applicable"]
+        for g, group in enumerate(variant["groups"])
+    ]
+
+
+def _cache(cache: dict[str, Any] | None) -> str:
+    """``fx_graph 1 hit, 0 miss; aotautograd ...`` from a compile summary's cache counts."""
+    parts = []
+    for name, counts in sorted((cache or {}).items()):
+        shown = ", ".join(f"{n} {what}" for what, n in sorted(counts.items()))
+        parts.append(f"{name} {shown}" if shown else name)
+    return "; ".join(parts) or "-"
+
+
+def _memory(memory: dict[str, Any] | None) -> Any:
+    memory = memory or {}
+    return memory.get("cuda_reserved_mb") or memory.get("peak_rss_mb")
+
+
+def cold_start(report: Report, latencies: Latencies) -> Section | None:
+    """Per variant, a fresh process with an empty then a warm compile cache: time to the
+    first result, compile time, cache hits and misses, peak memory."""
+    rows = []
+    for variant in report["variants"]:
+        for state in CACHE_STATES:
+            cold = variant["cold_start"].get(state)
+            if cold is None:
+                continue
+            rows.append(
+                {
+                    "variant": variant["name"],
+                    "case": cut(variant["case"]),
+                    "cache_state": state.replace("_", " "),
+                    "first_result_s": cold.get("first_result_s"),
+                    "compile_time_s": cold.get("compile_time_s"),
+                    "compiles": cold.get("compiles"),
+                    "cache": _cache(cold.get("cache")),
+                    "peak_memory_mb": _memory(cold.get("memory")),
+                    "error": cut(cold.get("error")),
+                }
+            )
+    if not rows:
+        return None
+    return Section("cold", "Cold start (fresh process)", "check_cold", {"rows": rows})
+
+
+def warmup(report: Report, latencies: Latencies) -> Section | None:
+    """Per variant and group: warmup seconds, per cell, and the most variants of one frame."""
+    rows = [
+        {
+            "where": _where(variant, group),
+            "seconds": group["warmup"].get("seconds"),
+            "per_cell": [
+                {"cell": cut(cell, 160), "seconds": seconds}
+                for cell, seconds in group["warmup"]["per_cell"].items()
+            ],
+            "max_variants_per_frame": group["max_variants_per_frame"],
+            "frames": [
+                {
+                    "function": f["function"],
+                    "where": cut(f"{f['file']}:{f['line']}", 200),
+                    "variants": f["variants"],
+                }
+                for f in group.get("frames", [])
+            ],
+            "compiles": group.get("compiles"),
+            "compile_time_s": group.get("compile_time_s"),
+            "peak_memory_mb": _memory(group.get("memory")),
+        }
+        for variant, group in _groups(report)
+    ]
+    if not rows:
+        return None
+    return Section("warmup", "Warmup", "check_warmup", {"rows": rows})
+
+
+def _ms(value: Any) -> Any:
+    return None if value is None else round(value * 1e3, 6)
+
+
+def _latency_rows(report: Report, latencies: Latencies) -> list[dict[str, Any]]:
+    """Chart rows: eager and compiled per group, raw per-iteration values when the samples are
+    there, else the percentiles."""
+    rows = []
+    for variant, group, key in _keyed_groups(report):
+        steady = group.get("steady") or {}
+        raw = latencies.get(key, {})
+        for kind in ("eager", "compiled"):
+            dist = steady.get(kind)
+            if not dist:
+                continue
+            rows.append(
+                {
+                    "label": cut(f"{_where(variant, group)} {kind}", 60),
+                    "compiled": kind == "compiled",
+                    "values_ms": [_ms(v) for v in raw.get(kind, [])],
+                    "p50_ms": _ms(dist["p50_s"]),
+                    "p95_ms": _ms(dist["p95_s"]),
+                    "p99_ms": _ms(dist["p99_s"]),
+                }
+            )
+    return rows
+
+
+def _speedup(steady: dict[str, Any]) -> dict[str, Any] | None:
+    if steady.get("speedup") is None:
+        return None
+    low, high = steady.get("speedup_ci95") or (None, None)
+    return {"value": steady["speedup"], "low": low, "high": high}
+
+
+def steady_state(report: Report, latencies: Latencies) -> Section | None:
+    """Latency distributions (eager vs compiled) and speedup with its 95% interval per variant
+    and group; the noise warnings that say how far to trust them."""
+    rows = []
+    for variant, group, key in _keyed_groups(report):
+        steady = group.get("steady") or {}
+        rows.append(
+            {
+                "where": _where(variant, group),
+                "iterations": steady.get("iterations", 0),
+                "eager": {k: _ms((steady.get("eager") or {}).get(f"{k}_s")) for k in ("p50", "p95", "p99")},
+                "compiled": {k: _ms((steady.get("compiled") or {}).get(f"{k}_s")) for k in ("p50", "p95", "p99")},
+                "speedup": _speedup(steady),
+                "noise_warnings": [cut(w) for w in steady.get("noise_warnings", [])],
+                "error": cut(group.get("error")),
+                "raw": bool(latencies.get(key)),
+            }
+        )  # fmt: skip
+    if not rows:
+        return None
+    charts = []
+    latency_rows = _latency_rows(report, latencies)
+    if latency_rows:
+        charts.append({"kind": "latency", "title": "steady-state latency per iteration",
+                       "xlabel": "ms per iteration", "rows": latency_rows})  # fmt: skip
+    speedups = [(r["where"], r["speedup"]) for r in rows if r["speedup"]]
+    if speedups:
+        charts.append({"kind": "speedup", "title": "speedup (eager / compiled) with 95% interval",
+                       "xlabel": "speedup (x)",
+                       "rows": [{"label": cut(w, 60), **s} for w, s in speedups]})  # fmt: skip
+    return Section("steady", "Steady state", "check_steady", {"rows": rows}, charts)
+
+
+def late_compiles(report: Report, latencies: Latencies) -> Section | None:
+    """Compiles after warmup (warmup did not cover every variant), each with its failed guards."""
+    rows = [
+        {
+            "where": _where(variant, group),
+            "compile_id": late.get("compile_id"),
+            "function": late.get("function"),
+            "source": cut(f"{late.get('file')}:{late.get('line')}", 200),
+            "guards": [
+                {
+                    "category": guard["category"],
+                    "text": cut(guard["text"]),
+                    "source": cut(_source(guard.get("source")), 200),
+                    "code": cut((guard.get("source") or {}).get("code")),
+                }
+                for guard in late.get("failed_guards", [])
+            ],
+        }
+        for variant, group in _groups(report)
+        for late in group.get("late_compiles", [])
+    ]
+    if not rows:
+        return None
+    return Section("late", "Recompiles after warmup", "check_late", {"rows": rows})
+
+
+def _source(source: dict[str, Any] | None) -> str:
+    if not source:
+        return ""
+    return f"{source.get('file')}:{source.get('line')} {source.get('function') or ''}".strip()

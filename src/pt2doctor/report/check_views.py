@@ -1,0 +1,193 @@
+"""The HTML view-model of a check report (``report["kind"] == "check"``): plain data built
+section by section, like report/views.py does for run reports.
+
+Each builder takes the report dict and the raw latencies (report/check_samples.py; empty when
+the samples files are gone) and returns a :class:`~pt2doctor.report.views.Section` or ``None``.
+They are registered in :data:`CHECK_SECTIONS`, in page order. Charts are specs (numbers and
+labels) that report/charts.py draws at render time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from pt2doctor.report.check import VERDICT_RANK
+from pt2doctor.report.check_perf_views import cold_start, late_compiles, steady_state, warmup
+from pt2doctor.report.check_samples import Latencies
+from pt2doctor.report.views import Section, cut
+
+Report = dict[str, Any]
+CheckSectionBuilder = Callable[[Report, Latencies], "Section | None"]
+MAX_NOTES = 4
+
+
+def check_headline(report: Report, latencies: Latencies) -> Section:
+    """Cells and their verdicts, the contract's verdict, and each clause measured vs budget."""
+    summary, contract = report["summary"], report["contract"]
+    counts = [{"label": "cells", "value": summary["cells"]}]
+    counts += [{"label": verdict, "value": n} for verdict, n in summary["verdicts"].items()]
+    clauses = [
+        {
+            "name": clause["name"],
+            "measured": cut(shown_value(clause["measured"])),
+            "budget": cut(shown_value(clause["budget"])),
+            "ok": clause["ok"],
+            "detail": cut(str(clause["detail"] or "")),
+        }
+        for clause in contract["clauses"]
+    ]
+    failed = sum(clause["ok"] is False for clause in contract["clauses"])
+    data = {
+        "ok": contract["ok"],
+        "failed": failed,
+        "budget": contract["budget"],
+        "counts": counts,
+        "clauses": clauses,
+        "interrupted": report["interrupted"],
+        "redacted": bool(report.get("redacted")),
+    }
+    return Section("summary", "Summary and contract", "check_headline", data)
+
+
+def shown_value(value: Any) -> str:
+    """A measured or budgeted value as shown (floats to 4 significant digits)."""
+    if value is None:
+        return "-"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _number(value: Any) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def worst_tensor(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The tensor with the largest absolute error, among the failing ones if any fail."""
+    tensors = entry.get("tensors") or []
+    failing = [t for t in tensors if not t["passed"]] or tensors
+    if not failing:
+        return None
+    worst = max(failing, key=lambda t: t["max_abs_error"] or 0.0)
+    return {
+        "name": cut(worst["name"], 120),
+        "max_abs_error": _number(worst["max_abs_error"]),
+        "max_rel_error": _number(worst["max_rel_error"]),
+        "rmse_ratio": _number(worst["rmse_ratio"]),
+        "rule": worst["rule"],
+        "passed": worst["passed"],
+    }
+
+
+def _notes(entry: dict[str, Any]) -> list[str]:
+    notes = []
+    strides = entry.get("stride_mismatches") or []
+    if strides:
+        notes.append("stride differs from eager: " + ", ".join(strides[:MAX_NOTES]))
+    nondeterministic = entry.get("eager_nondeterministic") or []
+    if nondeterministic:
+        names = ", ".join(map(str, nondeterministic[:MAX_NOTES]))
+        notes.append(f"eager differs from itself (nondeterministic): {names}")
+    if entry.get("warmup_error"):
+        notes.append(f"warmup failed: {entry['warmup_error']}")
+    return [cut(note) for note in notes]
+
+
+def accuracy(report: Report, latencies: Latencies) -> Section | None:
+    """Per cell and compile variant: the verdict, the worst tensor's errors and its rule,
+    stride and eager-nondeterminism notes; the error when the cell did not run through."""
+    rows = []
+    for cell in report["cells"]:
+        entries = cell["variants"] or {"-": {}}
+        for name, entry in entries.items():
+            rows.append(
+                {
+                    "cell": cut(cell["id"]),
+                    "cell_verdict": cell["verdict"],
+                    "variant": name,
+                    "verdict": entry.get("verdict", "not run"),
+                    "worst": worst_tensor(entry),
+                    "tolerance": entry.get("tolerance"),
+                    "error": cut(entry.get("error")),
+                    "notes": _notes(entry),
+                }
+            )
+    if not rows:
+        return None
+    rows.sort(key=lambda row: -VERDICT_RANK.get(row["verdict"], 5))
+    return Section("accuracy", "Accuracy per cell (eager vs compiled)", "check_accuracy",
+                   {"rows": rows})  # fmt: skip
+
+
+def variants(report: Report, latencies: Latencies) -> Section | None:
+    """Every compile variant per case: what it is, whether it ran (and why not), and for the
+    regional variant whether the repeated blocks shared one compiled artifact."""
+    rows = []
+    for variant in report["variants"]:
+        regional = [
+            {"group": cut(group["group"]), **group["regional"]}
+            for group in variant["groups"]
+            if group.get("regional")
+        ]
+        rows.append(
+            {
+                "name": variant["name"],
+                "case": cut(variant["case"]),
+                "backend": variant["backend"],
+                "mode": variant["mode"],
+                "regional": variant["regional"],
+                "applicable": variant["applicable"],
+                "reason": variant.get("reason"),
+                "groups": len(variant["groups"]),
+                "sharing": regional,
+            }
+        )
+    if not rows:
+        return None
+    return Section("variants", "Compile variants", "check_variants", {"rows": rows})
+
+
+def environment(report: Report, latencies: Latencies) -> Section:
+    """torch, Python, CUDA, Triton, GPU, config changes; what differs from --expect-env."""
+    env = report["environment"]
+    rows = [
+        {"key": key, "value": cut(str(value))}
+        for key, value in sorted(env.items())
+        if key != "config_changes" and value is not None
+    ]
+    config = [
+        {"key": f"{module}.{name}", "value": cut(repr(value))}
+        for module, changes in sorted((env.get("config_changes") or {}).items())
+        for name, value in sorted(changes.items())
+    ]
+    data = {
+        "rows": rows,
+        "config": config,
+        "changes": [cut(change) for change in report["environment_changes"]],
+        "tool": report["tool"],
+    }
+    return Section("environment", "Environment", "check_environment", data)
+
+
+CHECK_SECTIONS: list[CheckSectionBuilder] = [
+    check_headline,
+    accuracy,
+    variants,
+    cold_start,
+    warmup,
+    steady_state,
+    late_compiles,
+    environment,
+]
+
+
+def build_check_view(report: Report, latencies: Latencies | None = None) -> dict[str, Any]:
+    """The check page's view-model; ``latencies``: raw per-iteration totals by samples path
+    (report/check_samples.py ``load_latencies``), charted instead of the percentiles."""
+    sections = [build(report, latencies or {}) for build in CHECK_SECTIONS]
+    return {
+        "title": "pt2doctor check report",
+        "schema_version": report["schema_version"],
+        "links": {},
+        "sections": [asdict(section) for section in sections if section is not None],
+    }
