@@ -228,7 +228,14 @@ def test_crash_and_hang_become_cell_verdicts(tmp_path: Path, run_env: dict[str, 
     assert "SIGSEGV" in crashed["variants"]["default"]["error"]
     hung = run.cell("fragile/bad/kind=hang")
     assert hung["verdict"] == "timeout"
-    for good in ("fragile/good/kind=segfault", "fragile/good/kind=hang"):
+    raised = run.cell("fragile/bad/kind=raises")
+    assert raised["verdict"] == "error"
+    assert "ValueError: no weights for this bucket" in raised["variants"]["default"]["error"]
+    for good in (
+        "fragile/good/kind=segfault",
+        "fragile/good/kind=hang",
+        "fragile/good/kind=raises",
+    ):
         assert run.cell(good)["verdict"] == "pass"
     for group in run.groups().values():  # the rest of each group was benchmarked after all
         kind = group["group"].rsplit("kind=", 1)[1]

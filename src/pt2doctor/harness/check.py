@@ -85,7 +85,7 @@ class GroupRun:
                 record(
                     "group",
                     **self.tags,
-                    cells=self.pending,
+                    cells=event.pop("cells", self.pending),
                     steady=summary,
                     samples=str(out / "samples.jsonl"),
                     **event,

@@ -87,9 +87,14 @@ class GroupModels:
 
     @classmethod
     def build(
-        cls, case: Case, group: list[Cell], variant: CompileVariant, with_eager: bool = True
+        cls,
+        case: Case,
+        group: list[Cell],
+        variant: CompileVariant,
+        with_eager: bool = True,
+        builts: dict[str, Built] | None = None,
     ) -> GroupModels:
-        builts = {cell.id: case.build(cell) for cell in group}
+        builts = builts or {cell.id: case.build(cell) for cell in group}
         first = builts[group[0].id]
         train, cuda = group[0].train, group[0].device.startswith("cuda")
         eager_model = copy.deepcopy(first.model) if with_eager else first.model

@@ -153,6 +153,21 @@ def _compile_facts(report: dict[str, Any], models: GroupModels) -> dict[str, Any
     return facts
 
 
+def build_cells(case: Case, group: list[Cell], emit: Emit) -> tuple[list[Cell], dict[str, Any]]:
+    """Each cell's model and inputs; a cell whose factory raises gets that as its warmup
+    error and leaves the group, so the other cells are still warmed up and measured."""
+    built, kept = {}, []
+    for cell in group:
+        emit("cell_start", cell=cell.id, phase="warmup")
+        try:
+            built[cell.id] = case.build(cell)
+        except Exception as error:
+            emit("warmup", cell=cell.id, error=one_line(error))
+            continue
+        kept.append(cell)
+    return kept, built
+
+
 def run_group(spec: dict[str, Any], out: Path, emit: Emit) -> None:
     import torch
 
@@ -167,7 +182,11 @@ def run_group(spec: dict[str, Any], out: Path, emit: Emit) -> None:
     if not spec.get("bench", True):
         emit("done", memory=memory_now())
         return
-    models = GroupModels.build(case, group, variant)
+    group, builts = build_cells(case, group, emit)
+    if not group:
+        emit("done", memory=memory_now())
+        return
+    models = GroupModels.build(case, group, variant, builts=builts)
     emit("model", repeated_blocks=models.blocks)
     with (out / "samples.jsonl").open("ab") as samples, Watch(out / "capture") as watch:
         warmup_phase(models, group, emit)
@@ -175,7 +194,7 @@ def run_group(spec: dict[str, Any], out: Path, emit: Emit) -> None:
         steady_phase(models, group, spec, samples, emit)
         report = watch.report()
     (out / "compile-report.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
-    emit("steady_done", **_compile_facts(report, models))
+    emit("steady_done", cells=[cell.id for cell in group], **_compile_facts(report, models))
     emit("done", memory=memory_now())
 
 

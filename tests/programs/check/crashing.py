@@ -1,5 +1,5 @@
-"""Cells that crash the process (a segfault) or hang, next to cells that work: each bad cell
-gets its verdict and the others complete."""
+"""Cells that crash the process (a segfault), hang, or whose factory raises, next to cells that
+work: each bad cell gets its verdict and the others complete."""
 
 import ctypes
 import time
@@ -25,6 +25,8 @@ def build(cell: Cell) -> Built:
     if cell.bucket == "bad":
         if cell.state["kind"] == "segfault":
             ctypes.string_at(0)  # SIGSEGV
+        elif cell.state["kind"] == "raises":
+            raise ValueError("no weights for this bucket")
         else:
             time.sleep(3600)
     return Built(Fragile(cell.state["kind"]).eval(), (torch.randn(cell.shape, 8),))
@@ -32,6 +34,8 @@ def build(cell: Cell) -> Built:
 
 CASES = [
     Case(
-        "fragile", build, Matrix(shapes={"bad": 3, "good": 4}, state={"kind": ("segfault", "hang")})
+        "fragile",
+        build,
+        Matrix(shapes={"bad": 3, "good": 4}, state={"kind": ("segfault", "hang", "raises")}),
     )
 ]
