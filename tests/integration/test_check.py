@@ -377,3 +377,32 @@ def test_graph_break_budget_with_an_allow_list(tmp_path: Path, run_env: dict[str
     assert (clause["ok"], clause["measured"], clause["budget"]) == (False, 1, 0)
     assert clause["detail"].endswith(f"graph_breaks.py:{unexplained}")
     assert run.cell("chatty/b4")["verdict"] == "pass"
+
+
+def test_report_rejudges_a_check_directory_offline(tmp_path: Path, run_env: dict[str, str]) -> None:
+    (tmp_path / "pt2doctor.toml").write_text("max_variants_per_frame = 1\n")
+    run = run_check(
+        tmp_path,
+        run_env,
+        "variants_budget.py",
+        "--backend",
+        "eager",
+        "--no-cold-start",
+        "--iterations",
+        "4",
+        "--cells",
+        "grow",
+    )
+    assert run.returncode == 1
+    (tmp_path / "pt2doctor.toml").unlink()  # the budget it ran with is kept in results.jsonl
+    again = subprocess.run(
+        [sys.executable, "-m", "pt2doctor", "report", str(run.out), "--format", "json"],
+        cwd=tmp_path,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert again.returncode == 1, again.stderr[-2000:]
+    assert json.loads(again.stdout) == run.report

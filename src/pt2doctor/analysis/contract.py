@@ -57,6 +57,16 @@ class Budget:
     allowed_breaks: list[AllowedBreak] = field(default_factory=list)
     source: str | None = None
 
+    def as_dict(self) -> dict[str, Any]:
+        """Kept in results.jsonl, so a check directory can be re-judged offline."""
+        allowed = [{"site": a.site, "reason": a.reason} for a in self.allowed_breaks]
+        return {"values": self.values, "allowed_breaks": allowed, "source": self.source}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Budget:
+        allowed = [AllowedBreak(str(a["site"]), str(a["reason"])) for a in data["allowed_breaks"]]
+        return cls(dict(data["values"]), allowed, data.get("source"))
+
 
 def _coerce(key: str, value: Any, kind: type) -> Any:
     if kind is float and isinstance(value, int) and not isinstance(value, bool):

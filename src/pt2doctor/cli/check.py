@@ -13,6 +13,7 @@ import orjson
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from pt2doctor.analysis.contract import Budget
 from pt2doctor.cli.outputs import OutputPlan, document_options, emit
 from pt2doctor.errors import UsageError
 from pt2doctor.harness.budget import load_budget
@@ -175,7 +176,8 @@ def check_command(
         False if quick else regional,
     )
     console = Console(highlight=False, stderr=fmt != "term")
-    interrupted = _run(options, cases, cells, console)
+    settings = {"budget": budget.as_dict(), "expected_env": expected}
+    interrupted = _run(options, cases, cells, console, settings)
     report = build_check_report(read_results(out), budget, expected, interrupted)
     emit(report, check_output_plan(out, fmt, md_path, html_path, redact))
     if interrupted:
@@ -183,7 +185,29 @@ def check_command(
     return 0 if report["contract"]["ok"] else 1
 
 
-def _run(options: CheckOptions, cases: Any, cells: Any, console: Console) -> bool:
+def is_check_dir(path: Path) -> bool:
+    return path.is_dir() and (path / RESULTS).is_file()
+
+
+def rerender_check(
+    out: Path, fmt: str, md_path: Path | None, html_path: Path | None, redact: bool
+) -> int:
+    """``pt2doctor report CHECK_DIR``: the check report again, from results.jsonl alone (the
+    budget and expected environment it ran with are kept there); exit 1 if a clause fails."""
+    records = read_results(out)
+    settings = next((r for r in records if r.get("record") == "settings"), None)
+    if settings is None:
+        raise UsageError(f"{out / RESULTS} holds no settings record: not a check directory")
+    budget = Budget.from_dict(settings["budget"])
+    finished = any(r.get("record") == "finished" for r in records)
+    report = build_check_report(records, budget, settings.get("expected_env"), not finished)
+    emit(report, check_output_plan(out, fmt, md_path, html_path, redact))
+    return 0 if report["contract"]["ok"] else 1
+
+
+def _run(
+    options: CheckOptions, cases: Any, cells: Any, console: Console, settings: dict[str, Any]
+) -> bool:
     groups = len({cell.group for cell in cells})
     total = len(options.variants) * (2 * len(cells) + groups + 2 * len(cases) * options.cold_start)
     columns = (
@@ -195,6 +219,7 @@ def _run(options: CheckOptions, cases: Any, cells: Any, console: Console) -> boo
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("starting", total=total)
         orch = Orchestrator(options, _progress_callback(progress, task))
+        orch.record("settings", **settings)
         try:
             run_check(options, cases, cells, orch)
         except KeyboardInterrupt:

@@ -112,7 +112,12 @@ def report_command(
     strict: bool,
     collective_timeout: float | None,
 ) -> int:
-    """Explain every compilation in the TORCH_TRACE log(s) or run directory at PATH."""
+    """Explain every compilation in the TORCH_TRACE log(s) or run directory at PATH (a check
+    directory: its check report again, judged against the budget it ran with)."""
+    from pt2doctor.cli.check import is_check_dir, rerender_check
+
+    if is_check_dir(path):
+        return rerender_check(path, fmt, md_path, html_path, redact)
     if is_run_dir(path) and not (json_path or md_path or html_path):
         plan = run_dir_plan(path, fmt, redact, use_tlparse)
     else:  # a bare log, or a run dir whose reports go only where --json/--md/--html say

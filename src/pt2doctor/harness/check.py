@@ -178,6 +178,7 @@ def run_check(
             blocks = max(blocks, _run_variant(orch, case, case_cells, variant))
             if variant == options.variants[-1] and not variant.regional:
                 queue += _variants_for(case, options, blocks)
+    orch.record("finished")
 
 
 def _run_variant(orch: Orchestrator, case: Case, cells: list[Cell], variant: CompileVariant) -> int:
