@@ -139,15 +139,15 @@ def workarounds(
             f"compile the other submodules (child.compile()) and leave {module!r} eager."
         )
     if category == "compiler_bug" and last_good:
-        found.append(f"Or compile with backend={last_good!r}, the last layer that worked.")
+        found.append(f"Compile with backend={last_good!r}, the last layer that worked.")
     found.append(ADVICE[category])
     return found
 
 
 def error_numbers(outcome: dict[str, Any]) -> str:
     """One line for a rung: the error, or the worst tensor's error numbers."""
-    if outcome.get("status") == "diverged":
-        worst = outcome.get("worst") or {}
+    worst = outcome.get("worst")
+    if outcome.get("status") == "diverged" and worst:
         ratio = worst.get("rmse_ratio")
         return (
             f"{worst.get('name')}: max abs error {worst.get('max_abs_error')}, max rel error "
@@ -171,9 +171,7 @@ def conclusion(
         sentence = "No layer fails: every rung of the ladder matches eager."
         return {"layer": None, "failure": None, "category": None, "sentence": sentence}
     kind = "crashes" if first["status"] == "crash" else "diverges from eager"
-    sentence = (
-        f"It {kind} from layer {first['layer']} on (first with backend {first['backend']!r})"
-    )
+    sentence = f"It {kind} first at layer {first['layer']} (backend {first['backend']!r})"
     if module is not None:
         sentence += f"; compiling submodule {module!r} alone reproduces it"
     if bisected and bisected.get("subsystem"):

@@ -178,7 +178,8 @@ class Ablation:
             "mode": self._mode(failing["backend"]),
             "failure": failing,
             "sentence": sentence,
-            "repro_dir": str(self.options.out / "repro") if self.options.repro else None,
+            "bisect_modules": self.options.modules,
+            "repro_dir": str((self.options.out / "repro").resolve()) if self.options.repro else None,
         }
         result = launch(spec, self.options.out / "modules", self.options.timeout)
         trials = [

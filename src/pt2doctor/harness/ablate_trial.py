@@ -147,7 +147,7 @@ def run_modules(spec: dict[str, Any], out: Path, emit: Emit) -> None:
         return hit
 
     found: str | None = None
-    if hasattr(model, "named_children"):
+    if spec.get("bisect_modules", True) and hasattr(model, "named_children"):
         found, _ = smallest_failing(lambda path: user_children(model, path), reproduces)
     emit("modules_done", module=found)
     if spec.get("repro_dir"):

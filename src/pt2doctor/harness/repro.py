@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import re
 import sys
 import types
 from collections.abc import Iterator
@@ -23,7 +22,6 @@ from pt2doctor.harness.case import Case, Cell
 
 SOURCE_MODULE = "model_source"
 CASES_MODULE = "__pt2doctor_cases__"
-_IMPORT = re.compile(r"^(from pt2doctor[\w.]* import \(?)([^)\n]*(?:\n[^)\n]*)*?)(\)?)\s*$", re.M)
 
 REPRO = '''\
 """Repro written by pt2doctor ablate: {sentence}
@@ -92,17 +90,31 @@ if __name__ == "__main__":
 '''
 
 
+def _stub(statement: str) -> str:
+    """Stubs for the names one ``from pt2doctor... import ...`` statement binds."""
+    imported = statement.split(" import ", 1)[1].replace("(", " ").replace(")", " ")
+    names = [n.split(" as ")[-1].strip() for n in imported.replace("\n", " ").split(",")]
+    lines = ["def _pt2doctor_stub(*args, **kwargs):  # pt2doctor is not needed here", "    return None"]
+    return "\n".join(lines + [f"{name} = _pt2doctor_stub" for name in names if name]) + "\n"
+
+
 def stub_imports(source: str) -> str:
     """The case file without pt2doctor: each name it imports from pt2doctor becomes a stub
     (the repro only needs the model's classes, not the case declarations)."""
-
-    def replace(match: re.Match[str]) -> str:
-        names = [n.split(" as ")[-1].strip() for n in match.group(2).replace("\n", " ").split(",")]
-        names = [n for n in names if n]
-        stub = "def _pt2doctor_stub(*args, **kwargs):  # pt2doctor is not needed here\n    return None\n"
-        return stub + "".join(f"{name} = _pt2doctor_stub\n" for name in names)
-
-    return _IMPORT.sub(replace, source)
+    out: list[str] = []
+    pending: list[str] = []
+    for line in source.splitlines(keepends=True):
+        if pending or line.startswith("from pt2doctor"):
+            pending.append(line)
+            statement = "".join(pending)
+            if "(" not in statement or ")" in statement:
+                out.append(_stub(statement))
+                pending = []
+        elif line.startswith("import pt2doctor"):
+            out.append("# " + line)
+        else:
+            out.append(line)
+    return "".join(out)
 
 
 @contextlib.contextmanager
