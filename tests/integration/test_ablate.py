@@ -135,7 +135,11 @@ def test_inductor_pass_that_raises(tmp_path: Path, run_env: dict[str, str]) -> N
     assert done.returncode == 1, done.stderr[-3000:]
     assert json.loads(done.stdout)["conclusion"] == report["conclusion"]
     last = report["ladder"][-1]
-    assert (last["backend"], last["status"], last["root_type"]) == ("inductor", "crash", "RuntimeError")
+    assert (last["backend"], last["status"], last["root_type"]) == (
+        "inductor",
+        "crash",
+        "RuntimeError",
+    )
     assert "planted post-grad pass failure" in last["error"]
     assert report["conclusion"]["layer"] == "inductor"
     assert report["module"]["module"] == "blocks.0"  # Encoder, the only tanh

@@ -65,7 +65,10 @@ def test_smallest_failing_descends_into_the_first_failing_child() -> None:
     found, tried = smallest_failing(lambda p: tree[p], lambda p: p in bad)
     assert found == "b.y"
     assert tried == [("a", False), ("b", True), ("b.x", False), ("b.y", True)]
-    assert smallest_failing(lambda p: tree[p], lambda p: False) == (None, [("a", False), ("b", False)])
+    assert smallest_failing(lambda p: tree[p], lambda p: False) == (
+        None,
+        [("a", False), ("b", False)],
+    )
 
 
 def test_workarounds_put_a_toggle_that_fixed_it_first() -> None:

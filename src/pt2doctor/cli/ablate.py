@@ -56,28 +56,48 @@ def _case_pieces(case_file: Path, cell_id: str | None, out: Path, **kw: Any) -> 
     return pieces, target
 
 
-@click.command(
-    "ablate", context_settings={"ignore_unknown_options": True, "show_default": True}
-)
+@click.command("ablate", context_settings={"ignore_unknown_options": True, "show_default": True})
 @click.option("--cell", "cell_id", help="The failing cell's id (or a pattern matching one).")
 @click.option("--backend", default="inductor", help="The backend you compile with: the top rung.")
 @click.option("--dynamic/--no-dynamic", default=None, help="Compile with dynamic=True / False.")
 @click.option("--mode", help="Inductor mode you compile with (e.g. reduce-overhead).")
 @click.option("--out", type=click.Path(path_type=Path), help="Directory for trials and repro.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0,
-              help="Seconds one trial process may take (then it counts as a hang).")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    help="Seconds one trial process may take (then it counts as a hang).",
+)
 @click.option("--modules/--no-modules", default=True, help="Bisect the module tree.")
-@click.option("--bisect/--no-bisect", default=None,
-              help="Run Inductor's compiler_bisector (default: when the failure is in Inductor).")
-@click.option("--bisect-timeout", type=click.FloatRange(min=0, min_open=True), default=600.0,
-              help="Seconds compiler_bisector may take.")
+@click.option(
+    "--bisect/--no-bisect",
+    default=None,
+    help="Run Inductor's compiler_bisector (default: when the failure is in Inductor).",
+)
+@click.option(
+    "--bisect-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    help="Seconds compiler_bisector may take.",
+)
 @click.option("--repro/--no-repro", default=True, help="Write repro.py for the smallest piece.")
-@click.option("--verify-repro/--no-verify-repro", default=True,
-              help="Run the written repro with plain python to confirm it fails.")
-@click.option("--accuracy-check", "accuracy_check",
-              help="Script mode: a command whose non-zero exit says the outputs are wrong.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="term",
-              help="What to print on stdout (report.json and report.md are always written).")
+@click.option(
+    "--verify-repro/--no-verify-repro",
+    default=True,
+    help="Run the written repro with plain python to confirm it fails.",
+)
+@click.option(
+    "--accuracy-check",
+    "accuracy_check",
+    help="Script mode: a command whose non-zero exit says the outputs are wrong.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="term",
+    help="What to print on stdout (report.json and report.md are always written).",
+)
 @click.argument("target", nargs=-1, type=click.UNPROCESSED, required=True)
 def ablate_command(
     cell_id: str | None, backend: str, dynamic: bool | None, mode: str | None, out: Path | None,

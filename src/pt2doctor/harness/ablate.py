@@ -159,8 +159,12 @@ class Ablation:
                 reason = "not applicable: CUDA graphs need a CUDA device"
                 found.append({"name": "no_cudagraphs", "status": "not applicable", "error": reason})
             else:
-                mode = "max-autotune-no-cudagraphs" if "autotune" in str(self.options.mode) else None
-                outcome = self.trial("no-cudagraphs", backend, dynamic=self.options.dynamic, mode=mode)
+                mode = (
+                    "max-autotune-no-cudagraphs" if "autotune" in str(self.options.mode) else None
+                )
+                outcome = self.trial(
+                    "no-cudagraphs", backend, dynamic=self.options.dynamic, mode=mode
+                )
                 found.append({"name": "no_cudagraphs", "backend": backend, **outcome})
         return found
 
@@ -179,7 +183,9 @@ class Ablation:
             "failure": failing,
             "sentence": sentence,
             "bisect_modules": self.options.modules,
-            "repro_dir": str((self.options.out / "repro").resolve()) if self.options.repro else None,
+            "repro_dir": str((self.options.out / "repro").resolve())
+            if self.options.repro
+            else None,
         }
         result = launch(spec, self.options.out / "modules", self.options.timeout)
         trials = [

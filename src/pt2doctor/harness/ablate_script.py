@@ -41,9 +41,10 @@ def _exceptions(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def _run(argv: list[str], env: dict[str, str], run_dir: Path, timeout: float, name: str) -> Any:
-    with (run_dir / f"{name}.stdout.log").open("wb") as out, (
-        run_dir / f"{name}.stderr.log"
-    ).open("wb") as err:
+    with (
+        (run_dir / f"{name}.stdout.log").open("wb") as out,
+        (run_dir / f"{name}.stderr.log").open("wb") as err,
+    ):
         try:
             return subprocess.run(argv, env=env, stdout=out, stderr=err, timeout=timeout).returncode
         except subprocess.TimeoutExpired:
@@ -74,7 +75,9 @@ def script_rung(
         }
     if check:
         plain = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        verdict = _run(shlex.split(check), {**plain, BACKEND_VAR: backend}, run_dir, timeout, "check")
+        verdict = _run(
+            shlex.split(check), {**plain, BACKEND_VAR: backend}, run_dir, timeout, "check"
+        )
         if verdict != 0:
             return {"status": "diverged", "exit_code": 0, "error": f"accuracy check exit {verdict}"}
     return {"status": "ok", "exit_code": 0}

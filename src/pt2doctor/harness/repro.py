@@ -94,7 +94,10 @@ def _stub(statement: str) -> str:
     """Stubs for the names one ``from pt2doctor... import ...`` statement binds."""
     imported = statement.split(" import ", 1)[1].replace("(", " ").replace(")", " ")
     names = [n.split(" as ")[-1].strip() for n in imported.replace("\n", " ").split(",")]
-    lines = ["def _pt2doctor_stub(*args, **kwargs):  # pt2doctor is not needed here", "    return None"]
+    lines = [
+        "def _pt2doctor_stub(*args, **kwargs):  # pt2doctor is not needed here",
+        "    return None",
+    ]
     return "\n".join(lines + [f"{name} = _pt2doctor_stub" for name in names if name]) + "\n"
 
 
@@ -148,7 +151,8 @@ def capture_call(case: Case, cell: Cell, target: str) -> tuple[Any, Any, Any]:
     """Run the cell eagerly; return (a copy of the ``target`` submodule as it was called first,
     its positional inputs, its keyword inputs)."""
     built = case.build(cell)
-    module = built.model.get_submodule(target)
+    model: Any = built.model
+    module = model.get_submodule(target)
     seen: list[tuple[Any, Any, Any]] = []
 
     def hook(mod: Any, args: Any, kwargs: Any) -> None:

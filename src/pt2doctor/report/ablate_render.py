@@ -102,7 +102,9 @@ def render_ablate_markdown(report: dict[str, Any]) -> str:
     for row in report["ladder"] + report["toggles"]:
         name = f"toggle {row['name']}" if row.get("name") else row["backend"]
         numbers = row.get("numbers") or row.get("error")
-        lines.append(f"| {_md(name)} | {_md(row.get('layer'))} | {row['status']} | {_md(numbers)} |")
+        lines.append(
+            f"| {_md(name)} | {_md(row.get('layer'))} | {row['status']} | {_md(numbers)} |"
+        )
     lines.append("")
     lines += [f"- {line}" for line in detail_lines(report)]
     if report["workarounds"]:

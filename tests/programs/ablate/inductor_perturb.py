@@ -12,7 +12,9 @@ def perturb_sigmoid(graph: torch.fx.Graph) -> None:
         if node.target is torch.ops.aten.sigmoid.default:
             with graph.inserting_after(node):
                 bumped = graph.call_function(torch.ops.aten.add.Tensor, (node, 1.0))
-            node.replace_all_uses_with(bumped, delete_user_cb=lambda user: user is not bumped)
+            node.replace_all_uses_with(
+                bumped, delete_user_cb=lambda user, new=bumped: user is not new
+            )
 
 
 torch._inductor.config.post_grad_custom_post_pass = perturb_sigmoid

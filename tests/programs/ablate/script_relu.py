@@ -8,7 +8,6 @@ import torch
 from torch import nn
 
 
-
 class Net(nn.Module):
     def __init__(self) -> None:
         super().__init__()
