@@ -379,3 +379,27 @@ def original_module(model: Any) -> Any:
     except ImportError:
         return model
     return getattr(model, "_orig_mod", model) if isinstance(model, OptimizedModule) else model
+
+
+def bisect_compiler(passes: Callable[[], bool]) -> dict[str, Any]:
+    """Run torch's ``compiler_bisector`` in process: it reruns ``passes`` (True: no failure;
+    it must compile with ``backend="inductor"``, which the bisector overrides) with backends,
+    then Inductor subsystems switched off, bisecting a subsystem's applications when it can.
+    Returns ``{available, backend, subsystem, bisect_number, debug_info}``."""
+    version = torch_version()
+    try:
+        from torch._inductor.compiler_bisector import CompilerBisector
+    except ImportError:
+        return {"available": False, "reason": "torch._inductor.compiler_bisector is missing"}
+    if version is None or version < (2, 6) or not hasattr(CompilerBisector, "do_bisect"):
+        return {"available": False, "reason": "unavailable on this torch"}
+    result = CompilerBisector.do_bisect(passes, cli_interface=False)
+    if result is None:
+        return {"available": True, "backend": None, "subsystem": None, "bisect_number": None}
+    return {
+        "available": True,
+        "backend": result.backend,
+        "subsystem": result.subsystem,
+        "bisect_number": result.bisect_number,
+        "debug_info": result.debug_info,
+    }

@@ -7,6 +7,7 @@ import sys
 import click
 
 from pt2doctor import __version__
+from pt2doctor.cli.ablate import ablate_command
 from pt2doctor.cli.check import check_command
 from pt2doctor.cli.diff import diff_command
 from pt2doctor.cli.opcheck import opcheck_command
@@ -14,7 +15,14 @@ from pt2doctor.cli.report import report_command
 from pt2doctor.cli.run import run_command
 from pt2doctor.errors import Pt2DoctorError
 
-COMMANDS = [report_command, run_command, check_command, opcheck_command, diff_command]
+COMMANDS = [
+    report_command,
+    run_command,
+    check_command,
+    ablate_command,
+    opcheck_command,
+    diff_command,
+]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,0 +1,187 @@
+"""Ablation, as pure functions: which compiler layer a failure first appears at, what kind of
+failure it is, what to do about it, and the smallest submodule whose compilation reproduces it.
+
+The ladder turns the compiler stack on one layer at a time: ``eager`` (Dynamo only),
+``aot_eager`` (+ AOTAutograd), ``aot_eager_decomp_partition`` (+ decompositions and the
+partitioner), then the backend the user compiles with (``inductor``, or any other backend).
+The first rung that fails names the layer the failure comes from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+LADDER = ("eager", "aot_eager", "aot_eager_decomp_partition")
+# The compiler layer a rung adds to the one below it.
+LAYER_OF = {"eager": "dynamo", "aot_eager": "aot", "aot_eager_decomp_partition": "decomp_partition"}
+FAILED = ("crash", "diverged")
+
+# Exception class names (anywhere in the error's MRO or its cause chain) -> category.
+INCOMPLETE = {"Unsupported"}
+USER_SIDE = {
+    "GuardOnDataDependentSymNode",
+    "UserError",
+    "ConstraintViolationError",
+    "DataDependentOutputException",
+    "DynamicOutputShapeException",
+}
+
+ADVICE = {
+    "incompleteness": (
+        "Dynamo cannot trace this code: wrap the function it stops in with "
+        "torch.compiler.disable (a function higher in the stack), or compile the submodules "
+        "that work (child.compile()) instead of the whole model."
+    ),
+    "user_side": (
+        "The program guards on a data-dependent value: tell the compiler what holds with "
+        "torch._check(...), keep the .item()/nonzero() branch out of the compiled region "
+        "(torch.compiler.disable that function), or do not mark the shape dynamic."
+    ),
+    "compiler_bug": (
+        "A compiler bug: keep the failing piece out of the compiled region until it is fixed "
+        "(compile the other submodules, or torch.compiler.disable the failing one), or compile "
+        "with the last backend that worked; report it upstream with the repro."
+    ),
+}
+
+
+def layer_of(backend: str, top: str) -> str:
+    """The layer a rung stands for: dynamo / aot / decomp_partition, ``inductor`` for the
+    Inductor rung, ``backend`` for any other top backend (it replaces everything after Dynamo)."""
+    if backend in LAYER_OF:
+        return LAYER_OF[backend]
+    return "inductor" if top == "inductor" else "backend"
+
+
+def failed(outcome: dict[str, Any]) -> bool:
+    return outcome.get("status") in FAILED
+
+
+def first_failure(rungs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first rung whose compiled result crashed or diverged from eager."""
+    return next((rung for rung in rungs if failed(rung)), None)
+
+
+def classify(outcome: dict[str, Any]) -> str | None:
+    """``incompleteness`` (Dynamo's Unsupported), ``user_side`` (data-dependent guards and other
+    user errors), ``compiler_bug`` (any other crash, and every wrong result); None when it
+    did not fail."""
+    if not failed(outcome):
+        return None
+    names = set(outcome.get("error_types") or ())
+    if outcome["status"] == "crash" and names & INCOMPLETE:
+        return "incompleteness"
+    if outcome["status"] == "crash" and names & USER_SIDE:
+        return "user_side"
+    return "compiler_bug"
+
+
+def same_failure(reference: dict[str, Any], outcome: dict[str, Any]) -> bool:
+    """Does ``outcome`` fail the way ``reference`` did: same kind, and for a crash the same
+    innermost exception type (a different crash is another bug)."""
+    if not failed(outcome) or outcome["status"] != reference["status"]:
+        return False
+    if reference["status"] == "crash":
+        return outcome.get("root_type") == reference.get("root_type")
+    return True
+
+
+def smallest_failing(
+    children: Callable[[str], list[str]], reproduces: Callable[[str], bool], root: str = ""
+) -> tuple[str | None, list[tuple[str, bool]]]:
+    """Walk the module tree from ``root``: compile each child alone; descend into the first
+    child whose compilation alone reproduces the failure, until none of a module's children
+    does. Returns that module's path (None: only compiling the whole model fails) and every
+    trial made, in order, as (path, reproduced)."""
+    tried: list[tuple[str, bool]] = []
+    found: str | None = None
+    level = children(root)
+    while level:
+        for path in level:
+            hit = reproduces(path)
+            tried.append((path, hit))
+            if hit:
+                found, level = path, children(path)
+                break
+        else:
+            break
+    return found, tried
+
+
+def _toggle_fix(toggles: Sequence[dict[str, Any]]) -> list[str]:
+    fixes = []
+    for toggle in toggles:
+        if toggle.get("status") == "ok" and toggle["name"] == "dynamic=False":
+            fixes.append("Drop dynamic=True: the failure disappears with static shapes.")
+        if toggle.get("status") == "ok" and toggle["name"] == "no_cudagraphs":
+            fixes.append(
+                "Drop the CUDA-graph mode (mode='max-autotune-no-cudagraphs' or the default "
+                "mode): the failure disappears without CUDA graphs."
+            )
+    return fixes
+
+
+def workarounds(
+    category: str | None,
+    toggles: Sequence[dict[str, Any]],
+    module: str | None,
+    last_good: str | None,
+) -> list[str]:
+    """What to do, most specific first: a toggle that made it pass, then the category's advice
+    specialized to the module and the last backend that worked."""
+    if category is None:
+        return []
+    found = _toggle_fix(toggles)
+    if module:
+        found.append(
+            f"Compile without submodule {module!r}: torch.compiler.disable its forward, or "
+            f"compile the other submodules (child.compile()) and leave {module!r} eager."
+        )
+    if category == "compiler_bug" and last_good:
+        found.append(f"Compile with backend={last_good!r}, the last layer that worked.")
+    found.append(ADVICE[category])
+    return found
+
+
+def error_numbers(outcome: dict[str, Any]) -> str:
+    """One line for a rung: the error, or the worst tensor's error numbers."""
+    worst = outcome.get("worst")
+    if outcome.get("status") == "diverged" and worst:
+        ratio = worst.get("rmse_ratio")
+        return (
+            f"{worst.get('name')}: max abs error {worst.get('max_abs_error')}, max rel error "
+            f"{worst.get('max_rel_error')}"
+            + (f", RMSE vs fp64 {ratio}x eager's" if ratio is not None else "")
+            + f" (tolerance {outcome.get('tolerance')})"
+        )
+    return str(outcome.get("error") or "")
+
+
+def conclusion(
+    rungs: Sequence[dict[str, Any]], module: str | None, bisected: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The verdict: layer, failure kind, category and one sentence saying it."""
+    first = first_failure(rungs)
+    eager_error = next((r for r in rungs if r.get("status") == "eager_error"), None)
+    if eager_error is not None:
+        sentence = f"The model fails without compiling: {eager_error.get('error')}."
+        return {"layer": None, "failure": "eager_error", "category": None, "sentence": sentence}
+    if first is None:
+        sentence = "No layer fails: every rung of the ladder matches eager."
+        return {"layer": None, "failure": None, "category": None, "sentence": sentence}
+    kind = "crashes" if first["status"] == "crash" else "diverges from eager"
+    sentence = f"It {kind} first at layer {first['layer']} (backend {first['backend']!r})"
+    if module is not None:
+        sentence += f"; compiling submodule {module!r} alone reproduces it"
+    if bisected and bisected.get("subsystem"):
+        sentence += f"; compiler_bisector points at Inductor's {bisected['subsystem']}"
+        if bisected.get("bisect_number"):
+            sentence += f" (application #{bisected['bisect_number']})"
+    return {
+        "layer": first["layer"],
+        "failure": first["status"],
+        "category": classify(first),
+        "backend": first["backend"],
+        "sentence": sentence + ".",
+    }

@@ -1,0 +1,160 @@
+"""``pt2doctor ablate CASES.py --cell ID`` / ``pt2doctor ablate -- python script.py``: localize a
+crash or a wrong result to a compiler layer (and, for a case, a submodule), write a repro;
+exit 1 when the failure reproduces, 0 when no rung fails."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from pt2doctor.errors import UsageError
+from pt2doctor.harness.case import Cell
+
+FORMATS = ("term", "json", "md")
+
+
+def _default_out() -> Path:
+    return Path("pt2doctor-ablations") / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+
+
+def _pick_cell(case_file: Path, pattern: str | None) -> Cell:
+    from pt2doctor.harness.loader import load_cases, select_cells
+
+    chosen = select_cells(load_cases(case_file), [pattern] if pattern else [])
+    exact = [cell for cell in chosen if cell.id == pattern]
+    if exact:
+        return exact[0]
+    if len(chosen) > 1:
+        ids = ", ".join(cell.id for cell in chosen[:6])
+        more = " ..." if len(chosen) > 6 else ""
+        raise UsageError(f"choose one cell with --cell (it matches {len(chosen)}: {ids}{more})")
+    return chosen[0]
+
+
+def _check_backend(backend: str) -> None:
+    from pt2doctor import torchcompat
+
+    known = torchcompat.known_backends()
+    if known is not None and backend not in known:
+        raise UsageError(f"unknown backend {backend!r} (one of {', '.join(known)})")
+
+
+def _case_pieces(case_file: Path, cell_id: str | None, out: Path, **kw: Any) -> Any:
+    from pt2doctor.harness.ablate import AblateOptions, run_ablation
+
+    cell = _pick_cell(case_file, cell_id)
+    _check_backend(kw["backend"])
+    console = Console(stderr=True, highlight=False)
+    options = AblateOptions(case_file, cell, out, **kw)
+    pieces = run_ablation(options, lambda message: console.print(f"[dim]ablate: {message}[/]"))
+    target = {"mode": "case", "case_file": str(case_file), "case": cell.case, "cell": cell.id}
+    return pieces, target
+
+
+@click.command("ablate", context_settings={"ignore_unknown_options": True, "show_default": True})
+@click.option("--cell", "cell_id", help="The failing cell's id (or a pattern matching one).")
+@click.option("--backend", default="inductor", help="The backend you compile with: the top rung.")
+@click.option("--dynamic/--no-dynamic", default=None, help="Compile with dynamic=True / False.")
+@click.option("--mode", help="Inductor mode you compile with (e.g. reduce-overhead).")
+@click.option("--out", type=click.Path(path_type=Path), help="Directory for trials and repro.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    help="Seconds one trial process may take (then it counts as a hang).",
+)
+@click.option("--modules/--no-modules", default=True, help="Bisect the module tree.")
+@click.option(
+    "--bisect/--no-bisect",
+    default=None,
+    help="Run Inductor's compiler_bisector (default: when the failure is in Inductor).",
+)
+@click.option(
+    "--bisect-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    help="Seconds compiler_bisector may take.",
+)
+@click.option("--repro/--no-repro", default=True, help="Write repro.py for the smallest piece.")
+@click.option(
+    "--verify-repro/--no-verify-repro",
+    default=True,
+    help="Run the written repro with plain python to confirm it fails.",
+)
+@click.option(
+    "--accuracy-check",
+    "accuracy_check",
+    help="Script mode: a command whose non-zero exit says the outputs are wrong.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="term",
+    help="What to print on stdout (report.json and report.md are always written).",
+)
+@click.argument("target", nargs=-1, type=click.UNPROCESSED, required=True)
+def ablate_command(
+    cell_id: str | None, backend: str, dynamic: bool | None, mode: str | None, out: Path | None,
+    timeout: float, modules: bool, bisect: bool | None, bisect_timeout: float, repro: bool,
+    verify_repro: bool, accuracy_check: str | None, fmt: str, target: tuple[str, ...],
+) -> int:  # fmt: skip
+    """Localize a crash or wrong result: the backend ladder (eager, aot_eager,
+    aot_eager_decomp_partition, BACKEND), then submodules, then a repro. TARGET is a case file
+    (with --cell) or, after --, a command such as: python script.py ARGS."""
+    from pt2doctor.report.ablate import build_ablate_report, failure_found
+
+    out = out or _default_out()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"directory {out} already exists: choose another --out")
+    settings = {"backend": backend, "dynamic": dynamic, "mode": mode}
+    if len(target) == 1 and target[0].endswith(".py") and Path(target[0]).is_file():
+        pieces, what = _case_pieces(
+            Path(target[0]), cell_id, out, backend=backend, dynamic=dynamic, mode=mode,
+            modules=modules, bisect=bisect, repro=repro, verify_repro=verify_repro,
+            timeout=timeout, bisect_timeout=bisect_timeout,
+        )  # fmt: skip
+    else:
+        pieces, what = _script_pieces(list(target), cell_id, out, backend, timeout, accuracy_check)
+    report = build_ablate_report(pieces, what, settings, str(out))
+    _emit(report, out, fmt)
+    return 1 if failure_found(report) else 0
+
+
+def _script_pieces(
+    command: list[str], cell_id: str | None, out: Path, backend: str, timeout: float,
+    check: str | None,
+) -> Any:  # fmt: skip
+    from pt2doctor.harness.ablate_script import ablate_script
+
+    if cell_id is not None:
+        raise UsageError("--cell needs a case file: pt2doctor ablate CASES.py --cell ID")
+    if Path(command[0]).suffix == ".py" and not Path(command[0]).is_file():
+        raise UsageError(f"no such case file: {command[0]}")
+    console = Console(stderr=True, highlight=False)
+    pieces = ablate_script(
+        command, backend, out, timeout, check, lambda m: console.print(f"[dim]ablate: {m}[/]")
+    )
+    return pieces, {"mode": "script", "command": command, "accuracy_check": check}
+
+
+def _emit(report: dict[str, Any], out: Path, fmt: str) -> None:
+    from pt2doctor.report.ablate_render import render_ablate, render_ablate_markdown
+    from pt2doctor.report.schema import dumps_report
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.json").write_bytes(dumps_report(report))
+    (out / "report.md").write_text(render_ablate_markdown(report))
+    if fmt == "json":
+        click.echo(dumps_report(report).decode(), nl=False)
+    elif fmt == "md":
+        click.echo(render_ablate_markdown(report), nl=False)
+    else:
+        console = Console(highlight=False)
+        render_ablate(report, console)
+        console.print(f"\nreport written to {out / 'report.json'}")

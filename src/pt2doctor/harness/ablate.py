@@ -1,0 +1,273 @@
+"""The parent side of ``pt2doctor ablate CASES.py --cell ID``: the backend ladder (each rung in a
+fresh worker process, with a timeout; a signal or a hang is that rung's crash), the
+``dynamic=False`` and no-CUDA-graph toggles, the module bisection with the repro, Inductor's
+compiler_bisector, and a check that the written repro reproduces in plain python."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pt2doctor import torchcompat
+from pt2doctor.analysis.ablation import LADDER, first_failure, layer_of
+from pt2doctor.harness.case import Cell
+from pt2doctor.harness.orchestrate import EventTail, _ending
+from pt2doctor.harness.worker import EVENTS
+
+Progress = Callable[[str], None]
+# What a rung's outcome keeps (tracebacks stay in the worker's events.jsonl).
+OUTCOME_KEYS = (
+    "status",
+    "error",
+    "error_types",
+    "root_type",
+    "worst",
+    "tolerance",
+    "failed_tensors",
+)
+
+
+@dataclass(slots=True)
+class AblateOptions:
+    case_file: Path
+    cell: Cell
+    out: Path
+    backend: str = "inductor"
+    dynamic: bool | None = None
+    mode: str | None = None
+    modules: bool = True
+    bisect: bool | None = None  # None: when the failure first appears in Inductor
+    repro: bool = True
+    verify_repro: bool = True
+    timeout: float = 600.0
+    bisect_timeout: float = 600.0
+
+
+def ladder(backend: str) -> list[str]:
+    """eager -> aot_eager -> aot_eager_decomp_partition -> ``backend`` (cut at ``backend`` when
+    it is one of the lower rungs)."""
+    if backend in LADDER:
+        return list(LADDER[: LADDER.index(backend) + 1])
+    return [*LADDER, backend]
+
+
+def launch(spec: dict[str, Any], out: Path, timeout: float) -> dict[str, Any]:
+    """Run one worker; its events, and how it ended (``ok``, ``crash``, ``timeout``, ``fatal``)."""
+    out.mkdir(parents=True, exist_ok=True)
+    spec = {**spec, "out": str(out)}
+    (out / "spec.json").write_bytes(orjson.dumps(spec))
+    with (out / "stdout.log").open("wb") as stdout, (out / "stderr.log").open("wb") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pt2doctor.harness.ablate_trial", str(out / "spec.json")],
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            return {"ending": "timeout", "detail": f"timed out after {timeout:g} s", "events": []}
+        except KeyboardInterrupt:
+            _kill_group(process)
+            raise
+    tail = EventTail(out / EVENTS)
+    events = list(tail.read())
+    ending = _ending(process.returncode, events, None, out)
+    return {"ending": ending.status, "detail": ending.detail, "events": events}
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def _event(result: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((e for e in reversed(result["events"]) if e["event"] == name), None)
+
+
+def _outcome(result: dict[str, Any], name: str = "trial") -> dict[str, Any]:
+    """A trial's outcome; a worker that died or hung is a crash of that trial."""
+    event = _event(result, name)
+    if event is not None:
+        return {key: event[key] for key in OUTCOME_KEYS if key in event}
+    fatal = _event(result, "fatal")
+    if fatal is not None:
+        return {"status": "error", "error": f"ablation worker failed: {fatal['error']}"}
+    kind = "hang" if result["ending"] == "timeout" else "process_crash"
+    return {"status": "crash", "error": result["detail"], "root_type": kind, "error_types": [kind]}
+
+
+class Ablation:
+    """One ablation of one cell; ``run()`` returns the pieces the report is built from."""
+
+    def __init__(self, options: AblateOptions, progress: Progress | None = None) -> None:
+        self.options = options
+        self.progress = progress or (lambda message: None)
+        self.base = {
+            "case_file": str(options.case_file.resolve()),
+            "case": options.cell.case,
+            "cell": options.cell.id,
+        }
+
+    def trial(self, name: str, backend: str, **settings: Any) -> dict[str, Any]:
+        self.progress(f"{name}: backend {backend}")
+        started = time.monotonic()
+        spec = {**self.base, "kind": "trial", "backend": backend, **settings}
+        result = launch(spec, self.options.out / "trials" / name, self.options.timeout)
+        return {**_outcome(result), "seconds": round(time.monotonic() - started, 2)}
+
+    def rungs(self) -> list[dict[str, Any]]:
+        """The ladder, stopped at the first rung that fails (later rungs: ``not run``)."""
+        found: list[dict[str, Any]] = []
+        names = ladder(self.options.backend)
+        for backend in names:
+            if any(r["status"] in ("crash", "diverged", "eager_error") for r in found):
+                outcome: dict[str, Any] = {"status": "not run"}
+            else:
+                outcome = self.trial(backend, backend, **self._settings(backend))
+            layer = layer_of(backend, self.options.backend)
+            found.append({"backend": backend, "layer": layer, **outcome})
+        return found
+
+    def _settings(self, backend: str) -> dict[str, Any]:
+        mode = self.options.mode if backend == "inductor" else None
+        return {"dynamic": self.options.dynamic, "mode": mode}
+
+    def toggles(self, failing: dict[str, Any]) -> list[dict[str, Any]]:
+        """The failing rung again without ``dynamic=True``, and without CUDA graphs, where
+        they were in use."""
+        found = []
+        backend = failing["backend"]
+        if self.options.dynamic:
+            outcome = self.trial("dynamic-false", backend, dynamic=False, mode=self._mode(backend))
+            found.append({"name": "dynamic=False", "backend": backend, **outcome})
+        options = (torchcompat.compile_modes() or {}).get(self.options.mode or "default", {})
+        if backend == "inductor" and torchcompat.uses_cuda_graphs(options):
+            if not self.options.cell.device.startswith("cuda"):
+                reason = "not applicable: CUDA graphs need a CUDA device"
+                found.append({"name": "no_cudagraphs", "status": "not applicable", "error": reason})
+            else:
+                mode = (
+                    "max-autotune-no-cudagraphs" if "autotune" in str(self.options.mode) else None
+                )
+                outcome = self.trial(
+                    "no-cudagraphs", backend, dynamic=self.options.dynamic, mode=mode
+                )
+                found.append({"name": "no_cudagraphs", "backend": backend, **outcome})
+        return found
+
+    def _mode(self, backend: str) -> str | None:
+        return self.options.mode if backend == "inductor" else None
+
+    def modules(self, failing: dict[str, Any], sentence: str) -> dict[str, Any]:
+        """Module bisection and the repro, in one worker (a reset between trials)."""
+        self.progress("module bisection")
+        spec = {
+            **self.base,
+            "kind": "modules",
+            "backend": failing["backend"],
+            "dynamic": self.options.dynamic,
+            "mode": self._mode(failing["backend"]),
+            "failure": failing,
+            "sentence": sentence,
+            "bisect_modules": self.options.modules,
+            "repro_dir": str((self.options.out / "repro").resolve())
+            if self.options.repro
+            else None,
+        }
+        result = launch(spec, self.options.out / "modules", self.options.timeout)
+        trials = [
+            {"module": e["target"], "reproduced": e["reproduced"], "status": e["status"],
+             "error": e.get("error")}
+            for e in result["events"]
+            if e["event"] == "module_trial"
+        ]  # fmt: skip
+        done = _event(result, "modules_done")
+        repro = _event(result, "repro")
+        return {
+            "completed": done is not None,
+            "detail": None if done else result["detail"] or "the worker stopped early",
+            "module": done["module"] if done else None,
+            "trials": trials,
+            "repro": {k: v for k, v in repro.items() if k not in ("event", "t")} if repro else None,
+        }
+
+    def bisect(self, failing: dict[str, Any], module: str | None) -> dict[str, Any]:
+        self.progress("compiler_bisector")
+        spec = {
+            **self.base,
+            "kind": "bisect",
+            "backend": "inductor",
+            "dynamic": self.options.dynamic,
+            "mode": self.options.mode,
+            "failure": failing,
+            "target": module or "",
+        }
+        started = time.monotonic()
+        result = launch(spec, self.options.out / "bisect", self.options.bisect_timeout)
+        event = _event(result, "bisect")
+        seconds = round(time.monotonic() - started, 2)
+        if event is None:
+            return {"available": None, "detail": result["detail"], "seconds": seconds}
+        found = {k: v for k, v in event.items() if k not in ("event", "t")}
+        return {**found, "seconds": seconds}
+
+
+def verify_repro(path: Path, timeout: float) -> dict[str, Any]:
+    """Run the written repro with plain python in a fresh process: does it fail (exit 1)?"""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    try:
+        done = subprocess.run(
+            [sys.executable, str(path)],
+            cwd=path.parent,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return {"reproduces": False, "exit_code": None, "output": f"timed out after {timeout:g} s"}
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    return {
+        "reproduces": done.returncode == 1 and "REPRODUCED" in done.stdout,
+        "exit_code": done.returncode,
+        "output": lines[-1][:500] if lines else "",
+    }
+
+
+def run_ablation(options: AblateOptions, progress: Progress | None = None) -> dict[str, Any]:
+    """Every stage that applies; the raw pieces (``rungs``, ``toggles``, ``modules``,
+    ``bisect``, ``repro``) for :func:`pt2doctor.report.ablate.build_ablate_report`."""
+    from pt2doctor.analysis.ablation import conclusion
+
+    ablation = Ablation(options, progress)
+    rungs = ablation.rungs()
+    failing = first_failure(rungs)
+    pieces: dict[str, Any] = {"rungs": rungs, "toggles": [], "modules": None, "bisect": None}
+    if failing is None:
+        return pieces
+    pieces["toggles"] = ablation.toggles(failing)
+    if options.modules or options.repro:
+        pieces["modules"] = ablation.modules(failing, conclusion(rungs, None, None)["sentence"])
+    module = (pieces["modules"] or {}).get("module")
+    wanted = options.bisect if options.bisect is not None else failing["layer"] == "inductor"
+    if wanted and failing["layer"] == "inductor":
+        pieces["bisect"] = ablation.bisect(failing, module)
+    repro = (pieces["modules"] or {}).get("repro")
+    if repro and repro.get("written") and options.verify_repro:
+        progress and progress("running the repro")
+        repro["verified"] = verify_repro(Path(repro["path"]), options.timeout)
+    return pieces

@@ -1,0 +1,105 @@
+"""``pt2doctor ablate -- python script.py``: the backend ladder on a whole program. Each rung
+runs the command in a fresh process under ``pt2doctor run``'s bootstrap with every
+``torch.compile`` forced to the rung's backend; the failure is the program's exit status, or
+the exit status of ``--accuracy-check CMD`` run after it (non-zero: the outputs are wrong).
+There is no module bisection and no repro here: the program is its own repro."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pt2doctor.analysis.ablation import layer_of
+from pt2doctor.capture.runner import RunOptions, _child_env
+from pt2doctor.errors import UsageError
+from pt2doctor.harness.ablate import ladder
+
+BACKEND_VAR = "PT2DOCTOR_ABLATE_BACKEND"  # tells the accuracy check which rung it judges
+
+
+def _exceptions(run_dir: Path) -> list[dict[str, Any]]:
+    try:
+        lines = (run_dir / "probes.jsonl").read_bytes().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        try:
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(event, dict) and event.get("kind", event.get("event")) == "exception":
+            found.append(event)
+    return found
+
+
+def _run(argv: list[str], env: dict[str, str], run_dir: Path, timeout: float, name: str) -> Any:
+    with (
+        (run_dir / f"{name}.stdout.log").open("wb") as out,
+        (run_dir / f"{name}.stderr.log").open("wb") as err,
+    ):
+        try:
+            return subprocess.run(argv, env=env, stdout=out, stderr=err, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            return None
+        except OSError as error:
+            raise UsageError(f"cannot run {argv[0]}: {error.strerror}") from error
+
+
+def script_rung(
+    command: list[str], backend: str, run_dir: Path, timeout: float, check: str | None
+) -> dict[str, Any]:
+    """Run ``command`` with ``backend`` forced: ok, crash (non-zero exit) or diverged."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "trace").mkdir(exist_ok=True)
+    env = {**_child_env(RunOptions(command, run_dir, backend=backend)), BACKEND_VAR: backend}
+    code = _run(command, env, run_dir, timeout, "program")
+    if code != 0:
+        errors = _exceptions(run_dir)
+        last = errors[-1] if errors else {}
+        what = "timed out" if code is None else f"exit {code}"
+        message = f"{last['type']}: {last.get('message', '')}"[:500] if last else what
+        return {
+            "status": "crash",
+            "exit_code": code,
+            "error": message,
+            "root_type": last.get("type", what),
+            "error_types": [last["type"]] if last else [],
+        }
+    if check:
+        plain = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        verdict = _run(
+            shlex.split(check), {**plain, BACKEND_VAR: backend}, run_dir, timeout, "check"
+        )
+        if verdict != 0:
+            return {"status": "diverged", "exit_code": 0, "error": f"accuracy check exit {verdict}"}
+    return {"status": "ok", "exit_code": 0}
+
+
+def ablate_script(
+    command: list[str],
+    backend: str,
+    out: Path,
+    timeout: float,
+    check: str | None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The ladder on a program, stopped at the first rung that fails."""
+    rungs: list[dict[str, Any]] = []
+    for name in ladder(backend):
+        outcome: dict[str, Any] = {"status": "not run"}
+        if not any(r["status"] in ("crash", "diverged") for r in rungs):
+            if progress:
+                progress(f"{name}: {' '.join(command)}")
+            started = time.monotonic()
+            outcome = script_rung(command, name, out / "rungs" / name, timeout, check)
+            outcome["seconds"] = round(time.monotonic() - started, 2)
+        rungs.append({"backend": name, "layer": layer_of(name, backend), **outcome})
+    return {"rungs": rungs, "toggles": [], "modules": None, "bisect": None}

@@ -1,0 +1,199 @@
+"""An ablation worker: ``python -m pt2doctor.harness.ablate_trial SPEC.json`` runs, in a fresh
+process, one rung of the ladder (``trial``), the module bisection plus the repro capture
+(``modules``), or torch's compiler_bisector (``bisect``) on one cell of a case, and appends
+each outcome to ``events.jsonl`` as it goes (a crash loses only the trial in flight)."""
+
+from __future__ import annotations
+
+import copy
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from pt2doctor import torchcompat
+from pt2doctor.analysis.ablation import same_failure, smallest_failing
+from pt2doctor.harness.align import align_cell, run_cell
+from pt2doctor.harness.case import Case, Cell, cells
+from pt2doctor.harness.loader import load_cases
+from pt2doctor.harness.worker import EVENTS, Emit, _emitter, one_line
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How a trial compiles: the backend, ``dynamic=``, and Inductor's ``mode``."""
+
+    backend: str
+    dynamic: bool | None = None
+    mode: str | None = None
+
+    def kwargs(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"backend": self.backend}
+        if self.dynamic is not None:
+            found["dynamic"] = self.dynamic
+        if self.mode is not None and self.backend == "inductor":
+            found["mode"] = self.mode
+        return found
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> Settings:
+        return cls(str(spec["backend"]), spec.get("dynamic"), spec.get("mode"))
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """The error and what caused it (Dynamo wraps a backend's error in BackendCompilerFailed)."""
+    found: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in found and len(found) < 10:
+        found.append(current)
+        inner = getattr(current, "inner_exception", None)
+        current = inner if isinstance(inner, BaseException) else current.__cause__
+    return found
+
+
+def error_fields(error: BaseException) -> dict[str, Any]:
+    chain = _chain(error)
+    names = sorted({cls.__name__ for e in chain for cls in type(e).__mro__} - {"object"})
+    return {
+        "error": one_line(error),
+        "error_types": names,
+        "root_type": type(chain[-1]).__name__,
+        "traceback": traceback.format_exc()[-3000:],
+    }
+
+
+def is_user_module(module: Any) -> bool:
+    """torch's own modules (nn.Linear...) are no candidates: Dynamo skips frames inside torch,
+    so compiling one of them alone compiles nothing."""
+    return not type(module).__module__.startswith("torch.")
+
+
+def user_children(model: Any, path: str) -> list[str]:
+    """Paths of the nearest user-defined modules below ``path`` (through torch containers such
+    as nn.Sequential and nn.ModuleList)."""
+    found: list[str] = []
+    module = model.get_submodule(path)
+    for name, child in module.named_children():
+        child_path = f"{path}.{name}" if path else name
+        found += [child_path] if is_user_module(child) else user_children(model, child_path)
+    return found
+
+
+def compile_target(model: Any, target: str, settings: Settings) -> Any:
+    """Compile ``target`` (a submodule path; "" for the whole model) in place: parameter names
+    stay the same, and the children of an nn.Sequential really run compiled."""
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return torch.compile(model, **settings.kwargs())
+    model.get_submodule(target).compile(**settings.kwargs())
+    return model
+
+
+def _worst(tensors: list[dict[str, Any]]) -> dict[str, Any] | None:
+    failing = [t for t in tensors if not t["passed"]] or tensors
+    return max(failing, key=lambda t: t["max_abs_error"] or float("inf"), default=None)
+
+
+def trial(case: Case, cell: Cell, settings: Settings, target: str = "") -> dict[str, Any]:
+    """Eager once (a model that fails eagerly is not the compiler's problem), then the cell's
+    alignment with ``target`` compiled: ok, diverged, nondeterministic or crash."""
+    import torch
+
+    torch.compiler.reset()
+    built = case.build(cell)
+    try:
+        run_cell(built, copy.deepcopy(built.model), cell, case)
+    except Exception as error:
+        return {"status": "eager_error", **error_fields(error)}
+    try:
+        result = align_cell(case, cell, lambda model: compile_target(model, target, settings))
+    except Exception as error:
+        return {"status": "crash", **error_fields(error)}
+    finally:
+        torch.compiler.reset()
+    status = {"pass": "ok", "fail": "diverged"}.get(result["verdict"], result["verdict"])
+    return {
+        "status": status,
+        "tolerance": result["tolerance"],
+        "worst": _worst(result["tensors"]),
+        "failed_tensors": [t["name"] for t in result["tensors"] if not t["passed"]],
+    }
+
+
+def _case_cell(spec: dict[str, Any]) -> tuple[Case, Cell]:
+    case = {c.name: c for c in load_cases(Path(spec["case_file"]))}[spec["case"]]
+    return case, {c.id: c for c in cells(case)}[spec["cell"]]
+
+
+def run_modules(spec: dict[str, Any], out: Path, emit: Emit) -> None:
+    """Bisect the module tree for the smallest submodule that reproduces ``spec['failure']``,
+    then write the repro for it (or for the whole model)."""
+    from pt2doctor.harness.repro import write_repro
+
+    case, cell = _case_cell(spec)
+    settings = Settings.from_spec(spec)
+    reference = spec["failure"]
+    model = case.build(cell).model
+
+    def reproduces(path: str) -> bool:
+        emit("trial_start", target=path)
+        outcome = trial(case, cell, settings, path)
+        hit = same_failure(reference, outcome)
+        emit("module_trial", target=path, reproduced=hit, **outcome)
+        return hit
+
+    found: str | None = None
+    if spec.get("bisect_modules", True) and hasattr(model, "named_children"):
+        found, _ = smallest_failing(lambda path: user_children(model, path), reproduces)
+    emit("modules_done", module=found)
+    if spec.get("repro_dir"):
+        emit("trial_start", target="repro")
+        written = write_repro(Path(spec["repro_dir"]), case, cell, found or "", spec)
+        emit("repro", **written)
+
+
+def run_bisect(spec: dict[str, Any], out: Path, emit: Emit) -> None:
+    """torch's compiler_bisector, in process: it reruns the trial with layers and Inductor
+    subsystems switched off until it finds the one that makes the failure go away."""
+    case, cell = _case_cell(spec)
+    settings = Settings("inductor", spec.get("dynamic"), spec.get("mode"))
+    reference = spec["failure"]
+
+    def passes() -> bool:
+        return not same_failure(reference, trial(case, cell, settings, spec.get("target", "")))
+
+    emit("trial_start", target="bisect")
+    emit("bisect", **torchcompat.bisect_compiler(passes))
+
+
+def run_trial(spec: dict[str, Any], out: Path, emit: Emit) -> None:
+    case, cell = _case_cell(spec)
+    emit("environment", torch_version=(torchcompat.torch_version() or (0, 0)))
+    emit("trial_start", target=spec.get("target", ""))
+    emit("trial", **trial(case, cell, Settings.from_spec(spec), spec.get("target", "")))
+
+
+KINDS = {"trial": run_trial, "modules": run_modules, "bisect": run_bisect}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    spec = orjson.loads(Path(args[0]).read_bytes())
+    out = Path(spec["out"])
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / EVENTS).open("ab") as stream:
+        emit = _emitter(stream)
+        try:
+            KINDS[spec["kind"]](spec, out, emit)
+        except Exception as error:  # outside any trial: the worker's own failure
+            emit("fatal", **error_fields(error))
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

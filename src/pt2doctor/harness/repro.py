@@ -1,0 +1,228 @@
+"""Write a repro for the smallest failing piece: ``repro.py`` (plain torch, no pt2doctor), the
+piece as ``module.pt`` (a pickled module), its inputs as ``inputs.pt`` (captured by a forward
+pre-hook during an eager run of the cell) and ``model_source.py`` (the case file, its pt2doctor
+imports replaced by stubs, so the pickled classes load without pt2doctor).
+
+The case file is loaded under the module name ``__pt2doctor_cases__``, which nothing can import
+later; while pickling, its classes are registered as module ``model_source`` instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pt2doctor.harness.align import run_cell
+from pt2doctor.harness.case import Case, Cell
+
+SOURCE_MODULE = "model_source"
+CASES_MODULE = "__pt2doctor_cases__"
+
+REPRO = '''\
+"""Repro written by pt2doctor ablate: {sentence}
+
+Compiles {what} with torch.compile({options}) and compares it with eager on the saved inputs.
+Exits 1 (and says REPRODUCED) when the failure reproduces, 0 when the compiled result matches.
+Run: python repro.py             (another backend: python repro.py --backend aot_eager)
+"""
+
+import argparse
+import os
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, {case_dir!r}]  # model_source.py (the model's classes), then its folder
+OPTIONS = {options_dict!r}
+TOLERANCE = {tolerance!r}
+GRAD = {grad!r}
+
+
+def flat(value):
+    if isinstance(value, torch.Tensor):
+        return [value.detach()]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in flat(item)]
+    return []
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", default=OPTIONS["backend"])
+    backend = parser.parse_args().backend
+    options = dict(OPTIONS, backend=backend)
+    if backend != "inductor":
+        options.pop("mode", None)
+    module = torch.load(os.path.join(HERE, "module.pt"), weights_only=False)
+    saved = torch.load(os.path.join(HERE, "inputs.pt"), weights_only=False)
+    args, kwargs = saved["args"], saved["kwargs"]
+    with torch.set_grad_enabled(GRAD):
+        torch.manual_seed(0)
+        expected = flat(module(*args, **kwargs))
+        compiled = torch.compile(module, **options)
+        try:
+            torch.manual_seed(0)
+            got = flat(compiled(*args, **kwargs))
+        except Exception as error:
+            print(f"REPRODUCED: the compiled call raised {{type(error).__name__}}: {{error}}")
+            return 1
+    for index, (want, have) in enumerate(zip(expected, got)):
+        if want.shape != have.shape or not torch.allclose(
+            want, have, atol=TOLERANCE, rtol=TOLERANCE
+        ):
+            error = (want.double() - have.double()).abs().max().item()
+            print(f"REPRODUCED: output {{index}} differs from eager: max abs error {{error:.4g}}")
+            return 1
+    print(f"not reproduced: backend {{backend!r}} matches eager")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def _stub(statement: str) -> str:
+    """Stubs for the names one ``from pt2doctor... import ...`` statement binds."""
+    imported = statement.split(" import ", 1)[1].replace("(", " ").replace(")", " ")
+    names = [n.split(" as ")[-1].strip() for n in imported.replace("\n", " ").split(",")]
+    lines = [
+        "def _pt2doctor_stub(*args, **kwargs):  # pt2doctor is not needed here",
+        "    return None",
+    ]
+    return "\n".join(lines + [f"{name} = _pt2doctor_stub" for name in names if name]) + "\n"
+
+
+def stub_imports(source: str) -> str:
+    """The case file without pt2doctor: each name it imports from pt2doctor becomes a stub
+    (the repro only needs the model's classes, not the case declarations)."""
+    out: list[str] = []
+    pending: list[str] = []
+    for line in source.splitlines(keepends=True):
+        if pending or line.startswith("from pt2doctor"):
+            pending.append(line)
+            statement = "".join(pending)
+            if "(" not in statement or ")" in statement:
+                out.append(_stub(statement))
+                pending = []
+        elif line.startswith("import pt2doctor"):
+            out.append("# " + line)
+        else:
+            out.append(line)
+    return "".join(out)
+
+
+@contextlib.contextmanager
+def importable_as(namespace: dict[str, Any], name: str) -> Iterator[None]:
+    """While pickling: the case file's classes and functions claim module ``name``, which is
+    registered in sys.modules with the case file's globals."""
+    module = types.ModuleType(name)
+    module.__dict__.update(namespace)
+    moved = [
+        value
+        for value in namespace.values()
+        if isinstance(value, (type, types.FunctionType))
+        and getattr(value, "__module__", None) == CASES_MODULE
+    ]
+    previous = sys.modules.get(name)
+    sys.modules[name] = module
+    for value in moved:
+        value.__module__ = name
+    try:
+        yield
+    finally:
+        for value in moved:
+            value.__module__ = CASES_MODULE
+        if previous is None:
+            sys.modules.pop(name, None)
+        else:
+            sys.modules[name] = previous
+
+
+def capture_call(case: Case, cell: Cell, target: str) -> tuple[Any, Any, Any]:
+    """Run the cell eagerly; return (a copy of the ``target`` submodule as it was called first,
+    its positional inputs, its keyword inputs)."""
+    built = case.build(cell)
+    model: Any = built.model
+    module = model.get_submodule(target)
+    seen: list[tuple[Any, Any, Any]] = []
+
+    def hook(mod: Any, args: Any, kwargs: Any) -> None:
+        if not seen:
+            twin = copy.deepcopy(mod)
+            twin._forward_pre_hooks.clear()  # this hook is a local function: not picklable
+            twin._forward_pre_hooks_with_kwargs.clear()
+            seen.append((twin, _detached(args), _detached(kwargs)))
+
+    handle = module.register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        run_cell(built, built.model, cell, case)
+    finally:
+        handle.remove()
+    if not seen:
+        raise ValueError(f"submodule {target!r} was never called")
+    return seen[0]
+
+
+def _detached(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_detached(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _detached(item) for key, item in value.items()}
+    return value
+
+
+def write_repro(
+    out: Path, case: Case, cell: Cell, target: str, spec: dict[str, Any]
+) -> dict[str, Any]:
+    """Write the repro directory for ``target`` ("" for the whole model); returns what the
+    report says about it (``written``, ``path``, ``module``, ``command``, or ``reason``)."""
+    import torch
+
+    if not isinstance(case.build(cell).model, torch.nn.Module):
+        return {"written": False, "reason": "the model is a function, not an nn.Module"}
+    module, args, kwargs = capture_call(case, cell, target)
+    out.mkdir(parents=True, exist_ok=True)
+    namespace = type(module).forward.__globals__
+    (out / f"{SOURCE_MODULE}.py").write_text(stub_imports(Path(spec["case_file"]).read_text()))
+    try:
+        with importable_as(namespace, SOURCE_MODULE):
+            torch.save(module, out / "module.pt")
+    except Exception as error:  # a class nested in a function, a lambda attribute ...
+        return {"written": False, "reason": f"cannot pickle the module: {error}"}
+    torch.save({"args": args, "kwargs": kwargs}, out / "inputs.pt")
+    options: dict[str, Any] = {"backend": spec["backend"]}
+    if spec.get("dynamic") is not None:
+        options["dynamic"] = spec["dynamic"]
+    if spec.get("mode") and spec["backend"] == "inductor":
+        options["mode"] = spec["mode"]
+    text = REPRO.format(
+        sentence=spec.get("sentence", "a compiled result differs from eager"),
+        what=f"submodule {target!r}" if target else "the whole model",
+        options=", ".join(f"{k}={v!r}" for k, v in options.items()),
+        options_dict=options,
+        case_dir=str(Path(spec["case_file"]).resolve().parent),
+        tolerance=float(spec["failure"].get("tolerance") or 1e-4),
+        grad=bool(cell.grad or cell.train),
+    )
+    (out / "repro.py").write_text(text)
+    return {
+        "written": True,
+        "path": str(out / "repro.py"),
+        "module": target or None,
+        "module_class": type(module).__name__,
+        "lines": text.count("\n"),
+        "command": f"python {out / 'repro.py'}",
+    }

@@ -1,0 +1,87 @@
+"""The ablate report (``report.json`` of ``pt2doctor ablate``): the ladder, the toggles, the
+conclusion, the module and the Inductor subsystem when found, the workarounds and the repro.
+Built from the pieces ``harness.ablate.run_ablation`` (or ``ablate_script``) returns.
+Documented in docs/report-schema.md ("ablate")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pt2doctor import __version__
+from pt2doctor.analysis.ablation import (
+    classify,
+    conclusion,
+    error_numbers,
+    first_failure,
+    workarounds,
+)
+from pt2doctor.report.schema import SCHEMA_VERSION
+
+ROW_KEYS = (
+    "backend",
+    "layer",
+    "status",
+    "error",
+    "error_types",
+    "root_type",
+    "worst",
+    "tolerance",
+    "failed_tensors",
+    "exit_code",
+    "seconds",
+)
+
+
+def _row(rung: dict[str, Any]) -> dict[str, Any]:
+    row = {key: rung.get(key) for key in ROW_KEYS}
+    row["category"] = classify(rung)
+    row["numbers"] = error_numbers(rung) if rung.get("status") not in ("ok", "not run") else None
+    return row
+
+
+def _last_good(rungs: list[dict[str, Any]]) -> str | None:
+    good = [r["backend"] for r in rungs if r.get("status") == "ok"]
+    return good[-1] if good else None
+
+
+def build_ablate_report(
+    pieces: dict[str, Any], target: dict[str, Any], settings: dict[str, Any], out: str
+) -> dict[str, Any]:
+    """The report dict: ``target`` says what was ablated (a case cell or a command),
+    ``settings`` how the user compiles (backend, dynamic, mode)."""
+    rungs = pieces["rungs"]
+    modules = pieces.get("modules") or None
+    module = modules.get("module") if modules else None
+    bisected = pieces.get("bisect")
+    verdict = conclusion(rungs, module, bisected)
+    toggles = [
+        {**{k: t.get(k) for k in ("name", "backend", "status", "error")}, "numbers": None}
+        for t in pieces.get("toggles", [])
+    ]
+    for toggle, raw in zip(toggles, pieces.get("toggles", []), strict=True):
+        if raw.get("status") not in ("ok", "not applicable"):
+            toggle["numbers"] = error_numbers(raw)
+    failing = first_failure(rungs)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "ablate",
+        "tool": {"name": "pt2doctor", "version": __version__},
+        "target": target,
+        "settings": settings,
+        "ladder": [_row(rung) for rung in rungs],
+        "toggles": toggles,
+        "conclusion": verdict,
+        "module": modules,
+        "bisect": bisected,
+        "repro": (modules or {}).get("repro") or pieces.get("repro"),
+        "workarounds": workarounds(
+            verdict["category"], pieces.get("toggles", []), module, _last_good(rungs)
+        )
+        if failing
+        else [],
+        "out": out,
+    }
+
+
+def failure_found(report: dict[str, Any]) -> bool:
+    return report["conclusion"]["failure"] is not None

@@ -1,0 +1,112 @@
+"""Renderings of the ablate report: terminal (rich) and Markdown. Both only format the report
+dict that ``report.ablate.build_ablate_report`` built."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+_STYLE = {"ok": "green", "crash": "red", "diverged": "red", "eager_error": "red"}
+
+
+def _cell(value: Any) -> str:
+    return "-" if value in (None, "") else str(value)
+
+
+def _module_line(report: dict[str, Any]) -> str | None:
+    module = report.get("module")
+    if not module:
+        return None
+    if not module.get("completed"):
+        return f"module bisection did not complete: {module.get('detail')}"
+    tried = ", ".join(
+        f"{t['module']} {'fails' if t['reproduced'] else t['status']}" for t in module["trials"]
+    )
+    found = module.get("module") or "only the whole model (no submodule alone)"
+    return f"smallest failing module: {found}  (tried: {tried or 'no user-defined submodule'})"
+
+
+def _bisect_line(report: dict[str, Any]) -> str | None:
+    found = report.get("bisect")
+    if not found:
+        return None
+    if found.get("available") is False:
+        return f"compiler_bisector: {found.get('reason')}"
+    if found.get("available") is None:
+        return f"compiler_bisector did not finish: {found.get('detail')}"
+    if not found.get("backend"):
+        return "compiler_bisector: the failure did not reproduce under bisection"
+    subsystem = found.get("subsystem") or "no single subsystem (disabling none of them fixed it)"
+    number = f", application #{found['bisect_number']}" if found.get("bisect_number") else ""
+    info = f" ({found['debug_info']})" if found.get("debug_info") else ""
+    return f"compiler_bisector: {found['backend']} / {subsystem}{number}{info}"
+
+
+def _repro_lines(report: dict[str, Any]) -> list[str]:
+    repro = report.get("repro")
+    if not repro:
+        return []
+    if not repro.get("written"):
+        return [f"repro not written: {repro.get('reason')}"]
+    lines = [f"repro: {repro['path']}", f"  run it: {repro['command']}"]
+    verified = repro.get("verified")
+    if verified:
+        said = "reproduces" if verified["reproduces"] else "does NOT reproduce"
+        lines.append(f"  checked: {said} (exit {verified['exit_code']}: {verified['output']})")
+    return lines
+
+
+def detail_lines(report: dict[str, Any]) -> list[str]:
+    """Module, subsystem, workarounds and repro, as plain lines (shared by both formats)."""
+    lines = [line for line in (_module_line(report), _bisect_line(report)) if line]
+    lines += _repro_lines(report)
+    return lines
+
+
+def render_ablate(report: dict[str, Any], console: Console) -> None:
+    table = Table(title="ablation ladder", title_justify="left")
+    for column in ("backend", "layer", "result", "error / error numbers"):
+        table.add_column(column)
+    for row in report["ladder"] + report["toggles"]:
+        status = row["status"]
+        style = _STYLE.get(status, "yellow")
+        name = row.get("name") and f"toggle {row['name']}"
+        table.add_row(
+            escape(_cell(name or row["backend"])),
+            escape(_cell(row.get("layer"))),
+            f"[{style}]{escape(status)}[/]",
+            escape(_cell(row.get("numbers") or row.get("error"))),
+        )
+    console.print(table)
+    verdict = report["conclusion"]
+    category = f" [{verdict['category']}]" if verdict.get("category") else ""
+    console.print(f"\n[bold]{escape(verdict['sentence'])}[/]{escape(category)}")
+    for line in detail_lines(report):
+        console.print(escape(line))
+    if report["workarounds"]:
+        console.print("\n[bold]workarounds[/]")
+        for advice in report["workarounds"]:
+            console.print(f"  - {escape(advice)}")
+
+
+def _md(text: Any) -> str:
+    return _cell(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_ablate_markdown(report: dict[str, Any]) -> str:
+    lines = ["# pt2doctor ablate", "", f"**{report['conclusion']['sentence']}**", ""]
+    lines += ["| backend | layer | result | error / error numbers |", "|---|---|---|---|"]
+    for row in report["ladder"] + report["toggles"]:
+        name = f"toggle {row['name']}" if row.get("name") else row["backend"]
+        numbers = row.get("numbers") or row.get("error")
+        lines.append(
+            f"| {_md(name)} | {_md(row.get('layer'))} | {row['status']} | {_md(numbers)} |"
+        )
+    lines.append("")
+    lines += [f"- {line}" for line in detail_lines(report)]
+    if report["workarounds"]:
+        lines += ["", "## Workarounds", ""] + [f"- {advice}" for advice in report["workarounds"]]
+    return "\n".join(lines) + "\n"

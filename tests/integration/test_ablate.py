@@ -1,0 +1,190 @@
+"""``pt2doctor ablate`` on real compiles: each test runs the real CLI in a subprocess on a
+model of several submodules under tests/programs/ablate with a failure planted at one layer
+and one submodule (torch's relu_*_TESTING_ONLY backends, custom Inductor post-grad passes),
+then runs the repro it wrote with plain python in a fresh process.
+
+Cost on 2 CPU cores: ~30 s per relu backend (4 ladder processes + module bisection), ~70 s for
+the Inductor pass with compiler_bisector, ~40 s without it, ~25 s for the script ladder."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ABLATE_DIR = Path(__file__).resolve().parents[1] / "programs" / "ablate"
+TIMEOUT_S = 600
+
+
+def ablate(tmp: Path, env: dict[str, str], *args: str) -> tuple[dict[str, Any], Any]:
+    out = tmp / "out"
+    command = [sys.executable, "-m", "pt2doctor", "ablate", "--out", str(out), *args]
+    done = subprocess.run(
+        command, cwd=tmp, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+    )
+    assert (out / "report.json").is_file(), done.stderr[-3000:]
+    return json.loads((out / "report.json").read_text()), done
+
+
+def run_repro(report: dict[str, Any], env: dict[str, str], *flags: str) -> Any:
+    """The repro in a fresh process, plain python, without pt2doctor on the path."""
+    path = Path(report["repro"]["path"])
+    plain = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    return subprocess.run(
+        [sys.executable, "-I", str(path), *flags],
+        cwd=path.parent,
+        env=plain,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+
+
+def assert_plain_torch(report: dict[str, Any]) -> None:
+    folder = Path(report["repro"]["path"]).parent
+    for name in ("repro.py", "model_source.py"):
+        text = (folder / name).read_text()
+        assert "import pt2doctor" not in text and "from pt2doctor" not in text
+    assert report["repro"]["lines"] < 100
+
+
+@pytest.mark.parametrize(
+    ("backend", "failure", "root_type"),
+    [
+        ("relu_compile_error_TESTING_ONLY", "crash", "ReluCompileError"),
+        ("relu_runtime_error_TESTING_ONLY", "crash", "AssertionError"),
+        ("relu_accuracy_error_TESTING_ONLY", "diverged", None),
+    ],
+)
+def test_relu_backends_localize_to_the_backend_and_the_relu_submodule(
+    tmp_path: Path, run_env: dict[str, str], backend: str, failure: str, root_type: str | None
+) -> None:
+    verify = "--verify-repro" if failure == "diverged" else "--no-verify-repro"
+    report, done = ablate(
+        tmp_path, run_env, str(ABLATE_DIR / "layered.py"), "--backend", backend, verify
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    ladder = [(row["backend"], row["layer"], row["status"]) for row in report["ladder"]]
+    assert ladder == [
+        ("eager", "dynamo", "ok"),
+        ("aot_eager", "aot", "ok"),
+        ("aot_eager_decomp_partition", "decomp_partition", "ok"),
+        (backend, "backend", failure),
+    ]
+    verdict = report["conclusion"]
+    assert (verdict["layer"], verdict["failure"], verdict["category"]) == (
+        "backend",
+        failure,
+        "compiler_bug",
+    )
+    assert "blocks.2.act" in verdict["sentence"] and backend in verdict["sentence"]
+    assert report["ladder"][-1]["root_type"] == root_type
+    if failure == "diverged":  # relu(y) became y + 1, then * 0.5: an error of exactly 0.5
+        assert report["ladder"][-1]["worst"]["max_abs_error"] == pytest.approx(0.5, abs=1e-4)
+    trials = [(t["module"], t["reproduced"]) for t in report["module"]["trials"]]
+    assert trials == [
+        ("blocks.0", False),
+        ("blocks.1", False),
+        ("blocks.2", True),
+        ("blocks.2.act", True),
+    ]
+    assert report["module"]["module"] == "blocks.2.act"
+    assert report["repro"]["module_class"] == "Act"
+    assert_plain_torch(report)
+    if failure == "diverged":
+        assert report["repro"]["verified"]["reproduces"] is True
+    reproduced = run_repro(report, run_env)
+    assert reproduced.returncode == 1 and "REPRODUCED" in reproduced.stdout, reproduced.stderr
+    if failure == "crash":  # the same repro, compiled with a backend that works, passes
+        passed = run_repro(report, run_env, "--backend", "aot_eager")
+        assert passed.returncode == 0, passed.stdout + passed.stderr[-2000:]
+
+
+def test_inductor_pass_that_perturbs_one_submodule(tmp_path: Path, run_env: dict[str, str]) -> None:
+    report, done = ablate(tmp_path, run_env, str(ABLATE_DIR / "inductor_perturb.py"))
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert [row["status"] for row in report["ladder"]] == ["ok", "ok", "ok", "diverged"]
+    assert report["conclusion"]["layer"] == "inductor"
+    assert report["module"]["module"] == "blocks.1"  # Gate, the only sigmoid
+    bisect = report["bisect"]
+    assert bisect["available"] is True and bisect["backend"] == "inductor"
+    assert bisect["subsystem"] == "post_grad_passes"
+    assert bisect["debug_info"] == "post_grad_custom_post_pass"
+    assert "post_grad_passes" in report["conclusion"]["sentence"]
+    assert report["repro"]["verified"]["reproduces"] is True
+    assert_plain_torch(report)
+    assert run_repro(report, run_env).returncode == 1
+    assert run_repro(report, run_env, "--backend", "aot_eager").returncode == 0
+
+
+def test_inductor_pass_that_raises(tmp_path: Path, run_env: dict[str, str]) -> None:
+    report, done = ablate(
+        tmp_path,
+        run_env,
+        str(ABLATE_DIR / "inductor_raise.py"),
+        "--no-bisect",
+        "--no-verify-repro",
+        "--format",
+        "json",
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert json.loads(done.stdout)["conclusion"] == report["conclusion"]
+    last = report["ladder"][-1]
+    assert (last["backend"], last["status"], last["root_type"]) == (
+        "inductor",
+        "crash",
+        "RuntimeError",
+    )
+    assert "planted post-grad pass failure" in last["error"]
+    assert report["conclusion"]["layer"] == "inductor"
+    assert report["module"]["module"] == "blocks.0"  # Encoder, the only tanh
+    assert report["bisect"] is None
+    assert any("blocks.0" in advice for advice in report["workarounds"])
+    reproduced = run_repro(report, run_env)
+    assert reproduced.returncode == 1 and "planted post-grad pass failure" in reproduced.stdout
+
+
+def test_script_ladder_with_an_accuracy_check(tmp_path: Path, run_env: dict[str, str]) -> None:
+    outputs = tmp_path / "outputs"
+    outputs.mkdir()
+    check = f"{sys.executable} {ABLATE_DIR / 'check_outputs.py'} {outputs}"
+    report, done = ablate(
+        tmp_path,
+        run_env,
+        "--backend",
+        "relu_accuracy_error_TESTING_ONLY",
+        "--accuracy-check",
+        check,
+        "--",
+        sys.executable,
+        str(ABLATE_DIR / "script_relu.py"),
+        str(outputs),
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert report["target"]["mode"] == "script"
+    assert [row["status"] for row in report["ladder"]] == ["ok", "ok", "ok", "diverged"]
+    assert report["conclusion"]["layer"] == "backend"
+
+
+def test_bad_input_is_one_line(tmp_path: Path, run_env: dict[str, str]) -> None:
+    for args in (
+        [str(ABLATE_DIR / "layered.py"), "--cell", "nothing/like/this"],
+        [str(ABLATE_DIR / "layered.py"), "--backend", "no_such_backend"],
+        [str(tmp_path / "missing.py")],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "pt2doctor", "ablate", "--out", str(tmp_path / "o"), *args],
+            cwd=tmp_path,
+            env=run_env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith("pt2doctor: error:") and "Traceback" not in done.stderr

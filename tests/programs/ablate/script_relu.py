@@ -1,0 +1,26 @@
+"""A program for ``pt2doctor ablate -- python script_relu.py OUT_DIR``: compiles a small model,
+saves the compiled result and eager's next to each other for ``check_outputs.py``."""
+
+import sys
+from pathlib import Path
+
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.lin(x))
+
+
+torch.manual_seed(0)
+model = Net().eval()
+x = torch.randn(4, 8)
+with torch.no_grad():
+    expected = model(x)
+    got = torch.compile(model)(x)
+torch.save({"expected": expected, "got": got}, Path(sys.argv[1]) / "outputs.pt")

@@ -1,0 +1,89 @@
+"""Pure ablation analyses on hand-built outcomes: classification, the first failing layer,
+module bisection over a toy tree, workarounds, and the repro's import stubs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pt2doctor.analysis.ablation import (
+    classify,
+    conclusion,
+    layer_of,
+    same_failure,
+    smallest_failing,
+    workarounds,
+)
+from pt2doctor.harness.repro import stub_imports
+
+
+def crash(*types: str, root: str = "RuntimeError") -> dict[str, Any]:
+    return {"status": "crash", "error_types": list(types), "root_type": root}
+
+
+def test_classification_by_exception_types() -> None:
+    assert classify(crash("Unsupported", "TorchDynamoException")) == "incompleteness"
+    assert classify(crash("GuardOnDataDependentSymNode", "RuntimeError")) == "user_side"
+    assert classify(crash("BackendCompilerFailed", "RuntimeError")) == "compiler_bug"
+    assert classify({"status": "diverged"}) == "compiler_bug"
+    assert classify({"status": "ok"}) is None
+
+
+def test_layers_and_first_failure() -> None:
+    assert [layer_of(b, "inductor") for b in ("eager", "aot_eager", "inductor")] == [
+        "dynamo",
+        "aot",
+        "inductor",
+    ]
+    assert layer_of("relu_compile_error_TESTING_ONLY", "relu_compile_error_TESTING_ONLY") == (
+        "backend"
+    )
+    rungs = [
+        {"backend": "eager", "layer": "dynamo", "status": "ok"},
+        {"backend": "aot_eager", "layer": "aot", **crash("Unsupported")},
+        {"backend": "inductor", "layer": "inductor", "status": "not run"},
+    ]
+    verdict = conclusion(rungs, "blocks.1", None)
+    assert (verdict["layer"], verdict["category"], verdict["failure"]) == (
+        "aot",
+        "incompleteness",
+        "crash",
+    )
+    assert "blocks.1" in verdict["sentence"]
+    assert conclusion(rungs[:1], None, None)["layer"] is None
+
+
+def test_same_failure_needs_the_same_kind_and_crash_type() -> None:
+    assert same_failure(crash(root="ValueError"), crash(root="ValueError"))
+    assert not same_failure(crash(root="ValueError"), crash(root="KeyError"))
+    assert not same_failure({"status": "diverged"}, crash())
+    assert same_failure({"status": "diverged"}, {"status": "diverged"})
+
+
+def test_smallest_failing_descends_into_the_first_failing_child() -> None:
+    tree = {"": ["a", "b"], "a": ["a.x"], "b": ["b.x", "b.y"], "b.x": [], "b.y": [], "a.x": []}
+    bad = {"b", "b.y"}
+    found, tried = smallest_failing(lambda p: tree[p], lambda p: p in bad)
+    assert found == "b.y"
+    assert tried == [("a", False), ("b", True), ("b.x", False), ("b.y", True)]
+    assert smallest_failing(lambda p: tree[p], lambda p: False) == (
+        None,
+        [("a", False), ("b", False)],
+    )
+
+
+def test_workarounds_put_a_toggle_that_fixed_it_first() -> None:
+    toggles = [{"name": "dynamic=False", "status": "ok"}]
+    found = workarounds("compiler_bug", toggles, "head", "aot_eager")
+    assert found[0].startswith("Drop dynamic=True")
+    assert any("'head'" in advice for advice in found)
+    assert any("'aot_eager'" in advice for advice in found)
+    assert workarounds(None, toggles, None, None) == []
+
+
+def test_stub_imports_removes_pt2doctor() -> None:
+    source = "import torch\nfrom pt2doctor.harness import (\n    Built,\n    Case as C,\n)\nx = 1\n"
+    stubbed = stub_imports(source)
+    assert "pt2doctor.harness" not in stubbed
+    namespace: dict[str, Any] = {}
+    exec(compile(stubbed.replace("import torch\n", ""), "<stub>", "exec"), namespace)
+    assert namespace["Built"]() is None and namespace["C"]() is None and namespace["x"] == 1
