@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.analysis.diff import ENV_KEYS, Change, Diff, Noise, _time_change
+from pt2doctor.analysis.diff import ENV_KEYS, Change, Diff, Noise, time_change
 from pt2doctor.report.check import VERDICT_RANK
 
 Report = dict[str, Any]
@@ -116,7 +116,7 @@ def _cold_changes(a: Report, b: Report, noise: Noise) -> list[Change]:
     before, after = _colds(a), _colds(b)
     changes = []
     for key in sorted(before.keys() & after.keys()):
-        changes += _time_change("cold_start_s", key, before[key], after[key], noise.compile_s,
+        changes += time_change("cold_start_s", key, before[key], after[key], noise.compile_s,
                                 noise)  # fmt: skip
     return changes
 

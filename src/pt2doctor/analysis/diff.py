@@ -119,7 +119,7 @@ def _faster(before: float | None, after: float | None, floor: float, noise: Nois
     return _slower(after, before, floor, noise)
 
 
-def _time_change(kind: str, subject: str, before: Any, after: Any, floor: float,
+def time_change(kind: str, subject: str, before: Any, after: Any, floor: float,
                  noise: Noise) -> list[Change]:  # fmt: skip
     if _slower(before, after, floor, noise):
         return [Change(kind, subject, before, after, True, "slower beyond noise")]
@@ -142,7 +142,7 @@ def _per_call(report: Report) -> dict[str, float]:
 
 
 def _timing_changes(a: Report, b: Report, noise: Noise) -> list[Change]:
-    changes = _time_change(
+    changes = time_change(
         "compile_time_s",
         "total compile time",
         a["summary"]["total_compile_time_s"],
@@ -152,7 +152,7 @@ def _timing_changes(a: Report, b: Report, noise: Noise) -> list[Change]:
     )
     before, after = _per_call(a), _per_call(b)
     for key in sorted(before.keys() & after.keys()):
-        changes += _time_change("time_per_call_s", key, round(before[key], 6),
+        changes += time_change("time_per_call_s", key, round(before[key], 6),
                                 round(after[key], 6), noise.per_call_s, noise)  # fmt: skip
     return changes
 

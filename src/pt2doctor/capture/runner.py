@@ -55,7 +55,7 @@ def write_manifest(out: Path, manifest: dict[str, Any]) -> None:
     tmp.replace(out / MANIFEST)
 
 
-def _child_env(options: RunOptions) -> dict[str, str]:
+def child_env(options: RunOptions) -> dict[str, str]:
     env = dict(os.environ)
     bootstrap = Path(__file__).resolve().parent / "bootstrap"
     package_root = Path(pt2doctor.__file__).resolve().parents[1]
@@ -182,7 +182,7 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
     try:
         process = subprocess.Popen(
             argv,
-            env=_child_env(options),
+            env=child_env(options),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,

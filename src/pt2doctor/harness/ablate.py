@@ -21,7 +21,7 @@ import orjson
 from pt2doctor import torchcompat
 from pt2doctor.analysis.ablation import LADDER, first_failure, layer_of
 from pt2doctor.harness.case import Cell
-from pt2doctor.harness.orchestrate import EventTail, _ending
+from pt2doctor.harness.orchestrate import EventTail, worker_ending
 from pt2doctor.harness.worker import EVENTS
 
 Progress = Callable[[str], None]
@@ -83,7 +83,7 @@ def launch(spec: dict[str, Any], out: Path, timeout: float) -> dict[str, Any]:
             raise
     tail = EventTail(out / EVENTS)
     events = list(tail.read())
-    ending = _ending(process.returncode, events, None, out)
+    ending = worker_ending(process.returncode, events, None, out)
     return {"ending": ending.status, "detail": ending.detail, "events": events}
 
 

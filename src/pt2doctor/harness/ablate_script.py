@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from pt2doctor.analysis.ablation import layer_of
-from pt2doctor.capture.runner import RunOptions, _child_env
+from pt2doctor.capture.runner import RunOptions, child_env
 from pt2doctor.errors import UsageError
 from pt2doctor.harness.ablate import ladder
 
@@ -59,7 +59,7 @@ def script_rung(
     """Run ``command`` with ``backend`` forced: ok, crash (non-zero exit) or diverged."""
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "trace").mkdir(exist_ok=True)
-    env = {**_child_env(RunOptions(command, run_dir, backend=backend)), BACKEND_VAR: backend}
+    env = {**child_env(RunOptions(command, run_dir, backend=backend)), BACKEND_VAR: backend}
     code = _run(command, env, run_dir, timeout, "program")
     if code != 0:
         errors = _exceptions(run_dir)

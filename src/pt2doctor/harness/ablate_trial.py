@@ -19,7 +19,7 @@ from pt2doctor.analysis.ablation import same_failure, smallest_failing
 from pt2doctor.harness.align import align_cell, run_cell
 from pt2doctor.harness.case import Case, Cell, cells
 from pt2doctor.harness.loader import load_cases
-from pt2doctor.harness.worker import EVENTS, Emit, _emitter, one_line
+from pt2doctor.harness.worker import EVENTS, Emit, event_emitter, one_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(spec["out"])
     out.mkdir(parents=True, exist_ok=True)
     with (out / EVENTS).open("ab") as stream:
-        emit = _emitter(stream)
+        emit = event_emitter(stream)
         try:
             KINDS[spec["kind"]](spec, out, emit)
         except Exception as error:  # outside any trial: the worker's own failure

@@ -156,7 +156,7 @@ class Orchestrator:
         except KeyboardInterrupt:
             _kill(process)
             raise
-        return _ending(process.returncode, tail.events, in_flight, out)
+        return worker_ending(process.returncode, tail.events, in_flight, out)
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
@@ -173,7 +173,7 @@ def _stderr_tail(out: Path) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _ending(
+def worker_ending(
     returncode: int, events: list[dict[str, Any]], in_flight: dict[str, Any] | None, out: Path
 ) -> Outcome:
     fatal = next((e for e in events if e["event"] == "fatal"), None)

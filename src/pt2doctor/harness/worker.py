@@ -30,7 +30,7 @@ def one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}"[:500]
 
 
-def _emitter(stream: IO[bytes]) -> Emit:
+def event_emitter(stream: IO[bytes]) -> Emit:
     def emit(event: str, **fields: Any) -> None:
         stream.write(
             orjson.dumps(
@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(spec["out"])
     out.mkdir(parents=True, exist_ok=True)
     with (out / EVENTS).open("ab") as stream:
-        emit = _emitter(stream)
+        emit = event_emitter(stream)
         try:
             (run_cold if spec["kind"] == "cold" else run_group)(spec, out, emit)
         except Exception as error:  # outside any cell: the whole run's verdict
