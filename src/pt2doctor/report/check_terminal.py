@@ -75,49 +75,47 @@ def _cells_table(report: dict[str, Any]) -> Table:
     return table
 
 
-def _variants_table(report: dict[str, Any]) -> Table:
-    table = Table(title="Compile variants side by side", title_justify="left")
-    for column in (
-        "variant",
-        "group",
-        "cold empty/warm",
-        "warmup",
-        "max var",
-        "eager p50/p99",
-        "compiled p50/p99",
-        "speedup [95% CI]",
-        "late",
-    ):
-        table.add_column(column)
+def _group_line(variant: dict[str, Any], group: dict[str, Any]) -> str:
+    """One group under one variant on one line (readable at 80 columns, where a wide table
+    would cut every cell)."""
+    steady = group.get("steady") or {}
+    eager, compiled = steady.get("eager") or {}, steady.get("compiled") or {}
+    low, high = steady.get("speedup_ci95") or (None, None)
+    if "error" in group:
+        speedup = f"[red]{escape(group['error'])}[/]"
+    elif steady.get("speedup") is None:
+        speedup = "no speedup measured"
+    else:
+        speedup = f"speedup [bold]{steady['speedup']:.2f}x[/] [{low:.2f}-{high:.2f}]"
+    late = len(group.get("late_compiles", []))
+    return (
+        f"  {escape(group['group'].partition('/')[2])}: warmup "
+        f"{_seconds(group['warmup'].get('seconds'))}, {group['max_variants_per_frame']} "
+        f"variant(s)/frame; p50 eager {_ms(eager.get('p50_s'))} -> compiled "
+        f"{_ms(compiled.get('p50_s'))} ms, p99 {_ms(eager.get('p99_s'))} -> "
+        f"{_ms(compiled.get('p99_s'))} ms; {speedup}; "
+        + (f"[red]{late} recompile(s) after warmup[/]" if late else "no recompile after warmup")
+    )
+
+
+def _render_variants(report: dict[str, Any], console: Console) -> None:
+    console.print("[bold]Compile variants side by side[/]")
     for variant in report["variants"]:
+        head = f"{escape(variant['name'])} ({escape(variant['case'])}, {variant['backend']})"
         if not variant["applicable"]:
-            table.add_row(escape(variant["name"]), "-", escape(variant["reason"] or ""), *"------")
+            console.print(f"{head}: [yellow]{escape(variant['reason'] or '')}[/]")
             continue
         cold = variant["cold_start"]
-        cold_text = " / ".join(
-            _seconds(cold.get(w, {}).get("first_result_s")) for w in ("empty_cache", "warm_cache")
+        empty, warm = (cold.get(w, {}) for w in ("empty_cache", "warm_cache"))
+        cold_text = (
+            f"cold start {_seconds(empty.get('first_result_s'))} (empty cache), "
+            f"{_seconds(warm.get('first_result_s'))} (warm cache)"
+            if cold
+            else "cold start not measured"
         )
+        console.print(f"{head}: {cold_text}")
         for group in variant["groups"]:
-            steady = group.get("steady") or {}
-            eager, compiled = steady.get("eager") or {}, steady.get("compiled") or {}
-            low, high = steady.get("speedup_ci95") or (None, None)
-            speedup = (
-                "-"
-                if steady.get("speedup") is None
-                else f"{steady['speedup']:.2f}x [{low:.2f}-{high:.2f}]"
-            )
-            table.add_row(
-                escape(variant["name"]),
-                escape(group["group"].partition("/")[2]),
-                cold_text,
-                _seconds(group["warmup"].get("seconds")),
-                str(group["max_variants_per_frame"]),
-                f"{_ms(eager.get('p50_s'))}/{_ms(eager.get('p99_s'))} ms",
-                f"{_ms(compiled.get('p50_s'))}/{_ms(compiled.get('p99_s'))} ms",
-                speedup if "error" not in group else f"[red]{escape(group['error'])}[/]",
-                str(len(group.get("late_compiles", []))),
-            )
-    return table
+            console.print(_group_line(variant, group))
 
 
 def _details(report: dict[str, Any], console: Console) -> None:
@@ -150,7 +148,7 @@ def render_check(report: dict[str, Any], console: Console) -> None:
     counts = ", ".join(f"{n} {verdict}" for verdict, n in summary["verdicts"].items())
     console.print(f"[bold]pt2doctor check[/]: {summary['cells']} cell(s): {counts}")
     console.print(_cells_table(report))
-    console.print(_variants_table(report))
+    _render_variants(report, console)
     _details(report, console)
     for change in report["environment_changes"]:
         console.print(f"[yellow]environment changed[/] {escape(change)}")
