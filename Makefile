@@ -39,8 +39,8 @@ lint: $(STAMP) ## ruff + mypy --strict on the package
 	$(VENV)/bin/ruff format --check src tests benchmarks examples docs
 	$(VENV)/bin/mypy
 
-golden: $(STAMP) ## regenerate the renderers' golden files (tests/golden) from tests/data/reports; review the diff
-	PT2DOCTOR_UPDATE_GOLDEN=1 $(PY) -m pytest -q -p no:xdist tests/unit/test_golden.py tests/unit/test_check_golden.py
+golden: $(STAMP) ## regenerate the renderers' golden files (tests/golden) from tests/data/reports, checks, ablates; review the diff
+	PT2DOCTOR_UPDATE_GOLDEN=1 $(PY) -m pytest -q -p no:xdist tests/unit/test_golden.py tests/unit/test_check_golden.py tests/unit/test_ablate_golden.py
 
 demo-shot: ## screenshot build/demo/report.html into docs/demo-report.png (needs chromium; run make demo first)
 	$(PY) docs/screenshot.py $(DEMO_DIR)/report.html docs/demo-report.png

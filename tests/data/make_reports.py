@@ -8,6 +8,10 @@ with machine paths normalized: the repository root becomes ``/repo``, the Python
   ``--warmup-calls 3``): hot and cold breaks, size and flag recompiles, a skipped frame.
 - ``hostile.json``: ``tests/programs/run/run_hostile.py``: names, file name, guard text and source
   line that are HTML and script.
+- ``ranks.json``: ``--nproc 2 -- tests/programs/run/run_ranks.py 4`` (two gloo ranks under
+  torchrun; rank 1 recompiles for one batch of another size): the ``ranks`` section.
+
+``.venv/bin/python tests/data/make_reports.py ranks`` regenerates only the named fixtures.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ OUT = REPO / "tests" / "data" / "reports"
 RUNS = {
     "demo_eager": ["--warmup-calls", "3", "--", sys.executable, "examples/serving_loop.py"],
     "hostile": ["--", sys.executable, "tests/programs/run/run_hostile.py"],
+    "ranks": ["--nproc", "2", "--", sys.executable, "tests/programs/run/run_ranks.py", "4"],
 }
 
 
@@ -36,15 +41,20 @@ def normalize(text: str) -> str:
     for prefix in sorted(prefixes, key=len, reverse=True):
         text = text.replace(prefix, "/python/lib")
     text = text.replace(str(REPO), "/repo")
-    return re.sub(r"dedicated_log_torch_trace_\w+?\.log", "dedicated_log_torch_trace.log", text)
+    return re.sub(  # a rank's log keeps its rank: dedicated_log_torch_trace_rank_1.log
+        r"dedicated_log_torch_trace_(rank_\d+_)?\w+?\.log",
+        lambda found: f"dedicated_log_torch_trace{'_' + found[1][:-1] if found[1] else ''}.log",
+        text,
+    )
 
 
-def main() -> None:
+def main(names: list[str]) -> None:
     env = {**os.environ, "PT2DOCTOR_DEMO_BACKEND": "eager"}
     for name in ("TORCH_LOGS", "TORCH_COMPILE_DEBUG", "TORCHDYNAMO_VERBOSE"):
         env.pop(name, None)
     with tempfile.TemporaryDirectory() as tmp:
-        for name, args in RUNS.items():
+        for name in names or list(RUNS):
+            args = RUNS[name]
             run_dir = Path(tmp) / name
             command = [sys.executable, "-m", "pt2doctor", "run", "--out", str(run_dir)]
             subprocess.run([*command, "--backend", "eager", *args], cwd=REPO, env=env,
@@ -55,4 +65,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -12,10 +12,9 @@ from typing import Any
 import click
 from rich.console import Console
 
+from pt2doctor.cli.outputs import OutputPlan, document_options, emit
 from pt2doctor.errors import UsageError
 from pt2doctor.harness.case import Cell
-
-FORMATS = ("term", "json", "md")
 
 
 def _default_out() -> Path:
@@ -91,18 +90,13 @@ def _case_pieces(case_file: Path, cell_id: str | None, out: Path, **kw: Any) -> 
     "accuracy_check",
     help="Script mode: a command whose non-zero exit says the outputs are wrong.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS),
-    default="term",
-    help="What to print on stdout (report.json and report.md are always written).",
-)
+@document_options
 @click.argument("target", nargs=-1, type=click.UNPROCESSED, required=True)
 def ablate_command(
     cell_id: str | None, backend: str, dynamic: bool | None, mode: str | None, out: Path | None,
     timeout: float, modules: bool, bisect: bool | None, bisect_timeout: float, repro: bool,
-    verify_repro: bool, accuracy_check: str | None, fmt: str, target: tuple[str, ...],
+    verify_repro: bool, accuracy_check: str | None, target: tuple[str, ...], fmt: str,
+    md_path: Path | None, html_path: Path | None, redact: bool,
 ) -> int:  # fmt: skip
     """Localize a crash or wrong result: the backend ladder (eager, aot_eager,
     aot_eager_decomp_partition, BACKEND), then submodules, then a repro. TARGET is a case file
@@ -121,8 +115,10 @@ def ablate_command(
         )  # fmt: skip
     else:
         pieces, what = _script_pieces(list(target), cell_id, out, backend, timeout, accuracy_check)
-    report = build_ablate_report(pieces, what, settings, str(out))
-    _emit(report, out, fmt)
+    from pt2doctor import torchcompat
+
+    report = build_ablate_report(pieces, what, settings, str(out), torchcompat.environment())
+    emit(report, ablate_output_plan(out, fmt, md_path, html_path, redact))
     return 1 if failure_found(report) else 0
 
 
@@ -143,18 +139,14 @@ def _script_pieces(
     return pieces, {"mode": "script", "command": command, "accuracy_check": check}
 
 
-def _emit(report: dict[str, Any], out: Path, fmt: str) -> None:
-    from pt2doctor.report.ablate_render import render_ablate, render_ablate_markdown
-    from pt2doctor.report.schema import dumps_report
-
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_bytes(dumps_report(report))
-    (out / "report.md").write_text(render_ablate_markdown(report))
-    if fmt == "json":
-        click.echo(dumps_report(report).decode(), nl=False)
-    elif fmt == "md":
-        click.echo(render_ablate_markdown(report), nl=False)
-    else:
-        console = Console(highlight=False)
-        render_ablate(report, console)
-        console.print(f"\nreport written to {out / 'report.json'}")
+def ablate_output_plan(
+    out: Path, fmt: str, md_path: Path | None, html_path: Path | None, redact: bool
+) -> OutputPlan:
+    """report.json, report.md and report.html in --out, plus --md/--html; --format picks what
+    goes to stdout (the terminal summary by default)."""
+    plan = OutputPlan(stdout=fmt, redact=redact)
+    for name in ("json", "md", "html"):
+        plan.add(name, out / f"report.{name}")
+    plan.add("md", md_path)
+    plan.add("html", html_path)
+    return plan

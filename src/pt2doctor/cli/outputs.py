@@ -1,6 +1,6 @@
 """Where a command's report goes: files (report.json / .md / .html) and stdout (``--format``).
 
-Shared by every command that produces a report (report, run; later check, ablate): the same
+Shared by every command that produces a report (report, run, check, ablate): the same
 options (``output_options``) and one function that writes them (``emit``). A run directory keeps
 all three files; ``--format`` picks what is printed: the terminal summary, or one document.
 """
@@ -71,10 +71,14 @@ def document_options(command: F) -> F:
 
 
 def _document(report: Report, fmt: str, links: dict[str, str], latencies: Any = None) -> bytes:
-    """One document; a check report (``kind == "check"``) has its own Markdown and HTML."""
+    """One document; check and ablate reports (``kind``) have their own Markdown and HTML."""
     if fmt == "json":
         return dumps_report(report)
     if fmt == "md":
+        if report.get("kind") == "ablate":
+            from pt2doctor.report.ablate_render import render_ablate_markdown
+
+            return render_ablate_markdown(report).encode()
         if report.get("kind") == "check":
             from pt2doctor.report.check_markdown import render_check_markdown
 
@@ -103,6 +107,10 @@ def render_summary(report: Report, console: Console) -> None:
         from pt2doctor.report.check_terminal import render_check
 
         render_check(report, console)
+    elif report.get("kind") == "ablate":
+        from pt2doctor.report.ablate_render import render_ablate
+
+        render_ablate(report, console)
     else:
         render_terminal(report, console)
 

@@ -45,10 +45,15 @@ def _last_good(rungs: list[dict[str, Any]]) -> str | None:
 
 
 def build_ablate_report(
-    pieces: dict[str, Any], target: dict[str, Any], settings: dict[str, Any], out: str
+    pieces: dict[str, Any],
+    target: dict[str, Any],
+    settings: dict[str, Any],
+    out: str,
+    environment: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The report dict: ``target`` says what was ablated (a case cell or a command),
-    ``settings`` how the user compiles (backend, dynamic, mode)."""
+    ``settings`` how the user compiles (backend, dynamic, mode), ``environment`` the
+    fingerprint of the process that ran the ablation (torchcompat.environment())."""
     rungs = pieces["rungs"]
     modules = pieces.get("modules") or None
     module = modules.get("module") if modules else None
@@ -80,6 +85,7 @@ def build_ablate_report(
         if failing
         else [],
         "out": out,
+        "environment": dict(sorted((environment or {}).items())),
     }
 
 

@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pt2doctor.report.markdown import md_code, md_table, md_text
+
 _STYLE = {"ok": "green", "crash": "red", "diverged": "red", "eager_error": "red"}
 
 
@@ -92,21 +94,43 @@ def render_ablate(report: dict[str, Any], console: Console) -> None:
             console.print(f"  - {escape(advice)}")
 
 
-def _md(text: Any) -> str:
-    return _cell(text).replace("|", "\\|").replace("\n", " ")
+def _md_row(row: dict[str, Any]) -> list[str]:
+    name = f"toggle {row['name']}" if row.get("name") else row["backend"]
+    numbers = row.get("numbers") or row.get("error")
+    return [md_code(name), md_text(_cell(row.get("layer"))), md_text(row["status"]),
+            md_code(numbers) if numbers else "-"]  # fmt: skip
+
+
+def _md_trials(report: dict[str, Any]) -> list[str]:
+    trials = (report.get("module") or {}).get("trials") or []
+    if not trials:
+        return []
+    rows = [
+        [md_code(t["module"]), "yes" if t["reproduced"] else "no", md_text(t["status"])]
+        for t in trials
+    ]
+    return ["## Module bisection", "", *md_table(["submodule alone", "fails", "result"], rows)]
+
+
+def _md_environment(report: dict[str, Any]) -> list[str]:
+    env = report.get("environment") or {}
+    keys = ("torch_version", "python_version", "cuda_version", "triton_version", "gpu")
+    parts = [f"{key} {md_code(env[key])}" for key in keys if env.get(key) is not None]
+    return ["<sub>" + " · ".join(parts) + "</sub>", ""] if parts else []
 
 
 def render_ablate_markdown(report: dict[str, Any]) -> str:
-    lines = ["# pt2doctor ablate", "", f"**{report['conclusion']['sentence']}**", ""]
-    lines += ["| backend | layer | result | error / error numbers |", "|---|---|---|---|"]
-    for row in report["ladder"] + report["toggles"]:
-        name = f"toggle {row['name']}" if row.get("name") else row["backend"]
-        numbers = row.get("numbers") or row.get("error")
-        lines.append(
-            f"| {_md(name)} | {_md(row.get('layer'))} | {row['status']} | {_md(numbers)} |"
-        )
-    lines.append("")
-    lines += [f"- {line}" for line in detail_lines(report)]
+    """report.md: GitHub-flavoured Markdown; every user-derived string is escaped (error
+    messages and module names come from the user's program), as in report/markdown.py."""
+    verdict = report["conclusion"]
+    category = f" ({md_text(verdict['category'])})" if verdict.get("category") else ""
+    lines = ["# pt2doctor ablate", "", f"**{md_text(verdict['sentence'])}**{category}", ""]
+    header = ["backend", "layer", "result", "error / error numbers"]
+    lines += md_table(header, [_md_row(row) for row in report["ladder"] + report["toggles"]])
+    lines += _md_trials(report)
+    lines += [f"- {md_text(line)}" for line in detail_lines(report)]
     if report["workarounds"]:
-        lines += ["", "## Workarounds", ""] + [f"- {advice}" for advice in report["workarounds"]]
-    return "\n".join(lines) + "\n"
+        lines += ["", "## Workarounds", ""]
+        lines += [f"{n}. {md_text(advice)}" for n, advice in enumerate(report["workarounds"], 1)]
+    lines += ["", *_md_environment(report)]
+    return "\n".join(lines).rstrip() + "\n"

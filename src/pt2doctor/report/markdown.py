@@ -120,6 +120,38 @@ def _frames(report: Report) -> list[str]:
     return ["### Frames with recompiles, limit hits or skips", "", *md_table(header, rows)]
 
 
+def _ranks(report: Report) -> list[str]:
+    """Per-rank table, the compile skew against the collective timeout, the divergences."""
+    ranks = report.get("ranks")
+    if not ranks:
+        return []
+    rows = [
+        [
+            md_text(row["label"]), str(row["compiles"]), f"{row['compile_time_s']:.2f}",
+            str(len(row["recompiles"])), f"{row['cache']['hit']}/{row['cache']['miss']}",
+            str(row["break_sites"]), str(row["failures"]),
+            "-" if row["graph_calls"] is None else str(row["graph_calls"]),
+        ]
+        for row in ranks["per_rank"]
+    ]  # fmt: skip
+    header = ["rank", "compiles", "compile s", "recompiles", "cache hit/miss", "break sites",
+              "failures", "graph calls"]  # fmt: skip
+    lines = [f"### Ranks ({ranks['count']})", "", *md_table(header, rows)]
+    lines += [
+        f"Compile skew **{ranks['compile_skew_s']:.2f} s** (slowest {md_text(ranks['slowest'])}, "
+        f"fastest {md_text(ranks['fastest'])}): {ranks['timeout_share']:.2%} of the "
+        f"{ranks['collective_timeout_s']:g} s collective timeout.",
+        "",
+    ]
+    if not ranks["divergences"]:
+        return [*lines, "The ranks compiled alike.", ""]
+    for divergence in ranks["divergences"]:
+        lines.append(f"- **{divergence['severity']}** `{divergence['code']}` "
+                     f"{md_text(divergence['title'])}")  # fmt: skip
+        lines += [f"  - {md_code(evidence)}" for evidence in divergence["evidence"][:4]]
+    return [*lines, ""]
+
+
 def _environment(report: Report) -> list[str]:
     env = report["environment"]
     keys = ("torch_version", "python_version", "cuda_version", "triton_version", "gpu")
@@ -134,5 +166,5 @@ def _environment(report: Report) -> list[str]:
 def render_markdown(report: Report) -> str:
     """The whole Markdown document."""
     lines = [*_headline(report), *_findings(report), *_breaks(report), *_frames(report)]
-    lines += _environment(report)
+    lines += [*_ranks(report), *_environment(report)]
     return "\n".join(lines).rstrip() + "\n"

@@ -277,8 +277,16 @@ def environment(report: Report) -> Section:
     return Section("environment", "Environment", "environment", data)
 
 
+def ranks(report: Report) -> Section | None:
+    """Multi-rank reports only: report/rank_views.py (imported here, it imports Section)."""
+    from pt2doctor.report.rank_views import ranks as ranks_section
+
+    return ranks_section(report)
+
+
 SECTIONS: list[SectionBuilder] = [
     headline,
+    ranks,
     graph_breaks,
     compile_ledger,
     compile_timeline,

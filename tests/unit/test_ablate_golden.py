@@ -1,0 +1,62 @@
+"""Golden files for the ablate report's renderers: the HTML view-model and report.md, built from
+the real ablate report.json fixtures in tests/data/ablates (tests/data/make_ablate_reports.py
+says how each was produced). Regenerate with ``make golden`` and review the diff."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pt2doctor.report.ablate_render import render_ablate_markdown
+from pt2doctor.report.ablate_views import build_ablate_view
+from pt2doctor.report.html import render_html
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "ablates"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+FIXTURES = sorted(path.stem for path in DATA.glob("*.json"))
+UPDATE = os.environ.get("PT2DOCTOR_UPDATE_GOLDEN") == "1"
+HOSTILE = ("<script>", "<img src=x onerror")
+
+
+def _fixture(name: str) -> dict:
+    return json.loads((DATA / f"{name}.json").read_text())
+
+
+def _check(path: Path, text: str) -> None:
+    if UPDATE:
+        path.write_text(text)
+        return
+    assert path.is_file(), f"no golden file {path}: run `make golden` and review it"
+    assert text == path.read_text(), f"{path.name} differs from its golden file (make golden)"
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_ablate_view_model_matches_golden(name: str) -> None:
+    view = build_ablate_view(_fixture(name))
+    _check(GOLDEN / f"{name}.view.json", json.dumps(view, indent=1, sort_keys=True,
+                                                    ensure_ascii=False) + "\n")  # fmt: skip
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_ablate_markdown_matches_golden(name: str) -> None:
+    _check(GOLDEN / f"{name}.md", render_ablate_markdown(_fixture(name)))
+
+
+def test_ablate_page_has_every_section_and_escapes_the_hostile_text() -> None:
+    report = _fixture("ablate_hostile")
+    ids = [section["id"] for section in build_ablate_view(report)["sections"]]
+    assert ids == ["conclusion", "ladder", "modules", "bisect", "repro", "workarounds",
+                   "environment"]  # fmt: skip
+    page = render_html(report)
+    assert not any(payload in page for payload in HOSTILE)
+    assert "&lt;script&gt;document.title=&#39;PWNED-1&#39;&lt;/script&gt;" in page
+    assert "enc&lt;img src=x onerror=document[&#39;title&#39;]=&#39;PWNED-3&#39;&gt;" in page
+    markdown = render_ablate_markdown(report)
+    assert not any(payload in markdown for payload in HOSTILE)
+
+
+def test_fixtures_exist() -> None:
+    assert {"ablate_relu", "ablate_hostile"} <= set(FIXTURES)
