@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.analysis.diff import ENV_KEYS, Change, Diff, Noise, time_change
+from pt2doctor.analysis.diff import Change, Diff, Noise, environment_changes, time_change
 from pt2doctor.report.check import VERDICT_RANK
 
 Report = dict[str, Any]
@@ -121,15 +121,6 @@ def _cold_changes(a: Report, b: Report, noise: Noise) -> list[Change]:
     return changes
 
 
-def _environment_changes(a: Report, b: Report) -> list[Change]:
-    env_a, env_b = a["environment"], b["environment"]
-    return [
-        Change("environment", key, env_a.get(key), env_b.get(key), False)
-        for key in ENV_KEYS
-        if env_a.get(key) != env_b.get(key)
-    ]
-
-
 def diff_check_reports(a: Report, b: Report, noise: Noise | None = None,
                        names: tuple[str, str] = ("A", "B")) -> Diff:  # fmt: skip
     """Every difference from check report ``a`` to ``b`` that matters, regressions marked."""
@@ -138,5 +129,5 @@ def diff_check_reports(a: Report, b: Report, noise: Noise | None = None,
     diff.changes += _cell_changes(a, b)
     diff.changes += _group_changes(a, b)
     diff.changes += _cold_changes(a, b, noise or Noise())
-    diff.changes += _environment_changes(a, b)
+    diff.changes += environment_changes(a, b)
     return diff

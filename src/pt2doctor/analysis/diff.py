@@ -157,7 +157,7 @@ def _timing_changes(a: Report, b: Report, noise: Noise) -> list[Change]:
     return changes
 
 
-def _environment_changes(a: Report, b: Report) -> list[Change]:
+def environment_changes(a: Report, b: Report) -> list[Change]:
     env_a, env_b = a["environment"], b["environment"]
     return [
         Change("environment", key, env_a.get(key), env_b.get(key), False)
@@ -174,7 +174,7 @@ def diff_reports(a: Report, b: Report, noise: Noise | None = None,
     diff.changes += _break_changes(a, b)
     diff.changes += _frame_changes(a, b)
     diff.changes += _timing_changes(a, b, noise)
-    diff.changes += _environment_changes(a, b)
+    diff.changes += environment_changes(a, b)
     failures = (a["summary"]["failures"], b["summary"]["failures"])
     if failures[0] != failures[1]:
         diff.changes.append(

@@ -12,14 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from pt2doctor import torchcompat
 from pt2doctor.analysis.ablation import same_failure, smallest_failing
 from pt2doctor.harness.align import align_cell, run_cell
 from pt2doctor.harness.case import Case, Cell, cells
 from pt2doctor.harness.loader import load_cases
-from pt2doctor.harness.worker import EVENTS, Emit, event_emitter, one_line
+from pt2doctor.harness.worker import Emit, one_line, serve
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,18 +179,7 @@ KINDS = {"trial": run_trial, "modules": run_modules, "bisect": run_bisect}
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    spec = orjson.loads(Path(args[0]).read_bytes())
-    out = Path(spec["out"])
-    out.mkdir(parents=True, exist_ok=True)
-    with (out / EVENTS).open("ab") as stream:
-        emit = event_emitter(stream)
-        try:
-            KINDS[spec["kind"]](spec, out, emit)
-        except Exception as error:  # outside any trial: the worker's own failure
-            emit("fatal", **error_fields(error))
-            return 1
-    return 0
+    return serve(argv, lambda spec: KINDS[spec["kind"]], error_fields)
 
 
 if __name__ == "__main__":

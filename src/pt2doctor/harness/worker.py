@@ -229,7 +229,13 @@ def run_cold(spec: dict[str, Any], out: Path, emit: Emit) -> None:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+Job = Callable[[dict[str, Any], Path, Emit], None]
+
+
+def serve(argv: list[str] | None, job_for: Callable[[dict[str, Any]], Job],
+          fatal: Callable[[BaseException], dict[str, Any]]) -> int:  # fmt: skip
+    """A worker process's body: read the spec, run its job with an emitter on events.jsonl;
+    an error outside any cell or trial is the ``fatal`` event (exit 1)."""
     args = sys.argv[1:] if argv is None else argv
     spec = orjson.loads(Path(args[0]).read_bytes())
     out = Path(spec["out"])
@@ -237,11 +243,19 @@ def main(argv: list[str] | None = None) -> int:
     with (out / EVENTS).open("ab") as stream:
         emit = event_emitter(stream)
         try:
-            (run_cold if spec["kind"] == "cold" else run_group)(spec, out, emit)
-        except Exception as error:  # outside any cell: the whole run's verdict
-            emit("fatal", error=one_line(error), traceback=traceback.format_exc()[-4000:])
+            job_for(spec)(spec, out, emit)
+        except Exception as error:
+            emit("fatal", **fatal(error))
             return 1
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return serve(
+        argv,
+        lambda spec: run_cold if spec["kind"] == "cold" else run_group,
+        lambda error: {"error": one_line(error), "traceback": traceback.format_exc()[-4000:]},
+    )
 
 
 if __name__ == "__main__":
