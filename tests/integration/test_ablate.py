@@ -188,3 +188,26 @@ def test_bad_input_is_one_line(tmp_path: Path, run_env: dict[str, str]) -> None:
         )
         assert done.returncode == 2, done.stderr
         assert done.stderr.startswith("pt2doctor: error:") and "Traceback" not in done.stderr
+
+
+def test_fullgraph_incompleteness_is_dynamo_and_the_untraceable_submodule(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    report, done = ablate(
+        tmp_path, run_env, str(ABLATE_DIR / "untraceable.py"), "--fullgraph", "--backend",
+        "aot_eager", "--no-verify-repro",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    ladder = [(row["backend"], row["layer"], row["status"]) for row in report["ladder"]]
+    assert ladder == [("eager", "dynamo", "crash"), ("aot_eager", "aot", "not run")]
+    assert "Unsupported" in report["ladder"][0]["error_types"]
+    verdict = report["conclusion"]
+    assert (verdict["layer"], verdict["category"]) == ("dynamo", "incompleteness")
+    assert report["module"]["module"] == "blocks.1"  # the submodule that calls print
+    # Without fullgraph the same code compiles around the print (a graph break) and runs.
+    assert [(t["name"], t["status"]) for t in report["toggles"]] == [("fullgraph=False", "ok")]
+    assert report["workarounds"][0].startswith("Drop fullgraph=True")
+    assert_plain_torch(report)
+    reproduced = run_repro(report, run_env)
+    assert reproduced.returncode == 1 and "REPRODUCED" in reproduced.stdout, reproduced.stderr
+    assert "Unsupported" in reproduced.stdout + reproduced.stderr

@@ -114,6 +114,11 @@ def _toggle_fix(toggles: Sequence[dict[str, Any]]) -> list[str]:
     for toggle in toggles:
         if toggle.get("status") == "ok" and toggle["name"] == "dynamic=False":
             fixes.append("Drop dynamic=True: the failure disappears with static shapes.")
+        if toggle.get("status") == "ok" and toggle["name"] == "fullgraph=False":
+            fixes.append(
+                "Drop fullgraph=True: without it Dynamo compiles around the code it cannot "
+                "trace (a graph break) and the program runs; rewrite that code to get one graph."
+            )
         if toggle.get("status") == "ok" and toggle["name"] == "no_cudagraphs":
             fixes.append(
                 "Drop the CUDA-graph mode (mode='max-autotune-no-cudagraphs' or the default "

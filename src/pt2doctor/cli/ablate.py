@@ -60,6 +60,7 @@ def _case_pieces(case_file: Path, cell_id: str | None, out: Path, **kw: Any) -> 
 @click.option("--backend", default="inductor", help="The backend you compile with: the top rung.")
 @click.option("--dynamic/--no-dynamic", default=None, help="Compile with dynamic=True / False.")
 @click.option("--mode", help="Inductor mode you compile with (e.g. reduce-overhead).")
+@click.option("--fullgraph", is_flag=True, help="Compile with fullgraph=True, as you do.")
 @click.option("--out", type=click.Path(path_type=Path), help="Directory for trials and repro.")
 @click.option(
     "--timeout",
@@ -93,7 +94,8 @@ def _case_pieces(case_file: Path, cell_id: str | None, out: Path, **kw: Any) -> 
 @document_options
 @click.argument("target", nargs=-1, type=click.UNPROCESSED, required=True)
 def ablate_command(
-    cell_id: str | None, backend: str, dynamic: bool | None, mode: str | None, out: Path | None,
+    cell_id: str | None, backend: str, dynamic: bool | None, mode: str | None, fullgraph: bool,
+    out: Path | None,
     timeout: float, modules: bool, bisect: bool | None, bisect_timeout: float, repro: bool,
     verify_repro: bool, accuracy_check: str | None, target: tuple[str, ...], fmt: str,
     md_path: Path | None, html_path: Path | None, redact: bool,
@@ -106,10 +108,11 @@ def ablate_command(
     out = out or _default_out()
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"directory {out} already exists: choose another --out")
-    settings = {"backend": backend, "dynamic": dynamic, "mode": mode}
+    settings = {"backend": backend, "dynamic": dynamic, "mode": mode, "fullgraph": fullgraph}
     if len(target) == 1 and target[0].endswith(".py") and Path(target[0]).is_file():
         pieces, what = _case_pieces(
             Path(target[0]), cell_id, out, backend=backend, dynamic=dynamic, mode=mode,
+            fullgraph=fullgraph,
             modules=modules, bisect=bisect, repro=repro, verify_repro=verify_repro,
             timeout=timeout, bisect_timeout=bisect_timeout,
         )  # fmt: skip

@@ -45,6 +45,7 @@ class AblateOptions:
     backend: str = "inductor"
     dynamic: bool | None = None
     mode: str | None = None
+    fullgraph: bool = False
     modules: bool = True
     bisect: bool | None = None  # None: when the failure first appears in Inductor
     repro: bool = True
@@ -143,16 +144,27 @@ class Ablation:
 
     def _settings(self, backend: str) -> dict[str, Any]:
         mode = self.options.mode if backend == "inductor" else None
-        return {"dynamic": self.options.dynamic, "mode": mode}
+        return {"dynamic": self.options.dynamic, "mode": mode, "fullgraph": self.options.fullgraph}
 
     def toggles(self, failing: dict[str, Any]) -> list[dict[str, Any]]:
-        """The failing rung again without ``dynamic=True``, and without CUDA graphs, where
-        they were in use."""
+        """The failing rung again without ``dynamic=True``, without ``fullgraph=True`` (after
+        a crash: Dynamo's incompleteness then becomes a graph break), and without CUDA graphs,
+        where they were in use."""
         found = []
         backend = failing["backend"]
+        fullgraph = self.options.fullgraph
         if self.options.dynamic:
-            outcome = self.trial("dynamic-false", backend, dynamic=False, mode=self._mode(backend))
+            outcome = self.trial(
+                "dynamic-false", backend, dynamic=False, mode=self._mode(backend),
+                fullgraph=fullgraph,
+            )  # fmt: skip
             found.append({"name": "dynamic=False", "backend": backend, **outcome})
+        if fullgraph and failing.get("status") == "crash":
+            outcome = self.trial(
+                "fullgraph-false", backend, dynamic=self.options.dynamic,
+                mode=self._mode(backend), fullgraph=False,
+            )  # fmt: skip
+            found.append({"name": "fullgraph=False", "backend": backend, **outcome})
         options = (torchcompat.compile_modes() or {}).get(self.options.mode or "default", {})
         if backend == "inductor" and torchcompat.uses_cuda_graphs(options):
             if not self.options.cell.device.startswith("cuda"):
@@ -179,6 +191,7 @@ class Ablation:
             "kind": "modules",
             "backend": failing["backend"],
             "dynamic": self.options.dynamic,
+            "fullgraph": self.options.fullgraph,
             "mode": self._mode(failing["backend"]),
             "failure": failing,
             "sentence": sentence,
@@ -211,6 +224,7 @@ class Ablation:
             "kind": "bisect",
             "backend": "inductor",
             "dynamic": self.options.dynamic,
+            "fullgraph": self.options.fullgraph,
             "mode": self.options.mode,
             "failure": failing,
             "target": module or "",

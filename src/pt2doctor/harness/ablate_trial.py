@@ -22,11 +22,12 @@ from pt2doctor.harness.worker import Emit, one_line, serve
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """How a trial compiles: the backend, ``dynamic=``, and Inductor's ``mode``."""
+    """How a trial compiles: the backend, ``dynamic=``, Inductor's ``mode``, ``fullgraph=``."""
 
     backend: str
     dynamic: bool | None = None
     mode: str | None = None
+    fullgraph: bool = False
 
     def kwargs(self) -> dict[str, Any]:
         found: dict[str, Any] = {"backend": self.backend}
@@ -34,11 +35,15 @@ class Settings:
             found["dynamic"] = self.dynamic
         if self.mode is not None and self.backend == "inductor":
             found["mode"] = self.mode
+        if self.fullgraph:
+            found["fullgraph"] = True
         return found
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> Settings:
-        return cls(str(spec["backend"]), spec.get("dynamic"), spec.get("mode"))
+        return cls(
+            str(spec["backend"]), spec.get("dynamic"), spec.get("mode"), bool(spec.get("fullgraph"))
+        )
 
 
 def _chain(error: BaseException) -> list[BaseException]:
@@ -158,7 +163,7 @@ def run_bisect(spec: dict[str, Any], out: Path, emit: Emit) -> None:
     """torch's compiler_bisector, in process: it reruns the trial with layers and Inductor
     subsystems switched off until it finds the one that makes the failure go away."""
     case, cell = _case_cell(spec)
-    settings = Settings("inductor", spec.get("dynamic"), spec.get("mode"))
+    settings = Settings.from_spec({**spec, "backend": "inductor"})
     reference = spec["failure"]
 
     def passes() -> bool:

@@ -206,6 +206,8 @@ def write_repro(
     options: dict[str, Any] = {"backend": spec["backend"]}
     if spec.get("dynamic") is not None:
         options["dynamic"] = spec["dynamic"]
+    if spec.get("fullgraph"):
+        options["fullgraph"] = True
     if spec.get("mode") and spec["backend"] == "inductor":
         options["mode"] = spec["mode"]
     text = REPRO.format(
