@@ -1,18 +1,49 @@
-"""Read a run directory back: manifest.json and probes.jsonl (tolerant of a cut-off last line)."""
+"""Read a run directory back: manifest.json and probes.jsonl (tolerant of a cut-off last line);
+name and claim a new one for run, check and ablate."""
 
 from __future__ import annotations
 
+import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from pt2doctor.errors import UsageError
 from pt2doctor.model import ProbeData
 
 MANIFEST = "manifest.json"
 PROBES_FILE = "probes.jsonl"
 _RESUME_KEY = re.compile(r"^(?P<file>.*):torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
+
+
+def default_run_dir(kind: str) -> Path:
+    """``./pt2doctor-<kind>/<time>-<pid>``: where a command writes when --out is not given."""
+    return Path(f"pt2doctor-{kind}") / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+
+
+def require_fresh_dir(out: Path, what: str = "run directory") -> None:
+    """A command never writes into a directory that already holds something."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"{what} {out} already exists: choose another --out")
+
+
+def read_jsonl(path: Path) -> list[Any] | None:
+    """Every complete JSON line of ``path``, in order; a line a crash cut short (or any other
+    line that does not decode) is skipped. None when the file cannot be read."""
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError:
+        return None
+    found = []
+    for line in lines:
+        try:
+            found.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            continue
+    return found
 
 
 def is_run_dir(path: Path) -> bool:

@@ -27,7 +27,7 @@ import orjson
 import pt2doctor
 from pt2doctor.capture.child import BACKEND_ENV, RUN_DIR_ENV
 from pt2doctor.capture.launch import Launch, launch_argv
-from pt2doctor.capture.rundir import MANIFEST, load_probes
+from pt2doctor.capture.rundir import MANIFEST, load_probes, require_fresh_dir
 from pt2doctor.errors import UsageError
 
 TIMEOUT_EXIT = 124
@@ -122,7 +122,7 @@ def _wait(process: subprocess.Popen[bytes], timeout: float | None) -> str | None
             process.wait()
 
 
-def _signal_name(number: int) -> str:
+def signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
     except ValueError:  # real-time signals have no name
@@ -155,8 +155,7 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
     if not options.command:
         raise UsageError("no command to run: use `pt2doctor run -- python script.py ARGS`")
     argv = launch_argv(options.command, options.launch)
-    if options.out.exists() and (not options.out.is_dir() or any(options.out.iterdir())):
-        raise UsageError(f"run directory {options.out} already exists: choose another --out")
+    require_fresh_dir(options.out)
     try:
         (options.out / "trace").mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -202,7 +201,7 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
     manifest.update(
         end_time=clock(),
         exit_code=returncode if returncode >= 0 else None,
-        signal=_signal_name(-returncode) if returncode < 0 else None,
+        signal=signal_name(-returncode) if returncode < 0 else None,
         stopped_by=stopped_by,
         returned=exit_code(returncode, stopped_by),
     )

@@ -4,21 +4,16 @@ exit 1 when the failure reproduces, 0 when no rung fails."""
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
 
+from pt2doctor.capture.rundir import default_run_dir, require_fresh_dir
 from pt2doctor.cli.outputs import OutputPlan, document_options, emit
 from pt2doctor.errors import UsageError
 from pt2doctor.harness.case import Cell
-
-
-def _default_out() -> Path:
-    return Path("pt2doctor-ablations") / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
 def _pick_cell(case_file: Path, pattern: str | None) -> Cell:
@@ -105,9 +100,8 @@ def ablate_command(
     (with --cell) or, after --, a command such as: python script.py ARGS."""
     from pt2doctor.report.ablate import build_ablate_report, failure_found
 
-    out = out or _default_out()
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise UsageError(f"directory {out} already exists: choose another --out")
+    out = out or default_run_dir("ablations")
+    require_fresh_dir(out, "directory")
     settings = {"backend": backend, "dynamic": dynamic, "mode": mode, "fullgraph": fullgraph}
     if len(target) == 1 and target[0].endswith(".py") and Path(target[0]).is_file():
         pieces, what = _case_pieces(

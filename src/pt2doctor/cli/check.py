@@ -3,8 +3,6 @@ compile mode, judged against the budget; exit 1 when a contract clause fails."""
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pt2doctor.analysis.contract import Budget
+from pt2doctor.capture.rundir import default_run_dir, read_jsonl, require_fresh_dir
 from pt2doctor.cli.outputs import OutputPlan, document_options, emit
 from pt2doctor.errors import UsageError
 from pt2doctor.harness.budget import load_budget
@@ -26,10 +25,6 @@ from pt2doctor.report.check import build_check_report
 # --quick: a smoke run of the protocol (no cold starts, no regional variant, few samples).
 QUICK_ITERATIONS = 8
 _STEP_EVENTS = {"alignment", "warmup", "steady_done", "cold"}
-
-
-def _default_out() -> Path:
-    return Path("pt2doctor-checks") / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
 def _expected_env(path: Path | None) -> dict[str, Any] | None:
@@ -46,13 +41,10 @@ def _expected_env(path: Path | None) -> dict[str, Any] | None:
 
 
 def read_results(out: Path) -> list[dict[str, Any]]:
-    records = []
-    for line in (out / RESULTS).read_bytes().splitlines():
-        try:
-            records.append(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            continue
-    return records
+    records = read_jsonl(out / RESULTS)
+    if records is None:
+        raise UsageError(f"cannot read {out / RESULTS}")
+    return [record for record in records if isinstance(record, dict)]
 
 
 def check_output_plan(
@@ -162,9 +154,8 @@ def check_command(
     cases = load_cases(case_file)
     cells = select_cells(cases, cell_patterns)
     variants = requested_variants([m.strip() for m in modes.split(",") if m.strip()], backend)
-    out = out or _default_out()
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise UsageError(f"run directory {out} already exists: choose another --out")
+    out = out or default_run_dir("checks")
+    require_fresh_dir(out)
     out.mkdir(parents=True, exist_ok=True)
     options = CheckOptions(
         case_file,

@@ -6,8 +6,6 @@ the torchrun options below pass through unchanged.
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ import click
 from rich.console import Console
 
 from pt2doctor.capture.launch import Launch
+from pt2doctor.capture.rundir import default_run_dir
 from pt2doctor.capture.runner import RunOptions, run_program
 from pt2doctor.cli.outputs import FORMATS
 from pt2doctor.cli.report import COLLECTIVE_TIMEOUT_OPTION, render_run_dir
@@ -31,10 +30,6 @@ TORCHRUN_OPTIONS = {
     "rdzv_endpoint": "--rdzv-endpoint",
     "rdzv_id": "--rdzv-id",
 }
-
-
-def _default_out() -> Path:
-    return Path("pt2doctor-runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
 def _launch(nproc: int | None, torchrun: dict[str, Any], extra: tuple[str, ...]) -> Launch | None:
@@ -137,7 +132,7 @@ def run_command(
     The run directory gets report.json, report.md and report.html."""
     options = RunOptions(
         command=list(command),
-        out=out or _default_out(),
+        out=out or default_run_dir("runs"),
         backend=backend,
         timeout=timeout,
         warmup_calls=warmup_calls,

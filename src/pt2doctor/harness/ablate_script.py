@@ -14,9 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from pt2doctor.analysis.ablation import layer_of
+from pt2doctor.capture.rundir import PROBES_FILE, read_jsonl
 from pt2doctor.capture.runner import RunOptions, child_env
 from pt2doctor.errors import UsageError
 from pt2doctor.harness.ablate import ladder
@@ -25,19 +24,11 @@ BACKEND_VAR = "PT2DOCTOR_ABLATE_BACKEND"  # tells the accuracy check which rung 
 
 
 def _exceptions(run_dir: Path) -> list[dict[str, Any]]:
-    try:
-        lines = (run_dir / "probes.jsonl").read_bytes().splitlines()
-    except OSError:
-        return []
-    found = []
-    for line in lines:
-        try:
-            event = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(event, dict) and event.get("kind", event.get("event")) == "exception":
-            found.append(event)
-    return found
+    return [
+        event
+        for event in read_jsonl(run_dir / PROBES_FILE) or []
+        if isinstance(event, dict) and event.get("kind", event.get("event")) == "exception"
+    ]
 
 
 def _run(argv: list[str], env: dict[str, str], run_dir: Path, timeout: float, name: str) -> Any:

@@ -76,7 +76,8 @@ def call_context(cell: Cell, autocast: bool = True) -> Iterator[None]:
         yield
 
 
-def _optimizer(built: Built, model: Any) -> Any:
+def make_optimizer(built: Built, model: Any) -> Any:
+    """The case's optimizer over ``model``'s parameters (default: SGD, lr=0.01)."""
     import torch
 
     params = list(model.parameters())
@@ -111,7 +112,7 @@ def _train_steps(
     autocast: bool,
 ) -> dict[str, Any]:
     assert built.loss is not None
-    optimizer = _optimizer(built, model)
+    optimizer = make_optimizer(built, model)
     named = torchcompat.original_module(model).named_parameters
     results: dict[str, Any] = {}
     for step in range(steps):

@@ -4,9 +4,9 @@ group of cells, each in its own worker process; results stream into results.json
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pt2doctor.analysis.bench import steady_summary
+from pt2doctor.capture.rundir import read_jsonl
 from pt2doctor.harness.case import Case, Cell
 from pt2doctor.harness.orchestrate import (
     CheckOptions,
@@ -19,22 +19,6 @@ from pt2doctor.harness.orchestrate import (
 from pt2doctor.harness.variants import CompileVariant
 
 _CELL_RESULTS = {"alignment", "warmup"}
-
-
-def _samples(path: Path) -> list[dict[str, Any]]:
-    import orjson
-
-    try:
-        lines = path.read_bytes().splitlines()
-    except OSError:
-        return []
-    samples = []
-    for line in lines:
-        try:
-            samples.append(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            continue  # the line a crash cut short
-    return samples
 
 
 class GroupRun:
@@ -81,7 +65,9 @@ class GroupRun:
                 record("warmup_total", **self.tags, seconds=event["seconds"])
             elif kind == "steady_done":
                 self.bench_done = True
-                summary = steady_summary(_samples(out / "samples.jsonl"), self.orch.options.seed)
+                summary = steady_summary(
+                    read_jsonl(out / "samples.jsonl") or [], self.orch.options.seed
+                )
                 record(
                     "group",
                     **self.tags,

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from pt2doctor.capture.runner import signal_name
 from pt2doctor.harness.case import Case, Cell
 from pt2doctor.harness.variants import CompileVariant, not_applicable
 from pt2doctor.harness.worker import EVENTS
@@ -58,13 +59,6 @@ class Outcome:
     status: str  # ok | crash | timeout | fatal
     detail: str = ""
     in_flight: dict[str, Any] | None = None
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 class EventTail:
@@ -182,7 +176,7 @@ def worker_ending(
     if fatal is not None:
         return Outcome(events, "fatal", fatal["error"], in_flight)
     if returncode < 0:
-        name = _signal_name(-returncode)
+        name = signal_name(-returncode)
         hint = " (out of memory?)" if name == "SIGKILL" else ""
         return Outcome(events, "crash", f"crashed: {name}{hint}", in_flight)
     detail = f"crashed: exit {returncode}"

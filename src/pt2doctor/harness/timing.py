@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pt2doctor.harness.align import apply_layout, call_context
+from pt2doctor.harness.align import apply_layout, call_context, make_optimizer
 from pt2doctor.harness.case import Built, Case, Cell
 from pt2doctor.harness.variants import CompileVariant, compile_model, repeated_blocks
 
@@ -66,13 +66,6 @@ def timed_step(runner: ModelRunner, cell: Cell) -> dict[str, float]:
     }
 
 
-def _optimizer(built: Built, model: Any) -> Any:
-    import torch
-
-    params = list(model.parameters())
-    return built.optimizer(params) if built.optimizer else torch.optim.SGD(params, lr=0.01)
-
-
 @dataclass(slots=True)
 class GroupModels:
     """The group's model built once (from its first cell), eager and compiled copies of the
@@ -102,7 +95,7 @@ class GroupModels:
         compiled_model = compile_model(first.model, variant)
         runners = []
         for model in (compiled_model, eager_model):
-            optimizer = _optimizer(first, model) if train else None
+            optimizer = make_optimizer(first, model) if train else None
             runners.append(ModelRunner(model, builts, optimizer, cuda=cuda))
         weights = {cell.id: float((case.traffic or {}).get(cell.bucket, 1.0)) for cell in group}
         code = getattr(type(blocks[0]).forward, "__code__", None) if blocks else None
