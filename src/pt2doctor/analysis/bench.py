@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,24 +103,34 @@ def noise_warnings(
     return warnings
 
 
+def iteration_totals(samples: Iterable[dict[str, Any]]) -> dict[str, list[float]]:
+    """Seconds per iteration for eager and compiled (the parts of a training step summed),
+    over the iterations where both ran, in iteration order."""
+    totals: dict[str, dict[int, float]] = {"eager": {}, "compiled": {}}
+    for sample in samples:
+        per_kind = totals.get(str(sample.get("kind")))
+        if per_kind is None or sample.get("seconds") is None:
+            continue
+        iteration = int(sample["iteration"])
+        per_kind[iteration] = per_kind.get(iteration, 0.0) + float(sample["seconds"])
+    both = sorted(set(totals["eager"]) & set(totals["compiled"]))
+    return {kind: [values[i] for i in both] for kind, values in totals.items()}
+
+
 def steady_summary(samples: Sequence[dict[str, Any]], seed: int = 0) -> dict[str, Any]:
     """Summary of raw steady-state samples ``{iteration, kind: eager|compiled, part, seconds}``
     (part: call for inference; forward, backward, optimizer for training)."""
-    totals: dict[str, dict[int, float]] = {"eager": {}, "compiled": {}}
+    totals = iteration_totals(samples)
+    eager, compiled = totals["eager"], totals["compiled"]
+    if not eager:
+        return {"iterations": 0}
     parts: dict[tuple[str, str], list[float]] = {}
     for sample in samples:
-        kind, iteration = sample["kind"], int(sample["iteration"])
-        totals[kind][iteration] = totals[kind].get(iteration, 0.0) + float(sample["seconds"])
-        parts.setdefault((kind, sample["part"]), []).append(float(sample["seconds"]))
-    iterations = sorted(set(totals["eager"]) & set(totals["compiled"]))
-    eager = [totals["eager"][i] for i in iterations]
-    compiled = [totals["compiled"][i] for i in iterations]
-    if not iterations:
-        return {"iterations": 0}
+        parts.setdefault((sample["kind"], sample["part"]), []).append(float(sample["seconds"]))
     dists = distribution(eager), distribution(compiled)
     interval = speedup_interval(eager, compiled, seed)
     return {
-        "iterations": len(iterations),
+        "iterations": len(eager),
         "eager": dists[0].as_dict(),
         "compiled": dists[1].as_dict(),
         "parts": {

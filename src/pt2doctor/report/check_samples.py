@@ -10,11 +10,11 @@ its run directory) only means the chart falls back to the percentiles.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path, PurePath
 from typing import Any
 
-import orjson
+from pt2doctor.analysis.bench import iteration_totals
+from pt2doctor.capture.rundir import read_jsonl
 
 Report = dict[str, Any]
 # group key (latency_key) -> {"eager": [s, ...], "compiled": [s, ...]} per iteration.
@@ -24,33 +24,6 @@ Latencies = dict[str, dict[str, list[float]]]
 def latency_key(variant_index: int, group_index: int) -> str:
     """A group's key by position (``"0/1"``): the same in a --redact copy, whose paths differ."""
     return f"{variant_index}/{group_index}"
-
-
-def iteration_totals(samples: Iterable[dict[str, Any]]) -> dict[str, list[float]]:
-    """Seconds per iteration for eager and compiled (iterations where both ran)."""
-    totals: dict[str, dict[int, float]] = {"eager": {}, "compiled": {}}
-    for sample in samples:
-        per_kind = totals.get(str(sample.get("kind")))
-        if per_kind is None or sample.get("seconds") is None:
-            continue
-        iteration = int(sample["iteration"])
-        per_kind[iteration] = per_kind.get(iteration, 0.0) + float(sample["seconds"])
-    both = sorted(set(totals["eager"]) & set(totals["compiled"]))
-    return {kind: [round(values[i], 9) for i in both] for kind, values in totals.items()}
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]] | None:
-    try:
-        lines = path.read_bytes().splitlines()
-    except OSError:
-        return None
-    records = []
-    for line in lines:
-        try:
-            records.append(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            continue  # a line cut short by a crash
-    return records
 
 
 def samples_file(recorded: str, run_dir: Path | None = None) -> Path | None:
@@ -74,7 +47,10 @@ def load_latencies(report: Report, run_dir: Path | None = None) -> Latencies:
         for g, group in enumerate(variant.get("groups", [])):
             recorded = group.get("samples")
             path = samples_file(recorded, run_dir) if recorded else None
-            records = _read_jsonl(path) if path is not None else None
+            records = read_jsonl(path) if path is not None else None
             if records:
-                found[latency_key(v, g)] = iteration_totals(records)
+                found[latency_key(v, g)] = {
+                    kind: [round(t, 9) for t in totals]
+                    for kind, totals in iteration_totals(records).items()
+                }
     return found
