@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from pt2doctor.report.views import Section, cut
+from pt2doctor.report.views import Section, cut, environment_rows
 
 Report = dict[str, Any]
 AblateSectionBuilder = Callable[[Report], "Section | None"]
@@ -181,17 +181,11 @@ def ablate_workarounds(report: Report) -> Section | None:
 def ablate_environment(report: Report) -> Section:
     """torch, Python, CUDA, Triton versions and config changed from the defaults (the ablating
     process's; a case file's config changes show here)."""
-    env = report.get("environment") or {}
-    rows = [
-        {"key": key, "value": cut(str(value))}
-        for key, value in sorted(env.items())
-        if key != "config_changes" and value is not None
-    ]
-    config = [
-        {"key": f"{module}.{name}", "value": cut(str(value))}
-        for module, changes in sorted((env.get("config_changes") or {}).items())
-        for name, value in sorted(changes.items())
-    ]
+    rows, config = environment_rows(
+        report.get("environment") or {},
+        lambda entry: cut(str(entry)),
+        lambda entry: cut(str(entry)),
+    )
     data = {"rows": rows, "config": config, "changes": [], "tool": report["tool"]}
     return Section("environment", "Environment", "check_environment", data)
 

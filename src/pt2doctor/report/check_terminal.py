@@ -21,9 +21,6 @@ _STYLE = {
 }
 
 
-_RANK = VERDICT_RANK
-
-
 def _seconds(value: Any, scale: float = 1.0, unit: str = "s") -> str:
     return "-" if value is None else f"{value * scale:.3g} {unit}"
 
@@ -52,7 +49,7 @@ def _cells_table(report: dict[str, Any]) -> Table:
     for cell in report["cells"]:
         entries = cell["variants"]
         worst_name = max(
-            entries, default=None, key=lambda n: _RANK.get(entries[n].get("verdict", ""), 5)
+            entries, default=None, key=lambda n: VERDICT_RANK.get(entries[n].get("verdict", ""), 5)
         )
         worst = entries.get(worst_name, {}) if worst_name else {}
         notes = []

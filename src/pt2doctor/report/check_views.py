@@ -16,7 +16,7 @@ from typing import Any
 from pt2doctor.report.check import VERDICT_RANK
 from pt2doctor.report.check_perf_views import cold_start, late_compiles, steady_state, warmup
 from pt2doctor.report.check_samples import Latencies
-from pt2doctor.report.views import Section, cut
+from pt2doctor.report.views import Section, cut, environment_rows
 
 Report = dict[str, Any]
 CheckSectionBuilder = Callable[[Report, Latencies], "Section | None"]
@@ -149,17 +149,9 @@ def variants(report: Report, latencies: Latencies) -> Section | None:
 
 def environment(report: Report, latencies: Latencies) -> Section:
     """torch, Python, CUDA, Triton, GPU, config changes; what differs from --expect-env."""
-    env = report["environment"]
-    rows = [
-        {"key": key, "value": cut(str(value))}
-        for key, value in sorted(env.items())
-        if key != "config_changes" and value is not None
-    ]
-    config = [
-        {"key": f"{module}.{name}", "value": cut(repr(value))}
-        for module, changes in sorted((env.get("config_changes") or {}).items())
-        for name, value in sorted(changes.items())
-    ]
+    rows, config = environment_rows(
+        report["environment"], lambda entry: cut(str(entry)), lambda entry: cut(repr(entry))
+    )
     data = {
         "rows": rows,
         "config": config,

@@ -254,19 +254,28 @@ def failures(report: Report) -> Section | None:
     return Section("failures", "Failures", "failures", {"rows": rows})
 
 
-def environment(report: Report) -> Section:
-    """torch, Python, CUDA, Triton versions and config changed from the defaults; parse health."""
-    env = report["environment"]
+def environment_rows(
+    env: dict[str, Any], value: Callable[[Any], Any], config_value: Callable[[Any], Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The fingerprint's entries (unset ones left out) and each changed config entry as
+    ``module.name``, sorted by key, values shown through ``value`` and ``config_value``
+    (every report kind's environment section)."""
     rows = [
-        {"key": key, "value": value}
-        for key, value in sorted(env.items())
-        if key != "config_changes" and value is not None
+        {"key": key, "value": value(entry)}
+        for key, entry in sorted(env.items())
+        if key != "config_changes" and entry is not None
     ]
     config = [
-        {"key": f"{module}.{name}", "value": repr(value)}
+        {"key": f"{module}.{name}", "value": config_value(entry)}
         for module, changes in sorted((env.get("config_changes") or {}).items())
-        for name, value in sorted(changes.items())
+        for name, entry in sorted(changes.items())
     ]
+    return rows, config
+
+
+def environment(report: Report) -> Section:
+    """torch, Python, CUDA, Triton versions and config changed from the defaults; parse health."""
+    rows, config = environment_rows(report["environment"], lambda entry: entry, repr)
     stats = report["parse_stats"]
     parse = {
         "records": stats["records"],
