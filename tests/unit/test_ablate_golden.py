@@ -4,49 +4,33 @@ says how each was produced). Regenerate with ``make golden`` and review the diff
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import pytest
 
+from goldens import check_golden, fixture_names, load_fixture, view_json
 from pt2doctor.report.ablate_render import render_ablate_markdown
 from pt2doctor.report.ablate_views import build_ablate_view
 from pt2doctor.report.html import render_html
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ablates"
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
-FIXTURES = sorted(path.stem for path in DATA.glob("*.json"))
-UPDATE = os.environ.get("PT2DOCTOR_UPDATE_GOLDEN") == "1"
+FIXTURES = fixture_names(DATA)
 HOSTILE = ("<script>", "<img src=x onerror")
-
-
-def _fixture(name: str) -> dict:
-    return json.loads((DATA / f"{name}.json").read_text())
-
-
-def _check(path: Path, text: str) -> None:
-    if UPDATE:
-        path.write_text(text)
-        return
-    assert path.is_file(), f"no golden file {path}: run `make golden` and review it"
-    assert text == path.read_text(), f"{path.name} differs from its golden file (make golden)"
 
 
 @pytest.mark.parametrize("name", FIXTURES)
 def test_ablate_view_model_matches_golden(name: str) -> None:
-    view = build_ablate_view(_fixture(name))
-    _check(GOLDEN / f"{name}.view.json", json.dumps(view, indent=1, sort_keys=True,
-                                                    ensure_ascii=False) + "\n")  # fmt: skip
+    view = build_ablate_view(load_fixture(DATA, name))
+    check_golden(f"{name}.view.json", view_json(view))
 
 
 @pytest.mark.parametrize("name", FIXTURES)
 def test_ablate_markdown_matches_golden(name: str) -> None:
-    _check(GOLDEN / f"{name}.md", render_ablate_markdown(_fixture(name)))
+    check_golden(f"{name}.md", render_ablate_markdown(load_fixture(DATA, name)))
 
 
 def test_ablate_page_has_every_section_and_escapes_the_hostile_text() -> None:
-    report = _fixture("ablate_hostile")
+    report = load_fixture(DATA, "ablate_hostile")
     ids = [section["id"] for section in build_ablate_view(report)["sections"]]
     assert ids == ["conclusion", "ladder", "modules", "bisect", "repro", "workarounds",
                    "environment"]  # fmt: skip

@@ -7,51 +7,32 @@ The fixtures are already normalized (paths, log names); the view-model has no cl
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import pytest
 
+from goldens import check_golden, fixture_names, load_fixture, view_json
 from pt2doctor.report.markdown import render_markdown
 from pt2doctor.report.redact import redact_report
 from pt2doctor.report.views import build_view
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "reports"
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
-FIXTURES = sorted(path.stem for path in DATA.glob("*.json"))
-UPDATE = os.environ.get("PT2DOCTOR_UPDATE_GOLDEN") == "1"
-
-
-def _fixture(name: str) -> dict:
-    return json.loads((DATA / f"{name}.json").read_text())
-
-
-def _check(path: Path, text: str) -> None:
-    if UPDATE:
-        path.write_text(text)
-        return
-    assert path.is_file(), f"no golden file {path}: run `make golden` and review it"
-    assert text == path.read_text(), f"{path.name} differs from its golden file (make golden)"
-
-
-def _view_json(report: dict) -> str:
-    return json.dumps(build_view(report), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+FIXTURES = fixture_names(DATA)
 
 
 @pytest.mark.parametrize("name", FIXTURES)
 def test_html_view_model_matches_golden(name: str) -> None:
-    _check(GOLDEN / f"{name}.view.json", _view_json(_fixture(name)))
+    check_golden(f"{name}.view.json", view_json(build_view(load_fixture(DATA, name))))
 
 
 @pytest.mark.parametrize("name", FIXTURES)
 def test_markdown_matches_golden(name: str) -> None:
-    _check(GOLDEN / f"{name}.md", render_markdown(_fixture(name)))
+    check_golden(f"{name}.md", render_markdown(load_fixture(DATA, name)))
 
 
 def test_redacted_markdown_matches_golden() -> None:
-    report = redact_report(_fixture("demo_eager"), base="/repo")
-    _check(GOLDEN / "demo_eager.redacted.md", render_markdown(report))
+    report = redact_report(load_fixture(DATA, "demo_eager"), base="/repo")
+    check_golden("demo_eager.redacted.md", render_markdown(report))
 
 
 def test_fixtures_exist() -> None:
