@@ -202,5 +202,5 @@ def group_jobs(case: Case, cells: list[Cell], variant: CompileVariant, out: Path
 
 
 def applicability(variant: CompileVariant, cells: list[Cell]) -> str | None:
-    reasons = {not_applicable(variant, cell.device) for cell in cells}
+    reasons = {not_applicable(variant, device) for device in {cell.device for cell in cells}}
     return None if None in reasons else next(iter(reasons))
