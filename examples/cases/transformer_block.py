@@ -10,7 +10,7 @@ measures *regional* compilation (each block compiled instead of the whole model)
 import torch
 from torch import nn
 
-from pt2doctor.harness import Built, Case, Cell, Matrix
+from pt2doctor.cases import Built, Case, Cell, Matrix
 
 WIDTH, HEADS, BATCH = 64, 4, 4
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pt2doctor import torchcompat
-from pt2doctor.analysis.compilability import Compilability, compare_op_sequences
+from pt2doctor.analysis.op_sequences import Compilability, compare_op_sequences
 from pt2doctor.errors import UsageError
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from goldens import check_golden, fixture_names, load_fixture, view_json
-from pt2doctor.report.ablate_render import render_ablate_markdown
-from pt2doctor.report.ablate_views import build_ablate_view
+from pt2doctor.ablate.render import render_ablate_markdown
+from pt2doctor.ablate.views import build_ablate_view
 from pt2doctor.report.html import render_html
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ablates"

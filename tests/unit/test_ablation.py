@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.analysis.ablation import (
+from pt2doctor.ablate.classify import (
     classify,
     conclusion,
     layer_of,
@@ -13,7 +13,7 @@ from pt2doctor.analysis.ablation import (
     smallest_failing,
     workarounds,
 )
-from pt2doctor.harness.repro import stub_imports
+from pt2doctor.ablate.repro import stub_imports
 
 
 def crash(*types: str, root: str = "RuntimeError") -> dict[str, Any]:

@@ -20,8 +20,8 @@ from pt2doctor.analysis import (
 )
 from pt2doctor.analysis.breaks import BREAK_CATEGORIES
 from pt2doctor.analysis.findings import SEVERITIES
-from pt2doctor.model import CompileRecord, GraphBreakEvent, Guard, Run, SourceLine
 from pt2doctor.trace.records import CompileId, ParseStats
+from pt2doctor.trace.types import CompileRecord, GraphBreakEvent, Guard, Run, SourceLine
 
 PROG = "/tmp/gen/prog.py"
 STREAM = "dedicated_log_torch_trace_abc.log"

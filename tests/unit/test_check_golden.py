@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from goldens import check_golden, fixture_names, load_fixture, view_json
-from pt2doctor.report.check_markdown import render_check_markdown
-from pt2doctor.report.check_samples import load_latencies
-from pt2doctor.report.check_views import build_check_view
+from pt2doctor.check.markdown import render_check_markdown
+from pt2doctor.check.samples import load_latencies
+from pt2doctor.check.views import build_check_view
 from pt2doctor.report.redact import redact_report
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "checks"

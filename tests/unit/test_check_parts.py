@@ -8,11 +8,11 @@ import statistics
 import pytest
 import torch
 
-from pt2doctor.analysis.bench import percentile, speedup_interval, steady_summary
-from pt2doctor.analysis.contract import BudgetError, evaluate, parse_budget
-from pt2doctor.harness import Built, Case, Cell, Matrix
-from pt2doctor.harness.accuracy import compare_tensor, default_tolerance, same_run
-from pt2doctor.harness.case import cells, matches
+from pt2doctor.cases import Built, Case, Cell, Matrix
+from pt2doctor.cases.accuracy import compare_tensor, default_tolerance, same_run
+from pt2doctor.cases.case import cells, matches
+from pt2doctor.check.contract import BudgetError, evaluate, parse_budget
+from pt2doctor.check.statistics import percentile, speedup_interval, steady_summary
 
 
 def _build(cell: Cell) -> Built:

@@ -25,8 +25,8 @@ from pt2doctor.analysis.guards import (
     merge_failed_guards,
     parse_recompile_reason,
 )
-from pt2doctor.model import Guard, SourceLine
-from pt2doctor.trace.guards import parse_cpp_guards
+from pt2doctor.trace.guard_tree import parse_cpp_guards
+from pt2doctor.trace.types import Guard, SourceLine
 
 _GLOBAL_STATE_JSON = (
     '{"allow_bf16_reduce":0,"allow_fp16_reduce":0,"allow_tf32":false,"autocast_state":'

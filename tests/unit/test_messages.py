@@ -32,8 +32,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pt2doctor.model import SourceLine
 from pt2doctor.trace.messages import parse_graph_break, parse_user_stack
+from pt2doctor.trace.types import SourceLine
 
 ITEM_BREAK = """\
 Graph break in user code at /tmp/gen/prog_breaks.py:6

@@ -28,9 +28,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pt2doctor.analysis.ledger import compile_ledger
-from pt2doctor.model import Run
 from pt2doctor.trace import ParseStats, read_records
 from pt2doctor.trace.collect import collect_run
+from pt2doctor.trace.types import Run
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "tlparse-inputs"
 INPUTS = CORPUS / "inputs"

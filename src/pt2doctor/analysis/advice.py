@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from pt2doctor.model import GraphBreakEvent
+from pt2doctor.trace.types import GraphBreakEvent
 
 BREAK_ADVICE: dict[str, str] = {
     "data_dependent_scalar": (

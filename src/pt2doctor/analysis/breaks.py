@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from pt2doctor.analysis.advice import break_advice
 from pt2doctor.analysis.ledger import RESUME_NAME, FrameEntry, Ledger
-from pt2doctor.model import GraphBreakEvent, SourceLine
 from pt2doctor.trace.messages import explanation_and_hints
+from pt2doctor.trace.types import GraphBreakEvent, SourceLine
 
 BREAK_CATEGORIES = (
     "data_dependent_scalar",

@@ -13,9 +13,9 @@ from typing import Any
 
 import orjson
 
-from pt2doctor.model import Guard, SourceLine
 from pt2doctor.trace.messages import parse_user_stack
 from pt2doctor.trace.records import CompileId
+from pt2doctor.trace.types import Guard, SourceLine
 
 GUARD_CATEGORIES = (
     "size",

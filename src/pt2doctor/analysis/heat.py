@@ -11,7 +11,7 @@ from typing import Any
 
 from pt2doctor.analysis.breaks import GraphBreakSite
 from pt2doctor.analysis.ledger import CompileEntry, Ledger
-from pt2doctor.model import ProbeData
+from pt2doctor.trace.types import ProbeData
 
 
 @dataclass(slots=True)

@@ -11,8 +11,8 @@ from pt2doctor.analysis.guards import (
     merge_failed_guards,
     parse_recompile_reason,
 )
-from pt2doctor.model import CompileRecord, Run, SourceLine
 from pt2doctor.trace.records import CompileId
+from pt2doctor.trace.types import CompileRecord, Run, SourceLine
 
 RESUME_PREFIX = "torch_dynamo_resume_in_"
 RESUME_NAME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pt2doctor.analysis.breaks import GraphBreakSite
 from pt2doctor.analysis.guards import FailedGuard
 from pt2doctor.analysis.ledger import CompileEntry, Ledger
-from pt2doctor.model import Run, StreamInfo
+from pt2doctor.trace.types import Run, StreamInfo
 
 FrameKey = tuple[str | None, str | None, int | None]
 """A frame across ranks: (function, file, first line). Frame ids differ between ranks as soon

@@ -23,7 +23,7 @@ from pt2doctor.analysis.rank_summary import (
     rank_identities,
     rank_summaries,
 )
-from pt2doctor.model import Run
+from pt2doctor.trace.types import Run
 
 # torch.distributed's default collective timeout (NCCL and gloo): 10 minutes.
 DEFAULT_COLLECTIVE_TIMEOUT_S = 600.0

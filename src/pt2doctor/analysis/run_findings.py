@@ -8,7 +8,7 @@ from typing import Any
 from pt2doctor.analysis.findings import Finding, frame_label
 from pt2doctor.analysis.heat import Heat
 from pt2doctor.analysis.ledger import Ledger
-from pt2doctor.model import ProbeData
+from pt2doctor.trace.types import ProbeData
 
 TRIAGE_NOT_COVERED = [
     "accuracy (eager vs compiled)",

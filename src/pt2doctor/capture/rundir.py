@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from pt2doctor.errors import UsageError
-from pt2doctor.model import ProbeData
+from pt2doctor.trace.types import ProbeData
 
 MANIFEST = "manifest.json"
 PROBES_FILE = "probes.jsonl"

@@ -11,13 +11,13 @@ import click
 from rich.console import Console
 
 from pt2doctor.capture.rundir import default_run_dir, require_fresh_dir
+from pt2doctor.cases.case import Cell
 from pt2doctor.cli.outputs import OutputPlan, document_options, emit
 from pt2doctor.errors import UsageError
-from pt2doctor.harness.case import Cell
 
 
 def _pick_cell(case_file: Path, pattern: str | None) -> Cell:
-    from pt2doctor.harness.loader import load_cases, select_cells
+    from pt2doctor.cases.loader import load_cases, select_cells
 
     chosen = select_cells(load_cases(case_file), [pattern] if pattern else [])
     exact = [cell for cell in chosen if cell.id == pattern]
@@ -39,7 +39,7 @@ def _check_backend(backend: str) -> None:
 
 
 def _case_pieces(case_file: Path, cell_id: str | None, out: Path, **kw: Any) -> Any:
-    from pt2doctor.harness.ablate import AblateOptions, run_ablation
+    from pt2doctor.ablate.driver import AblateOptions, run_ablation
 
     cell = _pick_cell(case_file, cell_id)
     _check_backend(kw["backend"])
@@ -98,7 +98,7 @@ def ablate_command(
     """Localize a crash or wrong result: the backend ladder (eager, aot_eager,
     aot_eager_decomp_partition, BACKEND), then submodules, then a repro. TARGET is a case file
     (with --cell) or, after --, a command such as: python script.py ARGS."""
-    from pt2doctor.report.ablate import build_ablate_report, failure_found
+    from pt2doctor.ablate.report import build_ablate_report, failure_found
 
     out = out or default_run_dir("ablations")
     require_fresh_dir(out, "directory")
@@ -123,7 +123,7 @@ def _script_pieces(
     command: list[str], cell_id: str | None, out: Path, backend: str, timeout: float,
     check: str | None,
 ) -> Any:  # fmt: skip
-    from pt2doctor.harness.ablate_script import ablate_script
+    from pt2doctor.ablate.script import ablate_script
 
     if cell_id is not None:
         raise UsageError("--cell needs a case file: pt2doctor ablate CASES.py --cell ID")

@@ -11,16 +11,16 @@ import orjson
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pt2doctor.analysis.contract import Budget
 from pt2doctor.capture.rundir import default_run_dir, read_jsonl, require_fresh_dir
+from pt2doctor.cases.loader import load_cases, select_cells
+from pt2doctor.cases.variants import requested_variants
+from pt2doctor.check.budget import load_budget
+from pt2doctor.check.contract import Budget
+from pt2doctor.check.driver import run_check
+from pt2doctor.check.orchestrate import RESULTS, CheckOptions, Orchestrator
+from pt2doctor.check.report import build_check_report
 from pt2doctor.cli.outputs import OutputPlan, document_options, emit
 from pt2doctor.errors import UsageError
-from pt2doctor.harness.budget import load_budget
-from pt2doctor.harness.check import run_check
-from pt2doctor.harness.loader import load_cases, select_cells
-from pt2doctor.harness.orchestrate import RESULTS, CheckOptions, Orchestrator
-from pt2doctor.harness.variants import requested_variants
-from pt2doctor.report.check import build_check_report
 
 # --quick: a smoke run of the protocol (no cold starts, no regional variant, few samples).
 QUICK_ITERATIONS = 8

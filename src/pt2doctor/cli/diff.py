@@ -10,10 +10,10 @@ import click
 import orjson
 from rich.console import Console
 
-from pt2doctor.analysis.check_diff import diff_check_reports
 from pt2doctor.analysis.diff import Noise, diff_reports
+from pt2doctor.check.diff import diff_check_reports
 from pt2doctor.errors import UsageError
-from pt2doctor.inputs import load_run
+from pt2doctor.load import load_run
 from pt2doctor.report import build_report
 from pt2doctor.report.diff_view import render_diff_markdown, render_diff_terminal
 

@@ -76,11 +76,11 @@ def _document(report: Report, fmt: str, links: dict[str, str], latencies: Any = 
         return dumps_report(report)
     if fmt == "md":
         if report.get("kind") == "ablate":
-            from pt2doctor.report.ablate_render import render_ablate_markdown
+            from pt2doctor.ablate.render import render_ablate_markdown
 
             return render_ablate_markdown(report).encode()
         if report.get("kind") == "check":
-            from pt2doctor.report.check_markdown import render_check_markdown
+            from pt2doctor.check.markdown import render_check_markdown
 
             return render_check_markdown(report).encode()
         from pt2doctor.report.markdown import render_markdown
@@ -96,7 +96,7 @@ def _latencies(report: Report, plan: OutputPlan) -> Any:
     turns their paths relative)."""
     if report.get("kind") != "check" or not (plan.files.get("html") or plan.stdout == "html"):
         return None
-    from pt2doctor.report.check_samples import load_latencies
+    from pt2doctor.check.samples import load_latencies
 
     return load_latencies(report)
 
@@ -104,11 +104,11 @@ def _latencies(report: Report, plan: OutputPlan) -> Any:
 def render_summary(report: Report, console: Console) -> None:
     """The terminal summary of a report of any kind."""
     if report.get("kind") == "check":
-        from pt2doctor.report.check_terminal import render_check
+        from pt2doctor.check.terminal import render_check
 
         render_check(report, console)
     elif report.get("kind") == "ablate":
-        from pt2doctor.report.ablate_render import render_ablate
+        from pt2doctor.ablate.render import render_ablate
 
         render_ablate(report, console)
     else:

@@ -15,7 +15,7 @@ from pt2doctor.analysis.ranks import DEFAULT_COLLECTIVE_TIMEOUT_S
 from pt2doctor.capture.rundir import is_run_dir, load_manifest
 from pt2doctor.cli.outputs import OutputPlan, emit, output_options
 from pt2doctor.errors import UsageError
-from pt2doctor.inputs import load_run
+from pt2doctor.load import load_run
 from pt2doctor.report import build_report
 
 COLLECTIVE_TIMEOUT_OPTION = click.option(

@@ -1,5 +1,6 @@
-"""The acceptance harness behind ``pt2doctor check``: cases, cells, alignment, benchmarks."""
+"""Deprecated alias of :mod:`pt2doctor.cases` (the case API moved there in 0.2), kept for one
+release so case files written as ``from pt2doctor.harness import Case`` still load."""
 
-from pt2doctor.harness.case import Built, Case, Cell, Matrix
+from pt2doctor.cases import Built, Case, Cell, Matrix
 
 __all__ = ["Built", "Case", "Cell", "Matrix"]

@@ -21,7 +21,7 @@ KIND_LABELS = {
     "time_per_call_s": "time per call in compiled graphs (s)",
     "environment": "environment",
     "failures": "compile failures",
-    # check reports (analysis/check_diff.py)
+    # check reports (check/diff.py)
     "contract_clause": "contract clause",
     "cell_verdict": "cell verdict",
     "new_cell": "new cell",

@@ -37,13 +37,13 @@ def render_html(
 ) -> str:
     """report.html for a report dict; ``links`` maps compile ids to drill-down pages. A check
     report (``kind == "check"``) and an ablate report (``"ablate"``) have their own sections; ``latencies`` are its raw steady-state
-    samples (report/check_samples.py ``load_latencies``)."""
+    samples (check/samples.py ``load_latencies``)."""
     if report.get("kind") == "check":
-        from pt2doctor.report.check_views import build_check_view
+        from pt2doctor.check.views import build_check_view
 
         return render_view(build_check_view(report, latencies))
     if report.get("kind") == "ablate":
-        from pt2doctor.report.ablate_views import build_ablate_view
+        from pt2doctor.ablate.views import build_ablate_view
 
         return render_view(build_ablate_view(report))
     return render_view(build_view(report, links))

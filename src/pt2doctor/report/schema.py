@@ -27,8 +27,8 @@ from pt2doctor.analysis.ledger import CompileEntry, FailureEntry, FrameEntry
 from pt2doctor.analysis.rank_findings import rank_findings
 from pt2doctor.analysis.ranks import DEFAULT_COLLECTIVE_TIMEOUT_S, cross_rank_analysis
 from pt2doctor.analysis.run_findings import run_findings, run_section
-from pt2doctor.model import Run, SourceLine
 from pt2doctor.report.rank_schema import ranks_section
+from pt2doctor.trace.types import Run, SourceLine
 
 SCHEMA_VERSION = 1
 

@@ -40,7 +40,7 @@ def _cut(text: str | None, limit: int = MAX_CELL) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-cut = _cut  # shared with the check report's views (report/check_views.py)
+cut = _cut  # shared with the check report's views (check/views.py)
 
 
 def _where(item: dict[str, Any] | None) -> str:

@@ -1,4 +1,4 @@
-"""Turn a stream of trace records into the typed :class:`~pt2doctor.model.Run`.
+"""Turn a stream of trace records into the typed :class:`~pt2doctor.trace.types.Run`.
 
 One handler per record kind, registered in ``HANDLERS``; each folds its record into the compile
 it belongs to and drops the payload. Only what the analyses need is kept, so memory grows with
@@ -14,11 +14,11 @@ from typing import Any
 
 import orjson
 
-from pt2doctor.model import CompileRecord, Run, SourceLine, StreamInfo
-from pt2doctor.trace.guards import parse_cpp_guards
+from pt2doctor.trace.guard_tree import parse_cpp_guards
 from pt2doctor.trace.messages import parse_graph_break
 from pt2doctor.trace.reader import rank_from_filename, read_records, stream_names
 from pt2doctor.trace.records import CompileId, ParseStats, TraceRecord
+from pt2doctor.trace.types import CompileRecord, Run, SourceLine, StreamInfo
 
 # Chromium events timing a compile's nested stages (used where compilation_metrics lacks them;
 # compile_file, the C++ build, exists only here).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pt2doctor.model import GraphBreakEvent, SourceLine
+from pt2doctor.trace.types import GraphBreakEvent, SourceLine
 
 _USER_CODE_AT = re.compile(r"Graph break in user code at (.+):(\d+)")
 _TRACEBACK_FRAME = re.compile(r'^\s*File "(.+)", line (\d+), in (.+)$')

@@ -6,7 +6,7 @@ post-grad passes, so the failure is localized to Inductor and to that submodule.
 import torch
 from torch import nn
 
-from pt2doctor.harness import Built, Case, Cell, Matrix
+from pt2doctor.cases import Built, Case, Cell, Matrix
 
 HOSTILE = "<script>document.title='PWNED-1'</script><img src=x onerror=document.title='PWNED-2'>"
 HOSTILE_NAME = "enc<img src=x onerror=document['title']='PWNED-3'>"  # no dot in a module name

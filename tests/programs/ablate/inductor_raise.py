@@ -4,7 +4,7 @@
 import torch
 from torch import nn
 
-from pt2doctor.harness import Built, Case, Cell, Matrix
+from pt2doctor.cases import Built, Case, Cell, Matrix
 
 
 def raise_on_tanh(graph: torch.fx.Graph) -> None:

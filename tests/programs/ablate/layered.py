@@ -5,7 +5,7 @@ there, and only when that piece is compiled."""
 import torch
 from torch import nn
 
-from pt2doctor.harness import Built, Case, Cell, Matrix
+from pt2doctor.cases import Built, Case, Cell, Matrix
 
 
 class Encoder(nn.Module):

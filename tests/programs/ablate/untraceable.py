@@ -5,7 +5,7 @@ in a graph (``print``): with fullgraph, Dynamo raises Unsupported already on the
 import torch
 from torch import nn
 
-from pt2doctor.harness import Built, Case, Cell, Matrix
+from pt2doctor.cases import Built, Case, Cell, Matrix
 
 
 class Scale(nn.Module):

@@ -5,7 +5,7 @@ state that Dynamo guards on."""
 import torch
 from torch import nn
 
-from pt2doctor.harness import Built, Case, Cell, Matrix
+from pt2doctor.cases import Built, Case, Cell, Matrix
 
 
 class ConvNet(nn.Module):

@@ -7,7 +7,7 @@ import time
 import torch
 from torch import nn
 
-from pt2doctor.harness import Built, Case, Cell, Matrix
+from pt2doctor.cases import Built, Case, Cell, Matrix
 
 
 class Fragile(nn.Module):

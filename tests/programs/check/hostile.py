@@ -14,7 +14,7 @@ ran in a browser, would set the title to PWNED-n or add ``data-pwned`` to <body>
 import torch
 from torch import nn
 
-from pt2doctor.harness import Built, Case, Cell, Matrix
+from pt2doctor.cases import Built, Case, Cell, Matrix
 
 CASE_NAME = "<img src=x onerror=document.title='PWNED-1'>"
 BUCKET = "<svg onload=document.title='PWNED-2'>"

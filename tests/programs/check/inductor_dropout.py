@@ -6,7 +6,7 @@ Dropout in train mode must align: compiled code runs under fallback_random from 
 import torch
 from torch import nn
 
-from pt2doctor.harness import Built, Case, Cell, Matrix
+from pt2doctor.cases import Built, Case, Cell, Matrix
 
 
 class MLP(nn.Module):

@@ -5,7 +5,7 @@ alignment, the tanh cells must pass."""
 import torch
 from torch import nn
 
-from pt2doctor.harness import Built, Case, Cell, Matrix
+from pt2doctor.cases import Built, Case, Cell, Matrix
 
 
 class Net(nn.Module):

@@ -4,7 +4,7 @@ instead of the whole model, and says whether the blocks share one compiled artif
 import torch
 from torch import nn
 
-from pt2doctor.harness import Built, Case, Cell, Matrix
+from pt2doctor.cases import Built, Case, Cell, Matrix
 
 
 class Block(nn.Module):

@@ -8,7 +8,7 @@ steady state, whose failed guard names the attribute."""
 import torch
 from torch import nn
 
-from pt2doctor.harness import Built, Case, Cell, Matrix
+from pt2doctor.cases import Built, Case, Cell, Matrix
 
 
 class Scaled(nn.Module):

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pt2doctor import __version__
-from pt2doctor.analysis.contract import Budget, evaluate
+from pt2doctor.check.contract import Budget, evaluate
 from pt2doctor.report.schema import SCHEMA_VERSION
 
 # Worst first: a cell's verdict is the worst of its variants.

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.analysis.ablation import layer_of
+from pt2doctor.ablate.classify import layer_of
+from pt2doctor.ablate.driver import ladder
 from pt2doctor.capture.rundir import PROBES_FILE, read_jsonl
 from pt2doctor.capture.runner import RunOptions, child_env
 from pt2doctor.errors import UsageError
-from pt2doctor.harness.ablate import ladder
 
 BACKEND_VAR = "PT2DOCTOR_ABLATE_BACKEND"  # tells the accuracy check which rung it judges
 

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.harness.align import run_cell
-from pt2doctor.harness.case import Case, Cell
+from pt2doctor.cases.align import run_cell
+from pt2doctor.cases.case import Case, Cell
 
 SOURCE_MODULE = "model_source"
 CASES_MODULE = "__pt2doctor_cases__"

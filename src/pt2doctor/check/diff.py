@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from pt2doctor.analysis.diff import Change, Diff, Noise, environment_changes, time_change
-from pt2doctor.report.check import VERDICT_RANK
+from pt2doctor.check.report import VERDICT_RANK
 
 Report = dict[str, Any]
 GOOD_VERDICTS = ("pass", "nondeterministic")

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pt2doctor.harness.align import apply_layout, call_context, make_optimizer
-from pt2doctor.harness.case import Built, Case, Cell
-from pt2doctor.harness.variants import CompileVariant, compile_model, repeated_blocks
+from pt2doctor.cases.align import apply_layout, call_context, make_optimizer
+from pt2doctor.cases.case import Built, Case, Cell
+from pt2doctor.cases.variants import CompileVariant, compile_model, repeated_blocks
 
 Clock = Callable[[], float]
 

@@ -1,7 +1,7 @@
 """The HTML view-model of an ablate report (``report["kind"] == "ablate"``): plain data built
 section by section, like report/views.py does for run reports.
 
-Each builder takes the report dict (report/ablate.py) and returns a
+Each builder takes the report dict (ablate/report.py) and returns a
 :class:`~pt2doctor.report.views.Section` or ``None`` (nothing to show). They are registered in
 :data:`ABLATE_SECTIONS`, in page order. Every string stays plain text here; the templates escape
 it (error messages and module names come from the user's program).

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from pt2doctor.capture.rundir import is_run_dir, load_manifest, load_probes
 from pt2doctor.errors import UsageError
-from pt2doctor.model import Run
 from pt2doctor.trace import find_trace_logs
 from pt2doctor.trace.collect import collect_run
+from pt2doctor.trace.types import Run
 
 
 def load_run(path: Path) -> Run:

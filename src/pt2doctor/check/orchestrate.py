@@ -18,9 +18,9 @@ from typing import Any
 import orjson
 
 from pt2doctor.capture.runner import signal_name
-from pt2doctor.harness.case import Case, Cell
-from pt2doctor.harness.variants import CompileVariant, not_applicable
-from pt2doctor.harness.worker import EVENTS
+from pt2doctor.cases.case import Case, Cell
+from pt2doctor.cases.variants import CompileVariant, not_applicable
+from pt2doctor.check.worker import EVENTS
 
 RESULTS = "results.jsonl"
 POLL_SECONDS = 0.2
@@ -116,7 +116,7 @@ class Orchestrator:
         (out / "spec.json").write_bytes(orjson.dumps(spec))
         with (out / "stdout.log").open("wb") as stdout, (out / "stderr.log").open("wb") as stderr:
             process = subprocess.Popen(
-                [sys.executable, "-m", "pt2doctor.harness.worker", str(out / "spec.json")],
+                [sys.executable, "-m", "pt2doctor.check.worker", str(out / "spec.json")],
                 env={**os.environ, **job.env},
                 stdout=stdout,
                 stderr=stderr,

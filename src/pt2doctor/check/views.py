@@ -1,7 +1,7 @@
 """The HTML view-model of a check report (``report["kind"] == "check"``): plain data built
 section by section, like report/views.py does for run reports.
 
-Each builder takes the report dict and the raw latencies (report/check_samples.py; empty when
+Each builder takes the report dict and the raw latencies (check/samples.py; empty when
 the samples files are gone) and returns a :class:`~pt2doctor.report.views.Section` or ``None``.
 They are registered in :data:`CHECK_SECTIONS`, in page order. Charts are specs (numbers and
 labels) that report/charts.py draws at render time.
@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from pt2doctor.report.check import VERDICT_RANK
-from pt2doctor.report.check_perf_views import cold_start, late_compiles, steady_state, warmup
-from pt2doctor.report.check_samples import Latencies
+from pt2doctor.check.perf_views import cold_start, late_compiles, steady_state, warmup
+from pt2doctor.check.report import VERDICT_RANK
+from pt2doctor.check.samples import Latencies
 from pt2doctor.report.views import Section, cut, environment_rows
 
 Report = dict[str, Any]
@@ -175,7 +175,7 @@ CHECK_SECTIONS: list[CheckSectionBuilder] = [
 
 def build_check_view(report: Report, latencies: Latencies | None = None) -> dict[str, Any]:
     """The check page's view-model; ``latencies``: raw per-iteration totals by samples path
-    (report/check_samples.py ``load_latencies``), charted instead of the percentiles."""
+    (check/samples.py ``load_latencies``), charted instead of the percentiles."""
     sections = [build(report, latencies or {}) for build in CHECK_SECTIONS]
     return {
         "title": "pt2doctor check report",

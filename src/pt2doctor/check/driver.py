@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pt2doctor.analysis.bench import steady_summary
 from pt2doctor.capture.rundir import read_jsonl
-from pt2doctor.harness.case import Case, Cell
-from pt2doctor.harness.orchestrate import (
+from pt2doctor.cases.case import Case, Cell
+from pt2doctor.cases.variants import CompileVariant
+from pt2doctor.check.orchestrate import (
     CheckOptions,
     Job,
     Orchestrator,
@@ -16,7 +16,7 @@ from pt2doctor.harness.orchestrate import (
     applicability,
     group_jobs,
 )
-from pt2doctor.harness.variants import CompileVariant
+from pt2doctor.check.statistics import steady_summary
 
 _CELL_RESULTS = {"alignment", "warmup"}
 

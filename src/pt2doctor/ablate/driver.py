@@ -19,10 +19,10 @@ from typing import Any
 import orjson
 
 from pt2doctor import torchcompat
-from pt2doctor.analysis.ablation import LADDER, first_failure, layer_of
-from pt2doctor.harness.case import Cell
-from pt2doctor.harness.orchestrate import EventTail, worker_ending
-from pt2doctor.harness.worker import EVENTS
+from pt2doctor.ablate.classify import LADDER, first_failure, layer_of
+from pt2doctor.cases.case import Cell
+from pt2doctor.check.orchestrate import EventTail, worker_ending
+from pt2doctor.check.worker import EVENTS
 
 Progress = Callable[[str], None]
 # What a rung's outcome keeps (tracebacks stay in the worker's events.jsonl).
@@ -69,7 +69,7 @@ def launch(spec: dict[str, Any], out: Path, timeout: float) -> dict[str, Any]:
     (out / "spec.json").write_bytes(orjson.dumps(spec))
     with (out / "stdout.log").open("wb") as stdout, (out / "stderr.log").open("wb") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", "pt2doctor.harness.ablate_trial", str(out / "spec.json")],
+            [sys.executable, "-m", "pt2doctor.ablate.trial", str(out / "spec.json")],
             stdout=stdout,
             stderr=stderr,
             start_new_session=True,
@@ -264,8 +264,8 @@ def verify_repro(path: Path, timeout: float) -> dict[str, Any]:
 
 def run_ablation(options: AblateOptions, progress: Progress | None = None) -> dict[str, Any]:
     """Every stage that applies; the raw pieces (``rungs``, ``toggles``, ``modules``,
-    ``bisect``, ``repro``) for :func:`pt2doctor.report.ablate.build_ablate_report`."""
-    from pt2doctor.analysis.ablation import conclusion
+    ``bisect``, ``repro``) for :func:`pt2doctor.ablate.report.build_ablate_report`."""
+    from pt2doctor.ablate.classify import conclusion
 
     ablation = Ablation(options, progress)
     rungs = ablation.rungs()

@@ -3,7 +3,7 @@
 A check report's ``variants[].groups[].samples`` names the group's samples.jsonl (one line per
 timed part: ``{iteration, cell, kind: eager|compiled, part, seconds}``). The chart shows the
 distribution of per-iteration totals (all parts of one iteration summed), the same quantity the
-report's percentiles describe (analysis/bench.py ``steady_summary``). Files are read here, at
+report's percentiles describe (check/statistics.py ``steady_summary``). Files are read here, at
 the edge; the view-model builders get the numbers. A file that is gone (a report copied without
 its run directory) only means the chart falls back to the percentiles.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path, PurePath
 from typing import Any
 
-from pt2doctor.analysis.bench import iteration_totals
 from pt2doctor.capture.rundir import read_jsonl
+from pt2doctor.check.statistics import iteration_totals
 
 Report = dict[str, Any]
 # group key (latency_key) -> {"eager": [s, ...], "compiled": [s, ...]} per iteration.

@@ -2,7 +2,7 @@
 
 A *case file* (``CASES.py``) defines ``CASES = [Case(...), ...]``::
 
-    from pt2doctor.harness import Built, Case, Cell, Matrix
+    from pt2doctor.cases import Built, Case, Cell, Matrix
 
     def build(cell: Cell) -> Built:
         model = Block().to(cell.device, cell.torch_dtype)

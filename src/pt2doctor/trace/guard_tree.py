@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from pt2doctor.model import Guard
+from pt2doctor.trace.types import Guard
 
 _NODE = re.compile(r"^((?:\| )*)\+- (.*)$")
 _MANAGER_SOURCE = re.compile(

@@ -1,4 +1,4 @@
-"""A check worker: ``python -m pt2doctor.harness.worker SPEC.json`` runs one group of cells
+"""A check worker: ``python -m pt2doctor.check.worker SPEC.json`` runs one group of cells
 under one compile variant (alignment, warmup, steady state) or one cold start, in a fresh
 process, and appends what it measures to ``events.jsonl`` as it goes (so a crash or a hang
 loses only the cell in flight: the parent attributes it from the last ``cell_start``)."""
@@ -15,11 +15,11 @@ from typing import IO, Any
 import orjson
 
 from pt2doctor import torchcompat
-from pt2doctor.harness.align import align_cell
-from pt2doctor.harness.case import Case, Cell, cells
-from pt2doctor.harness.loader import load_cases
-from pt2doctor.harness.timing import GroupModels, memory_now, timed_step
-from pt2doctor.harness.variants import CompileVariant, compile_model
+from pt2doctor.cases.align import align_cell
+from pt2doctor.cases.case import Case, Cell, cells
+from pt2doctor.cases.loader import load_cases
+from pt2doctor.cases.variants import CompileVariant, compile_model
+from pt2doctor.check.timing import GroupModels, memory_now, timed_step
 
 EVENTS = "events.jsonl"
 Emit = Callable[..., None]

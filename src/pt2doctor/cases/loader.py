@@ -6,8 +6,8 @@ import runpy
 from collections.abc import Sequence
 from pathlib import Path
 
+from pt2doctor.cases.case import Case, Cell, cells, matches
 from pt2doctor.errors import UsageError
-from pt2doctor.harness.case import Case, Cell, cells, matches
 
 
 def load_cases(path: Path) -> list[Case]:
@@ -20,7 +20,7 @@ def load_cases(path: Path) -> list[Case]:
         raise UsageError(f"cannot load {path}: {type(error).__name__}: {error}") from error
     found = namespace.get("CASES")
     if not isinstance(found, (list, tuple)) or not found:
-        raise UsageError(f"{path} must define CASES = [pt2doctor.harness.Case(...), ...]")
+        raise UsageError(f"{path} must define CASES = [pt2doctor.cases.Case(...), ...]")
     for item in found:
         if not isinstance(item, Case):
             raise UsageError(f"{path}: CASES holds {type(item).__name__}, not a Case")

@@ -14,14 +14,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pt2doctor import torchcompat
-from pt2doctor.harness.accuracy import (
+from pt2doctor.cases.accuracy import (
     TensorComparison,
     compare_tensor,
     default_tolerance,
     flatten_tensors,
     same_run,
 )
-from pt2doctor.harness.case import Built, Case, Cell
+from pt2doctor.cases.case import Built, Case, Cell
 
 Compiler = Callable[[Any], Any]
 

@@ -1,4 +1,4 @@
-"""An ablation worker: ``python -m pt2doctor.harness.ablate_trial SPEC.json`` runs, in a fresh
+"""An ablation worker: ``python -m pt2doctor.ablate.trial SPEC.json`` runs, in a fresh
 process, one rung of the ladder (``trial``), the module bisection plus the repro capture
 (``modules``), or torch's compiler_bisector (``bisect``) on one cell of a case, and appends
 each outcome to ``events.jsonl`` as it goes (a crash loses only the trial in flight)."""
@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor import torchcompat
-from pt2doctor.analysis.ablation import same_failure, smallest_failing
-from pt2doctor.harness.align import align_cell, run_cell
-from pt2doctor.harness.case import Case, Cell, cells
-from pt2doctor.harness.loader import load_cases
-from pt2doctor.harness.worker import Emit, one_line, serve
+from pt2doctor.ablate.classify import same_failure, smallest_failing
+from pt2doctor.cases.align import align_cell, run_cell
+from pt2doctor.cases.case import Case, Cell, cells
+from pt2doctor.cases.loader import load_cases
+from pt2doctor.check.worker import Emit, one_line, serve
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +135,7 @@ def _case_cell(spec: dict[str, Any]) -> tuple[Case, Cell]:
 def run_modules(spec: dict[str, Any], out: Path, emit: Emit) -> None:
     """Bisect the module tree for the smallest submodule that reproduces ``spec['failure']``,
     then write the repro for it (or for the whole model)."""
-    from pt2doctor.harness.repro import write_repro
+    from pt2doctor.ablate.repro import write_repro
 
     case, cell = _case_cell(spec)
     settings = Settings.from_spec(spec)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from pt2doctor import __version__
-from pt2doctor.analysis.ablation import (
+from pt2doctor.ablate.classify import (
     classify,
     conclusion,
     error_numbers,

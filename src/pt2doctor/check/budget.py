@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.analysis.contract import Budget, BudgetError, parse_budget
+from pt2doctor.check.contract import Budget, BudgetError, parse_budget
 from pt2doctor.errors import UsageError
 
 if sys.version_info >= (3, 11):

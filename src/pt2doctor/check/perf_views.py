@@ -1,12 +1,12 @@
 """Check report sections about time and memory, per compile variant side by side: cold start
 (empty vs warm compile cache), warmup, steady-state latency and speedup, and the compiles that
-happened after warmup. Builders of report/check_views.py ``CHECK_SECTIONS``."""
+happened after warmup. Builders of check/views.py ``CHECK_SECTIONS``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.report.check_samples import Latencies, latency_key
+from pt2doctor.check.samples import Latencies, latency_key
 from pt2doctor.report.views import Section, cut
 
 Report = dict[str, Any]

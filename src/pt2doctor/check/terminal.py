@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pt2doctor.report.check import VERDICT_RANK
+from pt2doctor.check.report import VERDICT_RANK
 
 _STYLE = {
     "pass": "green",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.report.check_views import shown_value, worst_tensor
+from pt2doctor.check.views import shown_value, worst_tensor
 from pt2doctor.report.markdown import md_code, md_table, md_text
 
 Report = dict[str, Any]

@@ -1,0 +1,1 @@
+"""``pt2doctor ablate``: the backend ladder, trials, script mode, classification, repro, report and views."""

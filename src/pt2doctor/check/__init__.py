@@ -1,0 +1,1 @@
+"""``pt2doctor check``: acceptance and CI gate (driver, worker, timing, budget, statistics, report, views, renderers)."""
