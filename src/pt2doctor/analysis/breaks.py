@@ -38,7 +38,12 @@ _BREAK_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"dynamic shape operator|capture_dynamic_output_shape_ops|nonzero|output shape depends",
             "data_dependent_shape",
         ),
-        (r"`print`|\bprint\b|logging|logger|(?<![\w.])warnings\.warn", "print_or_logging"),
+        # 2.13 names warnings.warn after its C implementation: "the Python builtin
+        # `_warnings.warn`" (its generic C-extension text says "e.g. _warnings.warn": no match).
+        (
+            r"`print`|\bprint\b|logging|logger|`_?warnings\.warn`|(?<![\w.])warnings\.warn\(",
+            "print_or_logging",
+        ),
         (r"`open`|\bopen\(|file I/O|\bsocket\b|os\.path|pathlib", "io"),
         (
             r"side.effect|mutat|global variable|STORE_GLOBAL|setattr|nonlocal|generator|"
