@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pt2doctor.analysis.breaks import GraphBreakSite
+from pt2doctor.analysis.breaks import GraphBreakSite, site_advice
 from pt2doctor.analysis.ledger import CompileEntry, Ledger
 from pt2doctor.model import ProbeData
 
@@ -61,7 +61,8 @@ def _lower_bound(count: int | None, probes: ProbeData, measured: bool) -> int | 
 
 
 def break_heat(sites: list[GraphBreakSite], probes: ProbeData) -> None:
-    """Fill ``hits`` of each site from resume-function calls, then rank hottest first."""
+    """Fill ``hits`` of each site from resume-function calls (and its advice, which states
+    them), then rank hottest first."""
     claimed: set[tuple[str, str, int]] = set()
     if probes.snapshot_t is None:
         return  # the program died before the first snapshot: heat unknown, not zero
@@ -74,6 +75,7 @@ def break_heat(sites: list[GraphBreakSite], probes: ProbeData) -> None:
         # Hot: runs more than once. From a lower bound, only "more than once" is certain.
         if site.hits is not None and (site.hits > 1 or probes.complete):
             site.hot = site.hits > 1
+        site.advice = site_advice(site)  # its facts now include the heat
     sites.sort(key=lambda s: -(s.hits or 0))
 
 

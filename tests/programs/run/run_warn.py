@@ -14,7 +14,7 @@ import torch
 
 def step(x):
     y = x + 1
-    warnings.warn("pt2doctor run_warn: deprecated input scaling")  # MARK:warn
+    warnings.warn("pt2doctor run_warn: deprecated input scaling")  # noqa: B028  # MARK:warn
     return y * 2
 
 
