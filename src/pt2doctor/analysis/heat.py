@@ -48,7 +48,7 @@ def _resume_keys(
     (the helper was not compiled as a frame of its own)."""
     own = (site.site.file, site.site.function, site.site.line)
     if own in measured:
-        return [own]  # type: ignore[list-item]
+        return [own]
     callers = {(frame.file, frame.function, frame.line) for frame in site.user_stack}
     return [key for key in measured if key in callers]
 
