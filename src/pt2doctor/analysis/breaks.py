@@ -198,12 +198,17 @@ _CODE_SHOWN = 60
 def _torch_says(site: GraphBreakSite) -> str:
     """torch's own registry hints and link for the break, first (``torch (gb0124): ...``)."""
     hints = [hint.rstrip(". ") for hint in site.hints if not _NOT_ADVICE.search(hint)]
-    link = _LINK.search(site.reason)
+    links = _LINK.findall(site.reason)
+    # The break's own page (a loop break's text also links the loop's gb7000 page).
+    link = (
+        next((url for url in links if f"/{site.gb_id}.html" in url), None) if site.gb_id else None
+    )
+    link = link or next(iter(links), None)
     if not hints and link is None:
         return ""
     label = f"torch ({site.gb_id})" if site.gb_id else "torch"
     text = f"{label}: {'. '.join(hints)}." if hints else f"{label}:"
-    return f"{text} {link.group(0)}" if link else text
+    return f"{text} {link}" if link else text
 
 
 def _heat_fact(site: GraphBreakSite) -> str:
