@@ -192,7 +192,7 @@ _NOT_ADVICE = re.compile(
 )
 _LINK = re.compile(r"https://\S+/gb/gb\d+\.html")
 _LOOP_SKIP = re.compile(r"frame skipped: (\S+) \((.+?) line (\d+)\)")
-_CODE_SHOWN = 60
+_CODE_SHOWN = 72
 
 
 def _torch_says(site: GraphBreakSite) -> str:
@@ -224,12 +224,14 @@ def _site_facts(site: GraphBreakSite) -> str:
     code = (site.site.code or "").split("  # ")[0].strip()
     if len(code) > _CODE_SHOWN:
         code = code[: _CODE_SHOWN - 1] + "…"
-    facts = f"Here `{code}` {_heat_fact(site)}" if code else f"Here the break {_heat_fact(site)}"
     loop = _LOOP_SKIP.search(site.reason)
+    # In a frame Dynamo skipped, the break never runs compiled: no heat to state.
+    heat = "" if site.hits is None and site.frame_skipped else f" {_heat_fact(site)}"
+    facts = f"Here `{code}`{heat}" if code else f"Here the break{heat}"
     if loop is not None:
         facts += (
-            f"; it is reached inside a for/while loop of {loop.group(1)} (line {loop.group(3)}), "
-            "so Dynamo runs that whole function eagerly"
+            f"{'; it' if heat else ''} is reached inside a for/while loop of {loop.group(1)} "
+            f"(line {loop.group(3)}), so Dynamo runs that whole function eagerly"
         )
     return facts + "."
 
