@@ -47,6 +47,13 @@ def test_an_item_break_in_blocks_reached_from_a_loop_has_exact_hits(doctor_run) 
     row = site_at(run.report, "run_block_loop", "item")
     assert row["category"] == "data_dependent_scalar"
     assert row["hits"] == run.counts["item_reads"] == 12
+    # The advice states the site's facts: its heat and the loop that made Stack.forward eager.
+    stack_forward = marker_in(RUN_PROGRAMS_DIR / "run_block_loop.py", "stack")
+    assert "ran 12 times (hot)" in row["advice"]
+    assert (
+        f"is reached inside a for/while loop of forward (defined at line {stack_forward})"
+        in row["advice"]
+    )
 
 
 def test_a_helper_reached_from_three_call_sites_is_counted_once_per_run(doctor_run) -> None:

@@ -123,8 +123,8 @@ def test_a_value_driving_a_branch_inside_a_loop() -> None:
     assert site.category == "data_dependent_scalar"
     assert "earlier graph break" not in site.advice  # the loop fact says it instead
     assert (
-        "it is reached inside a for/while loop of forward (line 34), so Dynamo runs that whole "
-        "function eagerly" in site.advice
+        "it is reached inside a for/while loop of forward (defined at line 34), so Dynamo runs "
+        "that whole function eagerly" in site.advice
     )
     assert "capture_scalar_outputs does not help" in site.advice
     assert site.advice.index("torch (gb0124)") < site.advice.index("Here `if")

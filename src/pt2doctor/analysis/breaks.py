@@ -231,7 +231,7 @@ def _site_facts(site: GraphBreakSite) -> str:
     if loop is not None:
         facts += (
             f"{'; it' if heat else ''} is reached inside a for/while loop of {loop.group(1)} "
-            f"(line {loop.group(3)}), so Dynamo runs that whole function eagerly"
+            f"(defined at line {loop.group(3)}), so Dynamo runs that whole function eagerly"
         )
     return facts + "."
 

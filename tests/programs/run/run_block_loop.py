@@ -31,7 +31,7 @@ class Stack(torch.nn.Module):
         super().__init__()
         self.blocks = torch.nn.ModuleList(Block() for _ in range(blocks))
 
-    def forward(self, x):
+    def forward(self, x):  # MARK:stack
         for block in self.blocks:
             x = block(x)  # MARK:loop
         return x
