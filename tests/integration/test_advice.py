@@ -35,9 +35,9 @@ def fresh_dynamo() -> Iterator[None]:
     torch._dynamo.reset()
 
 
-def break_row(fn: Callable[..., Any], *args: Any) -> dict[str, Any]:
+def break_row(fn: Callable[..., Any], *args: Any, dynamic: bool | None = None) -> dict[str, Any]:
     """The one graph-break row pt2doctor reports for ``fn(*args)`` compiled (eager backend)."""
-    compiled = torch.compile(fn, backend="eager")
+    compiled = torch.compile(fn, backend="eager", dynamic=dynamic)
     with pt2doctor.watch() as w:
         compiled(*args)
     (row,) = w.report()["graph_breaks"]
@@ -141,6 +141,24 @@ def test_print_of_an_int_carries_the_symint_caveat() -> None:
         compiled = torch.compile(prints_a_size, backend="eager", fullgraph=True, dynamic=True)
         with pytest.raises(torch._dynamo.exc.Unsupported, match="gb0296"):
             compiled(torch.ones(5))
+
+
+def prints_without_size(x):
+    y = x + 1
+    print("pt2doctor test_advice: y =", y)
+    return y * 2
+
+
+def test_a_refused_reorder_is_explained_and_printing_the_size_outside_fixes_it() -> None:
+    with torch._dynamo.config.patch(reorderable_logging_functions={print}):
+        row = break_row(prints_a_size, torch.ones(5), dynamic=True)
+        assert row["gb_id"] == "gb0296" and row["category"] == "print_or_logging"
+        assert "Print that value outside the compiled region" in row["advice"]
+        torch._dynamo.utils.counters.clear()
+        compiled = torch.compile(prints_without_size, backend="eager", dynamic=True)
+        y = compiled(torch.ones(5))
+        print("pt2doctor test_advice: n =", y.shape[0])  # the size, printed outside
+        assert not sum(torch._dynamo.utils.counters["graph_break"].values())
 
 
 def prints_unless_compiling(x):

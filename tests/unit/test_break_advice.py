@@ -7,7 +7,13 @@ real ``backend="eager"`` runs; tests/integration/test_advice.py checks the fixes
 
 from __future__ import annotations
 
-from pt2doctor.analysis.advice import BREAK_ADVICE, LOGGER_ADVICE, WARNINGS_ADVICE, break_advice
+from pt2doctor.analysis.advice import (
+    BREAK_ADVICE,
+    LOGGER_ADVICE,
+    REORDER_REFUSED_ADVICE,
+    WARNINGS_ADVICE,
+    break_advice,
+)
 from pt2doctor.analysis.breaks import GraphBreakSite, categorize_break, site_advice
 from pt2doctor.model import GraphBreakEvent, SourceLine
 from pt2doctor.trace.messages import explanation_and_hints
@@ -33,6 +39,13 @@ WARN_BREAK = f"""Attempted to call function marked as skipped
   Hint: Please file an issue on GitHub so the PyTorch team can add support for it.
 
  For more details about this graph break, please visit: {LINK.format("gb0007")}"""
+REORDER_REFUSED = f"""attempted to reorder a debugging function that can't actually be reordered
+  Explanation: `torch.compile` can only reorder functions where the arguments are Tensors, constants, or string formatters.
+  Hint: Avoid calling the logging function <built-in function print> with args that are not supported.
+
+  Developer debug context: fn: <built-in function print>, args: [ConstantVariable(str: 'n'), SymNodeVariable()], kwargs: {{}}
+
+ For more details about this graph break, please visit: {LINK.format("gb0296")}"""
 ITEM_IN_LOOP = f"""Unsupported Tensor.item() call with capture_scalar_outputs=False
   Explanation: Dynamo does not support tracing `Tensor.item()` with config.capture_scalar_outputs=False.
   Hint: Set `torch._dynamo.config.capture_scalar_outputs = True` or `export TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS=1` to include these operations in the captured graph.
@@ -143,3 +156,10 @@ def test_the_breaks_own_page_is_linked_when_several_are() -> None:
 def test_unmeasured_heat_says_so() -> None:
     advice = site_of(LOGGER_BREAK, "log.warning('x')", "gb0291").advice
     assert "heat not measured (`pt2doctor run` counts it)" in advice
+
+
+def test_a_refused_reorder_is_logging_and_says_why() -> None:
+    """print in reorderable_logging_functions, called with a SymInt under dynamic shapes."""
+    site = site_of(REORDER_REFUSED, "print('n', x.shape[0])", "gb0296")
+    assert site.category == "print_or_logging"
+    assert site.advice.endswith(REORDER_REFUSED_ADVICE)

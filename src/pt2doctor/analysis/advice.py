@@ -202,7 +202,17 @@ def _print_advice(event: GraphBreakEvent) -> str:
     return advice + (SYMINT_CAVEAT if "int" in types else "")
 
 
+REORDER_REFUSED_ADVICE = (
+    "A function in torch._dynamo.config.reorderable_logging_functions was called with an "
+    "argument Dynamo cannot defer (not a tensor, constant or f-string: typically a size that "
+    "is a SymInt under dynamic shapes). Print that value outside the compiled region, or "
+    "take the function out of reorderable_logging_functions."
+)
+
+
 def _logging_advice(event: GraphBreakEvent) -> str:
+    if event.gb_id == "gb0296" or "can't actually be reordered" in event.gb_type:
+        return REORDER_REFUSED_ADVICE
     function = _logging_function(event)
     if function == "logger":
         return LOGGER_ADVICE

@@ -41,7 +41,8 @@ _BREAK_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         # 2.13 names warnings.warn after its C implementation: "the Python builtin
         # `_warnings.warn`" (its generic C-extension text says "e.g. _warnings.warn": no match).
         (
-            r"`print`|\bprint\b|logging|logger|`_?warnings\.warn`|(?<![\w.])warnings\.warn\(",
+            r"`print`|\bprint\b|logging|logger|`_?warnings\.warn`|(?<![\w.])warnings\.warn\("
+            r"|reorder a debugging function",
             "print_or_logging",
         ),
         (r"`open`|\bopen\(|file I/O|\bsocket\b|os\.path|pathlib", "io"),
