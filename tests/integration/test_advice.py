@@ -168,12 +168,14 @@ def prints_unless_compiling(x):
     return y * 2
 
 
-def test_is_compiling_guard_removes_the_break() -> None:
-    assert (
-        "torch.compiler.is_compiling()"
-        in pt2doctor.analysis.advice.BREAK_ADVICE["print_or_logging"]
-    )
+def test_is_compiling_guard_removes_the_break_and_the_call(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    advice = pt2doctor.analysis.advice.BREAK_ADVICE["print_or_logging"]
+    assert "torch.compiler.is_compiling()" in advice and "skips the call while compiled" in advice
+    capsys.readouterr()
     assert compiles_whole(prints_unless_compiling, torch.ones(3))
+    assert "eager only" not in capsys.readouterr().out
 
 
 # --- data-dependent values and shapes -------------------------------------------------------
