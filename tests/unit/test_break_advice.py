@@ -15,7 +15,8 @@ from pt2doctor.analysis.advice import (
     break_advice,
 )
 from pt2doctor.analysis.breaks import GraphBreakSite, categorize_break, site_advice
-from pt2doctor.model import GraphBreakEvent, SourceLine
+from pt2doctor.analysis.heat import break_heat
+from pt2doctor.model import GraphBreakEvent, ProbeData, SourceLine
 from pt2doctor.trace.messages import explanation_and_hints
 
 LINK = "https://meta-pytorch.github.io/compile-graph-break-site/gb/{}.html"
@@ -163,3 +164,27 @@ def test_a_refused_reorder_is_logging_and_says_why() -> None:
     site = site_of(REORDER_REFUSED, "print('n', x.shape[0])", "gb0296")
     assert site.category == "print_or_logging"
     assert site.advice.endswith(REORDER_REFUSED_ADVICE)
+
+
+def test_a_helper_counts_its_own_resume_not_its_callers() -> None:
+    """Measured resume points (as the probes key them): the helper's own, and its caller's after
+    each of three call sites. Only the helper's own count its executions."""
+    prog = "/app/model.py"
+    helper = site_of(PRINT_INT_BREAK, "print('n', n)", "gb0059")
+    helper.site = SourceLine(prog, 7, "helper", "print('n', n)")
+    helper.user_stack = [SourceLine(prog, 20, "forward"), helper.site]
+    own_only = ProbeData(snapshot_t=1.0, complete=True)
+    own_only.break_hits = {
+        (prog, "helper", 7): 15,
+        (prog, "forward", 20): 5,
+        (prog, "forward", 21): 5,
+    }
+    break_heat([helper], own_only)
+    assert helper.hits == 15 and helper.hot is True
+    assert "ran 15 times (hot)" in helper.advice  # the advice is rewritten with the heat
+
+    helper.hits = helper.hot = None
+    callers_only = ProbeData(snapshot_t=1.0, complete=True)
+    callers_only.break_hits = {(prog, "forward", 20): 5}  # the helper has no resume of its own
+    break_heat([helper], callers_only)
+    assert helper.hits == 5
