@@ -693,3 +693,14 @@ def test_large_graph_finding() -> None:
     run = make_run(record("0/0", graph_op_count=2500), record("1/0", "h", graph_op_count=2000))
 
     assert _findings(run) == [("info", "large_graph")]
+
+
+def test_categorize_break_warnings_warn_is_logging() -> None:
+    """torch 2.13's text for ``warnings.warn`` (names the C function ``_warnings.warn``)."""
+    event = _event(
+        "Attempted to call function marked as skipped",
+        "Dynamo does not know how to trace the Python builtin `_warnings.warn`.",
+        code=None,
+    )
+
+    assert categorize_break(event) == "print_or_logging"

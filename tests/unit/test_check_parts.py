@@ -151,3 +151,11 @@ def test_tolerances_and_nondeterminism() -> None:
     first = {"a": torch.ones(3), "b": torch.zeros(2)}
     assert same_run(first, {"a": torch.ones(3), "b": torch.zeros(2)}, 1e-4) == []
     assert same_run(first, {"a": torch.ones(3) * 2, "b": torch.zeros(2)}, 1e-4) == ["a"]
+
+
+def test_the_old_harness_import_path_is_an_alias_of_cases() -> None:
+    import pt2doctor.cases
+    import pt2doctor.harness
+
+    assert pt2doctor.harness.Case is pt2doctor.cases.Case
+    assert pt2doctor.harness.Matrix is pt2doctor.cases.Matrix

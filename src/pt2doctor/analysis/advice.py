@@ -10,13 +10,23 @@ import re
 
 from pt2doctor.trace.types import GraphBreakEvent
 
+MARK_DYNAMIC_ADVICE = (
+    "torch._dynamo.maybe_mark_dynamic(x, dim) is the safe form: "
+    "torch._dynamo.mark_dynamic(x, dim) raises ConstraintViolationError when the code "
+    "specializes that dim. Sizes 0 and 1, and sizes outside mark_dynamic's min/max, still "
+    "recompile."
+)
+
+# One paragraph per category, in pt2doctor's words. Each API or config named as a fix is applied
+# to a small program in tests/integration/test_advice.py, on the installed torch; what cannot be
+# shown there is worded as a suggestion ("consider").
 BREAK_ADVICE: dict[str, str] = {
     "data_dependent_scalar": (
-        "A tensor value (.item(), .tolist()) drives Python control flow, so Dynamo must leave the "
-        "graph to read it. Prefer torch.where(cond, a, b) (no break, but computes both branches), "
-        "or torch.cond(pred, true_fn, false_fn) (one branch, both must return the same shapes); "
-        "or set torch._dynamo.config.capture_scalar_outputs = True to keep .item() in the graph "
-        "as an unbacked symbol (works when the value feeds tensor ops, not Python `if`)."
+        "A tensor's value (.item(), .tolist()) is read in Python. If it only feeds tensor ops, "
+        "torch._dynamo.config.capture_scalar_outputs = True keeps it in the graph as an unbacked "
+        "symbol. If it drives Python control flow (if/while), that config does not help: "
+        "replace the branch with torch.where(cond, a, b) (no break, computes both sides) or "
+        "torch.cond(pred, true_fn, false_fn) (one side; both must return the same shapes)."
     ),
     "data_dependent_shape": (
         "An op whose output shape depends on tensor values (boolean mask, nonzero, unique). "
@@ -25,19 +35,24 @@ BREAK_ADVICE: dict[str, str] = {
         "it with an unbacked size (later ops must tolerate an unknown size)."
     ),
     "print_or_logging": (
-        "A print or logging call inside the compiled region. Move it out of the compiled "
-        "function, or guard it with `if not torch.compiler.is_compiling():`."
+        "A print, warning or logging call inside the compiled region. Consider moving it out of "
+        "the compiled function; `if not torch.compiler.is_compiling():` around it removes the "
+        "break but skips the call while compiled."
     ),
     "python_side_effect": (
-        "Python state is mutated in a way Dynamo cannot replay (globals, attributes of "
-        "non-module objects, generators). Return the value instead of mutating state, or move "
-        "the mutation outside the compiled region."
+        "torch 2.13 replays most Python side effects after the graph without a break (globals, "
+        "attributes of plain objects, list appends, loops over generators). What breaks is a "
+        "side effect inside a higher-order op (a torch.cond branch, a checkpointed function: "
+        "it would be replayed, or not, on recompute) and a generator Dynamo would have to "
+        "rebuild after mutating it. Consider returning the value instead of mutating outer "
+        "state inside the op, or doing the mutation outside the compiled region."
     ),
     "unsupported_builtin_or_c_extension": (
         "A call Dynamo cannot trace (a C extension, an unsupported builtin, a skipped library "
-        "function). Wrap it as a custom op (torch.library.custom_op with a fake/meta kernel) so "
-        "it stays in the graph, or move it out of the hot compiled region; "
-        "torch.compiler.disable on it keeps the break but makes it explicit."
+        "function). If it takes and returns tensors, wrapping it as a custom op "
+        "(torch.library.custom_op, with register_fake for its output shape) keeps one graph; "
+        "otherwise consider moving it out of the hot compiled region. torch.compiler.disable "
+        "on it keeps the break but makes it explicit."
     ),
     "explicit_disable": (
         "The code asks for the break (torch._dynamo.graph_break(), torch.compiler.disable). "
@@ -45,11 +60,11 @@ BREAK_ADVICE: dict[str, str] = {
         "the disabled function out of the loop that calls it."
     ),
     "io": (
-        "File or network I/O inside the compiled region. Do I/O before or after the compiled "
-        "call and pass tensors in."
+        "File or network I/O inside the compiled region. Consider doing the I/O before or "
+        "after the compiled call and passing tensors in."
     ),
     "other": (
-        "Read Dynamo's reason and hints below; the usual fixes are to move the unsupported code "
+        "Read Dynamo's reason and hints; the usual way out is to move the unsupported code "
         "out of the compiled function or to compile a smaller region around the tensor code."
     ),
 }
@@ -57,9 +72,8 @@ BREAK_ADVICE: dict[str, str] = {
 RECOMPILE_ADVICE: dict[str, str] = {
     "size": (
         "Input sizes changed. One static compile followed by one dynamic recompile is normal "
-        "(automatic dynamic shapes). More than that: pad inputs to a few buckets, or call "
-        "torch._dynamo.mark_dynamic(x, dim, min=..., max=...) before the first call so the "
-        "first compile is already dynamic."
+        "(automatic dynamic shapes). More than that: pad inputs to a few buckets, or mark the "
+        "dim dynamic before the first call. " + MARK_DYNAMIC_ADVICE
     ),
     "python_constant": (
         "A Python value (int, str, bool, enum) is baked into the graph. A few bounded variants "
@@ -128,39 +142,117 @@ _REORDERABLE_ARG_TYPES = frozenset(
     {"str", "int", "float", "bool", "NoneType", "Tensor", "Parameter", "StringFormatVariable"}
 )
 _ARG_TYPES = re.compile(r"argument types \[([^\]]*)\]")
+_CONTROL_FLOW = re.compile(r"^\s*(?:if|elif|while)\b|\bif\b.+\belse\b")
+_HOP_SIDE_EFFECT = re.compile(r"HOP: (?:Unsafe|Non-nullified) side effect|higher.order", re.I)
+
+LOGGER_ADVICE = (
+    "A logging.Logger method inside the compiled region. In torch 2.13 "
+    "reorderable_logging_functions has no effect on Logger methods; adding the method to "
+    "torch._dynamo.config.ignore_logging_functions (e.g. {logger.warning}) keeps one graph but "
+    "drops the message while compiled. To keep the message, log outside the compiled function."
+)
+WARNINGS_ADVICE = (
+    "warnings.warn inside the compiled region (torch 2.13 sees its C implementation, "
+    "`_warnings.warn`). Adding warnings.warn to "
+    "torch._dynamo.config.reorderable_logging_functions keeps one graph and still issues the "
+    "warning, after the graph runs; ignore_logging_functions would drop it."
+)
+SYMINT_CAVEAT = (
+    " If an int argument is a size under dynamic shapes (a SymInt: after a size recompile, or "
+    "with dynamic=True), Dynamo refuses to reorder the call (gb0296): print that size outside "
+    "the compiled region."
+)
+
+
+def _logging_function(event: GraphBreakEvent) -> str:
+    """``logger``, ``warnings``, ``print`` or ``other``: which call broke, from Dynamo's text."""
+    text = f"{event.gb_type}\n{event.explanation}\n{event.reason}"
+    code = (event.site and event.site.code) or ""
+    if "logging.Logger" in text or event.gb_id == "gb0291":
+        return "logger"
+    if "_warnings.warn`" in text or "warnings.warn(" in code:
+        return "warnings"
+    if "`print`" in text or "print(" in code:
+        return "print"
+    return "other"
+
+
+def _print_advice(event: GraphBreakEvent) -> str:
+    match = _ARG_TYPES.search(f"{event.explanation}\n{event.reason}")
+    if match is None:
+        return (
+            "A print call inside the compiled region. Adding print to "
+            "torch._dynamo.config.reorderable_logging_functions keeps one graph and prints "
+            "after it runs, when its arguments are tensors and constants." + SYMINT_CAVEAT
+        )
+    types = {t.strip().strip("'\"") for t in match.group(1).split(",") if t.strip()}
+    if not types <= _REORDERABLE_ARG_TYPES:
+        return (
+            "A print call inside the compiled region, with arguments of types "
+            f"{', '.join(sorted(types - _REORDERABLE_ARG_TYPES))} that Dynamo cannot defer, "
+            "so reorderable_logging_functions does not apply. Consider printing outside the "
+            "compiled function."
+        )
+    advice = (
+        f"A print call inside the compiled region. Its arguments ({', '.join(sorted(types))}) are "
+        "tensors and constants, so adding print to "
+        "torch._dynamo.config.reorderable_logging_functions keeps one graph and prints after "
+        "it runs (values as of the end of the graph)."
+    )
+    return advice + (SYMINT_CAVEAT if "int" in types else "")
+
+
+REORDER_REFUSED_ADVICE = (
+    "A function in torch._dynamo.config.reorderable_logging_functions was called with an "
+    "argument Dynamo cannot defer (not a tensor, constant or f-string: typically a size that "
+    "is a SymInt under dynamic shapes). Print that value outside the compiled region, or "
+    "take the function out of reorderable_logging_functions."
+)
 
 
 def _logging_advice(event: GraphBreakEvent) -> str:
-    base = BREAK_ADVICE["print_or_logging"]
-    match = _ARG_TYPES.search(f"{event.explanation}\n{event.reason}")
-    function = (
-        "print"
-        if "`print`" in event.reason or "print(" in ((event.site and event.site.code) or "")
-        else "the logging method"
-    )
-    if match is not None:
-        types = {t.strip().strip("'\"") for t in match.group(1).split(",") if t.strip()}
-        if types <= _REORDERABLE_ARG_TYPES:
-            return (
-                f"{base} Its arguments ({', '.join(sorted(types))}) are tensors/constants, so "
-                f"adding {function} to torch._dynamo.config.reorderable_logging_functions keeps "
-                "one graph and prints after it runs (values as of the end of the graph)."
-            )
-        return (
-            f"{base} reorderable_logging_functions does not apply here: the arguments include "
-            f"{', '.join(sorted(types - _REORDERABLE_ARG_TYPES))}, which Dynamo cannot defer. "
-            f"Adding {function} to torch._dynamo.config.ignore_logging_functions drops the call "
-            "from compiled code (the message is lost while compiled)."
-        )
+    if event.gb_id == "gb0296" or "can't actually be reordered" in event.gb_type:
+        return REORDER_REFUSED_ADVICE
+    function = _logging_function(event)
+    if function == "logger":
+        return LOGGER_ADVICE
+    if function == "warnings":
+        return WARNINGS_ADVICE
+    if function == "print":
+        return _print_advice(event)
+    return BREAK_ADVICE["print_or_logging"]
+
+
+def _scalar_advice(event: GraphBreakEvent) -> str:
+    code = (event.site and event.site.code) or ""
+    if not _CONTROL_FLOW.search(code):
+        return BREAK_ADVICE["data_dependent_scalar"]
     return (
-        f"{base} For logger methods, torch._dynamo.config.ignore_logging_functions drops the "
-        "call from compiled code; reorderable_logging_functions defers it when its arguments "
-        "are only tensors and constants."
+        "The tensor value read here decides a Python branch, so "
+        "torch._dynamo.config.capture_scalar_outputs does not help. Replace the branch with "
+        "torch.where(cond, a, b) (no break, computes both sides) or torch.cond(pred, true_fn, "
+        "false_fn) (one side; both must return the same shapes)."
     )
+
+
+def _side_effect_advice(event: GraphBreakEvent) -> str:
+    if _HOP_SIDE_EFFECT.search(f"{event.gb_type}\n{event.explanation}"):
+        return (
+            "A side effect inside a higher-order op (a torch.cond branch, a checkpointed "
+            "function) that Dynamo cannot replay safely. Consider returning the value from the "
+            "function instead of mutating state outside it."
+        )
+    return BREAK_ADVICE["python_side_effect"]
 
 
 def break_advice(category: str, event: GraphBreakEvent) -> str:
-    """The fix for one graph break, specialized to what its site shows where possible."""
+    """pt2doctor's paragraph for one graph break: its category's, specialized to what the
+    break's text and code line show (which logging call, a branch on a value, a side effect
+    inside a higher-order op). Never several categories' paragraphs together."""
     if category == "print_or_logging":
         return _logging_advice(event)
+    if category == "data_dependent_scalar":
+        return _scalar_advice(event)
+    if category == "python_side_effect":
+        return _side_effect_advice(event)
     return BREAK_ADVICE.get(category, BREAK_ADVICE["other"])

@@ -38,7 +38,13 @@ _BREAK_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"dynamic shape operator|capture_dynamic_output_shape_ops|nonzero|output shape depends",
             "data_dependent_shape",
         ),
-        (r"`print`|\bprint\b|logging|logger|(?<![\w.])warnings\.warn", "print_or_logging"),
+        # 2.13 names warnings.warn after its C implementation: "the Python builtin
+        # `_warnings.warn`" (its generic C-extension text says "e.g. _warnings.warn": no match).
+        (
+            r"`print`|\bprint\b|logging|logger|`_?warnings\.warn`|(?<![\w.])warnings\.warn\("
+            r"|reorder a debugging function",
+            "print_or_logging",
+        ),
         (r"`open`|\bopen\(|file I/O|\bsocket\b|os\.path|pathlib", "io"),
         (
             r"side.effect|mutat|global variable|STORE_GLOBAL|setattr|nonlocal|generator|"
@@ -72,6 +78,9 @@ class GraphBreakSite:
     hot: bool | None = None
     """Ran more than once (not a startup-only break); None when heat is unknown."""
     advice: str = ""
+    """torch's hints and link, this site's facts, then ``fix`` (see :func:`site_advice`)."""
+    fix: str = ""
+    """pt2doctor's paragraph for this break's category, specialized to its text and code."""
     frame_skipped: bool = False
     """The break made Dynamo skip its whole frame (e.g. a break inside a loop)."""
 
@@ -164,7 +173,7 @@ def graph_break_sites(ledger: Ledger) -> list[GraphBreakSite]:
                 hints=event.hints,
                 user_stack=event.user_stack,
                 gb_id=event.gb_id,
-                advice=break_advice(category, event),
+                fix=break_advice(category, event),
             )
             sites[key] = site
         if event.compile_id not in site.compile_ids:
@@ -172,4 +181,63 @@ def graph_break_sites(ledger: Ledger) -> list[GraphBreakSite]:
         if stream and stream not in site.streams:
             site.streams.append(stream)
         site.frame_skipped = site.frame_skipped or (stream, event.compile_id) in skipped
+    for site in sites.values():
+        site.advice = site_advice(site)
     return list(sites.values())
+
+
+# Hints that are not advice for this site: torch's request for a bug report, and the note that
+# a loop break may follow an earlier one (the site's facts say "inside a loop" instead).
+_NOT_ADVICE = re.compile(
+    r"report (?:an issue|a bug)|file an issue|caused by an earlier graph", re.I
+)
+_LINK = re.compile(r"https://\S+/gb/gb\d+\.html")
+_LOOP_SKIP = re.compile(r"frame skipped: (\S+) \((.+?) line (\d+)\)")
+_CODE_SHOWN = 72
+
+
+def _torch_says(site: GraphBreakSite) -> str:
+    """torch's own registry hints and link for the break, first (``torch (gb0124): ...``)."""
+    hints = [hint.rstrip(". ") for hint in site.hints if not _NOT_ADVICE.search(hint)]
+    links = _LINK.findall(site.reason)
+    # The break's own page (a loop break's text also links the loop's gb7000 page).
+    link = (
+        next((url for url in links if f"/{site.gb_id}.html" in url), None) if site.gb_id else None
+    )
+    link = link or next(iter(links), None)
+    if not hints and link is None:
+        return ""
+    label = f"torch ({site.gb_id})" if site.gb_id else "torch"
+    text = f"{label}: {'. '.join(hints)}." if hints else f"{label}:"
+    return f"{text} {link}" if link else text
+
+
+def _heat_fact(site: GraphBreakSite) -> str:
+    if site.hits is None:
+        return "heat not measured (`pt2doctor run` counts it)"
+    if site.hot:
+        return f"ran {site.hits} times (hot)"
+    return f"ran {site.hits} time(s) (cold: a startup-only break is not worth a rewrite)"
+
+
+def _site_facts(site: GraphBreakSite) -> str:
+    """What this site is and does: its code, its heat, and a loop that makes a frame eager."""
+    code = (site.site.code or "").split("  # ")[0].strip()
+    if len(code) > _CODE_SHOWN:
+        code = code[: _CODE_SHOWN - 1] + "…"
+    loop = _LOOP_SKIP.search(site.reason)
+    # In a frame Dynamo skipped, the break never runs compiled: no heat to state.
+    heat = "" if site.hits is None and site.frame_skipped else f" {_heat_fact(site)}"
+    facts = f"Here `{code}`{heat}" if code else f"Here the break{heat}"
+    if loop is not None:
+        facts += (
+            f"{'; it' if heat else ''} is reached inside a for/while loop of {loop.group(1)} "
+            f"(defined at line {loop.group(3)}), so Dynamo runs that whole function eagerly"
+        )
+    return facts + "."
+
+
+def site_advice(site: GraphBreakSite) -> str:
+    """The advice of one site: torch's hints and link, the site's facts, pt2doctor's fix.
+    Called again once heat is known (:func:`pt2doctor.analysis.heat.break_heat`)."""
+    return " ".join(part for part in (_torch_says(site), _site_facts(site), site.fix) if part)

@@ -13,6 +13,7 @@ from pt2doctor.analysis.advice import (
     SKIPPED_FRAME_ADVICE,
 )
 from pt2doctor.analysis.breaks import GraphBreakSite
+from pt2doctor.analysis.frame_names import display_name
 from pt2doctor.analysis.ledger import RESUME_NAME, FrameEntry, Ledger
 from pt2doctor.trace.records import ParseStats
 
@@ -39,7 +40,13 @@ def frame_label(function: str | None, file: str | None, line: int | None) -> str
 
 
 def _where(frame: FrameEntry) -> str:
-    return frame_label(frame.function, frame.file, frame.line)
+    """The frame as a user knows it (:func:`display_name`), with its location."""
+    name = display_name(frame)
+    if frame.is_resume or name == frame.function:
+        return frame_label(frame.function, frame.file, frame.line)
+    if " (through " in name:
+        return name  # names the wrapper's file:line already
+    return f"{name} ({frame.file}:{frame.line})"
 
 
 def _recompile_finding(frame: FrameEntry) -> Finding | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pt2doctor.analysis.breaks import GraphBreakSite
+from pt2doctor.analysis.breaks import GraphBreakSite, site_advice
 from pt2doctor.analysis.ledger import CompileEntry, Ledger
 from pt2doctor.trace.types import ProbeData
 
@@ -35,11 +35,22 @@ class Heat:
     breaks_measured: bool = False
 
 
-def _site_keys(site: GraphBreakSite) -> set[tuple[str | None, str | None, int | None]]:
-    """The (file, function, line) points where Dynamo may resume after this site's break: the
-    site itself and every user frame above it (a break inside a helper resumes its caller)."""
-    frames = [site.site, *site.user_stack]
-    return {(frame.file, frame.function, frame.line) for frame in frames}
+def _resume_keys(
+    site: GraphBreakSite, measured: dict[tuple[str, str, int], int]
+) -> list[tuple[str, str, int]]:
+    """The measured resume points that count this site's executions.
+
+    Dynamo resumes right after the break, in the broken function itself
+    (``torch_dynamo_resume_in_<function>_at_<line>``): that count is exact. A break inside an
+    inlined helper also makes its caller break at the call and resume after it, once per call
+    site; counting those too doubled a helper reached from three call sites. So the callers'
+    resume points (every user frame above the site) count only when the site has none of its own
+    (the helper was not compiled as a frame of its own)."""
+    own = (site.site.file, site.site.function, site.site.line)
+    if own in measured:
+        return [own]
+    callers = {(frame.file, frame.function, frame.line) for frame in site.user_stack}
+    return [key for key in measured if key in callers]
 
 
 def _lower_bound(count: int | None, probes: ProbeData, measured: bool) -> int | None:
@@ -50,20 +61,21 @@ def _lower_bound(count: int | None, probes: ProbeData, measured: bool) -> int | 
 
 
 def break_heat(sites: list[GraphBreakSite], probes: ProbeData) -> None:
-    """Fill ``hits`` of each site from resume-function calls, then rank hottest first."""
+    """Fill ``hits`` of each site from resume-function calls (and its advice, which states
+    them), then rank hottest first."""
     claimed: set[tuple[str, str, int]] = set()
     if probes.snapshot_t is None:
         return  # the program died before the first snapshot: heat unknown, not zero
     for site in sites:
-        if site.frame_skipped:
+        matching = [key for key in _resume_keys(site, probes.break_hits) if key not in claimed]
+        if site.frame_skipped and not matching:
             continue  # the whole frame runs eagerly: no break executes, hits stay unknown
-        keys = _site_keys(site)
-        matching = [key for key in probes.break_hits if key in keys and key not in claimed]
         claimed.update(matching)
         site.hits = _lower_bound(sum(probes.break_hits[key] for key in matching), probes, True)
         # Hot: runs more than once. From a lower bound, only "more than once" is certain.
         if site.hits is not None and (site.hits > 1 or probes.complete):
             site.hot = site.hits > 1
+        site.advice = site_advice(site)  # its facts now include the heat
     sites.sort(key=lambda s: -(s.hits or 0))
 
 

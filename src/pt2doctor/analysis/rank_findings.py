@@ -28,9 +28,10 @@ COMPILE_SKEW_ADVICE = (
 )
 RANK_RECOMPILE_ADVICE = (
     "Stop rank-specific shapes and values from reaching compiled frames: pad or bucket inputs "
-    "to the same shapes on every rank (uneven last batches: DistributedSampler(drop_last=True)), "
-    "mark the varying dimension dynamic on every rank before the first call "
-    "(torch._dynamo.mark_dynamic), and keep rank-dependent Python values (the rank itself, "
+    "to the same shapes on every rank (an uneven last batch: DataLoader(drop_last=True); "
+    "DistributedSampler already gives every rank the same number of samples), mark the "
+    "varying dimension dynamic on every rank before the first call "
+    "(torch._dynamo.maybe_mark_dynamic), and keep rank-dependent Python values (the rank itself, "
     "per-rank flags) out of the compiled function. One rank recompiling stalls all others at "
     "the next collective."
 )

@@ -18,7 +18,7 @@ TRIAGE_NOT_COVERED = [
 AFTER_WARMUP_ADVICE = (
     "A compile after warmup is a latency spike in production (the p99 jitter). Pre-warm every "
     "shape bucket and flag value during warmup, mark changing dimensions dynamic "
-    "(torch._dynamo.mark_dynamic), or keep the changing value out of the compiled function; "
+    "(torch._dynamo.maybe_mark_dynamic), or keep the changing value out of the compiled function; "
     "the failed guards say which value changed."
 )
 

@@ -106,7 +106,9 @@ def _frames(report: Report) -> list[str]:
         guards = [g for r in frame["recompiles"] for g in r["failed_guards"]]
         rows.append(
             [
-                md_code(f"{frame['function']} ({frame['file']}:{frame['line']})"),
+                md_code(
+                    f"{frame.get('display_name') or frame['function']} ({frame['file']}:{frame['line']})"
+                ),
                 str(frame["variants"]),
                 md_text(", ".join(sorted({g["category"] for g in guards})) or "-"),
                 "<br>".join(md_code(g["text"]) for g in guards[:4]),

@@ -22,6 +22,7 @@ from pt2doctor.analysis import (
     graph_break_sites,
 )
 from pt2doctor.analysis.findings import sort_findings
+from pt2doctor.analysis.frame_names import display_name
 from pt2doctor.analysis.heat import Heat, break_heat, compile_heat
 from pt2doctor.analysis.ledger import CompileEntry, FailureEntry, FrameEntry
 from pt2doctor.analysis.rank_findings import rank_findings
@@ -53,6 +54,7 @@ def _frame(frame: FrameEntry) -> dict[str, Any]:
         "stream": frame.stream,
         "frame_id": frame.frame_id,
         "function": frame.function,
+        "display_name": display_name(frame),
         "file": frame.file,
         "line": frame.line,
         "compiles": len(frame.compiles),

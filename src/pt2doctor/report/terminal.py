@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from pt2doctor.analysis.paths import display_path, shorten_paths
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_FINDINGS = 25
@@ -25,7 +28,7 @@ def _headline(summary: dict[str, Any]) -> str:
     )
 
 
-def _findings(console: Console, findings: list[dict[str, Any]]) -> None:
+def _findings(console: Console, findings: list[dict[str, Any]], cwd: str | None) -> None:
     if not findings:
         console.print("[green]No findings: every compile is explained and nothing needs action.")
         return
@@ -33,23 +36,34 @@ def _findings(console: Console, findings: list[dict[str, Any]]) -> None:
         style = _SEVERITY_STYLE.get(finding["severity"], "")
         console.print(
             f"[{style}]{finding['severity'].upper():7}[/] "
-            f"[bold]{escape(finding['code'])}[/]  {escape(finding['title'])}"
+            f"[bold]{escape(finding['code'])}[/]  {escape(shorten_paths(finding['title'], cwd))}"
         )
         for line in finding["evidence"][:4]:
-            console.print(f"          [dim]{escape(str(line))}[/]")
-        console.print(f"          [italic]fix:[/] {escape(finding['advice'])}", soft_wrap=False)
+            console.print(f"          [dim]{escape(shorten_paths(str(line), cwd))}[/]")
+        advice = shorten_paths(finding["advice"], cwd)
+        console.print(f"          [italic]fix:[/] {escape(advice)}", soft_wrap=False)
     if len(findings) > MAX_FINDINGS:
         console.print(f"... and {len(findings) - MAX_FINDINGS} more findings in the JSON report")
 
 
-def _breaks_table(breaks: list[dict[str, Any]]) -> Table:
-    table = Table(title="Graph-break sites", show_lines=False)
-    for column in ("site", "category", "compiles", "hits", "reason"):
-        table.add_column(column)
+def _table(title: str, columns: dict[str, int | None]) -> Table:
+    """A table as wide as the console whose cells fold long words (paths) onto the next line
+    instead of cutting them to ``/…/examp…`` (rich's default in a narrow CI log). ``columns``:
+    name -> share of the width left by the short columns (None: as wide as its content)."""
+    table = Table(title=title, show_lines=False, expand=True)
+    for column, ratio in columns.items():
+        table.add_column(column, overflow="fold", ratio=ratio, no_wrap=ratio is None)
+    return table
+
+
+def _breaks_table(breaks: list[dict[str, Any]], cwd: str | None) -> Table:
+    table = _table(
+        "Graph-break sites", {"site": 5, "category": 3, "compiles": None, "hits": None, "reason": 4}
+    )
     for row in breaks:
         site = row["site"]
         table.add_row(
-            escape(f"{site['file']}:{site['line']} {site['function']}"),
+            escape(f"{display_path(site['file'], cwd)}:{site['line']} {site['function']}"),
             row["category"],
             str(row["occurrences"]),
             "-" if row["hits"] is None else str(row["hits"]),
@@ -58,16 +72,23 @@ def _breaks_table(breaks: list[dict[str, Any]]) -> Table:
     return table
 
 
-def _frames_table(frames: list[dict[str, Any]]) -> Table:
-    table = Table(title="Frames with recompiles, limit hits or skips")
-    for column in ("frame", "variants", "recompile causes", "limit hit", "eager"):
-        table.add_column(column)
+def _frame_cell(frame: dict[str, Any], cwd: str | None) -> str:
+    """``file:line`` first, then the name a user knows (the wrapper's place is the file:line)."""
+    name = str(frame.get("display_name") or frame["function"]).split(" (through ")[0]
+    return f"{display_path(frame['file'], cwd)}:{frame['line']}\n{name}"
+
+
+def _frames_table(frames: list[dict[str, Any]], cwd: str | None) -> Table:
+    table = _table(
+        "Frames with recompiles, limit hits or skips",
+        {"frame": 5, "variants": None, "recompile causes": 4, "limit hit": None, "eager": None},
+    )
     for frame in frames:
         if not (frame["recompiles"] or frame["limit_hit"] or frame["skipped"]):
             continue
         causes = sorted({g["category"] for r in frame["recompiles"] for g in r["failed_guards"]})
         table.add_row(
-            escape(f"{frame['function']} ({frame['file']}:{frame['line']})"),
+            escape(_frame_cell(frame, cwd)),
             str(frame["variants"]),
             ", ".join(causes) or "-",
             "yes" if frame["limit_hit"] else "",
@@ -123,9 +144,12 @@ def _run_line(run: dict[str, Any]) -> str:
     return escape(line)
 
 
-def render_terminal(report: dict[str, Any], console: Console) -> None:
-    """Print the summary: headline counts, findings by severity, then the two key tables."""
-    console.print(f"[bold]pt2doctor report[/] — {escape(', '.join(report['inputs']['paths']))}")
+def render_terminal(report: dict[str, Any], console: Console, cwd: str | None = None) -> None:
+    """Print the summary: headline counts, findings by severity, then the two key tables.
+    Paths read relative to ``cwd`` (default: the working directory) or to site-packages."""
+    cwd = os.getcwd() if cwd is None else cwd
+    paths = ", ".join(display_path(path, cwd) for path in report["inputs"]["paths"])
+    console.print(f"[bold]pt2doctor report[/] — {escape(paths)}")
     if "run" in report:
         console.print(_run_line(report["run"]))
     console.print(_headline(report["summary"]))
@@ -139,10 +163,10 @@ def render_terminal(report: dict[str, Any], console: Console) -> None:
             "understood"
         )
     console.print()
-    _findings(console, report["findings"])
+    _findings(console, report["findings"], cwd)
     if report["graph_breaks"]:
-        console.print(_breaks_table(report["graph_breaks"]))
-    frames_table = _frames_table(report["frames"])
+        console.print(_breaks_table(report["graph_breaks"], cwd))
+    frames_table = _frames_table(report["frames"], cwd)
     if frames_table.row_count:
         console.print(frames_table)
     if "ranks" in report:

@@ -149,7 +149,7 @@ def compile_ledger(report: Report) -> Section | None:
         compiles = [by_id.get((frame["stream"], cid)) for cid in frame["compile_ids"]]
         frames.append(
             {
-                "function": frame["function"],
+                "function": frame.get("display_name") or frame["function"],
                 "where": f"{frame['file']}:{frame['line']}",
                 "stream": frame["stream"],
                 "variants": frame["variants"],

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from pt2doctor.trace.guard_tree import parse_cpp_guards
+from pt2doctor.trace.guard_tree import parse_cpp_guards, self_type
 from pt2doctor.trace.messages import parse_graph_break
 from pt2doctor.trace.reader import rank_from_filename, read_records, stream_names
 from pt2doctor.trace.records import CompileId, ParseStats, TraceRecord
@@ -123,6 +123,14 @@ def _on_dynamo_start(col: _Collector, record: TraceRecord) -> None:
         entry.function = _text(last.get("name"))
         entry.file = _text(last.get("filename"))
         entry.line = _integer(last.get("line"))
+        caller = stack[-2] if len(stack) > 1 else None
+        if isinstance(caller, dict):
+            entry.caller = SourceLine(
+                _text(caller.get("filename")),
+                _integer(caller.get("line")),
+                _text(caller.get("name")),
+                _text(caller.get("loc")),
+            )
 
 
 def _on_output_graph(col: _Collector, record: TraceRecord) -> None:
@@ -135,6 +143,7 @@ def _on_cpp_guards(col: _Collector, record: TraceRecord) -> None:
     entry = col.compile_for(record)
     if entry is not None and record.payload is not None:
         entry.guards = parse_cpp_guards(record.payload)
+        entry.self_type = self_type(record.payload)
 
 
 def _number(metrics: dict[str, Any], key: str) -> float | None:

@@ -50,3 +50,13 @@ def parse_cpp_guards(text: str) -> list[Guard]:
             )
         )
     return guards
+
+
+_SELF_TYPE = re.compile(r"Manager: source=L\['self'\], .*?type=<class '([\w.]+)'>")
+
+
+def self_type(text: str) -> str | None:
+    """The class of the compiled frame's ``self`` (``pkg.mod.Cls``), from its guard manager
+    line; None for a function without ``self`` or a tree that does not name the type."""
+    match = _SELF_TYPE.search(text)
+    return match.group(1) if match else None

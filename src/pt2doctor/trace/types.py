@@ -71,6 +71,10 @@ class CompileRecord:
     function: str | None = None
     file: str | None = None
     line: int | None = None
+    caller: SourceLine | None = None
+    """The frame that called the compiled one (``dynamo_start``'s stack, one up)."""
+    self_type: str | None = None
+    """The class of the frame's ``self`` (``pkg.mod.Cls``), from the guard tree."""
     attempts: int = 1
     start_time: float | None = None
     compile_time_s: float | None = None

@@ -1,0 +1,190 @@
+"""A graph break's advice: torch's own hints and link first, then the site's facts (its code,
+its heat, a loop that makes a frame eager), then ONE paragraph for its category, specialized.
+
+Inputs are GraphBreakEvents carrying torch 2.13's own texts for these breaks (copied from
+real ``backend="eager"`` runs; tests/integration/test_advice.py checks the fixes on torch).
+"""
+
+from __future__ import annotations
+
+from pt2doctor.analysis.advice import (
+    BREAK_ADVICE,
+    LOGGER_ADVICE,
+    REORDER_REFUSED_ADVICE,
+    WARNINGS_ADVICE,
+    break_advice,
+)
+from pt2doctor.analysis.breaks import GraphBreakSite, categorize_break, site_advice
+from pt2doctor.analysis.heat import break_heat
+from pt2doctor.trace.messages import explanation_and_hints
+from pt2doctor.trace.types import GraphBreakEvent, ProbeData, SourceLine
+
+LINK = "https://meta-pytorch.github.io/compile-graph-break-site/gb/{}.html"
+LOGGER_BREAK = f"""logging.Logger method not supported for non-export cases
+  Explanation: logging.Logger methods are not supported for non-export cases.
+  Hint: Add the logging method to `torch._dynamo.config.ignore_logging_functions`.
+
+  Developer debug context: method: <Logger demo (WARNING)>.warning, args: [], kwargs: {{}}
+
+ For more details about this graph break, please visit: {LINK.format("gb0291")}"""
+PRINT_INT_BREAK = f"""Failed to trace builtin operator
+  Explanation: Dynamo does not know how to trace builtin operator `print` with argument types ['str', 'int'] (has_kwargs False)
+  Hint: Avoid calling builtin `print` with argument types ['str', 'int']. Consider using an equivalent alternative function/method to `print`.
+  Hint: If you are attempting to call a logging function (e.g. `print`), you can try adding it to `torch._dynamo.config.reorderable_logging_functions`.
+  Hint: Please report an issue to PyTorch.
+
+ For more details about this graph break, please visit: {LINK.format("gb0059")}"""
+WARN_BREAK = f"""Attempted to call function marked as skipped
+  Explanation: Dynamo does not know how to trace the Python builtin `_warnings.warn`.
+  Hint: If you are attempting to call a logging function (e.g. `_warnings.warn`), you can try adding it to `torch._dynamo.config.reorderable_logging_functions`.
+  Hint: Please file an issue on GitHub so the PyTorch team can add support for it.
+
+ For more details about this graph break, please visit: {LINK.format("gb0007")}"""
+REORDER_REFUSED = f"""attempted to reorder a debugging function that can't actually be reordered
+  Explanation: `torch.compile` can only reorder functions where the arguments are Tensors, constants, or string formatters.
+  Hint: Avoid calling the logging function <built-in function print> with args that are not supported.
+
+  Developer debug context: fn: <built-in function print>, args: [ConstantVariable(str: 'n'), SymNodeVariable()], kwargs: {{}}
+
+ For more details about this graph break, please visit: {LINK.format("gb0296")}"""
+ITEM_IN_LOOP = f"""Unsupported Tensor.item() call with capture_scalar_outputs=False
+  Explanation: Dynamo does not support tracing `Tensor.item()` with config.capture_scalar_outputs=False.
+  Hint: Set `torch._dynamo.config.capture_scalar_outputs = True` or `export TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS=1` to include these operations in the captured graph.
+
+*** While handling this graph break, another graph break occurred: ***
+
+graph break in loop
+  Explanation: torch.compile detected a graph break in a for/while loop. Skipping the frame and falling back to eager, as graph breaks in loops are not supported.
+  Hint: This graph break may have been caused by an earlier graph break. Resolving the earlier graph break may resolve this one.
+
+  Developer debug context: frame skipped: forward (/app/model.py line 34)
+
+ For more details about this graph break, please visit: {LINK.format("gb7000")}"""
+
+
+def site_of(reason: str, code: str, gb_id: str, hits: int | None = None) -> GraphBreakSite:
+    explanation, hints = explanation_and_hints(reason.splitlines())
+    event = GraphBreakEvent(
+        "0/0",
+        SourceLine("/app/model.py", 7, "step", code),
+        reason.splitlines()[0],
+        reason,
+        explanation,
+        hints,
+        gb_id=gb_id,
+    )
+    category = categorize_break(event)
+    site = GraphBreakSite(
+        site=event.site or SourceLine(None, None, None),
+        category=category,
+        reason=reason,
+        gb_type=event.gb_type,
+        hints=hints,
+        user_stack=[],
+        gb_id=gb_id,
+        fix=break_advice(category, event),
+    )
+    site.hits, site.hot = hits, None if hits is None else hits > 1
+    site.advice = site_advice(site)
+    return site
+
+
+def test_torchs_hint_and_link_come_first_then_the_facts_then_one_paragraph() -> None:
+    site = site_of(LOGGER_BREAK, 'log.warning("step done")', "gb0291", hits=40)
+    assert site.category == "print_or_logging"
+    torch_part = (
+        "torch (gb0291): Add the logging method to "
+        "`torch._dynamo.config.ignore_logging_functions`. " + LINK.format("gb0291")
+    )
+    facts = 'Here `log.warning("step done")` ran 40 times (hot).'
+    assert site.advice == f"{torch_part} {facts} {LOGGER_ADVICE}"
+    assert "reorderable_logging_functions has no effect on Logger methods" in LOGGER_ADVICE
+
+
+def test_no_category_paragraph_is_glued_to_another() -> None:
+    for reason, code, gb_id in (
+        (LOGGER_BREAK, "log.warning('x')", "gb0291"),
+        (PRINT_INT_BREAK, "print('n', n)", "gb0059"),
+        (WARN_BREAK, "warnings.warn('x')", "gb0007"),
+        (ITEM_IN_LOOP, "if x.sum().item() > 0:", "gb0124"),
+    ):
+        advice = site_of(reason, code, gb_id).advice
+        glued = [name for name, text in BREAK_ADVICE.items() if text in advice]
+        assert len(glued) <= 1, (gb_id, glued)
+
+
+def test_a_request_for_a_bug_report_is_not_advice() -> None:
+    advice = site_of(PRINT_INT_BREAK, "print('n', n)", "gb0059").advice
+    assert "report an issue" not in advice
+    assert advice.startswith("torch (gb0059): Avoid calling builtin `print`")
+
+
+def test_print_of_an_int_carries_the_symint_caveat() -> None:
+    advice = site_of(PRINT_INT_BREAK, "print('n', n)", "gb0059").advice
+    assert "Its arguments (int, str) are tensors and constants" in advice
+    assert "SymInt" in advice and "gb0296" in advice
+
+
+def test_warnings_warn_is_logging_with_the_reorderable_fix() -> None:
+    site = site_of(WARN_BREAK, 'warnings.warn("deprecated")', "gb0007", hits=1)
+    assert site.category == "print_or_logging"
+    assert site.advice.endswith(WARNINGS_ADVICE)
+    assert "ran 1 time(s) (cold: a startup-only break is not worth a rewrite)" in site.advice
+
+
+def test_a_value_driving_a_branch_inside_a_loop() -> None:
+    site = site_of(ITEM_IN_LOOP, "if x.abs().max().item() > 100.0:", "gb0124", hits=12)
+    assert site.category == "data_dependent_scalar"
+    assert "earlier graph break" not in site.advice  # the loop fact says it instead
+    assert (
+        "it is reached inside a for/while loop of forward (defined at line 34), so Dynamo runs "
+        "that whole function eagerly" in site.advice
+    )
+    assert "capture_scalar_outputs does not help" in site.advice
+    assert site.advice.index("torch (gb0124)") < site.advice.index("Here `if")
+    # The text links only the loop's page here: that link is still torch's, kept.
+    assert LINK.format("gb7000") in site.advice
+
+
+def test_the_breaks_own_page_is_linked_when_several_are() -> None:
+    two_links = ITEM_IN_LOOP.replace(
+        "*** While handling", f"For more details: {LINK.format('gb0124')}\n\n*** While handling"
+    )
+    advice = site_of(two_links, "if x.sum().item() > 0:", "gb0124").advice
+    assert LINK.format("gb0124") in advice and LINK.format("gb7000") not in advice
+
+
+def test_unmeasured_heat_says_so() -> None:
+    advice = site_of(LOGGER_BREAK, "log.warning('x')", "gb0291").advice
+    assert "heat not measured (`pt2doctor run` counts it)" in advice
+
+
+def test_a_refused_reorder_is_logging_and_says_why() -> None:
+    """print in reorderable_logging_functions, called with a SymInt under dynamic shapes."""
+    site = site_of(REORDER_REFUSED, "print('n', x.shape[0])", "gb0296")
+    assert site.category == "print_or_logging"
+    assert site.advice.endswith(REORDER_REFUSED_ADVICE)
+
+
+def test_a_helper_counts_its_own_resume_not_its_callers() -> None:
+    """Measured resume points (as the probes key them): the helper's own, and its caller's after
+    each of three call sites. Only the helper's own count its executions."""
+    prog = "/app/model.py"
+    helper = site_of(PRINT_INT_BREAK, "print('n', n)", "gb0059")
+    helper.site = SourceLine(prog, 7, "helper", "print('n', n)")
+    helper.user_stack = [SourceLine(prog, 20, "forward"), helper.site]
+    own_only = ProbeData(snapshot_t=1.0, complete=True)
+    own_only.break_hits = {
+        (prog, "helper", 7): 15,
+        (prog, "forward", 20): 5,
+        (prog, "forward", 21): 5,
+    }
+    break_heat([helper], own_only)
+    assert helper.hits == 15 and helper.hot is True
+    assert "ran 15 times (hot)" in helper.advice  # the advice is rewritten with the heat
+
+    helper.hits = helper.hot = None
+    callers_only = ProbeData(snapshot_t=1.0, complete=True)
+    callers_only.break_hits = {(prog, "forward", 20): 5}  # the helper has no resume of its own
+    break_heat([helper], callers_only)
+    assert helper.hits == 5
