@@ -21,6 +21,7 @@ KIND_LABELS = {
     "time_per_call_s": "time per call in compiled graphs (s)",
     "environment": "environment",
     "failures": "compile failures",
+    "cache_miss_cause": "cache miss cause",
     # check reports (check/diff.py)
     "contract_clause": "contract clause",
     "cell_verdict": "cell verdict",
