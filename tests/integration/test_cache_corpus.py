@@ -1,0 +1,113 @@
+"""Cache lookups and cold start on every log of tlparse's test corpus (torch 2.5 .. 2.9 dev
+builds, CPU and CUDA): each compile's cache statuses, keys and bypass reasons must match the raw
+artifacts, read here by a minimal independent reader (tests/oracles.py), and every log must
+give a cold-start section without error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pt2doctor.analysis.cache_diff import differing_components
+from pt2doctor.report import build_report
+from pt2doctor.trace.collect import collect_run
+
+pytestmark = pytest.mark.corpus
+
+CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "tlparse-inputs"
+RANK = {"hit": 0, "bypass": 1, "miss": 2}
+
+
+def _logs() -> list[str]:
+    if not CORPUS.is_dir():
+        return []
+    return sorted(
+        path.relative_to(CORPUS).as_posix()
+        for path in CORPUS.rglob("*")
+        if path.suffix in {".log", ".txt"} and path.is_file() and path.stat().st_size > 0
+    )
+
+
+def _raw_artifacts(log: Path) -> list[tuple[dict[str, Any], str]]:
+    """(envelope, payload) of every artifact record; other lines (a corpus log holds plain
+    text and corrupted records too) are skipped."""
+    records: list[tuple[dict[str, Any], list[str]]] = []
+    current: list[str] | None = None
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("\t"):
+            if current is not None:
+                current.append(line[1:])
+        elif '] {"artifact"' in line:
+            current = []
+            records.append((json.loads(line.split("] ", 1)[1]), current))
+        else:
+            current = None
+    return [(envelope, "\n".join(payload)) for envelope, payload in records]
+
+
+def _raw_worst(log: Path) -> dict[str, dict[str, tuple[str, str | None, str | None]]]:
+    """compile id -> cache -> (worst status, its key, its bypass reason's first line)."""
+    worst: dict[str, dict[str, tuple[str, str | None, str | None]]] = {}
+    for envelope, payload in _raw_artifacts(log):
+        name = (envelope.get("artifact") or {}).get("name", "")
+        prefix, _, status = name.rpartition("_cache_")
+        if prefix not in ("fx_graph", "aotautograd") or status not in RANK:
+            continue
+        if envelope.get("frame_id") is None:
+            continue
+        cid = f"{envelope['frame_id']}/{envelope['frame_compile_id']}"
+        if envelope.get("attempt"):
+            cid += f"_{envelope['attempt']}"
+        body = json.loads(payload) if payload.strip() else {}
+        reason = (body.get("cache_bypass_reason") or "").strip().splitlines()
+        entry = (status, body.get("key") or None, reason[0][:200] if reason else None)
+        old = worst.setdefault(cid.split("_")[0], {}).get(prefix)
+        if old is None or RANK[status] > RANK[old[0]]:
+            worst[cid.split("_")[0]][prefix] = entry
+    return worst
+
+
+@pytest.mark.parametrize("name", _logs())
+def test_cache_statuses_match_the_raw_artifacts(name: str) -> None:
+    log = CORPUS / name
+    report = build_report(collect_run([log]))
+    reported = {
+        row["compile_id"]: {
+            cache: (entry["status"], entry["key"], entry["bypass_reason"])
+            for cache, entry in row["caches"].items()
+            if cache in ("fx_graph", "aotautograd")
+        }
+        for row in report["compiles"]
+    }
+    expected = _raw_worst(log)
+    assert {cid: caches for cid, caches in reported.items() if caches} == expected
+    section = report["cold_start"]
+    assert section["verdict"]
+    assert section["warm_estimate_s"] >= 0
+
+
+def test_bypass_reason_and_components_are_decoded() -> None:
+    report = build_report(collect_run([CORPUS / "inputs" / "cache_hit_miss.log"]))
+    (row,) = [row for row in report["compiles"] if row["compile_id"] == "1/0"]
+    assert row["caches"]["aotautograd"]["status"] == "bypass"
+    assert row["caches"]["aotautograd"]["bypass_reason"].startswith(
+        "Unsupported call_function target flex_attention"
+    )
+    shared = report["cold_start"]["key_components"]["fx_graph"]
+    assert shared["inductor_config[fx_graph_cache]"][1] == "True"
+    assert report["cold_start"]["state"] == "partial"
+
+
+def test_graphs_of_the_same_frame_differ_in_their_input_components() -> None:
+    """rank_1 of multi_rank_logs: 15 compiles of one frame, recompiled for new sizes."""
+    log = CORPUS / "inputs" / "multi_rank_logs" / "dedicated_log_torch_trace_rank_1.log"
+    report = build_report(collect_run([log]))
+    shared = report["cold_start"]["key_components"]["fx_graph"]
+    first, second = report["compiles"][0], report["compiles"][1]
+    own = [row["caches"]["fx_graph"].get("components", {}) for row in (first, second)]
+    names = {c["name"] for c in differing_components({**shared, **own[0]}, {**shared, **own[1]})}
+    assert names and all(n == "gm" or n.startswith("example_inputs") for n in names)
