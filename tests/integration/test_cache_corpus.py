@@ -111,3 +111,44 @@ def test_graphs_of_the_same_frame_differ_in_their_input_components() -> None:
     own = [row["caches"]["fx_graph"].get("components", {}) for row in (first, second)]
     names = {c["name"] for c in differing_components({**shared, **own[0]}, {**shared, **own[1]})}
     assert names and all(n == "gm" or n.startswith("example_inputs") for n in names)
+
+
+def _raw_components(log: Path, compile_id: str) -> dict[str, str]:
+    """name -> hash of the FX graph key components of one compile, from the raw artifact."""
+    for envelope, payload in _raw_artifacts(log):
+        name = envelope["artifact"].get("name", "")
+        cid = f"{envelope.get('frame_id')}/{envelope.get('frame_compile_id')}"
+        if name.startswith("fx_graph_cache_") and cid == compile_id:
+            components = json.loads(payload).get("components", [])
+            return dict(
+                (item.split("] ", 1)[1].split(": ", 1)[0], item[1:].split("]", 1)[0])
+                for item in components
+            )
+    raise AssertionError(f"no fx_graph lookup for {compile_id} in {log.name}")
+
+
+def _compile_id(report: dict[str, Any], stream: str, cause: dict[str, Any]) -> str:
+    """The compile id of the graph a cause names (``fn (file:line) variant N cache``) in a stream."""
+    function, variant = cause["subject"].split(" (")[0], int(cause["subject"].split()[-2])
+    rows = [r for r in report["compiles"] if r["stream"] == stream and r["function"] == function]
+    return str(rows[variant]["compile_id"])
+
+
+def test_ranks_that_missed_are_explained_by_their_key_components() -> None:
+    """multi_rank_runtime: every rank missed; the ranks' logs differ in Inductor config."""
+    folder = CORPUS / "inputs" / "multi_rank_runtime"
+    report = build_report(collect_run(sorted(folder.glob("*.log"))))
+    causes = [
+        c for c in report["cold_start"]["rank_miss_causes"] if c["subject"].endswith("fx_graph")
+    ]
+    assert causes
+    paths = {info["stream"]: info["path"] for info in report["ranks"]["per_rank"]}
+    for cause in causes:
+        a = _raw_components(
+            Path(paths[cause["against"]]), _compile_id(report, cause["against"], cause)
+        )
+        b = _raw_components(
+            Path(paths[cause["stream"]]), _compile_id(report, cause["stream"], cause)
+        )
+        expected = {name for name in a.keys() | b.keys() if a.get(name) != b.get(name)}
+        assert {c["name"] for c in cause["components"]} == expected

@@ -19,6 +19,8 @@ from pt2doctor.analysis.caches import full_components
 from pt2doctor.analysis.diff import Change
 
 Report = dict[str, Any]
+# The caches whose lookups are keyed by the graph (Triton's autotune cache is per kernel).
+KEYED_CACHES = ("fx_graph", "aotautograd")
 # Components named in a change's detail; the full list is in ``components``.
 MAX_NAMED = 4
 
@@ -117,8 +119,39 @@ def cache_miss_causes(a: Report, b: Report) -> list[Change]:
         old = before.get(place)
         if old is None or not row.get("caches") or not old.get("caches"):
             continue
-        for cache in sorted(row["caches"].keys() & old["caches"].keys()):
+        for cache in sorted(row["caches"].keys() & old["caches"].keys() & set(KEYED_CACHES)):
             change = _cause(place, cache, a, b, (old, row))
             if change is not None:
                 changes.append(change)
     return changes
+
+
+def _misses(rows: list[dict[str, Any]]) -> int:
+    return sum(
+        1 for row in rows for entry in (row.get("caches") or {}).values()
+        if entry["status"] == "miss"
+    )  # fmt: skip
+
+
+def rank_miss_causes(report: Report) -> list[dict[str, Any]]:
+    """Across the ranks (streams) of one job: each graph a rank missed that the rank with the
+    fewest misses looked up too, with the differing key components (``cache_miss_cause``
+    changes, ``stream`` added). Empty for a single stream."""
+    streams: dict[str, list[dict[str, Any]]] = {}
+    for row in report.get("compiles", []):
+        streams.setdefault(row.get("stream") or "", []).append(row)
+    # Ranks that looked no cache up have nothing to compare.
+    streams = {s: rows for s, rows in streams.items() if any(row.get("caches") for row in rows)}
+    if len(streams) < 2:
+        return []
+    shared = {"cold_start": report.get("cold_start") or {}}
+    reference = min(streams, key=lambda stream: _misses(streams[stream]))
+    causes = []
+    for stream, rows in streams.items():
+        if stream == reference:
+            continue
+        a, b = {**shared, "compiles": streams[reference]}, {**shared, "compiles": rows}
+        for change in cache_miss_causes(a, b):
+            if change.after == "miss":
+                causes.append({"stream": stream, "against": reference, **change.__dict__})
+    return causes

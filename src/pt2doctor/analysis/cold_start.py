@@ -216,7 +216,7 @@ def _bypass_reasons(ledger: Ledger) -> list[str]:
     return [reason for reason, _ in Counter(reasons).most_common()]
 
 
-def _state_phrase(state: CacheState, reasons: list[str]) -> str:
+def _state_phrase(state: CacheState, reasons: list[str], inductor: bool) -> str:
     counts, lookups = state.counts, sum(state.counts.values())
     if state.state == "cold":
         return "cold: every cache missed (an empty or new cache dir)"
@@ -226,6 +226,8 @@ def _state_phrase(state: CacheState, reasons: list[str]) -> str:
         return (
             f"bypassed: no graph used the cache ({reasons[0] if reasons else 'no reason logged'})"
         )
+    if state.state == "no_cache" and inductor:
+        return "no cache lookup logged (Inductor's caches disabled, or not logged by this torch)"
     if state.state == "no_cache":
         return "no compile cache in use (a backend without Inductor's caches)"
     bypassed = f", {counts['bypass']} bypassed" if counts["bypass"] else ""
@@ -283,7 +285,12 @@ def cold_start_section(ledger: Ledger, wall_s: float | None) -> dict[str, Any]:
         "bypass_reasons": reasons[:5],
         "phases": totals,
         "frames": _frame_rows(ledger),
-        "verdict": _verdict(_state_phrase(state, reasons), compile_s, wall_s, totals),
+        "verdict": _verdict(
+            _state_phrase(state, reasons, any(key.startswith("inductor") for key in totals)),
+            compile_s,
+            wall_s,
+            totals,
+        ),
         "warm_estimate_s": round(warm_s, 6),
         "advice": _advice(ledger, state, compile_s, warm_s, reasons),
     }

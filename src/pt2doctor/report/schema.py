@@ -222,11 +222,11 @@ def build_report(
         "failures": [_failure(failure) for failure in ledger.failures],
         "parse_stats": run.parse_stats.as_dict(),
     }
-    add_cold_start(report, run, ledger, heat)
     if run.manifest is not None:
         report["run"] = run_section(run.manifest, run.probes, heat)
     if ranks is not None:
         report["ranks"] = ranks_section(ranks, ledger, heat)
+    add_cold_start(report, run, ledger, heat)
     return report
 
 
