@@ -93,6 +93,13 @@ def cold_start_phases(entry: CompileEntry) -> dict[str, float]:
     }
 
 
+def phases_in_order(phases: dict[str, float]) -> list[tuple[str, float]]:
+    """``(phase, seconds)`` in the order a compile runs them (report.json sorts keys)."""
+    order = list(PHASE_LABELS)
+    return sorted(phases.items(), key=lambda item: (item[0] not in order, order.index(item[0])
+                                                    if item[0] in order else 0, item[0]))  # fmt: skip
+
+
 def _nest_build(phases: dict[str, float]) -> None:
     """Without codegen (a cache hit) a kernel build happens inside the load or the backend:
     take it out of them rather than count it twice."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.analysis.cold_start import PHASE_LABELS
+from pt2doctor.analysis.cold_start import PHASE_LABELS, phases_in_order
 from pt2doctor.report.views import Section
 
 Report = dict[str, Any]
@@ -27,7 +27,7 @@ def cold_start(report: Report) -> Section | None:
     frames = section["frames"][:MAX_FRAMES]
     rows = [
         {"label": _frame_label(row), "start": 0.0, "duration": row["compile_s"],
-         "phases": row["phases"]}
+         "phases": dict(phases_in_order(row["phases"]))}
         for row in frames
     ]  # fmt: skip
     chart = {
@@ -46,7 +46,7 @@ def cold_start(report: Report) -> Section | None:
         "bypass_reasons": section["bypass_reasons"],
         "phases": [
             {"phase": PHASE_LABELS.get(key, key), "seconds": value}
-            for key, value in section["phases"].items()
+            for key, value in phases_in_order(section["phases"])
         ],
         "frames": [
             {

@@ -11,7 +11,7 @@ import html
 import re
 from typing import Any
 
-from pt2doctor.analysis.cold_start import PHASE_LABELS
+from pt2doctor.analysis.cold_start import PHASE_LABELS, phases_in_order
 
 Report = dict[str, Any]
 MAX_FINDINGS = 20
@@ -177,7 +177,7 @@ def _cold_start(report: Report) -> list[str]:
     if section["phases"]:
         rows = [
             [md_text(PHASE_LABELS.get(key, key)), f"{value:.3f}"]
-            for key, value in section["phases"].items()
+            for key, value in phases_in_order(section["phases"])
         ]
         lines += md_table(["phase", "seconds"], rows)
     lines += [f"- {md_text(advice)}" for advice in section["advice"]]
