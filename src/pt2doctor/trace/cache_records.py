@@ -29,6 +29,8 @@ CACHE_ARTIFACTS: dict[str, tuple[str, str]] = {
 TRITON_KERNEL_INFO = "triton_kernel_info"
 # A component's value is shown in a diff; longer values (a graph's code) are cut here.
 MAX_COMPONENT_VALUE = 80
+# Longer components (a graph's code, up to megabytes) are parsed each time, never kept.
+MAX_CACHED_COMPONENT = 1024
 _UNSEEN = ("", "")
 _COMPONENT = re.compile(r"\[(\w+)\] (.*?): ", re.S)
 
@@ -48,7 +50,7 @@ class ComponentTable:
         if pair is not None and pair not in self.values:
             value = item[match.end() : match.end() + 4 * MAX_COMPONENT_VALUE] if match else ""
             self.values[pair] = " ".join(value.split())[:MAX_COMPONENT_VALUE]
-        if isinstance(item, str):
+        if isinstance(item, str) and len(item) <= MAX_CACHED_COMPONENT:
             self.parsed[item] = pair
         return pair
 
