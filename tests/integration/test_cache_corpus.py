@@ -152,3 +152,20 @@ def test_ranks_that_missed_are_explained_by_their_key_components() -> None:
         )
         expected = {name for name in a.keys() | b.keys() if a.get(name) != b.get(name)}
         assert {c["name"] for c in cause["components"]} == expected
+
+
+def test_triton_autotune_cache_follows_the_kernels_states() -> None:
+    """A CUDA log: each compile's ``triton_autotune`` status from its kernels' autotune states."""
+    log = CORPUS / "inputs" / "inductor_provenance_jit_cuda_log.txt"
+    states: dict[str, set[str]] = {}
+    for envelope, payload in _raw_artifacts(log):
+        if envelope["artifact"].get("name") == "triton_kernel_info":
+            cid = f"{envelope.get('frame_id')}/{envelope.get('frame_compile_id')}"
+            kernels = json.loads(payload).values()
+            states.setdefault(cid, set()).update(k.get("autotune_cache_state") for k in kernels)
+    assert states
+    report = build_report(collect_run([log]))
+    for row in report["compiles"]:
+        tuned = states.get(row["compile_id"], set()) & {"hit", "miss"}
+        expected = ("miss" if "miss" in tuned else "hit") if tuned else None
+        assert (row["caches"].get("triton_autotune") or {}).get("status") == expected

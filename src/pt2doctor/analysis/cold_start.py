@@ -179,11 +179,6 @@ def _bypassed(entry: CompileEntry) -> bool:
     )
 
 
-def _frame_label(entry: CompileEntry) -> str:
-    record = entry.record
-    return f"{entry.function or record.function} ({record.file}:{record.line})"
-
-
 def _frame_rows(ledger: Ledger) -> list[dict[str, Any]]:
     """Per frame: its compiles (variants and failed attempts), compile time and phases."""
     rows = []
