@@ -10,6 +10,9 @@ with machine paths normalized: the repository root becomes ``/repo``, the Python
   line that are HTML and script.
 - ``ranks.json``: ``--nproc 2 -- tests/programs/run/run_ranks.py 4`` (two gloo ranks under
   torchrun; rank 1 recompiles for one batch of another size): the ``ranks`` section.
+- ``cold_start.json``: ``tests/programs/run/run_cold_start.py`` with Inductor (not
+  ``--backend eager``) and an empty private TORCHINDUCTOR_CACHE_DIR: every cache misses, the
+  ``cold_start`` section with C++ build phases (~20-80 s on 2 CPU cores).
 
 ``.venv/bin/python tests/data/make_reports.py ranks`` regenerates only the named fixtures.
 """
@@ -30,7 +33,10 @@ RUNS = {
     "demo_eager": ["--warmup-calls", "3", "--", sys.executable, "examples/serving_loop.py"],
     "hostile": ["--", sys.executable, "tests/programs/run/run_hostile.py"],
     "ranks": ["--nproc", "2", "--", sys.executable, "tests/programs/run/run_ranks.py", "4"],
+    "cold_start": ["--", sys.executable, "tests/programs/run/run_cold_start.py"],
 }
+# Fixtures compiled with Inductor, each in an empty cache dir of its own (the others: eager).
+INDUCTOR_RUNS = {"cold_start"}
 
 
 def normalize(text: str) -> str:
@@ -57,7 +63,9 @@ def main(names: list[str]) -> None:
             args = RUNS[name]
             run_dir = Path(tmp) / name
             command = [sys.executable, "-m", "pt2doctor", "run", "--out", str(run_dir)]
-            subprocess.run([*command, "--backend", "eager", *args], cwd=REPO, env=env,
+            backend = [] if name in INDUCTOR_RUNS else ["--backend", "eager"]
+            run_env = {**env, "TORCHINDUCTOR_CACHE_DIR": f"{tmp}/{name}-cache"}
+            subprocess.run([*command, *backend, *args], cwd=REPO, env=run_env,
                            check=True, capture_output=True)  # fmt: skip
             text = normalize((run_dir / "report.json").read_text()).replace(tmp, "/tmp")
             (OUT / f"{name}.json").write_text(text)

@@ -169,12 +169,15 @@ def environment_changes(a: Report, b: Report) -> list[Change]:
 def diff_reports(a: Report, b: Report, noise: Noise | None = None,
                  names: tuple[str, str] = ("A", "B")) -> Diff:  # fmt: skip
     """Every difference from report ``a`` to report ``b`` that matters, regressions marked."""
+    from pt2doctor.analysis.cache_diff import cache_miss_causes  # it builds on Change
+
     noise = noise or Noise()
     diff = Diff(*names)
     diff.changes += _break_changes(a, b)
     diff.changes += _frame_changes(a, b)
     diff.changes += _timing_changes(a, b, noise)
     diff.changes += environment_changes(a, b)
+    diff.changes += cache_miss_causes(a, b)
     failures = (a["summary"]["failures"], b["summary"]["failures"])
     if failures[0] != failures[1]:
         diff.changes.append(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -139,14 +140,24 @@ def _train_steps(
 def align_cell(case: Case, cell: Cell, compile_model: Compiler) -> dict[str, Any]:
     """The alignment verdict of one cell: pass, fail or nondeterministic, with per-tensor
     errors and stride warnings."""
+    clock = [time.perf_counter()]
+
+    def lap() -> float:  # seconds since the previous lap: where alignment's time goes
+        clock.append(time.perf_counter())
+        return round(clock[-1] - clock[-2], 6)
+
     built = case.build(cell)
     pristine = copy.deepcopy(built.model)
     tol = case.tolerance or default_tolerance(cell.dtype, cell.train, cell.autocast)
+    seconds = {"build": lap()}
     eager = run_cell(built, built.model, cell, case)
     again = run_cell(built, copy.deepcopy(pristine), cell, case)
+    seconds["eager"] = lap()
     fp64 = _fp64_reference(built, pristine, cell, case)
+    seconds["fp64_reference"] = lap()
     with torchcompat.fallback_random():
         compiled = run_cell(built, compile_model(copy.deepcopy(pristine)), cell, case)
+    seconds["compiled"] = lap()
     rows = [
         compare_tensor(name, tensor, compiled[name], fp64.get(name), tol, case.cosine)
         if name in compiled
@@ -166,6 +177,7 @@ def align_cell(case: Case, cell: Cell, compile_model: Compiler) -> dict[str, Any
         ],
         "eager_nondeterministic": unstable,
         "fp64_reference": bool(fp64),
+        "seconds": seconds,
     }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pt2doctor.check.cost import cost_line
 from pt2doctor.check.views import shown_value, worst_tensor
 from pt2doctor.report.markdown import md_code, md_table, md_text
 
@@ -149,4 +150,9 @@ def render_check_markdown(report: Report) -> str:
     """The whole Markdown document of a check report."""
     lines = [*_headline(report), *_clauses(report), *_failing_cells(report), *_variants(report)]
     lines += [*_late(report), *_environment(report)]
+    if report.get("cost"):
+        lines += [
+            *([""] if lines and lines[-1] else []),
+            f"<sub>{md_text(cost_line(report['cost']))}</sub>",
+        ]
     return "\n".join(lines).rstrip() + "\n"

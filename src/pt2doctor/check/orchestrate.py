@@ -20,6 +20,7 @@ import orjson
 from pt2doctor.capture.runner import signal_name
 from pt2doctor.cases.case import Case, Cell
 from pt2doctor.cases.variants import CompileVariant, not_applicable
+from pt2doctor.check.cost import launch_cost
 from pt2doctor.check.worker import EVENTS
 
 RESULTS = "results.jsonl"
@@ -122,7 +123,17 @@ class Orchestrator:
                 stderr=stderr,
                 start_new_session=True,
             )
-            return self._watch(process, EventTail(out / EVENTS), out)
+            outcome = self._watch(process, EventTail(out / EVENTS), out)
+        self._record_cost(job, attempt, spec["spawn_time"], outcome)
+        return outcome
+
+    def _record_cost(self, job: Job, attempt: int, spawned: float, outcome: Outcome) -> None:
+        """Where this launch's wall time went (check/cost.py), as a ``cost`` record."""
+        cost = launch_cost(job.kind, spawned, time.time(), outcome.events)
+        self.record("cost", worker=job.kind, case=job.case.name, variant=job.variant.name,
+                    group=job.cells[0].group if job.kind == "group" else None,
+                    cache_state=job.out.name if job.kind == "cold" else None,
+                    attempt=attempt, **cost)  # fmt: skip
 
     def _watch(self, process: subprocess.Popen[bytes], tail: EventTail, out: Path) -> Outcome:
         in_flight: dict[str, Any] | None = None

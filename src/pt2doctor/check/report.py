@@ -9,6 +9,7 @@ from typing import Any
 
 from pt2doctor import __version__
 from pt2doctor.check.contract import Budget, evaluate
+from pt2doctor.check.cost import check_cost
 from pt2doctor.report.schema import SCHEMA_VERSION
 
 # Worst first: a cell's verdict is the worst of its variants.
@@ -185,6 +186,7 @@ def build_check_report(
             "budget": budget.source,
             "clauses": clauses,
         },
+        "cost": check_cost(records),
     }
 
 

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pt2doctor.check.cost import cost_line
 from pt2doctor.check.report import VERDICT_RANK
 
 _STYLE = {
@@ -161,5 +162,7 @@ def render_check(report: dict[str, Any], console: Console) -> None:
             f"  {mark} {clause['name']}: {escape(str(clause['measured']))} "
             f"(budget {escape(str(clause['budget']))}){detail}"
         )
+    if report.get("cost"):
+        console.print(f"\n[dim]{escape(cost_line(report['cost']))}[/]")
     if report["interrupted"]:
         console.print("[yellow]interrupted: the report holds what was measured so far[/]")

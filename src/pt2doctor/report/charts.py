@@ -26,6 +26,8 @@ PHASE_COLORS = {
     "inductor_lowering": "#55a868",
     "inductor_codegen": "#c44e52",
     "cpp_triton_build": "#8172b3",
+    "autotuning": "#937860",
+    "cache_load": "#da8bc3",
 }
 HOT, COLD = "#c44e52", "#4c72b0"
 DPI = 96

@@ -21,6 +21,7 @@ KIND_LABELS = {
     "time_per_call_s": "time per call in compiled graphs (s)",
     "environment": "environment",
     "failures": "compile failures",
+    "cache_miss_cause": "cache miss cause",
     # check reports (check/diff.py)
     "contract_clause": "contract clause",
     "cell_verdict": "cell verdict",
@@ -74,5 +75,10 @@ def render_diff_markdown(diff: DiffDict) -> str:
         for change in _ordered(diff)
     ]
     lines += md_table(["", "what", "where", "A", "B"], rows)
+    causes = [c for c in _ordered(diff) if c["kind"] == "cache_miss_cause" and c["detail"]]
+    if causes:
+        lines += ["Why the caches missed:", ""]
+        lines += [f"- {md_code(c['subject'])}: {md_text(c['detail'])}" for c in causes]
+        lines.append("")
     lines.append(f"{diff['regressions']} regression(s), {len(diff['changes'])} change(s)")
     return "\n".join(lines) + "\n"

@@ -11,6 +11,8 @@ import html
 import re
 from typing import Any
 
+from pt2doctor.analysis.cold_start import PHASE_LABELS, phases_in_order
+
 Report = dict[str, Any]
 MAX_FINDINGS = 20
 MAX_ROWS = 30
@@ -165,8 +167,28 @@ def _environment(report: Report) -> list[str]:
     return ["<sub>" + " · ".join(parts) + "</sub>", ""] if parts else []
 
 
+def _cold_start(report: Report) -> list[str]:
+    section = report.get("cold_start")
+    if not section or not report["compiles"]:
+        return []
+    lines = ["## Cold start", "", md_text(section["verdict"]) + ".", ""]
+    lines += [
+        f"Next start with the same cache: about {section['warm_estimate_s']:.1f} s compiling.",
+        "",
+    ]
+    if section["phases"]:
+        rows = [
+            [md_text(PHASE_LABELS.get(key, key)), f"{value:.3f}"]
+            for key, value in phases_in_order(section["phases"])
+        ]
+        lines += md_table(["phase", "seconds"], rows)
+    lines += [f"- {md_text(advice)}" for advice in section["advice"]]
+    return [*lines, ""] if section["advice"] else lines
+
+
 def render_markdown(report: Report) -> str:
     """The whole Markdown document."""
-    lines = [*_headline(report), *_findings(report), *_breaks(report), *_frames(report)]
+    lines = [*_headline(report), *_cold_start(report), *_findings(report), *_breaks(report)]
+    lines += _frames(report)
     lines += [*_ranks(report), *_environment(report)]
     return "\n".join(lines).rstrip() + "\n"

@@ -23,11 +23,13 @@ from pt2doctor.analysis import (
 )
 from pt2doctor.analysis.findings import sort_findings
 from pt2doctor.analysis.frame_names import display_name
+from pt2doctor.analysis.guard_overhead import guard_overhead_findings
 from pt2doctor.analysis.heat import Heat, break_heat, compile_heat
 from pt2doctor.analysis.ledger import CompileEntry, FailureEntry, FrameEntry
 from pt2doctor.analysis.rank_findings import rank_findings
 from pt2doctor.analysis.ranks import DEFAULT_COLLECTIVE_TIMEOUT_S, cross_rank_analysis
 from pt2doctor.analysis.run_findings import run_findings, run_section
+from pt2doctor.report.cold_start_schema import add_cold_start
 from pt2doctor.report.rank_schema import ranks_section
 from pt2doctor.trace.types import Run, SourceLine
 
@@ -205,6 +207,7 @@ def build_report(
     findings = sort_findings(find_findings(ledger, sites, run.parse_stats) + rank_findings(ranks))
     if run.manifest is not None:
         findings = sort_findings(findings + run_findings(ledger, run.manifest, run.probes, heat))
+        findings = sort_findings(findings + guard_overhead_findings(ledger, heat))
     environment = dict(run.environment)
     if run.probes is not None:
         environment.update(run.probes.environment)
@@ -225,6 +228,7 @@ def build_report(
         report["run"] = run_section(run.manifest, run.probes, heat)
     if ranks is not None:
         report["ranks"] = ranks_section(ranks, ledger, heat)
+    add_cold_start(report, run, ledger, heat)
     return report
 
 

@@ -144,6 +144,14 @@ def _run_line(run: dict[str, Any]) -> str:
     return escape(line)
 
 
+def _cold_start_line(section: dict[str, Any]) -> str:
+    """The cold-start verdict and the warm-start estimate, in one line."""
+    line = f"cold start: {section['verdict']}"
+    if section["state"] in ("cold", "partial"):
+        line += f"; a warm start should take about {section['warm_estimate_s']:.1f} s"
+    return escape(line)
+
+
 def render_terminal(report: dict[str, Any], console: Console, cwd: str | None = None) -> None:
     """Print the summary: headline counts, findings by severity, then the two key tables.
     Paths read relative to ``cwd`` (default: the working directory) or to site-packages."""
@@ -153,6 +161,8 @@ def render_terminal(report: dict[str, Any], console: Console, cwd: str | None = 
     if "run" in report:
         console.print(_run_line(report["run"]))
     console.print(_headline(report["summary"]))
+    if report.get("cold_start") and report["compiles"]:
+        console.print(_cold_start_line(report["cold_start"]))
     stats = report["parse_stats"]
     if stats["problems"] or stats["unknown_kinds"]:
         console.print(

@@ -293,11 +293,19 @@ def ranks(report: Report) -> Section | None:
     return ranks_section(report)
 
 
+def cold_start(report: Report) -> Section | None:
+    """Where compile time went: report/cold_start_views.py (imported here, it imports Section)."""
+    from pt2doctor.report.cold_start_views import cold_start as cold_start_section
+
+    return cold_start_section(report)
+
+
 SECTIONS: list[SectionBuilder] = [
     headline,
     ranks,
     graph_breaks,
     compile_ledger,
+    cold_start,
     compile_timeline,
     variant_growth,
     failures,

@@ -14,6 +14,13 @@ from typing import Any
 
 import orjson
 
+from pt2doctor.trace.cache_records import (
+    CACHE_ARTIFACTS,
+    TRITON_KERNEL_INFO,
+    ComponentTable,
+    decode_autotune_event,
+    decode_cache_event,
+)
 from pt2doctor.trace.guard_tree import parse_cpp_guards, self_type
 from pt2doctor.trace.messages import parse_graph_break
 from pt2doctor.trace.reader import rank_from_filename, read_records, stream_names
@@ -28,6 +35,8 @@ _PHASE_EVENTS = {
     "inductor_compile": "inductor",
     "code_gen": "codegen",
     "compile_file": "cpp_build",
+    "AOTAutogradCache.inductor_load": "cache_load",
+    "build_guards": "guard_build",
 }
 _PHASE_EVENTS_BYTES = frozenset(name.encode() for name in _PHASE_EVENTS)
 # compilation_metrics fields for the same timers.
@@ -44,7 +53,12 @@ _CACHE_ARTIFACTS = {
     for outcome in ("hit", "miss", "bypass")
 }
 _PAYLOAD_ARTIFACTS = frozenset(
-    {"recompile_reasons", "dynamo_graph_break_reason", "dynamo_error", "torch_version"}
+    {"recompile_reasons", "dynamo_graph_break_reason", "dynamo_error", "torch_version",
+     TRITON_KERNEL_INFO, *CACHE_ARTIFACTS}
+)  # fmt: skip
+# compilation_metrics counters kept raw (besides every ``*_us`` timer).
+_COUNTERS = frozenset(
+    {"guard_count", "cache_size", "accumulated_cache_size", "shape_env_guard_count"}
 )
 _PAYLOAD_KINDS = frozenset({"dynamo_cpp_guards_str", "chromium_event"})
 
@@ -71,6 +85,7 @@ class _Collector:
         self.environment: dict[str, Any] = {}
         self.open_events: dict[tuple[str, CompileId, str], float] = {}
         self.event_timings: dict[tuple[str, CompileId], dict[str, float]] = {}
+        self.components = ComponentTable()
 
     def compile_for(self, record: TraceRecord) -> CompileRecord | None:
         cid = record.compile_id
@@ -97,6 +112,7 @@ class _Collector:
             streams=list(self.streams),
             environment=self.environment,
             compile_id_count=len(self.compile_ids),
+            cache_component_values=self.components.values,
         )
 
 
@@ -164,6 +180,17 @@ def _metric_timings(metrics: dict[str, Any]) -> dict[str, float]:
     return timings
 
 
+def _counters(metrics: dict[str, Any]) -> dict[str, float]:
+    """The per-phase ``*_us`` timers and the guard and cache counters, raw."""
+    return {
+        key: float(value)
+        for key, value in metrics.items()
+        if (key.endswith("_us") or key in _COUNTERS)
+        and isinstance(value, (int, float))
+        and not isinstance(value, bool)
+    }
+
+
 def _on_compilation_metrics(col: _Collector, record: TraceRecord) -> None:
     metrics = record.meta
     if not isinstance(metrics, dict):
@@ -191,6 +218,7 @@ def _on_compilation_metrics(col: _Collector, record: TraceRecord) -> None:
             _integer(metrics.get("fail_user_frame_lineno")),
             None,
         )
+    entry.counters.update(_counters(metrics))
     restarts = metrics.get("restart_reasons")
     if isinstance(restarts, list):
         entry.restart_reasons = [str(reason) for reason in restarts]
@@ -231,6 +259,8 @@ def _on_artifact(col: _Collector, record: TraceRecord) -> None:
     entry = col.compile_for(record)
     if entry is None:
         return
+    if name in _CACHE_ARTIFACTS or name == TRITON_KERNEL_INFO:
+        _on_cache_artifact(col, entry, name or "", record.payload)
     if name in _CACHE_ARTIFACTS:
         cache, outcome = _CACHE_ARTIFACTS[name]
         # One compile can hold several graphs (forward, backward): keep the worst outcome.
@@ -247,6 +277,19 @@ def _on_artifact(col: _Collector, record: TraceRecord) -> None:
     elif name == "dynamo_error":
         lines = [line for line in record.payload.strip().splitlines() if line.strip()]
         entry.dynamo_error = lines[-1] if lines else None
+
+
+def _on_cache_artifact(
+    col: _Collector, entry: CompileRecord, name: str, payload: str | None
+) -> None:
+    if name == TRITON_KERNEL_INFO:
+        event = decode_autotune_event(payload)
+        if event is not None and entry.cache.get(event.cache) != "miss":
+            entry.cache[event.cache] = event.status
+    else:
+        event = decode_cache_event(name, payload, col.components)
+    if event is not None:
+        entry.cache_events.append(event)
 
 
 def _on_symbol(col: _Collector, record: TraceRecord) -> None:

@@ -62,6 +62,24 @@ class Guard:
 
 
 @dataclass(slots=True)
+class CacheEvent:
+    """One cache lookup of a compile, from its ``<cache>_cache_{hit,miss,bypass}`` artifact."""
+
+    cache: str
+    """``fx_graph``, ``aotautograd`` or ``triton_autotune`` (per-kernel autotune cache)."""
+    status: str
+    """``hit``, ``miss`` or ``bypass``."""
+    key: str | None = None
+    bypass_reason: str | None = None
+    detail: str | None = None
+    """Torch's finer status (``cache_status_detailed``: ``full_miss``, ``hit`` ...)."""
+    components: tuple[tuple[str, str], ...] = ()
+    """The key's components as (name, hash) pairs, where torch logs them (FX graph cache)."""
+    seconds: float | None = None
+    """What the entry cost to build (a miss) or saved (a hit), as torch measured it."""
+
+
+@dataclass(slots=True)
 class CompileRecord:
     """Everything the trace says about one Dynamo compile (a frame id / frame compile id)."""
 
@@ -94,6 +112,11 @@ class CompileRecord:
     guards: list[Guard] | None = None
     cache: dict[str, str] = field(default_factory=dict)
     """Cache outcome per cache: ``{"fx_graph": "hit", "aotautograd": "miss"}``."""
+    cache_events: list[CacheEvent] = field(default_factory=list)
+    """Every cache lookup with its key, components and bypass reason, in log order."""
+    counters: dict[str, float] = field(default_factory=dict)
+    """compilation_metrics counters: ``guard_latency_us``, ``guard_count``, ``cache_size``,
+    and every per-phase ``*_us`` timer torch logs (raw, microseconds)."""
     symbols: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Dynamic symbols created: symbol -> (source, value at creation)."""
     specializations: list[str] = field(default_factory=list)
@@ -128,6 +151,8 @@ class Run:
     probes: ProbeData | None = None
     stream_info: list[StreamInfo] = field(default_factory=list)
     """Per log file: its stream, path and the ranks its name and envelopes give."""
+    cache_component_values: dict[tuple[str, str], str] = field(default_factory=dict)
+    """The value of each cache-key component: (name, hash) -> text (cut to 80 characters)."""
 
 
 @dataclass(slots=True)

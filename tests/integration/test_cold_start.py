@@ -1,0 +1,155 @@
+"""Cold start explained, on real runs: the same Inductor program cold (an empty private
+TORCHINDUCTOR_CACHE_DIR), then warm in the same cache dir, then with one Inductor config value
+changed (``cpp.simdlen``), each under ``pt2doctor run``; and a frame with many variants and hot
+guards (``--backend eager``).
+
+Expected values come from the raw trace (tests/oracles.py) and from the programs themselves,
+never from a stored report. Cost: ~15-70 s for the cold run on 2 busy CPU cores, ~10 s warm,
+~15-40 s for the changed config (its kernels build again).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oracles import raw_records
+from pt2doctor.analysis.diff import diff_reports
+
+pytestmark = pytest.mark.torch_run
+
+PROGRAMS = Path(__file__).resolve().parents[1] / "programs" / "run"
+# The warm-start estimate must hold within this factor of the measured warm compile time.
+WARM_ESTIMATE_FACTOR = 3.0
+TIMEOUT_S = 600
+Report = dict[str, Any]
+
+
+def _run(run_dir: Path, cache_dir: Path, program: str, *flags: str, **env: str) -> Report:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_")}
+    environ.update(TORCHINDUCTOR_CACHE_DIR=str(cache_dir), **env)
+    done = subprocess.run(
+        [sys.executable, "-m", "pt2doctor", "run", "--out", str(run_dir), *flags, "--",
+         sys.executable, str(PROGRAMS / f"{program}.py")],
+        env=environ, capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report: Report = json.loads((run_dir / "report.json").read_text())
+    return report
+
+
+@pytest.fixture(scope="module")
+def cold_warm(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Report]]:
+    """Three runs of run_cold_start.py in one private cache dir: cold, warm, cpp.simdlen=8."""
+    root = tmp_path_factory.mktemp("cold-start")
+    cache = root / "inductor-cache"
+    runs = {}
+    for name, env in (("cold", {}), ("warm", {}), ("simdlen", {"PT2D_CPP_SIMDLEN": "8"})):
+        runs[name] = (root / name, _run(root / name, cache, "run_cold_start", **env))
+    return runs
+
+
+def _raw_cache_lookups(run_dir: Path) -> list[tuple[str, str, str | None]]:
+    """(compile id, artifact name, key) of every cache artifact in the raw log."""
+    lookups = []
+    for envelope, payload in raw_records(run_dir / "trace"):
+        name = (envelope.get("artifact") or {}).get("name", "")
+        if name.startswith(("fx_graph_cache_", "aotautograd_cache_")):
+            cid = f"{envelope.get('frame_id')}/{envelope.get('frame_compile_id')}"
+            lookups.append((cid, name, json.loads(payload).get("key")))
+    return lookups
+
+
+def _compile_seconds(run_dir: Path) -> float:
+    return sum(
+        envelope["compilation_metrics"]["entire_frame_compile_time_s"] or 0.0
+        for envelope, _ in raw_records(run_dir / "trace")
+        if "compilation_metrics" in envelope
+    )
+
+
+def test_cold_run_says_every_cache_missed(cold_warm) -> None:
+    run_dir, report = cold_warm["cold"]
+    lookups = _raw_cache_lookups(run_dir)
+    assert lookups and all(name.endswith("_miss") for _, name, _ in lookups)
+    reported = {
+        (row["compile_id"], cache, entry["status"], entry["key"])
+        for row in report["compiles"]
+        for cache, entry in row["caches"].items()
+    }
+    expected = {(cid, name.split("_cache_")[0], "miss", key) for cid, name, key in lookups}
+    assert reported == expected
+    section = report["cold_start"]
+    assert section["state"] == "cold"
+    assert section["verdict"].startswith("cold: every cache missed")
+    assert section["compile_s"] == pytest.approx(_compile_seconds(run_dir), abs=1e-3)
+    assert section["wall_s"] == pytest.approx(report["run"]["wall_s"])
+    assert section["share"] == pytest.approx(section["compile_s"] / section["wall_s"], abs=1e-3)
+    assert section["phases"]["cpp_triton_build"] > 0  # C++ kernels were built
+    assert any("TORCHINDUCTOR_CACHE_DIR" in line for line in section["advice"])
+    assert any("save_cache_artifacts" in line for line in section["advice"])
+    assert 0 < section["warm_estimate_s"] < section["compile_s"]
+
+
+def test_warm_run_hits_and_the_estimate_holds(cold_warm) -> None:
+    (cold_dir, cold), (warm_dir, warm) = cold_warm["cold"], cold_warm["warm"]
+    lookups = _raw_cache_lookups(warm_dir)
+    assert lookups and all(name.endswith("_hit") for _, name, _ in lookups)
+    assert {key for *_, key in lookups} == {key for *_, key in _raw_cache_lookups(cold_dir)}
+    section = warm["cold_start"]
+    assert section["state"] == "warm"
+    assert section["verdict"].startswith("warm: every cache hit")
+    assert all(
+        entry["status"] == "hit" for row in warm["compiles"] for entry in row["caches"].values()
+    )
+    estimate, measured = cold["cold_start"]["warm_estimate_s"], _compile_seconds(warm_dir)
+    assert estimate / WARM_ESTIMATE_FACTOR <= measured <= estimate * WARM_ESTIMATE_FACTOR, (
+        f"warm start measured {measured:.2f} s, estimated {estimate:.2f} s"
+    )
+    assert "cache_load" in section["phases"]
+    assert "cpp_triton_build" not in cold["cold_start"]["phases"] or (
+        section["phases"].get("cpp_triton_build", 0)
+        < cold["cold_start"]["phases"]["cpp_triton_build"]
+    )
+
+
+def test_diff_names_the_changed_config_value(cold_warm) -> None:
+    (_, warm), (_, changed) = cold_warm["warm"], cold_warm["simdlen"]
+    causes = [c for c in diff_reports(warm, changed).as_dict()["changes"]
+              if c["kind"] == "cache_miss_cause"]  # fmt: skip
+    functions = {row["function"] for row in changed["compiles"]}
+    assert {c["subject"].split(" ")[0] for c in causes} == functions
+    for cause in causes:
+        assert (cause["before"], cause["after"], cause["regression"]) == ("hit", "miss", True)
+        assert cause["components"] == [
+            {"name": "inductor_config[cpp.simdlen]", "a": "None", "b": "8"}
+        ]
+        assert "inductor_config[cpp.simdlen]: None -> 8" in cause["detail"]
+
+
+def test_cold_to_warm_diff_pairs_each_miss_with_its_hit(cold_warm) -> None:
+    (_, cold), (_, warm) = cold_warm["cold"], cold_warm["warm"]
+    causes = [c for c in diff_reports(cold, warm).as_dict()["changes"]
+              if c["kind"] == "cache_miss_cause"]  # fmt: skip
+    lookups = sum(len(row["caches"]) for row in warm["compiles"])
+    assert len(causes) == lookups
+    assert all((c["before"], c["after"], c["regression"]) == ("miss", "hit", False) for c in causes)
+    assert all("same key" in c["detail"] for c in causes)
+
+
+def test_hot_guards_are_flagged_and_cheap_ones_are_not(tmp_path: Path) -> None:
+    report = _run(tmp_path / "run", tmp_path / "cache", "run_hot_guards", "--backend", "eager")
+    flagged = [f for f in report["findings"] if f["code"] == "guard_overhead"]
+    assert len(flagged) == 1
+    assert flagged[0]["title"].startswith("pick (")
+    assert "8 variant(s)" in flagged[0]["title"]
+    pick_calls = sum(row["calls"] or 0 for row in report["compiles"] if row["function"] == "pick")
+    assert f"{pick_calls} call(s)" in flagged[0]["title"]
+    assert all("heavy" not in f["title"] for f in flagged)
+    assert report["cold_start"]["state"] == "no_cache"
