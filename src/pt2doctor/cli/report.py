@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from pt2doctor.analysis.ranks import DEFAULT_COLLECTIVE_TIMEOUT_S
-from pt2doctor.capture.rundir import is_run_dir, load_manifest
+from pt2doctor.capture.rundir import is_check_dir, is_run_dir, load_manifest
 from pt2doctor.cli.outputs import OutputPlan, emit, output_options
 from pt2doctor.errors import UsageError
 from pt2doctor.load import load_run
@@ -112,11 +112,13 @@ def report_command(
     strict: bool,
     collective_timeout: float | None,
 ) -> int:
-    """Explain every compilation in the TORCH_TRACE log(s) or run directory at PATH (a check
-    directory: its check report again, judged against the budget it ran with)."""
-    from pt2doctor.cli.check import is_check_dir, rerender_check
+    """Explain every compilation in the TORCH_TRACE logs at PATH.
 
+    PATH is a log, a directory of per-rank logs or a run directory (a check directory: its check
+    report again, judged against the budget it ran with)."""
     if is_check_dir(path):
+        from pt2doctor.cli.check import rerender_check
+
         return rerender_check(path, fmt, md_path, html_path, redact)
     if is_run_dir(path) and not (json_path or md_path or html_path):
         plan = run_dir_plan(path, fmt, redact, use_tlparse)
