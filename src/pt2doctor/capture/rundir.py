@@ -7,12 +7,14 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from pt2doctor.errors import UsageError
-from pt2doctor.trace.types import ProbeData
+
+if TYPE_CHECKING:  # the trace model is not needed to tell a run directory apart (report --help)
+    from pt2doctor.trace.types import ProbeData
 
 MANIFEST = "manifest.json"
 PROBES_FILE = "probes.jsonl"

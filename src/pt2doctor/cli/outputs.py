@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from pt2doctor.errors import UsageError
-from pt2doctor.report import dumps_report
 
 if TYPE_CHECKING:  # rich is imported when a summary is printed (not for --format json)
     from rich.console import Console
@@ -74,6 +73,8 @@ def document_options(command: F) -> F:
 def _document(report: Report, fmt: str, links: dict[str, str], latencies: Any = None) -> bytes:
     """One document; check and ablate reports (``kind``) have their own Markdown and HTML."""
     if fmt == "json":
+        from pt2doctor.report import dumps_report
+
         return dumps_report(report)
     if fmt == "md":
         if report.get("kind") == "ablate":
