@@ -10,7 +10,7 @@ cannot be read is counted in :class:`ParseStats`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -53,7 +53,9 @@ def _units(stream: BinaryIO) -> Iterator[tuple[bytes, int, int, int, bool]]:
     """Yield (buffer, its file offset, start, end, complete) for each unit, without copying it
     out of the block.
 
-    ``complete`` is False only for a last unit with no final newline (a cut-off log).
+    ``complete`` is False only for a last unit with no final newline (a cut-off log). Only the
+    unit that straddles two blocks is copied (with the start of the next block); the blocks
+    themselves are searched where they lie.
     """
     carry = b""
     carry_at = 0  # the file offset of carry's first byte
@@ -61,25 +63,62 @@ def _units(stream: BinaryIO) -> Iterator[tuple[bytes, int, int, int, bool]]:
         block = stream.read(BLOCK_SIZE)
         if not block:
             break
-        buf = carry + block if carry else block
-        base = carry_at
         start = 0
-        # Newlines at the end of the block may be followed by a payload tab in the next block.
-        tail = len(buf.rstrip(b"\n"))
-        search_from = max(len(carry.rstrip(b"\n")) - 1, 0) if carry else 0
-        for match in _UNIT_END.finditer(buf, search_from):
+        if carry:
+            start, carry, carry_at = yield from _straddling(carry, carry_at, block)
+            if start < 0:  # no unit ended in this block: it is all carried to the next
+                continue
+        block_at = carry_at + len(carry)  # the file offset of the block's first byte
+        tail = _content_end(block)
+        for match in _UNIT_END.finditer(block, start):
             end = match.start()
-            if end >= tail:
+            if end >= tail:  # newlines at the end may be followed by a tab in the next block
                 break
-            yield buf, base, start, end, True
+            yield block, block_at, start, end, True
             start = end + 1
-        carry = buf[start:]
-        carry_at = base + start
+        carry, carry_at = block[start:], block_at + start
     if carry:
         if carry.endswith(b"\n"):
             yield carry, carry_at, 0, len(carry) - 1, True
         else:
             yield carry, carry_at, 0, len(carry), False
+
+
+def _content_end(buf: bytes) -> int:
+    """The length of ``buf`` without its final newlines (``len(buf.rstrip(b"\\n"))`` uncopied)."""
+    end = len(buf)
+    while end and buf[end - 1] == 10:
+        end -= 1
+    return end
+
+
+# How much of the next block is joined to a carried unit at first (grown until a unit ends).
+JOIN_FIRST = 1 << 16
+
+
+def _straddling(
+    carry: bytes, carry_at: int, block: bytes
+) -> Generator[tuple[bytes, int, int, int, bool], None, tuple[int, bytes, int]]:
+    """Yield the units that begin in ``carry`` (the unfinished end of the block before), joined
+    to as much of ``block`` as they need. Returns (where the first unit that begins in
+    ``block`` starts, or -1 when none does, the carry, its file offset)."""
+    start = 0
+    search_from = max(_content_end(carry) - 1, 0)
+    size = JOIN_FIRST
+    while True:
+        joined = carry + block[:size]
+        tail = _content_end(joined)
+        for match in _UNIT_END.finditer(joined, max(search_from, start)):
+            end = match.start()
+            if end >= tail:
+                break
+            yield joined, carry_at, start, end, True
+            start = end + 1
+            if start >= len(carry):
+                return start - len(carry), carry, carry_at
+        if size >= len(block):
+            return -1, joined[start:], carry_at + start
+        size *= 4
 
 
 def _resolve_stack(frames: Any, strings: dict[int, str]) -> None:
