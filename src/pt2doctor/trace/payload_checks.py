@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import marshal
-import subprocess
 import sys
 from pathlib import Path
 from typing import IO, Any
@@ -86,6 +85,8 @@ class ProcessChecker(InlineChecker):
     BATCH = 2048
 
     def __init__(self, path: Path, stats: ParseStats) -> None:
+        import subprocess  # here: a small log (and report --help) never pays for the import
+
         super().__init__(stats)
         self.batch: list[Item] = []
         self.process = subprocess.Popen(
