@@ -9,7 +9,10 @@ the load average is printed before and after, since a busy machine stretches wal
 A bare line scan of the same file (Python reading it line by line and decoding each envelope
 line's JSON, payload lines skipped) is the floor `report` is compared with.
 
-Usage: python benchmarks/bench_report.py [--runs 3] [--corpus DIR] [--skip-big]
+With ``--before OTHER/src`` (another checkout's src folder, e.g. the commit before a change),
+`pt2doctor report` of that tree runs too, through PYTHONPATH, in the same turns.
+
+Usage: python benchmarks/bench_report.py [--runs 3] [--corpus DIR] [--skip-big] [--before SRC]
 Results go into docs/PERFORMANCE.md (by hand, with the date and machine).
 """
 
@@ -42,11 +45,13 @@ with open(sys.argv[1], "rb") as log:
 """
 
 
-def measure(command: list[str]) -> tuple[float, float, float]:
+def measure(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds (user + sys, children included) and peak RSS (MB) of one run
     of ``command`` (its output discarded)."""
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -74,14 +79,18 @@ def commands(log: Path, work: Path) -> dict[str, list[str]]:
     }
 
 
-def bench(log: Path, runs: int, work: Path) -> None:
+def bench(log: Path, runs: int, work: Path, before: Path | None) -> None:
     size_mb = log.stat().st_size / 1e6
     print(f"\n{log.name}: {size_mb:.1f} MB, median of {runs} runs, load {_load()}")
     named = commands(log, work)
+    envs: dict[str, dict[str, str] | None] = dict.fromkeys(named)
+    if before is not None:
+        named["report (before)"] = named["pt2doctor report"]
+        envs["report (before)"] = {**os.environ, "PYTHONPATH": str(before.resolve())}
     samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name in named}
     for _ in range(runs):
         for name, command in named.items():
-            samples[name].append(measure(command))
+            samples[name].append(measure(command, envs[name]))
     results: dict[str, tuple[float, float, float]] = {}
     for name, runs_of in samples.items():
         walls = [wall for wall, _, _ in runs_of]
@@ -108,6 +117,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--skip-big", action="store_true", help="only the 3.5 MB log")
+    parser.add_argument("--before", type=Path, help="another checkout's src folder to compare")
     args = parser.parse_args()
     log = args.corpus / LOG
     if not log.exists():
@@ -115,14 +125,14 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="pt2doctor-bench-") as tmp:
         work = Path(tmp)
-        bench(log, args.runs, work)
+        bench(log, args.runs, work, args.before)
         if not args.skip_big:
             big = work / "repeated_57x.log"
             data = log.read_bytes()
             with big.open("wb") as out:
                 for _ in range(REPEAT):
                     out.write(data)
-            bench(big, args.runs, work)
+            bench(big, args.runs, work, args.before)
     return 0
 
 
