@@ -6,7 +6,10 @@ turns run by run:
   - the cumulative import time of ``pt2doctor.cli`` (``-X importtime -c "import pt2doctor.cli"``),
   - the import time of everything ``pt2doctor report --help`` imports, with the number of
     pt2doctor modules among them, and
-  - the wall time of ``python -m pt2doctor report --help`` as a child process.
+  - the wall time of ``python -m pt2doctor report --help`` as a child process, and
+  - the CPU time (user + sys) of ``python -c "import pt2doctor.cli"`` and of
+    ``python -m pt2doctor report --help``, which a busy machine stretches far less than wall
+    time (``-X importtime`` reports wall time).
 Minimum and median of N runs; the minimum is the least disturbed by other load on the machine.
 
 Usage: python benchmarks/bench_startup.py [--runs 15] [--src OTHER/src ...]
@@ -39,8 +42,18 @@ def _importtime(args: list[str], env: dict[str, str]) -> list[tuple[int, int, st
     return rows
 
 
-def sample(env: dict[str, str]) -> tuple[float, float, float, int]:
-    """(cli import ms, report --help imports ms, report --help wall ms, pt2doctor modules)."""
+def _cpu_ms(args: list[str], env: dict[str, str]) -> float:
+    """User + sys CPU milliseconds of ``python ARGS``."""
+    process = subprocess.Popen([sys.executable, *args], env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"python {' '.join(args)} failed")
+    return (usage.ru_utime + usage.ru_stime) * 1e3
+
+
+def sample(env: dict[str, str]) -> tuple[float, ...]:
+    """(cli import ms, report --help imports ms, report --help wall ms, cli import CPU ms,
+    report --help CPU ms, pt2doctor modules)."""
     cli = next(cum for _, cum, name in _importtime(["-c", "import pt2doctor.cli"], env)
                if name == "pt2doctor.cli")  # fmt: skip
     rows = _importtime(["-m", "pt2doctor", "report", "--help"], env)
@@ -50,7 +63,9 @@ def sample(env: dict[str, str]) -> tuple[float, float, float, int]:
     subprocess.run([sys.executable, "-m", "pt2doctor", "report", "--help"], env=env,
                    check=True, capture_output=True)  # fmt: skip
     wall = time.perf_counter() - start
-    return cli / 1e3, imports / 1e3, wall * 1e3, ours
+    cli_cpu = _cpu_ms(["-c", "import pt2doctor.cli"], env)
+    help_cpu = _cpu_ms(["-m", "pt2doctor", "report", "--help"], env)
+    return cli / 1e3, imports / 1e3, wall * 1e3, cli_cpu, help_cpu, ours
 
 
 def main() -> int:
@@ -61,16 +76,22 @@ def main() -> int:
     trees: dict[str, dict[str, str]] = {"installed": dict(os.environ)}
     for src in args.src:
         trees[str(src)] = {**os.environ, "PYTHONPATH": str(src.resolve())}
-    samples: dict[str, list[tuple[float, float, float, int]]] = {name: [] for name in trees}
+    samples: dict[str, list[tuple[float, ...]]] = {name: [] for name in trees}
     load = " ".join(f"{value:.1f}" for value in os.getloadavg())
     for _ in range(args.runs):
         for name, env in trees.items():
             samples[name].append(sample(env))
     print(f"{args.runs} runs each; load before {load}, after "
           + " ".join(f"{value:.1f}" for value in os.getloadavg()))  # fmt: skip
-    labels = ("import pt2doctor.cli", "report --help: imports", "report --help: wall")
+    labels = (
+        "import pt2doctor.cli",
+        "report --help: imports",
+        "report --help: wall",
+        "import pt2doctor.cli: CPU",
+        "report --help: CPU",
+    )
     for name, runs in samples.items():
-        print(f"\n{name} ({runs[0][3]} pt2doctor modules imported by report --help)")
+        print(f"\n{name} ({runs[0][-1]:.0f} pt2doctor modules imported by report --help)")
         for index, label in enumerate(labels):
             values = [run[index] for run in runs]
             print(
