@@ -25,9 +25,14 @@ Item = tuple[int, int, Any, bool, bool]
 
 def assemble(buf: bytes, start: int, end: int, crlf: bool) -> bytes:
     """The payload whose raw lines (a tab, the text, a line end) are ``buf[start:end]``."""
+    return join_lines(buf[start + 1 : end], crlf)
+
+
+def join_lines(body: bytes, crlf: bool) -> bytes:
+    """The payload of its raw lines without the first line's tab."""
     if crlf:
-        return buf[start + 1 : end].replace(b"\r\n\t", b"\n").removesuffix(b"\r")
-    return buf[start + 1 : end].replace(b"\n\t", b"\n")
+        return body.replace(b"\r\n\t", b"\n").removesuffix(b"\r")
+    return body.replace(b"\n\t", b"\n")
 
 
 def assemble_with_blank_lines(raw: bytes, crlf: bool) -> tuple[bytes, int]:
@@ -76,7 +81,11 @@ class Tally:
     def check_items(self, fd: int, items: list[Item]) -> None:
         """Check payloads given by their offsets in the open file ``fd``."""
         for start, end, expected, complete, crlf in items:
-            raw = os.pread(fd, end - start, start)
+            # Read past the first tab: assembling then copies the payload once, not twice.
+            body = os.pread(fd, end - start - 1, start + 1) if end > start else b""
+            if hashlib.md5(join_lines(body, crlf)).hexdigest() == expected:
+                continue
+            raw = os.pread(fd, end - start, start)  # a mismatch (rare): the slow checks
             ok, blank = verify(raw, 0, len(raw), expected, crlf)
             self.count(ok, blank, complete)
 
