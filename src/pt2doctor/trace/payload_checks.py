@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import marshal
+import os
 import sys
 from pathlib import Path
 from typing import IO, Any
@@ -21,8 +22,8 @@ try:
 except ImportError:  # not on Windows: the pipe keeps its default size
     fcntl = None  # type: ignore[assignment]
 
-# A log at least this big has the payloads its consumer does not read checked by a helper
-# process (digests.py); below it, starting one costs more than the checks.
+# A log at least this big has its payloads checked by a helper process (digests.py); below
+# it, starting one costs more than the checks.
 PROCESS_MIN_BYTES = 16 << 20
 
 
@@ -159,7 +160,7 @@ def _widen_pipe(pipe: IO[bytes] | None) -> None:
 
 def payload_checker(path: Path, size: int, stats: ParseStats) -> InlineChecker:
     """The helper process for a big log (inline checks when it cannot start)."""
-    if size >= PROCESS_MIN_BYTES and sys.executable:
+    if size >= PROCESS_MIN_BYTES and sys.executable and hasattr(os, "pread"):
         try:
             return ProcessChecker(path, stats)
         except OSError:

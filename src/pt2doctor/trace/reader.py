@@ -1,10 +1,11 @@
 """Streaming, tolerant TORCH_TRACE reader.
 
 The log is read in large binary blocks and cut into *units*: an envelope line plus the
-tab-indented payload lines after it. Every payload's md5 is checked; a payload is decoded and
-kept only when the consumer asks for its kind, so memory does not grow with the log's size
-(a 200 MB log is read with a few blocks of 8 MB in flight). Nothing in a log is fatal: what
-cannot be read is counted in :class:`ParseStats`.
+tab-indented payload lines after it. Every payload's md5 is checked (a big log's by a helper
+process, see :mod:`pt2doctor.trace.payload_checks`); a payload is assembled and kept only when
+the consumer asks for it, so a payload nobody reads costs little more than finding where it
+ends, and memory does not grow with the log's size (a 200 MB log is read with one 8 MB block in
+flight). Nothing in a log is fatal: what cannot be read is counted in :class:`ParseStats`.
 """
 
 from __future__ import annotations
