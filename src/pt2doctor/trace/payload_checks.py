@@ -73,7 +73,8 @@ class InlineChecker:
         self.tally = Tally()
 
     def abandon(self) -> None:
-        """The consumer stopped reading early: nothing more will be checked."""
+        """The consumer stopped reading early: count what was checked, check nothing more."""
+        self.close()
 
 
 class ProcessChecker(InlineChecker):
@@ -136,7 +137,7 @@ class ProcessChecker(InlineChecker):
         self.tally.blank += blank
         super().close()
 
-    def abandon(self) -> None:
+    def abandon(self) -> None:  # the helper's counts are lost with it
         self.process.kill()
         self.process.wait()
         for pipe in (self.process.stdin, self.process.stdout):
