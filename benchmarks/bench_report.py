@@ -1,10 +1,18 @@
 """Benchmark `pt2doctor report` against tlparse on the same logs, side by side in one run.
 
-Measures wall time (median of N runs) and peak RSS of each command as a child process, on:
+Measures wall time (median of N runs), CPU time (user + sys, median) and peak RSS of each
+command as a child process, on:
   1. multi_rank_logs/dedicated_log_torch_trace_rank_1.log from ../shared (3.5 MB), and
   2. a ~200 MB log built by repeating that file 57 times (in a temporary directory).
+The commands take turns run by run (A B C A B C ...), so a load that drifts hits them alike;
+the load average is printed before and after, since a busy machine stretches wall times.
+A bare line scan of the same file (Python reading it line by line and decoding each envelope
+line's JSON, payload lines skipped) is the floor `report` is compared with.
 
-Usage: python benchmarks/bench_report.py [--runs 3] [--corpus DIR] [--skip-big]
+With ``--before OTHER/src`` (another checkout's src folder, e.g. the commit before a change),
+`pt2doctor report` of that tree runs too, through PYTHONPATH, in the same turns.
+
+Usage: python benchmarks/bench_report.py [--runs 3] [--corpus DIR] [--skip-big] [--before SRC]
 Results go into docs/PERFORMANCE.md (by hand, with the date and machine).
 """
 
@@ -26,16 +34,30 @@ LOG = Path("inputs/multi_rank_logs/dedicated_log_torch_trace_rank_1.log")
 REPEAT = 57
 
 
-def measure(command: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one run of ``command`` (its output discarded)."""
+# The floor: every line read, envelope lines decoded, payload lines skipped unread.
+BARE_SCAN = """
+import re, sys, orjson
+prefix = re.compile(rb"[VIWEC]\\d{4} [^\\]]*\\] ")
+with open(sys.argv[1], "rb") as log:
+    for line in log:
+        if line[:1] != b"\\t" and (match := prefix.match(line)):
+            orjson.loads(line[match.end():])
+"""
+
+
+def measure(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + sys, children included) and peak RSS (MB) of one run
+    of ``command`` (its output discarded)."""
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
         raise SystemExit(f"command failed ({process.returncode}): {' '.join(command)}")
-    return wall, usage.ru_maxrss / 1024  # Linux reports KiB
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024  # Linux: KiB
 
 
 def commands(log: Path, work: Path) -> dict[str, list[str]]:
@@ -53,25 +75,41 @@ def commands(log: Path, work: Path) -> dict[str, list[str]]:
             "json",
         ],
         "tlparse 0.4.3": [tlparse, str(log), "-o", str(work / "tl"), "--no-browser", "--overwrite"],
+        "bare line scan": [sys.executable, "-c", BARE_SCAN, str(log)],
     }
 
 
-def bench(log: Path, runs: int, work: Path) -> None:
+def bench(log: Path, runs: int, work: Path, before: Path | None) -> None:
     size_mb = log.stat().st_size / 1e6
-    print(f"\n{log.name}: {size_mb:.1f} MB, median of {runs} runs")
-    results: dict[str, tuple[float, float]] = {}
-    for name, command in commands(log, work).items():
-        samples = [measure(command) for _ in range(runs)]
-        walls = [wall for wall, _ in samples]
-        results[name] = (statistics.median(walls), max(rss for _, rss in samples))
+    print(f"\n{log.name}: {size_mb:.1f} MB, median of {runs} runs, load {_load()}")
+    named = commands(log, work)
+    envs: dict[str, dict[str, str] | None] = dict.fromkeys(named)
+    if before is not None:
+        named["report (before)"] = named["pt2doctor report"]
+        envs["report (before)"] = {**os.environ, "PYTHONPATH": str(before.resolve())}
+    samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name in named}
+    for _ in range(runs):
+        for name, command in named.items():
+            samples[name].append(measure(command, envs[name]))
+    results: dict[str, tuple[float, float, float]] = {}
+    for name, runs_of in samples.items():
+        walls = [wall for wall, _, _ in runs_of]
+        cpu = statistics.median(cpu for _, cpu, _ in runs_of)
+        results[name] = (statistics.median(walls), cpu, max(rss for _, _, rss in runs_of))
         print(
             f"  {name:18} {results[name][0]:7.2f} s  (min {min(walls):.2f}, max {max(walls):.2f})"
-            f"  peak RSS {results[name][1]:6.0f} MB  {size_mb / results[name][0]:6.0f} MB/s"
+            f"  CPU {cpu:6.2f} s  peak RSS {results[name][2]:6.0f} MB"
+            f"  {size_mb / results[name][0]:6.0f} MB/s"
         )
     ours, theirs = results["pt2doctor report"], results["tlparse 0.4.3"]
     print(
-        f"  ratio tlparse/pt2doctor: time {theirs[0] / ours[0]:.1f}x, RSS {theirs[1] / ours[1]:.1f}x"
+        f"  pt2doctor/tlparse: time {ours[0] / theirs[0]:.2f}x, CPU {ours[1] / theirs[1]:.2f}x,"
+        f" RSS {ours[2] / theirs[2]:.2f}x; load now {_load()}"
     )
+
+
+def _load() -> str:
+    return " ".join(f"{value:.1f}" for value in os.getloadavg())
 
 
 def main() -> int:
@@ -79,6 +117,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--skip-big", action="store_true", help="only the 3.5 MB log")
+    parser.add_argument("--before", type=Path, help="another checkout's src folder to compare")
     args = parser.parse_args()
     log = args.corpus / LOG
     if not log.exists():
@@ -86,14 +125,14 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="pt2doctor-bench-") as tmp:
         work = Path(tmp)
-        bench(log, args.runs, work)
+        bench(log, args.runs, work, args.before)
         if not args.skip_big:
             big = work / "repeated_57x.log"
             data = log.read_bytes()
             with big.open("wb") as out:
                 for _ in range(REPEAT):
                     out.write(data)
-            bench(big, args.runs, work)
+            bench(big, args.runs, work, args.before)
     return 0
 
 

@@ -7,15 +7,19 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from pt2doctor.errors import UsageError
-from pt2doctor.trace.types import ProbeData
+
+if TYPE_CHECKING:  # the trace model is not needed to tell a run directory apart (report --help)
+    from pt2doctor.trace.types import ProbeData
 
 MANIFEST = "manifest.json"
 PROBES_FILE = "probes.jsonl"
+CHECK_RESULTS = "results.jsonl"
+"""What ``check`` writes in its run directory (here so ``report`` can tell one apart cheaply)."""
 _RESUME_KEY = re.compile(r"^(?P<file>.*):torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
 
 
@@ -48,6 +52,10 @@ def read_jsonl(path: Path) -> list[Any] | None:
 
 def is_run_dir(path: Path) -> bool:
     return path.is_dir() and (path / MANIFEST).is_file()
+
+
+def is_check_dir(path: Path) -> bool:
+    return path.is_dir() and (path / CHECK_RESULTS).is_file()
 
 
 def load_manifest(run_dir: Path) -> dict[str, Any]:

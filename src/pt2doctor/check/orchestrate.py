@@ -17,13 +17,14 @@ from typing import Any
 
 import orjson
 
+from pt2doctor.capture.rundir import CHECK_RESULTS
 from pt2doctor.capture.runner import signal_name
 from pt2doctor.cases.case import Case, Cell
 from pt2doctor.cases.variants import CompileVariant, not_applicable
 from pt2doctor.check.cost import launch_cost
 from pt2doctor.check.worker import EVENTS
 
-RESULTS = "results.jsonl"
+RESULTS = CHECK_RESULTS
 POLL_SECONDS = 0.2
 Progress = Callable[[dict[str, Any]], None]
 

@@ -176,10 +176,6 @@ def check_command(
     return 0 if report["contract"]["ok"] else 1
 
 
-def is_check_dir(path: Path) -> bool:
-    return path.is_dir() and (path / RESULTS).is_file()
-
-
 def rerender_check(
     out: Path, fmt: str, md_path: Path | None, html_path: Path | None, redact: bool
 ) -> int:

@@ -11,14 +11,14 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
 
 from pt2doctor.errors import UsageError
-from pt2doctor.report import dumps_report
-from pt2doctor.report.terminal import render_terminal
+
+if TYPE_CHECKING:  # rich is imported when a summary is printed (not for --format json)
+    from rich.console import Console
 
 FORMATS = ("term", "json", "md", "html")
 DOCUMENTS = ("json", "md", "html")
@@ -73,6 +73,8 @@ def document_options(command: F) -> F:
 def _document(report: Report, fmt: str, links: dict[str, str], latencies: Any = None) -> bytes:
     """One document; check and ablate reports (``kind``) have their own Markdown and HTML."""
     if fmt == "json":
+        from pt2doctor.report import dumps_report
+
         return dumps_report(report)
     if fmt == "md":
         if report.get("kind") == "ablate":
@@ -112,6 +114,8 @@ def render_summary(report: Report, console: Console) -> None:
 
         render_ablate(report, console)
     else:
+        from pt2doctor.report.terminal import render_terminal
+
         render_terminal(report, console)
 
 
@@ -168,6 +172,8 @@ def emit(report: Report, plan: OutputPlan) -> None:
         if not plan.summary_with_document:
             return
     to_stderr = plan.summary_to_stderr or plan.stdout != "term"
+    from rich.console import Console
+
     console = Console(highlight=False, stderr=to_stderr)
     render_summary(shown, console)
     written = [str(path) for fmt in DOCUMENTS for path in plan.files.get(fmt, [])]

@@ -11,12 +11,11 @@ from typing import Any
 
 import click
 
-from pt2doctor.analysis.ranks import DEFAULT_COLLECTIVE_TIMEOUT_S
-from pt2doctor.capture.rundir import is_run_dir, load_manifest
+from pt2doctor.capture.rundir import is_check_dir, is_run_dir, load_manifest
 from pt2doctor.cli.outputs import OutputPlan, emit, output_options
 from pt2doctor.errors import UsageError
-from pt2doctor.load import load_run
-from pt2doctor.report import build_report
+
+# The reader and the analyses are imported when a report is built, not for --help.
 
 COLLECTIVE_TIMEOUT_OPTION = click.option(
     "--collective-timeout",
@@ -35,6 +34,8 @@ def collective_timeout_for(path: Path, given: float | None) -> float:
         kept = load_manifest(path).get("collective_timeout_s")
         if isinstance(kept, (int, float)) and not isinstance(kept, bool) and kept > 0:
             return float(kept)
+    from pt2doctor.analysis.ranks import DEFAULT_COLLECTIVE_TIMEOUT_S
+
     return DEFAULT_COLLECTIVE_TIMEOUT_S
 
 
@@ -53,6 +54,9 @@ def explain(
     path: Path, plan: OutputPlan, collective_timeout: float | None = None
 ) -> dict[str, Any]:
     """Build the report for ``path`` and emit it as planned; returns the (unredacted) report."""
+    from pt2doctor.load import load_run
+    from pt2doctor.report import build_report
+
     timeout = collective_timeout_for(path, collective_timeout)
     report = build_report(load_run(path), collective_timeout_s=timeout)
     emit(report, plan)
@@ -112,11 +116,13 @@ def report_command(
     strict: bool,
     collective_timeout: float | None,
 ) -> int:
-    """Explain every compilation in the TORCH_TRACE log(s) or run directory at PATH (a check
-    directory: its check report again, judged against the budget it ran with)."""
-    from pt2doctor.cli.check import is_check_dir, rerender_check
+    """Explain every compilation in the TORCH_TRACE logs at PATH.
 
+    PATH is a log, a directory of per-rank logs or a run directory (a check directory: its check
+    report again, judged against the budget it ran with)."""
     if is_check_dir(path):
+        from pt2doctor.cli.check import rerender_check
+
         return rerender_check(path, fmt, md_path, html_path, redact)
     if is_run_dir(path) and not (json_path or md_path or html_path):
         plan = run_dir_plan(path, fmt, redact, use_tlparse)

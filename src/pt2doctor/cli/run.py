@@ -128,8 +128,10 @@ def run_command(
     command: tuple[str, ...],
     **torchrun: Any,
 ) -> int:
-    """Run COMMAND (e.g. python train.py ARGS) under probes and explain its compilations.
-    The run directory gets report.json, report.md and report.html."""
+    """Run COMMAND under probes and explain its compilations.
+
+    COMMAND is e.g. python train.py ARGS. The run directory gets report.json, report.md and
+    report.html."""
     options = RunOptions(
         command=list(command),
         out=out or default_run_dir("runs"),

@@ -74,6 +74,15 @@ def wants_payload(kind: str, meta: Any) -> bool:
     )
 
 
+def peek_payload(kind: str, head: bytes) -> bool:
+    """A chromium event is kept only when its name says it times a compile stage: most do not,
+    and the ones skipped here are never assembled (about half a log's payload bytes)."""
+    if kind != "chromium_event":
+        return True
+    name = _EVENT_NAME.search(head)
+    return name is not None and name.group(1) in _PHASE_EVENTS_BYTES
+
+
 class _Collector:
     """Folds records into per-compile state."""
 
@@ -374,13 +383,17 @@ def collect_run(paths: list[Path]) -> Run:
     """Read the logs at ``paths`` and build the typed Run (never raises on log content)."""
     stats = ParseStats()
     collector = _Collector()
-    for record in read_records(paths, stats, wants_payload):
-        collector.streams.setdefault(record.stream, None)
+    last: tuple[str, CompileId | None] = ("", None)
+    for record in read_records(paths, stats, wants_payload, peek_payload):
+        stream, cid = record.stream, record.compile_id
+        if stream is not last[0] or cid is not last[1]:  # most records repeat the last pair
+            last = (stream, cid)
+            collector.streams.setdefault(stream, None)
+            if cid is not None:
+                collector.compile_ids.add((stream, cid))
         if record.envelope_rank is not None:
-            ranks = collector.envelope_ranks.setdefault(record.stream, {})
+            ranks = collector.envelope_ranks.setdefault(stream, {})
             ranks[record.envelope_rank] = ranks.get(record.envelope_rank, 0) + 1
-        if record.compile_id is not None:
-            collector.compile_ids.add((record.stream, record.compile_id))
         HANDLERS.get(record.kind, _on_any)(collector, record)
     run = collector.run([str(path) for path in paths], stats)
     run.stream_info = _stream_info(paths, collector.envelope_ranks)

@@ -1,24 +1,24 @@
 """Streaming, tolerant TORCH_TRACE reader.
 
 The log is read in large binary blocks and cut into *units*: an envelope line plus the
-tab-indented payload lines after it. Every payload's md5 is checked; a payload is decoded and
-kept only when the consumer asks for its kind, so memory does not grow with the log's size
-(a 200 MB log is read with a few blocks of 8 MB in flight). Nothing in a log is fatal: what
-cannot be read is counted in :class:`ParseStats`.
+tab-indented payload lines after it. Every payload's md5 is checked (a big log's by a helper
+process, see :mod:`pt2doctor.trace.payload_checks`); a payload is assembled and kept only when
+the consumer asks for it, so a payload nobody reads costs little more than finding where it
+ends, and memory does not grow with the log's size (a 200 MB log is read with one 8 MB block in
+flight). Nothing in a log is fatal: what cannot be read is counted in :class:`ParseStats`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
 
+from pt2doctor.trace.digests import assemble, assemble_with_blank_lines
+from pt2doctor.trace.payload_checks import payload_checker
 from pt2doctor.trace.records import (
     ENVELOPE_META_KEYS,
     KNOWN_KINDS,
@@ -38,6 +38,10 @@ _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 BLOCK_SIZE = 8 << 20
 
 WantsPayload = Callable[[str, Any], bool]
+PayloadPeek = Callable[[str, bytes], bool]
+"""``peek(kind, head)``: a last look at the raw start of a payload ``wants_payload`` kept (the
+first PEEK_BYTES, lines still tab-indented), which can still drop it before it is assembled."""
+PEEK_BYTES = 1024
 
 
 def rank_from_filename(path: Path) -> int | None:
@@ -46,33 +50,76 @@ def rank_from_filename(path: Path) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _units(stream: BinaryIO) -> Iterator[tuple[bytes, int, int, bool]]:
-    """Yield (buffer, start, end, complete) for each unit, without copying it out of the block.
+def _units(stream: BinaryIO) -> Iterator[tuple[bytes, int, int, int, bool]]:
+    """Yield (buffer, its file offset, start, end, complete) for each unit, without copying it
+    out of the block.
 
-    ``complete`` is False only for a last unit with no final newline (a cut-off log).
+    ``complete`` is False only for a last unit with no final newline (a cut-off log). Only the
+    unit that straddles two blocks is copied (with the start of the next block); the blocks
+    themselves are searched where they lie.
     """
     carry = b""
+    carry_at = 0  # the file offset of carry's first byte
     while True:
         block = stream.read(BLOCK_SIZE)
         if not block:
             break
-        buf = carry + block if carry else block
         start = 0
-        # Newlines at the end of the block may be followed by a payload tab in the next block.
-        tail = len(buf.rstrip(b"\n"))
-        search_from = max(len(carry.rstrip(b"\n")) - 1, 0) if carry else 0
-        for match in _UNIT_END.finditer(buf, search_from):
+        if carry:
+            start, carry, carry_at = yield from _straddling(carry, carry_at, block)
+            if start < 0:  # no unit ended in this block: it is all carried to the next
+                continue
+        block_at = carry_at + len(carry)  # the file offset of the block's first byte
+        tail = _content_end(block)
+        for match in _UNIT_END.finditer(block, start):
+            end = match.start()
+            if end >= tail:  # newlines at the end may be followed by a tab in the next block
+                break
+            yield block, block_at, start, end, True
+            start = end + 1
+        carry, carry_at = block[start:], block_at + start
+    if carry:
+        if carry.endswith(b"\n"):
+            yield carry, carry_at, 0, len(carry) - 1, True
+        else:
+            yield carry, carry_at, 0, len(carry), False
+
+
+def _content_end(buf: bytes) -> int:
+    """The length of ``buf`` without its final newlines (``len(buf.rstrip(b"\\n"))`` uncopied)."""
+    end = len(buf)
+    while end and buf[end - 1] == 10:
+        end -= 1
+    return end
+
+
+# How much of the next block is joined to a carried unit at first (grown until a unit ends).
+JOIN_FIRST = 1 << 16
+
+
+def _straddling(
+    carry: bytes, carry_at: int, block: bytes
+) -> Generator[tuple[bytes, int, int, int, bool], None, tuple[int, bytes, int]]:
+    """Yield the units that begin in ``carry`` (the unfinished end of the block before), joined
+    to as much of ``block`` as they need. Returns (where the first unit that begins in
+    ``block`` starts, or -1 when none does, the carry, its file offset)."""
+    start = 0
+    search_from = max(_content_end(carry) - 1, 0)
+    size = JOIN_FIRST
+    while True:
+        joined = carry + block[:size]
+        tail = _content_end(joined)
+        for match in _UNIT_END.finditer(joined, max(search_from, start)):
             end = match.start()
             if end >= tail:
                 break
-            yield buf, start, end, True
+            yield joined, carry_at, start, end, True
             start = end + 1
-        carry = buf[start:]
-    if carry:
-        if carry.endswith(b"\n"):
-            yield carry, 0, len(carry) - 1, True
-        else:
-            yield carry, 0, len(carry), False
+            if start >= len(carry):
+                return start - len(carry), carry, carry_at
+        if size >= len(block):
+            return -1, joined[start:], carry_at + start
+        size *= 4
 
 
 def _resolve_stack(frames: Any, strings: dict[int, str]) -> None:
@@ -91,130 +138,59 @@ def _as_int(value: Any) -> int | None:
 
 
 _compile_ids: dict[tuple[Any, ...], CompileId | None] = {}
+_NO_ID = (None, None, None, None)
 
 
 def _compile_id(envelope: dict[str, Any]) -> CompileId | None:
-    """The envelope's compile id (interned: a log has few distinct ones and many records)."""
+    """The envelope's compile id (interned: a log has few distinct ones and many records).
+
+    The cache is keyed by the raw values and their types (``true`` and ``1.0`` equal ``1`` as
+    keys but are not ids), so a hit costs four lookups and no conversion."""
     get = envelope.get
-    key = (
-        _as_int(get("frame_id")),
-        _as_int(get("frame_compile_id")),
-        _as_int(get("attempt")),
-        _as_int(get("compiled_autograd_id")),
-    )
-    cached = _compile_ids.get(key)
-    if cached is not None or key in _compile_ids:
-        return cached
-    frame_id, fcid, attempt, ca_id = key
+    raw = (get("frame_id"), get("frame_compile_id"), get("attempt"), get("compiled_autograd_id"))
+    if raw == _NO_ID:
+        return None
+    key = (*raw, *map(type, raw))
+    try:
+        return _compile_ids[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable value (a list, an object): not an id
+        key = ()
+    frame_id, fcid, attempt, ca_id = map(_as_int, raw)
     if frame_id is None and fcid is None and ca_id is None:
         value = None
     else:
         value = CompileId(frame_id, fcid, attempt or 0, ca_id)
-    if len(_compile_ids) < 65536:
+    if key and len(_compile_ids) < 65536:
         _compile_ids[key] = value
     return value
-
-
-# (assembled payload, expected md5, complete, (block, start, end) of the raw payload, crlf,
-#  the payload's line count as estimated from what assembling removed)
-_Pending = tuple[bytes, Any, bool, tuple[bytes, int, int], bool, int]
-
-
-def _check_digests(batch: list[_Pending]) -> tuple[int, int, int, int]:
-    """(md5 mismatches, truncated records, blank lines, line-count correction) of a batch.
-
-    A mismatch is retried without blank lines (a stutter inside the payload), so the common
-    case pays for no blank-line scan; the line count estimated for a damaged payload is
-    recounted."""
-    mismatches = truncated = blank = lines = 0
-    for data, expected, complete, (block, start, end), crlf, estimated in batch:
-        if hashlib.md5(data).hexdigest() == expected:
-            continue
-        lines += (block.count(b"\n", start, end) + 1 if end > start else 0) - estimated
-        raw = block[start:end]
-        if b"\n\n" in raw or (crlf and b"\n\r\n" in raw):
-            fixed, dropped = _assemble_with_blank_lines(raw, crlf)
-            blank += dropped
-            if hashlib.md5(fixed).hexdigest() == expected:
-                continue
-        if complete:
-            mismatches += 1
-        else:
-            truncated += 1
-    return mismatches, truncated, blank, lines
-
-
-def _assemble_with_blank_lines(raw: bytes, crlf: bool) -> tuple[bytes, int]:
-    """Slow path: drop empty lines (not a payload's own empty lines, which are a lone tab)."""
-    lines = raw.split(b"\n")
-    if crlf:
-        lines = [line.removesuffix(b"\r") for line in lines]
-    kept = [line[1:] for line in lines if line]
-    return b"\n".join(kept), len(lines) - len(kept)
-
-
-class _DigestChecker:
-    """Checks payload md5s on a worker thread, in batches.
-
-    hashlib releases the GIL while it hashes, so on two cores the ~0.45 s of hashing a 200 MB
-    log overlaps the parsing. At most ``MAX_PENDING`` batches wait, which bounds memory.
-    """
-
-    BATCH = 512
-    MAX_PENDING = 4
-
-    def __init__(self, stats: ParseStats) -> None:
-        self.stats = stats
-        self.batch: list[_Pending] = []
-        self.pending: deque[Future[tuple[int, int, int, int]]] = deque()
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pt2doctor-md5")
-
-    def add(self, item: _Pending) -> None:
-        self.batch.append(item)
-        if len(self.batch) >= self.BATCH:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.batch:
-            self.pending.append(self.pool.submit(_check_digests, self.batch))
-            self.batch = []
-        while len(self.pending) > self.MAX_PENDING:
-            self._account(self.pending.popleft())
-
-    def _account(self, future: Future[tuple[int, int, int, int]]) -> None:
-        mismatches, truncated, blank, lines = future.result()
-        self.stats.lines += lines
-        self.stats.md5_mismatches += mismatches
-        self.stats.truncated_records += truncated
-        self.stats.blank_lines += blank
-
-    def close(self) -> None:
-        self.flush()
-        while self.pending:
-            self._account(self.pending.popleft())
-        self.pool.shutdown()
 
 
 class _FileReader:
     """Per-file state: the interned string table, the rank, the line counter."""
 
     def __init__(
-        self, path: Path, stats: ParseStats, wants_payload: WantsPayload, stream: str
+        self,
+        path: Path,
+        stats: ParseStats,
+        wants: tuple[WantsPayload, PayloadPeek | None],
+        stream: str,
     ) -> None:
         self.path = path
         self.stats = stats
-        self.wants_payload = wants_payload
+        self.wants_payload, self.peek = wants
         self.strings: dict[int, str] = {}
         self.name_rank = rank_from_filename(path)
         self.stream = stream
         self.lineno = 1
-        self.digests = _DigestChecker(stats)
+        self.digests = payload_checker(path, path.stat().st_size, stats)
 
     def records(self, stream: BinaryIO) -> Iterator[TraceRecord]:
         stats = self.stats
-        for buf, start, end, complete in _units(stream):
+        for buf, offset, start, end, complete in _units(stream):
             lineno = self.lineno
-            if start == end:
+            if start == end:  # a blank line
                 stats.blank_lines += 1
                 self._lines(1)
                 continue
@@ -225,43 +201,55 @@ class _FileReader:
             newline = buf.find(b"\n", start, end)
             header_end = end if newline < 0 else newline
             header = buf[start:header_end].rstrip(b"\r")
-            envelope, prefix = self._envelope(header, buf, newline, end, complete)
-            if envelope is None or prefix is None:
+            envelope = self._envelope(header, buf, newline, end, complete)
+            if envelope is None:
                 self._lines(buf.count(b"\n", first, end) + 1)
                 continue
+            kind, meta = self._kind(envelope)
             payload = None
             lines = start - first + 1
-            if "has_payload" in envelope:
+            has_payload = "has_payload" in envelope
+            if has_payload:
+                span = (end if newline < 0 else newline + 1, end)
+                wanted = bool(kind) and self.wants_payload(kind, meta)
+                if wanted and self.peek is not None:
+                    wanted = self.peek(kind, buf[span[0] : span[0] + PEEK_BYTES])
                 crlf = buf[header_end - 1] == 13  # CRLF log: strip the CR of payload lines too
-                payload, payload_lines = self._payload(envelope, buf, newline, end, complete, crlf)
+                payload, payload_lines = self._payload(
+                    buf, offset, span, envelope["has_payload"], (complete, crlf), wanted
+                )
                 lines += payload_lines
             elif newline >= 0:  # lines after an envelope that has no payload (rare)
-                body = buf[newline + 1 : end].split(b"\n")
-                blank = sum(1 for line in body if not line.strip(b"\r"))
-                stats.blank_lines += blank
-                stats.non_trace_lines += len(body) - blank
-                lines += len(body)
-            self._lines(lines)
-            record = self._record(envelope, payload, header, lineno)
-            if record is not None:
-                yield record
+                lines += self._stray_lines(buf[newline + 1 : end])
+            self.lineno += lines
+            stats.lines += lines
+            if kind and kind != "str":
+                yield self._record(envelope, kind, meta, payload, has_payload, header, lineno)
 
     def _lines(self, count: int) -> None:
         self.lineno += count
         self.stats.lines += count
 
+    def _stray_lines(self, body: bytes) -> int:
+        """Count the lines after an envelope that has no payload: blank or not trace."""
+        lines = body.split(b"\n")
+        blank = sum(1 for line in lines if not line.strip(b"\r"))
+        self.stats.blank_lines += blank
+        self.stats.non_trace_lines += len(lines) - blank
+        return len(lines)
+
     def _envelope(
         self, header: bytes, buf: bytes, newline: int, end: int, complete: bool
-    ) -> tuple[dict[str, Any] | None, re.Match[bytes] | None]:
+    ) -> dict[str, Any] | None:
         """Decode the glog prefix and JSON envelope of one unit, counting what is broken."""
         stats = self.stats
         if not header:
             stats.non_trace_lines += 0 if newline < 0 else buf.count(b"\n", newline, end)
-            return None, None
+            return None
         prefix = GLOG_PREFIX.match(header)
         if prefix is None:
             stats.non_trace_lines += 1 + (0 if newline < 0 else buf.count(b"\n", newline, end))
-            return None, None
+            return None
         try:
             envelope = orjson.loads(header[prefix.end() :])
         except orjson.JSONDecodeError:
@@ -271,47 +259,14 @@ class _FileReader:
                 stats.bad_envelopes += 1
             else:
                 stats.truncated_records += 1
-            return None, None
-        return envelope, prefix
+            return None
+        return envelope
 
-    def _payload(
-        self,
-        envelope: dict[str, Any],
-        buf: bytes,
-        newline: int,
-        end: int,
-        complete: bool,
-        crlf: bool,
-    ) -> tuple[bytes, int]:
-        """Assemble the payload (tab and line ending stripped from each line) and queue its md5.
+    def _kind(self, envelope: dict[str, Any]) -> tuple[str, Any]:
+        """The record's kind (the first key that is not envelope metadata) and its value.
 
-        Returns it with its line count, estimated from the bytes assembling removed (one tab per
-        line, and a CR per line in a CRLF log) so the common case scans the payload only once."""
-        self.stats.payloads += 1
-        start = end if newline < 0 else newline + 1
-        if start < end and (buf[start] == 10 or buf[end - 1] == 10):  # blank line at an edge
-            data, blank = _assemble_with_blank_lines(buf[start:end], crlf)
-            self.stats.blank_lines += blank
-            lines = buf.count(b"\n", start, end) + 1
-        elif crlf:
-            data = buf[start + 1 : end].replace(b"\r\n\t", b"\n").removesuffix(b"\r")
-            lines = (end - start - len(data) + 1) // 2  # the last line may lack its CR
-        else:
-            data = buf[start + 1 : end].replace(b"\n\t", b"\n")
-            lines = end - start - len(data)
-        if start == end:
-            lines = 0
-        item = (data, envelope["has_payload"], complete, (buf, start, end), crlf, lines)
-        self.digests.add(item)
-        return data, lines
-
-    def _record(
-        self,
-        envelope: dict[str, Any],
-        payload: bytes | None,
-        header: bytes,
-        lineno: int,
-    ) -> TraceRecord | None:
+        Interned strings (kind ``str``) go into the string table; frame stacks get their file
+        names back from it. An empty kind means the envelope names none."""
         stats = self.stats
         stats.records += 1
         kind = ""
@@ -324,33 +279,72 @@ class _FileReader:
                 kind = key
         if not kind:
             stats.unknown_kinds["<none>"] += 1
-            return None
+            return kind, None
         meta = envelope[kind]
         if kind == "str":
             if isinstance(meta, list) and len(meta) == 2 and isinstance(meta[1], int):
                 self.strings[meta[1]] = str(meta[0])
-            return None
+            return kind, meta
         if kind not in KNOWN_KINDS:
             stats.unknown_kinds[kind] += 1
         if isinstance(meta, dict) and ("stack" in meta or "user_stack" in meta):
             _resolve_stack(meta.get("stack"), self.strings)
             _resolve_stack(meta.get("user_stack"), self.strings)
+        return kind, meta
+
+    def _payload(
+        self,
+        buf: bytes,
+        offset: int,
+        span: tuple[int, int],
+        expected: Any,
+        flags: tuple[bool, bool],
+        wanted: bool,
+    ) -> tuple[bytes | None, int]:
+        """The payload (assembled only when the consumer wants it) and its line count; its md5
+        is checked either way, by the digest checker. ``flags``: (complete, CRLF)."""
+        self.stats.payloads += 1
+        start, end = span
+        if start == end:
+            self.digests.check(buf, offset, start, end, expected, flags)
+            return (b"" if wanted else None), 0
+        lines = buf.count(b"\n", start, end) + 1
+        data = None
+        if buf[start] == 10 or buf[end - 1] == 10:  # a blank line at an edge (rare)
+            data, blank = assemble_with_blank_lines(buf[start:end], flags[1])
+            self.stats.blank_lines += blank
+            self.digests.check_here(buf, start, end, expected, flags, data)
+        else:
+            if wanted:
+                data = assemble(buf, start, end, flags[1])
+            self.digests.check(buf, offset, start, end, expected, flags, data)
+        return (data if wanted else None), lines
+
+    def _record(
+        self,
+        envelope: dict[str, Any],
+        kind: str,
+        meta: Any,
+        payload: bytes | None,
+        has_payload: bool,
+        header: bytes,
+        lineno: int,
+    ) -> TraceRecord:
         envelope_rank = _as_int(envelope.get("rank"))
         rank = self.name_rank if envelope_rank is None else envelope_rank
         if envelope_rank is not None and self.name_rank is not None and rank != self.name_rank:
-            stats.other_rank += 1
-        kept = payload if payload is not None and self.wants_payload(kind, meta) else None
-        return TraceRecord(
-            kind=kind,
-            meta=meta,
-            compile_id=_compile_id(envelope),
-            rank=rank,
-            stream=self.stream,
-            lineno=lineno,
-            timestamp=header[1:21].decode("ascii", "replace"),  # "MMDD HH:MM:SS.ffffff"
-            payload_bytes=kept,
-            has_payload=payload is not None,
-            envelope_rank=envelope_rank,
+            self.stats.other_rank += 1
+        return TraceRecord(  # positional: the fields' order (faster than keywords)
+            kind,
+            meta,
+            _compile_id(envelope),
+            rank,
+            self.stream,
+            lineno,
+            header[1:21].decode("ascii", "replace"),  # "MMDD HH:MM:SS.ffffff"
+            payload,
+            has_payload,
+            envelope_rank,
         )
 
 
@@ -377,18 +371,22 @@ def read_records(
     paths: list[Path],
     stats: ParseStats,
     wants_payload: WantsPayload = _no_payloads,
+    peek: PayloadPeek | None = None,
 ) -> Iterator[TraceRecord]:
     """Stream the records of one or more log files, in file order.
 
-    ``wants_payload(kind, meta)`` says which payloads to decode and keep; all payloads are
-    md5-checked either way. Counters go into ``stats``; this generator never raises on content.
+    ``wants_payload(kind, meta)`` says which payloads to decode and keep (``peek`` can still
+    drop one by its first bytes); all payloads are md5-checked either way. Counters go into
+    ``stats``; this generator never raises on content.
     """
     for path, stream_name in zip(paths, stream_names(paths), strict=True):
         stats.files += 1
         stats.bytes += path.stat().st_size
-        reader = _FileReader(path, stats, wants_payload, stream_name)
+        reader = _FileReader(path, stats, (wants_payload, peek), stream_name)
         try:
             with path.open("rb") as stream:
                 yield from reader.records(stream)
-        finally:
-            reader.digests.close()
+        except BaseException:  # the consumer stopped early (GeneratorExit) or failed
+            reader.digests.abandon()
+            raise
+        reader.digests.close()
