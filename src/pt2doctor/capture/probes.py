@@ -121,7 +121,10 @@ class ProbeRecorder:
         with self.snapshot_lock:
             if self.closed:
                 return
-            self._write_counters(final=True)
+            try:
+                self._write_counters(final=True)
+            except OSError as error:  # a full disk must not end a clean exit with a traceback
+                self.event("probe_error", what="snapshot", error=repr(error))
             with self.lock:
                 self.closed = True
                 self.stream.close()
