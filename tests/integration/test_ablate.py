@@ -9,6 +9,7 @@ the Inductor pass with compiler_bisector, ~40 s without it, ~25 s for the script
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -55,6 +56,18 @@ def assert_plain_torch(report: dict[str, Any]) -> None:
     assert report["repro"]["lines"] < 100
 
 
+def assert_self_contained_page(page: str, out: Path, extra_md: Path) -> None:
+    """``--format html`` printed the page it wrote into --out, self-contained and script-free;
+    report.json and report.md were written too, and ``--md`` got the same Markdown."""
+    assert page.startswith("<!DOCTYPE html>") and "pt2doctor ablate report" in page
+    assert "Content-Security-Policy" in page and "<script" not in page
+    assert not re.search(r"(src|href)=\"(https?:)?//", page)  # nothing loaded from elsewhere
+    assert "blocks.2.act" in page and "relu_accuracy_error_TESTING_ONLY" in page
+    assert (out / "report.html").read_text() == page
+    assert (out / "report.md").read_text() == extra_md.read_text()
+    assert json.loads((out / "report.json").read_text())["conclusion"]["layer"] == "backend"
+
+
 @pytest.mark.parametrize(
     ("backend", "failure", "root_type"),
     [
@@ -67,10 +80,14 @@ def test_relu_backends_localize_to_the_backend_and_the_relu_submodule(
     tmp_path: Path, run_env: dict[str, str], backend: str, failure: str, root_type: str | None
 ) -> None:
     verify = "--verify-repro" if failure == "diverged" else "--no-verify-repro"
+    # One of the runs also prints its report as HTML (and writes an extra Markdown copy).
+    html = ("--format", "html", "--md", str(tmp_path / "extra.md")) if failure == "diverged" else ()
     report, done = ablate(
-        tmp_path, run_env, str(ABLATE_DIR / "layered.py"), "--backend", backend, verify
+        tmp_path, run_env, str(ABLATE_DIR / "layered.py"), "--backend", backend, verify, *html
     )
     assert done.returncode == 1, done.stderr[-3000:]
+    if html:
+        assert_self_contained_page(done.stdout, tmp_path / "out", tmp_path / "extra.md")
     ladder = [(row["backend"], row["layer"], row["status"]) for row in report["ladder"]]
     assert ladder == [
         ("eager", "dynamo", "ok"),
