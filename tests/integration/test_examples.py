@@ -81,7 +81,7 @@ def test_serving_loop_shows_its_planted_problems(tmp_path: Path, run_env: dict[s
 def test_transformer_example_quick_check_and_its_memory_budget(
     tmp_path: Path, run_env: dict[str, str]
 ) -> None:
-    """``check --quick`` on the example's float32 eval cells: 8 iterations, no cold start, no
+    """``check --quick`` on one of the example's cells: 8 iterations, no cold start, no
     regional variant (the model repeats a block: a full check would add one). A peak-memory
     budget of 1 MB fails, with the group process's own peak RSS as the measured value."""
     budget = tmp_path / "pt2doctor.toml"
@@ -89,14 +89,13 @@ def test_transformer_example_quick_check_and_its_memory_budget(
     out = tmp_path / "check"
     done = _pt2doctor(
         ["check", str(EXAMPLES / "cases" / "transformer_block.py"), "--out", str(out),
-         "--backend", "eager", "--quick", "--cells", "float32/eval", "--budget", str(budget)],
+         "--backend", "eager", "--quick", "--cells", "seq16/float32/eval", "--budget", str(budget)],
         tmp_path, run_env,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr[-4000:]
     report: dict[str, Any] = json.loads((out / "report.json").read_text())
     assert {c["id"]: c["verdict"] for c in report["cells"]} == {
-        "transformer/seq16/float32/eval": "pass",
-        "transformer/seq32/float32/eval": "pass",
+        "transformer/seq16/float32/eval": "pass"
     }
     (variant,) = report["variants"]
     assert variant["name"] == "default" and not variant["cold_start"]
