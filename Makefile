@@ -31,7 +31,7 @@ demo: $(STAMP) ## `pt2doctor run` on a serving loop, then `check` of a transform
 	$(VENV)/bin/pt2doctor check examples/cases/transformer_block.py --quick --cells eval \
 		--out $(DEMO_DIR)-check
 
-test: $(STAMP) ## run the whole test suite (unit + real torch.compile runs; ~6 min on 2 cores)
+test: $(STAMP) ## run the whole test suite (unit + real torch.compile runs: several minutes)
 	$(PY) -m pytest -n 2 -q
 
 test-fast: $(STAMP) ## the edit loop (< 60 s): unit tests and in-process tests, no torch program runs
