@@ -9,10 +9,10 @@ DEMO_DIR ?= build/demo
 export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-cache
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo demo-shot test lint golden bench clean
+.PHONY: help venv demo demo-shot test test-fast chromium lint golden bench clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,8 +31,14 @@ demo: $(STAMP) ## `pt2doctor run` on a serving loop, then `check` of a transform
 	$(VENV)/bin/pt2doctor check examples/cases/transformer_block.py --quick --cells eval \
 		--out $(DEMO_DIR)-check
 
-test: $(STAMP) ## run the test suite (unit + real torch.compile runs)
+test: $(STAMP) ## run the whole test suite (unit + real torch.compile runs: several minutes)
 	$(PY) -m pytest -n 2 -q
+
+test-fast: $(STAMP) ## the edit loop (< 60 s): unit tests and in-process tests, no torch program runs
+	$(PY) -m pytest -n 2 -q -m "not torch_run"
+
+chromium: ## install Chromium (Debian, as root) for the HTML report's browser test; tests never install
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 
 lint: $(STAMP) ## ruff + mypy --strict on the package
 	$(VENV)/bin/ruff check src tests benchmarks examples docs

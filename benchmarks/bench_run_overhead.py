@@ -40,6 +40,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from pt2doctor.capture.rundir import load_probes
+
 CASES = ("mlp", "break")
 MODES = ("plain", "probed")
 TARGET_RATIO = 1.03  # the issue's budget: probed steady state within 3% of plain
@@ -223,10 +225,10 @@ def check_probes_counted(run_dir: Path, samples_path: Path) -> None:
     """Fail unless the probes counted every timed call: mlp 1 graph, break 2 graphs + 1 resume."""
     blocks = json.loads(samples_path.read_text())
     timed = {case: sum(len(block) for block in blocks[case]) for case in CASES}
-    records = map(json.loads, (run_dir / "probes.jsonl").read_text().splitlines())
-    last = [r for r in records if r.get("kind") == "snapshot"][-1]
-    graph_calls = sum(last["graph_calls"].values())
-    break_hits = sum(last["break_hits"].values())
+    probes = load_probes(run_dir)  # every process's last counters (counters/<pid>.json)
+    assert probes is not None, f"no probes in {run_dir}"
+    graph_calls = sum(probes.graph_calls.values())
+    break_hits = sum(probes.break_hits.values())
     if graph_calls < timed["mlp"] + 2 * timed["break"] or break_hits < timed["break"]:
         raise SystemExit(
             f"bench_run_overhead: probes did not count the timed calls in {run_dir}: "

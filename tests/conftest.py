@@ -5,6 +5,11 @@ process with ``TORCH_TRACE`` set and returns the trace directory. Each program c
 import plus a ``backend="eager"`` compile), so runs are cached: per name within a process, and
 across pytest-xdist workers through a file lock in the session's shared temporary root.
 ``doctor_run`` does the same for ``pt2doctor run`` on the programs in ``tests/programs/run``.
+
+Tiers (markers, set here by directory and fixture, not by hand): ``unit`` (tests/unit),
+``integration`` (tests/integration), and ``torch_run`` on every test that runs a torch program
+in another process (a module's ``pytestmark``, or any test that uses one of the fixtures below
+that start one). ``make test-fast`` deselects ``torch_run``.
 """
 
 from __future__ import annotations
@@ -24,33 +29,31 @@ from filelock import FileLock
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS_DIR = REPO_ROOT / "tests" / "programs"
-CORPUS_DIR = REPO_ROOT / ".." / "shared" / "corpus" / "tlparse-inputs"
 # A program that does not finish in this time is hung (the slowest takes ~10 s on 2 CPU cores).
 PROGRAM_TIMEOUT_S = 300
 # Env vars that change what torch logs; the programs must trace the same way on every machine.
 _TORCH_LOG_VARS = ("TORCH_LOGS", "TORCH_COMPILE_DEBUG", "TORCHDYNAMO_VERBOSE")
 
 Traced = Callable[[str], Path]
+TIERS = ("unit", "integration")
+# Fixtures that start a torch program in a child process: their users are torch_run tests.
+_TORCH_RUN_FIXTURES = frozenset({"traced", "doctor_run", "doctor_command", "run_env"})
 
 
-@pytest.fixture(scope="session")
-def repo_root() -> Path:
-    """The repository's root directory."""
-    return REPO_ROOT
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its tier (its directory), and torch_run where it runs a program."""
+    for item in items:
+        tier = item.path.parent.name
+        if tier in TIERS:
+            item.add_marker(tier)
+        if _TORCH_RUN_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker("torch_run")
 
 
 @pytest.fixture(scope="session")
 def programs_dir() -> Path:
     """tests/programs: one small torch.compile program per planted scenario."""
     return PROGRAMS_DIR
-
-
-@pytest.fixture(scope="session")
-def corpus_dir() -> Path:
-    """tlparse's own test logs (../shared/corpus/tlparse-inputs); skips the test when absent."""
-    if not CORPUS_DIR.is_dir():
-        pytest.skip(f"corpus not found at {CORPUS_DIR.resolve()}")
-    return CORPUS_DIR.resolve()
 
 
 def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:

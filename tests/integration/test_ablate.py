@@ -9,12 +9,15 @@ the Inductor pass with compiler_bisector, ~40 s without it, ~25 s for the script
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from pt2doctor.cli import main
 
 ABLATE_DIR = Path(__file__).resolve().parents[1] / "programs" / "ablate"
 TIMEOUT_S = 600
@@ -53,6 +56,18 @@ def assert_plain_torch(report: dict[str, Any]) -> None:
     assert report["repro"]["lines"] < 100
 
 
+def assert_self_contained_page(page: str, out: Path, extra_md: Path) -> None:
+    """``--format html`` printed the page it wrote into --out, self-contained and script-free;
+    report.json and report.md were written too, and ``--md`` got the same Markdown."""
+    assert page.startswith("<!DOCTYPE html>") and "pt2doctor ablate report" in page
+    assert "Content-Security-Policy" in page and "<script" not in page
+    assert not re.search(r"(src|href)=\"(https?:)?//", page)  # nothing loaded from elsewhere
+    assert "blocks.2.act" in page and "relu_accuracy_error_TESTING_ONLY" in page
+    assert (out / "report.html").read_text() == page
+    assert (out / "report.md").read_text() == extra_md.read_text()
+    assert json.loads((out / "report.json").read_text())["conclusion"]["layer"] == "backend"
+
+
 @pytest.mark.parametrize(
     ("backend", "failure", "root_type"),
     [
@@ -65,10 +80,14 @@ def test_relu_backends_localize_to_the_backend_and_the_relu_submodule(
     tmp_path: Path, run_env: dict[str, str], backend: str, failure: str, root_type: str | None
 ) -> None:
     verify = "--verify-repro" if failure == "diverged" else "--no-verify-repro"
+    # One of the runs also prints its report as HTML (and writes an extra Markdown copy).
+    html = ("--format", "html", "--md", str(tmp_path / "extra.md")) if failure == "diverged" else ()
     report, done = ablate(
-        tmp_path, run_env, str(ABLATE_DIR / "layered.py"), "--backend", backend, verify
+        tmp_path, run_env, str(ABLATE_DIR / "layered.py"), "--backend", backend, verify, *html
     )
     assert done.returncode == 1, done.stderr[-3000:]
+    if html:
+        assert_self_contained_page(done.stdout, tmp_path / "out", tmp_path / "extra.md")
     ladder = [(row["backend"], row["layer"], row["status"]) for row in report["ladder"]]
     assert ladder == [
         ("eager", "dynamo", "ok"),
@@ -123,16 +142,33 @@ def test_inductor_pass_that_perturbs_one_submodule(tmp_path: Path, run_env: dict
 
 
 def test_inductor_pass_that_raises(tmp_path: Path, run_env: dict[str, str]) -> None:
+    """Compiled as the user does, with ``--dynamic --mode reduce-overhead``: the toggles retry
+    the failing rung with dynamic=False (the planted pass still raises) and say that the
+    CUDA-graph toggle does not apply on CPU; the repro compiles with the same options."""
     report, done = ablate(
         tmp_path,
         run_env,
         str(ABLATE_DIR / "inductor_raise.py"),
         "--no-bisect",
         "--no-verify-repro",
+        "--dynamic",
+        "--mode",
+        "reduce-overhead",
         "--format",
         "json",
     )
     assert done.returncode == 1, done.stderr[-3000:]
+    assert (report["settings"]["dynamic"], report["settings"]["mode"]) == (True, "reduce-overhead")
+    toggles = {toggle["name"]: toggle for toggle in report["toggles"]}
+    assert toggles.keys() == {"dynamic=False", "no_cudagraphs"}
+    assert (toggles["dynamic=False"]["backend"], toggles["dynamic=False"]["status"]) == (
+        "inductor",
+        "crash",
+    )
+    assert "planted post-grad pass failure" in toggles["dynamic=False"]["error"]
+    assert toggles["no_cudagraphs"]["status"] == "not applicable"
+    repro = Path(report["repro"]["path"]).read_text()
+    assert "'dynamic': True" in repro and "'mode': 'reduce-overhead'" in repro
     assert json.loads(done.stdout)["conclusion"] == report["conclusion"]
     last = report["ladder"][-1]
     assert (last["backend"], last["status"], last["root_type"]) == (
@@ -171,23 +207,24 @@ def test_script_ladder_with_an_accuracy_check(tmp_path: Path, run_env: dict[str,
     assert report["conclusion"]["layer"] == "backend"
 
 
-def test_bad_input_is_one_line(tmp_path: Path, run_env: dict[str, str]) -> None:
-    for args in (
-        [str(ABLATE_DIR / "layered.py"), "--cell", "nothing/like/this"],
-        [str(ABLATE_DIR / "layered.py"), "--backend", "no_such_backend"],
-        [str(tmp_path / "missing.py")],
-    ):
-        done = subprocess.run(
-            [sys.executable, "-m", "pt2doctor", "ablate", "--out", str(tmp_path / "o"), *args],
-            cwd=tmp_path,
-            env=run_env,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-            check=False,
-        )
-        assert done.returncode == 2, done.stderr
-        assert done.stderr.startswith("pt2doctor: error:") and "Traceback" not in done.stderr
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["layered.py", "--cell", "nothing/like/this"], "nothing/like/this"),
+        (["layered.py", "--backend", "no_such_backend"], "no_such_backend"),
+        (["missing.py"], "missing.py"),
+    ],
+)
+def test_bad_input_is_one_line(
+    tmp_path: Path, args: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Argument handling only: in process, nothing is launched."""
+    target = str(ABLATE_DIR / args[0]) if args[0] != "missing.py" else str(tmp_path / args[0])
+    assert main(["ablate", "--out", str(tmp_path / "o"), target, *args[1:]]) == 2
+    captured = capsys.readouterr()
+    (line,) = captured.err.splitlines()
+    assert line.startswith("pt2doctor: error:") and says in line, line
+    assert not (tmp_path / "o").exists()
 
 
 def test_fullgraph_incompleteness_is_dynamo_and_the_untraceable_submodule(

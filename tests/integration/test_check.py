@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from pt2doctor.cli import main
 
 
 def torch_version() -> str:
@@ -108,13 +111,20 @@ def test_html_report_shows_the_variant_not_applicable_and_cold_starts(
 
 
 def test_cold_start_empty_vs_warm_cache(inductor_run: CheckRun) -> None:
+    """What the cache did is exact (one miss, then one hit); times are single samples of two
+    processes, so they are checked against what contains them, not against each other."""
     cold = next(v for v in inductor_run.report["variants"] if v["name"] == "default")["cold_start"]
     empty, warm = cold["empty_cache"], cold["warm_cache"]
     assert empty["cache"]["fx_graph"] == {"miss": 1}
     assert warm["cache"]["fx_graph"] == {"hit": 1}
-    assert warm["first_result_s"] < empty["first_result_s"]
-    assert empty["compile_time_s"] > warm["compile_time_s"] > 0
-    assert empty["memory"]["peak_rss_mb"] > 100
+    # The first result came after the process started, imported torch and compiled.
+    for start in (empty, warm):
+        assert start["first_result_s"] > start["compile_time_s"] > 0
+    # Peak RSS is the cold-start process's own; the kernel's figure for this test process's
+    # finished descendants (the check run and its workers) is an upper bound of it.
+    children_peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    for start in (empty, warm):
+        assert 100 < start["memory"]["peak_rss_mb"] <= children_peak_mb + 0.1
 
 
 def test_steady_state_keeps_raw_samples(inductor_run: CheckRun) -> None:
@@ -124,15 +134,21 @@ def test_steady_state_keeps_raw_samples(inductor_run: CheckRun) -> None:
         parts = {"forward", "backward", "optimizer"} if train else {"call"}
         assert {s["part"] for s in samples} == parts
         assert len(samples) == 6 * 2 * len(parts)  # iterations x (eager, compiled) x parts
-        totals: dict[int, float] = {}
+        totals: dict[str, dict[int, float]] = {"eager": {}, "compiled": {}}
         for sample in samples:
-            if sample["kind"] == "compiled":
-                totals[sample["iteration"]] = totals.get(sample["iteration"], 0) + sample["seconds"]
+            per_kind = totals[sample["kind"]]
+            per_kind[sample["iteration"]] = per_kind.get(sample["iteration"], 0) + sample["seconds"]
         steady = group["steady"]
-        assert steady["compiled"]["p50_s"] == pytest.approx(
-            statistics.median(totals.values()), abs=1e-8
-        )
-        assert steady["iterations"] == 6 and steady["speedup"] > 0
+        for kind, per_iteration in totals.items():
+            values = list(per_iteration.values())
+            # Linear interpolation between closest ranks, as numpy's default percentile.
+            cuts = statistics.quantiles(values, n=100, method="inclusive")
+            assert steady[kind]["p50_s"] == pytest.approx(statistics.median(values), abs=1e-8)
+            assert steady[kind]["p95_s"] == pytest.approx(cuts[94], abs=1e-8)
+            assert steady[kind]["p99_s"] == pytest.approx(cuts[98], abs=1e-8)
+        eager_s, compiled_s = sum(totals["eager"].values()), sum(totals["compiled"].values())
+        assert steady["iterations"] == 6
+        assert steady["speedup"] == pytest.approx(eager_s / compiled_s, abs=1e-4)
         low, high = steady["speedup_ci95"]
         assert low <= steady["speedup"] <= high
         assert group["late_compiles"] == []
@@ -269,11 +285,17 @@ def test_interrupted_check_keeps_what_it_measured(tmp_path: Path, run_env: dict[
     )
     deadline = time.monotonic() + 300
     results = out / "results.jsonl"
-    while time.monotonic() < deadline:  # the segfault cell's verdict, then the hang starts
+    reached = False
+    while not reached and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.2)  # the segfault cell's verdict, then the hang starts
         text = results.read_text() if results.exists() else ""
-        if '"verdict":"crash"' in text and text.count('"record":"alignment"') >= 2:
-            break
-        time.sleep(0.2)
+        reached = '"verdict":"crash"' in text and text.count('"record":"alignment"') >= 2
+    if not reached:
+        process.kill()
+        _, stderr = process.communicate(timeout=60)
+        pytest.fail(
+            f"check never reached the hanging cell (exit {process.returncode}): {stderr[-2000:]}"
+        )
     os.kill(process.pid, signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr[-2000:]
@@ -379,7 +401,9 @@ def test_graph_break_budget_with_an_allow_list(tmp_path: Path, run_env: dict[str
     assert run.cell("chatty/b4")["verdict"] == "pass"
 
 
-def test_report_rejudges_a_check_directory_offline(tmp_path: Path, run_env: dict[str, str]) -> None:
+def test_report_rejudges_a_check_directory_offline(
+    tmp_path: Path, run_env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "pt2doctor.toml").write_text("max_variants_per_frame = 1\n")
     run = run_check(
         tmp_path,
@@ -395,14 +419,6 @@ def test_report_rejudges_a_check_directory_offline(tmp_path: Path, run_env: dict
     )
     assert run.returncode == 1
     (tmp_path / "pt2doctor.toml").unlink()  # the budget it ran with is kept in results.jsonl
-    again = subprocess.run(
-        [sys.executable, "-m", "pt2doctor", "report", str(run.out), "--format", "json"],
-        cwd=tmp_path,
-        env=run_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert again.returncode == 1, again.stderr[-2000:]
-    assert json.loads(again.stdout) == run.report
+    capsys.readouterr()
+    assert main(["report", str(run.out), "--format", "json"]) == 1  # in process: no torch run
+    assert json.loads(capsys.readouterr().out) == run.report

@@ -4,13 +4,12 @@ The browser test opens the report of tests/programs/run/run_hostile.py (function
 name, guarded string and source line are HTML and script) in headless Chromium, takes a
 screenshot and dumps the DOM after load: no payload may have run (each would set the title to
 PWNED-n or add ``data-pwned`` to <body>), and none may have become an element.
-Chromium comes from the OS packages; the fixture installs it (``apt-get install chromium``) when
-it is missing and it can, and skips the test with the reason when it cannot.
+Chromium comes from the OS packages (``make chromium``, or .ci/run, installs it); without it
+the test skips and says so.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -33,28 +32,14 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--hide-scrollbars", "--window-size=1280,2000"]  # fmt: skip
 
 
-def _install_chromium() -> str | None:
-    """Why Chromium is unavailable, or None once /usr/bin/chromium exists."""
-    if shutil.which("chromium"):
-        return None
-    if not hasattr(os, "geteuid") or os.geteuid() != 0 or not shutil.which("apt-get"):
-        return "chromium is not installed and this is not a root Debian machine to install it"
-    done = subprocess.run(
-        ["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
-        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
-        capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
-    if done.returncode != 0 or not shutil.which("chromium"):
-        return f"apt-get install chromium failed: {done.stderr.strip()[-300:]}"
-    return None
-
-
 @pytest.fixture(scope="session")
 def chromium() -> str:
-    reason = _install_chromium()
-    if reason:
-        pytest.skip(reason)
-    return str(shutil.which("chromium"))
+    """The Chromium executable; the test skips, saying how to get it, when there is none.
+    Tests never install anything: ``.ci/run`` and ``make chromium`` do."""
+    found = shutil.which("chromium")
+    if found is None:
+        pytest.skip("chromium is not installed (install it with `make chromium` or .ci/run)")
+    return found
 
 
 def open_in_chromium(chromium: str, page: Path, screenshot: Path) -> str:

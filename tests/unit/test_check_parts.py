@@ -10,9 +10,11 @@ import torch
 
 from pt2doctor.cases import Built, Case, Cell, Matrix
 from pt2doctor.cases.accuracy import compare_tensor, default_tolerance, same_run
+from pt2doctor.cases.align import make_optimizer
 from pt2doctor.cases.case import cells, matches
 from pt2doctor.check.contract import BudgetError, evaluate, parse_budget
 from pt2doctor.check.statistics import percentile, speedup_interval, steady_summary
+from pt2doctor.check.timing import ModelRunner, timed_step
 
 
 def _build(cell: Cell) -> Built:
@@ -159,3 +161,32 @@ def test_the_old_harness_import_path_is_an_alias_of_cases() -> None:
 
     assert pt2doctor.harness.Case is pt2doctor.cases.Case
     assert pt2doctor.harness.Matrix is pt2doctor.cases.Matrix
+
+
+class ScriptedClock:
+    """The timing seam (``ModelRunner.clock``): each read returns the next scripted time."""
+
+    def __init__(self, *times: float) -> None:
+        self.times = iter(times)
+
+    def __call__(self) -> float:
+        return next(self.times)
+
+
+def test_a_training_step_is_timed_part_by_part_with_the_runner_clock() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    built = Built(model, (torch.randn(3, 4),), loss=lambda out: out.sum())
+    cell = Cell("m", "s", 3, train=True, grad=True, id="m/s/train")
+    clock = ScriptedClock(10.0, 10.25, 11.0, 11.125)  # binary fractions: exact differences
+    runner = ModelRunner(model, {cell.id: built}, make_optimizer(built, model), clock=clock)
+    before = model.weight.detach().clone()
+    assert timed_step(runner, cell) == {"forward": 0.25, "backward": 0.75, "optimizer": 0.125}
+    assert not torch.equal(model.weight, before)  # the step between the last two reads ran
+
+
+def test_an_eval_call_is_one_timed_part() -> None:
+    built = Built(torch.nn.Identity(), (torch.ones(2),))
+    cell = Cell("m", "s", 2, id="m/s/eval")
+    runner = ModelRunner(built.model, {cell.id: built}, clock=ScriptedClock(3.0, 3.5))
+    assert timed_step(runner, cell) == {"call": 0.5}

@@ -84,6 +84,16 @@ def _guarded(recorder: ProbeRecorder, what: str, action: Callable[[], Any]) -> C
     return run
 
 
+def _drop_if_empty(fault_path: Path) -> None:
+    """At a normal exit faulthandler has nothing to say: remove its empty log (Inductor's
+    compile workers each start one). A fatal signal skips this, and its report stays."""
+    try:
+        if fault_path.stat().st_size == 0:
+            fault_path.unlink()
+    except OSError:
+        pass
+
+
 def start() -> ProbeRecorder | None:
     """Start capturing if this process runs under ``pt2doctor run`` (PT2DOCTOR_RUN_DIR set)."""
     run_dir = os.environ.get(RUN_DIR_ENV)
@@ -92,11 +102,13 @@ def start() -> ProbeRecorder | None:
     recorder = ProbeRecorder(Path(run_dir))
     recorder.event("start", pid=os.getpid(), wall_time=recorder.wall0)
     stop = flush_periodically(recorder)
-    fault_log = (Path(run_dir) / f"faulthandler.{os.getpid()}.log").open("w")
+    fault_path = Path(run_dir) / f"faulthandler.{os.getpid()}.log"
+    fault_log = fault_path.open("w")
     faulthandler.enable(file=fault_log)
 
     def at_exit() -> None:
         stop()
+        _drop_if_empty(fault_path)
         if "torch" in sys.modules:
             _guarded(
                 recorder,

@@ -1,9 +1,11 @@
 """Runtime probes inside the watched process: call counts and time per compiled graph, executions
 of each graph-break site, a timestamp and frame call count for each compile.
 
-Records go to ``probes.jsonl`` in the run directory: events as they happen, and a cumulative
-snapshot of the counters every FLUSH_SECONDS (0.5 s) and at exit, so a crash loses at most
-that much heat.
+Events go to ``probes.jsonl`` in the run directory as they happen. The counters are not
+appended there: every FLUSH_SECONDS (0.5 s) and at exit, each process replaces its own
+``counters/<pid>.json`` atomically with their current totals. A crash loses at most that much
+heat, and the run directory stays bounded however long a service runs: its size follows the
+number of graphs and processes, not the number of snapshots.
 Standard library only (the watched interpreter may lack pt2doctor's dependencies).
 """
 
@@ -23,6 +25,8 @@ from pt2doctor import torchcompat
 
 # A crash loses at most this much heat; a snapshot costs a few dict copies and one write.
 FLUSH_SECONDS = 0.5
+# Per-process counter files, under the run directory (see the module docstring).
+COUNTERS_DIR = "counters"
 # Set by torchrun (and other launchers) for each worker: every event says which rank wrote it.
 RANK_ENV = "RANK"
 _FRAME_OF = re.compile(r"^(?:!\d+/)?(\d+)/")
@@ -47,6 +51,11 @@ class ProbeRecorder:
         self.graph_seconds: dict[str, float] = {}
         self.break_hits: dict[str, int] = {}
         self.stream: TextIO = (run_dir / "probes.jsonl").open("a", encoding="utf-8")
+        self.counters_dir = run_dir / COUNTERS_DIR
+        self.counters_dir.mkdir(exist_ok=True)
+        # Serializes counter-file writers (the periodic thread, exit, report()): no older
+        # snapshot may replace a newer one, and none is written after the final one.
+        self.snapshot_lock = threading.Lock()
         self.closed = False
         self.pid = os.getpid()
         self.graph_exceptions = 0
@@ -56,6 +65,7 @@ class ProbeRecorder:
     def _after_fork(self) -> None:
         """A forked child (e.g. a DataLoader worker) must not inherit a held lock."""
         self.lock = threading.Lock()
+        self.snapshot_lock = threading.Lock()
         self.pid = os.getpid()
 
     # -- events -------------------------------------------------------------------------------
@@ -79,27 +89,45 @@ class ProbeRecorder:
         return sum(n for cid, n in calls.items() if cid.startswith(prefix))
 
     def snapshot(self, final: bool = False) -> None:
+        """Replace this process's counter file with the counters now (a no-op once closed)."""
+        with self.snapshot_lock:
+            if not self.closed:
+                self._write_counters(final)
+
+    def _write_counters(self, final: bool) -> None:
+        """Write counters/<pid>.json through a temporary file and an atomic rename: a reader
+        (or a crash) sees the previous snapshot or this one, never half of one."""
         with self.lock:
             calls = dict(self.graph_calls)
             seconds = dict(self.graph_seconds)
             breaks = dict(self.break_hits)
-        seconds = {key: round(value, 6) for key, value in seconds.items()}
-        self.event(
-            "snapshot",
-            pid=self.pid,
-            final=final,
-            graph_calls=calls,
-            graph_seconds=seconds,
-            break_hits=breaks,
-        )
+        record: dict[str, Any] = {
+            "kind": "snapshot",
+            "t": round(self.clock() - self.t0, 6),
+            "pid": self.pid,
+            "final": final,
+            "graph_calls": calls,
+            "graph_seconds": {key: round(value, 6) for key, value in seconds.items()},
+            "break_hits": breaks,
+        }
+        if self.rank is not None:
+            record["rank"] = self.rank
+        target = self.counters_dir / f"{self.pid}.json"
+        tmp = target.with_name(f".{self.pid}.json.tmp")
+        tmp.write_text(json.dumps(record, default=str), encoding="utf-8")
+        os.replace(tmp, target)
 
     def close(self) -> None:
-        if self.closed:
-            return
-        self.snapshot(final=True)
-        with self.lock:
-            self.closed = True
-            self.stream.close()
+        with self.snapshot_lock:
+            if self.closed:
+                return
+            try:
+                self._write_counters(final=True)
+            except OSError as error:  # a full disk must not end a clean exit with a traceback
+                self.event("probe_error", what="snapshot", error=repr(error))
+            with self.lock:
+                self.closed = True
+                self.stream.close()
 
     # -- wrappers -----------------------------------------------------------------------------
     def count_graph(self, compile_id: str, fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -20,6 +20,8 @@ MANIFEST = "manifest.json"
 PROBES_FILE = "probes.jsonl"
 CHECK_RESULTS = "results.jsonl"
 """What ``check`` writes in its run directory (here so ``report`` can tell one apart cheaply)."""
+# Each process's latest counters (capture/probes.py): counters/<pid>.json.
+COUNTERS_DIR = "counters"
 _RESUME_KEY = re.compile(r"^(?P<file>.*):torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
 
 
@@ -118,6 +120,19 @@ def _fatal_error(run_dir: Path) -> list[str]:
     return []
 
 
+def _counter_files(run_dir: Path) -> list[dict[str, Any]]:
+    """The snapshot in each counters/<pid>.json (one per process); unreadable ones skipped."""
+    found = []
+    for path in sorted((run_dir / COUNTERS_DIR).glob("*.json")):
+        try:
+            snapshot = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            continue
+        if isinstance(snapshot, dict):
+            found.append(snapshot)
+    return found
+
+
 def _rank_of(event: dict[str, Any]) -> int | None:
     rank = event.get("rank")
     return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
@@ -142,7 +157,8 @@ def load_probes(run_dir: Path) -> ProbeData | None:
     """The probes of a run directory; None when it has no probes file.
 
     Several processes append to one probes.jsonl (torchrun's workers, DataLoader workers): the
-    totals sum every process's last snapshot, and events that carry a rank are also kept per
+    totals sum every process's last snapshot (its counters/<pid>.json; older run directories
+    kept snapshots in probes.jsonl, and still load), and events that carry a rank are also kept per
     rank in ``ProbeData.ranks`` (compile ids repeat across ranks, so heat must not be summed
     over them)."""
     path = run_dir / PROBES_FILE
@@ -172,6 +188,10 @@ def load_probes(run_dir: Path) -> ProbeData | None:
         _add_event(data, event)
         if rank is not None:
             _add_event(data.ranks.setdefault(rank, ProbeData()), event)
+    for snapshot in _counter_files(run_dir):
+        snapshots[snapshot.get("pid")] = snapshot
+        if (rank := _rank_of(snapshot)) is not None:
+            rank_snapshots.setdefault(rank, {})[snapshot.get("pid")] = snapshot
     _apply_snapshot(data, snapshots)
     for rank, per_process in rank_snapshots.items():
         _apply_snapshot(data.ranks.setdefault(rank, ProbeData()), per_process)

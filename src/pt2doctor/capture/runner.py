@@ -150,6 +150,16 @@ def _launcher(argv: list[str], launch: Launch | None) -> dict[str, Any] | None:
     }
 
 
+def remove_empty_fault_logs(out: Path) -> None:
+    """faulthandler needs its file open before anything can crash, so every process of the
+    program (Inductor's compile workers too) creates one; once all have ended, the empty ones
+    (no fatal signal) say nothing. Processes that exit normally remove their own already."""
+    for log in out.glob("faulthandler.*.log"):
+        with contextlib.suppress(OSError):
+            if log.stat().st_size == 0:
+                log.unlink()
+
+
 def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> dict[str, Any]:
     """Run ``options.command``; return the completed manifest (also written to the run dir)."""
     if not options.command:
@@ -205,6 +215,7 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
         stopped_by=stopped_by,
         returned=exit_code(returncode, stopped_by),
     )
+    remove_empty_fault_logs(options.out)
     probes = load_probes(options.out)  # the child fingerprinted torch, CUDA, Triton, config
     manifest["environment"] = {} if probes is None else probes.environment
     write_manifest(options.out, manifest)

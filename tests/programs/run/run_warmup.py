@@ -1,20 +1,17 @@
 """A serving loop that warms up, then meets a shape it never saw: a recompile after warmup.
 
 Warmup: WARMUP calls with a batch of 8 rows, alternating a Python flag (a flag recompile at the
-second call, inside warmup). Then, optionally, it waits until HOLD seconds after its own start
-(to cross ``--steady-after``), and serves SERVED calls with a batch of 16 rows: Dynamo
-recompiles on the size guard (MARK:size) after warmup, once (the flag stays False). Prints ``COUNTS {json}`` at the end.
-Usage: run_warmup.py WARMUP SERVED [HOLD]
+second call, inside warmup). Then it serves SERVED calls with a batch of 16 rows: Dynamo
+recompiles on the size guard (MARK:size) after warmup, once (the flag stays False). Prints
+``COUNTS {json}`` at the end. No sleeps: tests place ``--steady-after`` between the compiles
+offline, from the compile times in the raw trace.
+Usage: run_warmup.py WARMUP SERVED
 """
 
-import time
+import json
+import sys
 
-STARTED = time.time()  # before torch: no later than pt2doctor's start of the run
-
-import json  # noqa: E402
-import sys  # noqa: E402
-
-import torch  # noqa: E402
+import torch
 
 
 def step(x, shift: bool):
@@ -24,14 +21,11 @@ def step(x, shift: bool):
 
 def main() -> None:
     warmup, served = int(sys.argv[1]), int(sys.argv[2])
-    hold = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
     compiled = torch.compile(step, backend="eager")
     counts = {"warmup_calls": 0, "served_calls": 0, "calls": 0}
     for i in range(warmup):
         compiled(torch.randn(8, 4), i % 2 == 1)
         counts["warmup_calls"] += 1
-    counts["warmup_done_s"] = round(time.time() - STARTED, 3)
-    time.sleep(max(0.0, STARTED + hold - time.time()))
     for _ in range(served):
         compiled(torch.randn(16, 4), False)
         counts["served_calls"] += 1

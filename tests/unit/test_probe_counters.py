@@ -1,0 +1,62 @@
+"""The probes' counter files (capture/probes.py) and how a run directory's heat is read back
+(capture/rundir.py): one file per process, replaced atomically; older run directories that
+appended snapshots to probes.jsonl still load. No torch: graphs are plain functions."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pt2doctor.capture.probes import ProbeRecorder
+from pt2doctor.capture.rundir import load_probes
+
+
+def _clock() -> float:
+    return 0.0
+
+
+def test_each_snapshot_replaces_the_process_file(tmp_path: Path) -> None:
+    recorder = ProbeRecorder(tmp_path, clock=_clock)
+    graph = recorder.count_graph("0/0", lambda: None)
+    for _ in range(3):
+        graph()
+        recorder.snapshot()
+    saved = json.loads((tmp_path / "counters" / f"{os.getpid()}.json").read_text())
+    assert (saved["graph_calls"], saved["final"]) == ({"0/0": 3}, False)
+    graph()
+    recorder.close()
+    recorder.snapshot()  # after close: nothing more is written
+    assert [p.name for p in (tmp_path / "counters").iterdir()] == [f"{os.getpid()}.json"]
+    probes = load_probes(tmp_path)
+    assert probes is not None
+    assert (probes.graph_calls, probes.complete) == ({"0/0": 4}, True)
+    kinds = [json.loads(line)["kind"] for line in (tmp_path / "probes.jsonl").open()]
+    assert kinds == ["compiled"]  # events only: no snapshot lines
+
+
+def test_processes_are_summed_and_a_half_written_file_is_ignored(tmp_path: Path) -> None:
+    (tmp_path / "probes.jsonl").write_text("")
+    counters = tmp_path / "counters"
+    counters.mkdir()
+    for pid, calls in ((11, 2), (12, 5)):
+        snapshot = {"kind": "snapshot", "t": 1.0, "pid": pid, "final": True,
+                    "graph_calls": {"0/0": calls}, "graph_seconds": {}, "break_hits": {}}  # fmt: skip
+        (counters / f"{pid}.json").write_text(json.dumps(snapshot))
+    (counters / ".13.json.tmp").write_text('{"kind": "snapshot", "graph_calls": {"0/0": 1')
+    probes = load_probes(tmp_path)
+    assert probes is not None
+    assert probes.graph_calls == {"0/0": 7}
+
+
+def test_snapshots_appended_to_probes_jsonl_still_load(tmp_path: Path) -> None:
+    """Run directories written before the counter files: the last snapshot per process."""
+    lines = [
+        {"kind": "start", "t": 0.0, "pid": 7},
+        {"kind": "snapshot", "t": 0.5, "pid": 7, "final": False, "graph_calls": {"0/0": 1}},
+        {"kind": "snapshot", "t": 1.0, "pid": 7, "final": True, "graph_calls": {"0/0": 9}},
+    ]
+    (tmp_path / "probes.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    probes = load_probes(tmp_path)
+    assert probes is not None
+    assert (probes.graph_calls, probes.complete, probes.snapshot_t) == ({"0/0": 9}, True, 1.0)
