@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pt2doctor.report.frame_story import frame_stories, headline_counts, story_terminal
+
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_FINDINGS = 25
 
@@ -18,7 +20,7 @@ def _headline(summary: dict[str, Any]) -> str:
     misses = sum(counts.get("miss", 0) for counts in cache.values())
     return (
         f"{summary['frames']} frames, {summary['compiles']} compiles "
-        f"({summary['recompiles']} recompiles, {summary['restarts']} restarts), "
+        f"({headline_counts(summary)}, {summary['restarts']} restarts), "
         f"{summary['graphs']} graphs, {summary['break_sites']} graph-break sites, "
         f"{summary['failures']} failures, "
         f"{summary['total_compile_time_s']:.2f} s compiling, cache {hits} hit / {misses} miss"
@@ -145,5 +147,7 @@ def render_terminal(report: dict[str, Any], console: Console) -> None:
     frames_table = _frames_table(report["frames"])
     if frames_table.row_count:
         console.print(frames_table)
+    for story in frame_stories(report):
+        story_terminal(console, story)
     if "ranks" in report:
         _ranks(console, report["ranks"])
