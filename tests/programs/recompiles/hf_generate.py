@@ -16,7 +16,15 @@ NEW_TOKENS = 3
 
 def main():
     torch.manual_seed(0)
-    config = GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=100, n_positions=64, bos_token_id=0, eos_token_id=0)
+    config = GPT2Config(
+        n_layer=2,
+        n_embd=64,
+        n_head=2,
+        vocab_size=100,
+        n_positions=64,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     model = GPT2LMHeadModel(config).eval()
     model.forward = torch.compile(model.forward, backend="eager")  # MARK:compile
     for length in PROMPTS:

@@ -19,7 +19,7 @@ class Scaled(nn.Module):
         self.num_updates = 0
 
     def forward(self, x):
-        self.num_updates += 1
+        self.num_updates += 1  # MARK:increment
         return self.fc(x) * self.num_updates  # MARK:counter
 
 

@@ -32,13 +32,16 @@ class Model(nn.Module):
         return self.head(x)
 
 
+EPOCHS = 3
+
+
 def main():
     torch.manual_seed(0)
     model = Model()
     compiled = torch.compile(model, backend="eager")
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(4, 8)
-    for epoch in range(3):
+    for _ in range(EPOCHS):
         model.train()
         for _ in range(2):
             loss = compiled(x).pow(2).mean()  # MARK:train
@@ -48,7 +51,7 @@ def main():
         model.eval()
         with torch.no_grad():
             compiled(x)  # MARK:eval
-    print("epochs", epoch + 1)
+    print("epochs", EPOCHS)
 
 
 if __name__ == "__main__":
