@@ -114,3 +114,29 @@ def test_mark_dynamic_raises_where_python_code_specializes_the_size(
     with pytest.raises(Exception) as raised:  # its class lives in a private module
         compiled(x)
     assert type(raised.value).__name__ == "ConstraintViolationError"
+
+
+def _generate_graphs(counter: GraphCounter, cache_implementation: str | None) -> int:
+    """tests/programs/recompiles/hf_generate.py's model and loop, with a fixed max_length."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=100,
+                                     n_positions=64, bos_token_id=0, eos_token_id=0)  # fmt: skip
+    model = transformers.GPT2LMHeadModel(config).eval()
+    model.forward = torch.compile(model.forward, backend=counter)
+    extra = {} if cache_implementation is None else {"cache_implementation": cache_implementation}
+    for length in (8, 12):
+        ids = torch.randint(0, 100, (1, length))
+        model.generate(ids, attention_mask=torch.ones_like(ids), max_length=16, do_sample=False,
+                       pad_token_id=0, **extra)  # fmt: skip
+    return counter.graphs
+
+
+def test_static_cache_compiles_the_decode_step_once(counter: GraphCounter) -> None:
+    dynamic_cache = _generate_graphs(counter, None)
+    torch._dynamo.reset()
+    counter.graphs = 0
+    static_cache = _generate_graphs(counter, "static")
+    # Dynamic cache: prefill, decode (static length), decode (dynamic length), prefill (dynamic
+    # prompt length). Static cache: the decode step's cache never changes size.
+    assert (dynamic_cache, static_cache) == (4, 3)

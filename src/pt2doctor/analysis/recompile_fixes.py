@@ -11,7 +11,10 @@ installed torch. Measured on torch 2.13 with ``backend="eager"``:
 - ``maybe_mark_dynamic(x, 0)`` before the first call: one compile for sizes 4..7 instead of two
   (automatic dynamic shapes), and sizes 0/1 still recompile;
 - a plain int *argument* already becomes dynamic after one recompile (automatic dynamic), so it
-  is never called "baked in".
+  is never called "baked in";
+- ``mark_dynamic`` on a size that Python code specializes raises ConstraintViolationError;
+- Hugging Face ``generate(cache_implementation="static", max_length=N)``: one graph fewer than
+  the dynamic cache (the decode step compiles once).
 """
 
 from __future__ import annotations
@@ -67,9 +70,11 @@ def hf_generate_pattern(explanation: FrameExplanation) -> bool:
 HF_GENERATE_FIX = (
     "This is Hugging Face generate(): the prefill (whole prompt, empty KV cache) and the decode "
     "steps (one token, filled cache) are separate variants, and the cache length grows every "
-    'step. Use a static cache: model.generate(..., cache_implementation="static") keeps the '
-    "cache shape fixed, so decoding stops recompiling; or mark the prompt length and the cache "
-    "length dynamic before the first call."
+    "step (one static decode compile, then a dynamic one). Use a static cache of one size: "
+    'model.generate(..., cache_implementation="static", max_length=N) with the same N on every '
+    "call, so the decode step compiles once (with max_new_tokens the cache is sized per prompt "
+    "and recompiles); or mark the prompt length and the cache length dynamic before the first "
+    "call."
 )
 
 

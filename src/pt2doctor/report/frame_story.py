@@ -53,10 +53,13 @@ def _recompile(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def frame_story(frame: dict[str, Any]) -> dict[str, Any] | None:
-    """One frame's story, or None when it never recompiled."""
+    """One frame's story, or None when it never recompiled (or the report predates schema 2,
+    which has no outlook to tell)."""
     if not frame.get("recompiles") and not frame.get("refused"):
         return None
-    outlook = frame.get("outlook") or {"bounded": None, "reason": "", "limit_after_calls": None}
+    outlook = frame.get("outlook")
+    if outlook is None:
+        return None
     refused = frame.get("refused")
     return {
         "frame": f"{frame['function']} ({frame['file']}:{frame['line']})",
