@@ -82,7 +82,10 @@ def _recompile_title(frame: FrameEntry, explanation: FrameExplanation) -> str:
         summary = ", ".join(f"{cause} x{n}" for cause, n in causes.most_common()) or "other"
         state = f"{frame.variants} variant(s): {summary}"
     late = explanation.after_warmup
-    return f"{count}: {state}" + (f"; compiled after warmup: {', '.join(late)}" if late else "")
+    if late:
+        state = state.replace("; pre-warm them", "")
+        return f"{count}: {state}, but {', '.join(late)} compiled after warmup: pre-warm them"
+    return f"{count}: {state}"
 
 
 def _recompile_finding(frame: FrameEntry, explanation: FrameExplanation) -> Finding | None:

@@ -132,14 +132,21 @@ def _serves(
             if change.new is not None:
                 direct[item.compile_id][change.source] = change.new
     base = {item.compile_id: item.compared_with for item in explained}
+    changed = {item.compile_id: {c.source for c in item.changes} for item in explained}
+    # A value a variant did not change is its parent's too: fill parents from children first.
+    for item in reversed(explained):
+        parent = direct.get(item.compared_with or "")
+        for source, value in direct[item.compile_id].items():
+            if parent is not None and source not in changed[item.compile_id]:
+                parent.setdefault(source, value)
     serves: dict[str, dict[str, str]] = {}
     for entry in frame.compiles:
-        parent = base.get(entry.compile_id)
-        values = {**serves.get(parent or "", {}), **direct[entry.compile_id]}
+        parent_id = base.get(entry.compile_id)
+        values = {**serves.get(parent_id or "", {}), **direct[entry.compile_id]}
         for source in values:
             if source in dynamic[entry.compile_id]:
                 values[source] = "dynamic"
-        serves[entry.compile_id] = values
+        serves[entry.compile_id] = dict(sorted(values.items()))
     return serves
 
 

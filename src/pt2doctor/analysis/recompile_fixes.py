@@ -140,8 +140,14 @@ def _unbounded_fix(row: Varying, change: SourceChange | None) -> str | None:
 
 def _flags_fix(flags: list[Varying], variants: int) -> str:
     names = ", ".join(f"{row.source} ({' / '.join(row.values)})" for row in flags)
+    states = []
+    if any(".training" in row.source for row in flags):
+        states.append("model.train() / model.eval()")
+    if any(row.kind == "grad_mode" for row in flags):
+        states.append("grad on / torch.no_grad()")
+    how = f" ({', '.join(states)})" if states else ""
     return (
-        f"{names}: {variants} variants by design, one per state. Pre-warm them: call the "
+        f"{names}: {variants} variants by design, one per state{how}. Pre-warm them: call the "
         "compiled code once in each state before timing or serving."
     )
 
@@ -163,6 +169,13 @@ def recompile_fixes(explanation: FrameExplanation) -> list[str]:
     flags = [row for row in outlook.varying if row.kind in FLAG_KINDS and not row.dynamic]
     if outlook.bounded and flags and not fixes:
         fixes.append(_flags_fix(flags, len(explanation.variants)))
+    dynamic = [row.source for row in outlook.varying if row.dynamic]
+    if outlook.bounded and not fixes and dynamic:
+        fixes.append(
+            f"Nothing to fix: {', '.join(dynamic)} became dynamic after one recompile and "
+            "serve every new value (automatic dynamic). Pre-warm with two different values to "
+            "pay that recompile before serving."
+        )
     hints = {c.hint for c in _changes(explanation) if c.hint}
     fixes += [f"Dynamo's hint: {hint}" for hint in sorted(hints)]
     return fixes

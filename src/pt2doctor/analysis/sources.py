@@ -19,6 +19,7 @@ _IMPORTED = re.compile(r"\bG\['__import_(\w+?)'\]")
 _MODULE_ITEM = re.compile(r"\._(?:modules|parameters|buffers)\['([^']+)'\]")
 _SIZE_OR_STRIDE = re.compile(r"\.(size|stride)\(\)\[(\d+)\]")
 _DICT_ACCESS = re.compile(r"\.__dict__\['(\w+)'\]")
+_STACK = re.compile(r"\b___stack(\d+)\b")
 _INDEX = re.compile(r"(?<!\.shape)(?<!\.stride\(\))\[(\d+)\]")
 
 
@@ -40,6 +41,7 @@ def human_source(source: str) -> str:
     text = _GLOBAL.sub(r"\1", text)
     text = _MODULE_ITEM.sub(_module_item, text)
     text = _DICT_ACCESS.sub(r".\1", text)
+    text = _STACK.sub(r"(value carried over the graph break, #\1)", text)
     return _SIZE_OR_STRIDE.sub(lambda m: f".{'shape' if m[1] == 'size' else 'stride()'}[{m[2]}]",
                                text)  # fmt: skip
 

@@ -29,7 +29,9 @@ def change_text(change: dict[str, Any]) -> str:
     old, new = change.get("old"), change.get("new")
     values = f"{old or 'a value'} → {new or 'a new value'}" if old or new else "changed"
     dynamic = " (now dynamic)" if change.get("dynamic") else ""
-    return f"{_label(change)}: {change['kind'].replace('_', ' ')} {values}{dynamic}"
+    kind = change["kind"].replace("_", " ")
+    kind = "" if kind == change["source"] else f"{kind} "  # "grad mode: True → False"
+    return f"{_label(change)}: {kind}{values}{dynamic}"
 
 
 def _serves(row: dict[str, Any]) -> str:
@@ -102,14 +104,14 @@ def headline_counts(summary: dict[str, Any]) -> str:
 def story_terminal(console: Console, story: dict[str, Any]) -> None:
     """One frame's story for an 80-column log: header, variant table, changes, outlook, fixes."""
     console.print(f"[bold]Recompiles of {escape(story['frame'])}[/]")
-    counts = f"{story['variants']} variants from {story['recompiles']} recompiles"
+    counts = f"{story['variants']} variants from {story['recompiles']} recompile(s)"
     if story["refused"] is not None:
         counts += f" + 1 refused ({story['refused']['compile_id']}, then eager)"
     console.print(f"  {escape(counts)}")
     console.print("  variants (the state each serves):")
     for row in story["table"]:
         extra = [f"also dynamic: {row['dynamic']}"] if row["dynamic"] != "-" else []
-        calls = [] if row["calls"] == "-" else [f"{row['calls']} calls"]
+        calls = [] if row["calls"] == "-" else [f"{row['calls']} call(s)"]
         facts = ", ".join([f"{row['compile_s']} s to compile", *calls, *extra])
         console.print(
             f"    {escape(row['compile_id'])}: {escape(row['serves'])} [dim]({escape(facts)})[/]"
@@ -128,7 +130,7 @@ def story_terminal(console: Console, story: dict[str, Any]) -> None:
 def story_markdown(story: dict[str, Any]) -> list[str]:
     """One frame's story as Markdown: heading, variant table, changes, outlook, fixes."""
     lines = [f"#### Recompiles of {md_code(story['frame'])}", ""]
-    counts = f"{story['variants']} variants from {story['recompiles']} recompiles"
+    counts = f"{story['variants']} variants from {story['recompiles']} recompile(s)"
     if story["refused"] is not None:
         counts += f" + 1 refused ({story['refused']['compile_id']}, then eager)"
     lines += [md_text(counts), ""]
