@@ -144,7 +144,7 @@ def _serves(
         parent_id = base.get(entry.compile_id)
         values = {**serves.get(parent_id or "", {}), **direct[entry.compile_id]}
         for source in values:
-            if source in dynamic[entry.compile_id]:
+            if index_pattern(source) in dynamic[entry.compile_id]:
                 values[source] = "dynamic"
         serves[entry.compile_id] = dict(sorted(values.items()))
     return serves

@@ -8,6 +8,7 @@ report.md and report.html.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import Console
@@ -32,6 +33,12 @@ def change_text(change: dict[str, Any]) -> str:
     kind = change["kind"].replace("_", " ")
     kind = "" if kind == change["source"] else f"{kind} "  # "grad mode: True → False"
     return f"{_label(change)}: {kind}{values}{dynamic}"
+
+
+def _shown(dynamic: str, serves: dict[str, str]) -> bool:
+    """A dynamic source (``layers[*].keys.shape[2]``) the serves column already shows."""
+    pattern = re.escape(dynamic).replace(r"\[\*\]", r"\[\d+\]")
+    return any(re.fullmatch(pattern, s) or s == dynamic for s in serves)
 
 
 def _serves(row: dict[str, Any]) -> str:
@@ -75,7 +82,8 @@ def frame_story(frame: dict[str, Any]) -> dict[str, Any] | None:
             {
                 "compile_id": row["compile_id"],
                 "serves": _serves(row),
-                "dynamic": ", ".join(d for d in row["dynamic"] if d not in row["serves"]) or "-",
+                "dynamic": ", ".join(d for d in row["dynamic"] if not _shown(d, row["serves"]))
+                or "-",
                 "calls": "-" if row["calls"] is None else str(row["calls"]),
                 "compile_s": "-"
                 if row["compile_time_s"] is None
