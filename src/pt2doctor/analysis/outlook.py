@@ -24,6 +24,7 @@ from pt2doctor.analysis.changes import FLAG_KINDS, SourceChange, dynamic_sources
 from pt2doctor.analysis.heat import Heat
 from pt2doctor.analysis.ledger import FrameEntry, produced_code
 from pt2doctor.analysis.sources import index_pattern
+from pt2doctor.analysis.variant_values import guard_values, value_of
 from pt2doctor.model import SourceLine
 
 # torch._dynamo.config.recompile_limit's default in torch 2.x.
@@ -122,31 +123,28 @@ def _explain(frame: FrameEntry, index: int) -> RecompileExplanation:
 def _serves(
     frame: FrameEntry, explained: list[RecompileExplanation], dynamic: dict[str, set[str]]
 ) -> dict[str, dict[str, str]]:
-    """Each variant's values of the changing sources: its own (``new`` of its changes, ``old``
-    when a later one is compared with it), else those of the variant it was compared with."""
-    direct: dict[str, dict[str, str]] = {e.compile_id: {} for e in frame.compiles}
+    """Each variant's values of the sources that change between variants, from its own guards;
+    from the changes (``new`` of its own, ``old`` when a later one is compared with it) where
+    the guards are not in the log. A source absent from a variant is left out."""
+    sources = list(dict.fromkeys(c.source for item in explained for c in item.changes))
+    told: dict[str, dict[str, str]] = {e.compile_id: {} for e in frame.compiles}
     for item in explained:
         for change in item.changes:
             if item.compared_with is not None and change.old is not None:
-                direct[item.compared_with].setdefault(change.source, change.old)
+                told[item.compared_with].setdefault(change.source, change.old)
             if change.new is not None:
-                direct[item.compile_id][change.source] = change.new
-    base = {item.compile_id: item.compared_with for item in explained}
-    changed = {item.compile_id: {c.source for c in item.changes} for item in explained}
-    # A value a variant did not change is its parent's too: fill parents from children first.
-    for item in reversed(explained):
-        parent = direct.get(item.compared_with or "")
-        for source, value in direct[item.compile_id].items():
-            if parent is not None and source not in changed[item.compile_id]:
-                parent.setdefault(source, value)
+                told[item.compile_id][change.source] = change.new
     serves: dict[str, dict[str, str]] = {}
     for entry in frame.compiles:
-        parent_id = base.get(entry.compile_id)
-        values = {**serves.get(parent_id or "", {}), **direct[entry.compile_id]}
-        for source in values:
+        own = guard_values(entry.record)
+        values = {}
+        for source in sources:
+            value = value_of(own, source) if own else told[entry.compile_id].get(source)
             if index_pattern(source) in dynamic[entry.compile_id]:
-                values[source] = "dynamic"
-        serves[entry.compile_id] = dict(sorted(values.items()))
+                value = "dynamic"
+            if value is not None:
+                values[source] = value
+        serves[entry.compile_id] = values
     return serves
 
 
