@@ -25,7 +25,12 @@ from pt2doctor.analysis import (
 from pt2doctor.analysis.findings import sort_findings
 from pt2doctor.analysis.heat import Heat, break_heat, compile_heat
 from pt2doctor.analysis.ledger import CompileEntry, FailureEntry, FrameEntry
-from pt2doctor.analysis.outlook import FrameExplanation, RecompileExplanation, explain_frames
+from pt2doctor.analysis.outlook import (
+    FrameExplanation,
+    RecompileExplanation,
+    change_line,
+    explain_frames,
+)
 from pt2doctor.analysis.rank_findings import rank_findings
 from pt2doctor.analysis.ranks import DEFAULT_COLLECTIVE_TIMEOUT_S, cross_rank_analysis
 from pt2doctor.analysis.recompile_fixes import recompile_fixes
@@ -207,6 +212,19 @@ def _compile_with_heat(entry: CompileEntry, heat: Heat | None) -> dict[str, Any]
     return row
 
 
+def _changes_by_compile(
+    ledger: Ledger, explanations: list[FrameExplanation]
+) -> dict[tuple[str, str], list[str]]:
+    """(stream, compile id) -> what its recompile changed, one evidence line per change."""
+    return {
+        (frame.stream, item.compile_id): [
+            change_line(item.compile_id, item.compared_with, c) for c in item.changes
+        ]
+        for frame, explanation in zip(ledger.frames, explanations, strict=True)
+        for item in explanation.recompiles
+    }
+
+
 def build_report(
     run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIMEOUT_S
 ) -> dict[str, Any]:
@@ -229,7 +247,9 @@ def build_report(
     findings = find_findings(ledger, sites, run.parse_stats, explanations)
     findings = sort_findings(findings + rank_findings(ranks))
     if run.manifest is not None:
-        findings = sort_findings(findings + run_findings(ledger, run.manifest, run.probes, heat))
+        changed = _changes_by_compile(ledger, explanations)
+        late = run_findings(ledger, run.manifest, run.probes, heat, changed)
+        findings = sort_findings(findings + late)
     report = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "pt2doctor", "version": __version__},
