@@ -184,7 +184,7 @@ def test_json_dash_with_json_format_prints_only_json(traced, tmp_path, monkeypat
 def test_json_dash_prints_valid_json(traced, tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["report", str(traced(SOURCE_SCENARIO)), "--json", "-"]) == 0
-    assert json.loads(capsys.readouterr().out)["schema_version"] == 1
+    assert json.loads(capsys.readouterr().out)["schema_version"] == 2
 
 
 @pytest.mark.parametrize(

@@ -187,6 +187,10 @@ def test_train_eval_is_two_variants_by_design(explained, traced) -> None:
     grad = by_source["grad mode"]
     assert (grad["kind"], grad["old"], grad["new"]) == ("grad_mode", "True", "False")
     assert len(recompile["changes"]) == 2
+    assert [row["serves"] for row in frame["variants_table"]] == [
+        {"self.training": "True", "grad mode": "True"},
+        {"self.training": "False", "grad mode": "False"},
+    ]
     assert frame["outlook"]["bounded"] is True
     assert frame["outlook"]["limit_after_calls"] is None
     finding = recompile_finding(report)
@@ -257,6 +261,12 @@ def test_hf_generate_prefill_and_decode(explained, traced) -> None:
     third = {c["source"]: c for c in frame["recompiles"][2]["changes"]}
     assert third["kwargs['input_ids'].shape[1]"]["new"] == str(prompts[1])
     assert third["kwargs['input_ids'].shape[1]"]["dynamic"] is True
+    # Each variant's values come from its own guards: the prefill has no cached keys at all.
+    keys_source = "kwargs['cache'].layers[*].keys.shape[2]"
+    table = {row["compile_id"]: row["serves"] for row in frame["variants_table"]}
+    assert keys_source not in table["0/0"]
+    assert (table["0/1"][keys_source], table["0/2"][keys_source]) == (str(prompts[0]), "dynamic")
+    assert table["0/3"]["kwargs['input_ids'].shape[1]"] == "dynamic"
     assert frame["outlook"]["bounded"] is True
     finding = recompile_finding(report)
     assert finding["severity"] == "info"

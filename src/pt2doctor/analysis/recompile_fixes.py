@@ -172,9 +172,9 @@ def recompile_fixes(explanation: FrameExplanation) -> list[str]:
     dynamic = [row.source for row in outlook.varying if row.dynamic]
     if outlook.bounded and not fixes and dynamic:
         fixes.append(
-            f"Nothing to fix: {', '.join(dynamic)} became dynamic after one recompile and "
-            "serve every new value (automatic dynamic). Pre-warm with two different values to "
-            "pay that recompile before serving."
+            f"Nothing to fix: {', '.join(dynamic)} became dynamic after one recompile "
+            f"(automatic dynamic) and now {'serves' if len(dynamic) == 1 else 'serve'} every new "
+            "value. Pre-warm with two different values to pay that recompile before serving."
         )
     hints = {c.hint for c in _changes(explanation) if c.hint}
     fixes += [f"Dynamo's hint: {hint}" for hint in sorted(hints)]
