@@ -109,3 +109,16 @@ def test_dynamo_and_guard_diff_spellings_merge_keeping_both_values() -> None:
         dynamic=set(),
     )
     assert [(c.old, c.new, c.hint) for c in changes] == [("0", "1", "make it a tensor")]
+
+
+def test_attributes_of_a_replaced_object_follow_it() -> None:
+    changes = fold_changes(
+        [
+            SourceChange("fn", "object_identity", "an object", "another object"),
+            SourceChange("fn.__closure__[1].cell_contents.__code__", "object_identity", "a", "b"),
+        ],
+        dynamic=set(),
+    )
+    assert [(c.source, c.folded) for c in changes] == [
+        ("fn", ["fn.__closure__[1].cell_contents.__code__"])
+    ]

@@ -29,6 +29,7 @@ FLAG_KINDS = frozenset(
 _EXPECTED = re.compile(r"expected (.+?), actual (.+?)\.?$")
 _NOW = re.compile(r"^(?P<old>.+?) \(now (?P<new>.+)\)$", re.S)
 _TENSOR_TYPE = re.compile(r"expected type of '(.+)' to be a tensor type, ' but found (.+)$")
+_CHECK_ID = re.compile(r"___check_(obj|type)_id\((.+?), \d+\)")
 _CLASS = re.compile(r"type=<class '([\w.]+)'>")
 _TENSOR_KINDS = {"dispatch key set": "dispatch_keys"}
 _GLOBAL_NAMES = {"grad_mode": "grad mode", "autocast": "autocast"}
@@ -137,6 +138,10 @@ def _global_change(failure: FailedGuard) -> SourceChange:
 
 
 def _text_change(failure: FailedGuard) -> SourceChange:
+    identity = _CHECK_ID.search(failure.text)
+    if identity is not None:
+        kind = "object_identity" if identity.group(1) == "obj" else "type"
+        return SourceChange(human_source(identity.group(2)), kind, None, None)
     tensor_type = _TENSOR_TYPE.search(failure.text)
     if tensor_type is not None:
         found = _CLASS.search(tensor_type.group(2))
@@ -190,6 +195,26 @@ def _fold_strides(changes: list[SourceChange]) -> list[SourceChange]:
     return kept
 
 
+def _fold_identities(changes: list[SourceChange]) -> list[SourceChange]:
+    """A new object's attributes are new objects too: ``fn.__closure__[1]...`` follows ``fn``."""
+    replaced = [c for c in changes if c.kind in ("object_identity", "type")]
+    kept = []
+    for change in changes:
+        owner = next(
+            (
+                r
+                for r in replaced
+                if r is not change and change.source.startswith((r.source + ".", r.source + "["))
+            ),
+            None,
+        )
+        if owner is not None and change.kind in ("object_identity", "type"):
+            owner.folded.append(change.source)
+            continue
+        kept.append(change)
+    return kept
+
+
 def _fold_training(changes: list[SourceChange]) -> list[SourceChange]:
     """``.training`` of N submodules flipping together is one ``model.train()``/``eval()``."""
     groups: dict[tuple[str, str | None, str | None], list[SourceChange]] = {}
@@ -233,7 +258,7 @@ def fold_changes(changes: list[SourceChange], dynamic: set[str]) -> list[SourceC
     changes = _merge_same_source(changes)
     for change in changes:
         change.dynamic = change.source in dynamic
-    changes = _collapse_indices(_fold_training(_fold_strides(changes)))
+    changes = _collapse_indices(_fold_training(_fold_identities(_fold_strides(changes))))
     order = ("size", "rank", "flag", "none", "type", "value")
     return sorted(changes, key=lambda c: order.index(c.kind) if c.kind in order else len(order))
 

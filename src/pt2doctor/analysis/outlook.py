@@ -200,12 +200,16 @@ def outlook(frame: FrameEntry, explained: list[RecompileExplanation], limit: int
     unbounded = [v for v in varying if _unbounded(v)]
     if unbounded:
         names = ", ".join(v.source for v in unbounded)
-        left = 0 if frame.limit_hit else max(limit - frame.variants, 0)
-        when = (
-            f"the recompile limit ({limit}) was hit: new values now run eagerly"
-            if frame.limit_hit
-            else f"recompile_limit ({limit}) is hit after {left} more new value(s)"
-        )
+        left: int | None = 0 if frame.limit_hit else limit - frame.variants
+        if frame.limit_hit:
+            when = f"the recompile limit ({limit}) was hit: new values now run eagerly"
+        elif left is not None and left > 0:
+            when = f"recompile_limit ({limit}) is hit after {left} more new value(s)"
+        elif left == 0:
+            when = f"recompile_limit ({limit}) is hit by the next new value"
+        else:  # more variants than the default limit: the run raised it, by how much is unknown
+            left = None
+            when = f"the recompile limit was raised above {frame.variants} (the log does not say how far)"
         reason = f"{names} took a new value at every recompile and never became dynamic; {when}"
         return Outlook(False, reason, varying, left, limit)
     if varying and all(v.dynamic or v.kind in FLAG_KINDS for v in varying):

@@ -92,10 +92,23 @@ def _dynamic_size_fix(row: Varying) -> str | None:
     )
 
 
+def _values(row: Varying, most: int = 6) -> str:
+    shown = ", ".join(row.values[:most])
+    return shown + (", …" if len(row.values) > most else "")
+
+
 def _specialized_size_fix(row: Varying, change: SourceChange | None) -> str:
     where = _at(change.installed_at if change else None)
+    if not where:  # no user line: Python code, dynamic=False or a static mark, the log can't say
+        return (
+            f"{row.source} stays static: each new size ({_values(row)}) compiles a new variant "
+            "and it never became dynamic. Either Python code needs the concrete size (a dict "
+            "key, a Python int, a shape-dependent branch: keep it a tensor dimension) or "
+            "dynamic shapes are off for it (dynamic=False, mark_static, "
+            "automatic_dynamic_shapes=False); or pad inputs to a few fixed sizes."
+        )
     return (
-        f"{row.source} is specialized by Python code{where}: each new size ({', '.join(row.values)}) "
+        f"{row.source} is specialized by Python code{where}: each new size ({_values(row)}) "
         "compiles a new variant and it never becomes dynamic (a size used as a dict key, a "
         "Python int or a shape-dependent branch). Rewrite that line to keep the size a tensor "
         "dimension, or pad inputs to a few fixed sizes; marking the dim dynamic would raise "
@@ -117,7 +130,7 @@ def _constant_fix(row: Varying, change: SourceChange | None) -> str:
     where = _at(change.installed_at if change else None)
     return (
         f"{row.source} is a Python value baked into each variant (read{where}): "
-        f"{', '.join(row.values)} so far. Pass it as a tensor, or keep it out of the compiled "
+        f"{_values(row)} so far. Pass it as a tensor, or keep it out of the compiled "
         "function, so one variant serves every value."
     )
 
