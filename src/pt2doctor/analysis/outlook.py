@@ -214,6 +214,8 @@ def outlook(frame: FrameEntry, explained: list[RecompileExplanation], limit: int
         return Outlook(False, reason, varying, left, limit)
     if varying and all(v.dynamic or v.kind in FLAG_KINDS for v in varying):
         return Outlook(True, _bounded_reason(varying, frame.variants), varying, None, limit)
+    if not explained and frame.variants <= 1:
+        return Outlook(True, f"{frame.variants} variant: no recompiles", varying, None, limit)
     if not varying:
         return Outlook(None, "the trace does not say what changed", varying, None, limit)
     unclear = ", ".join(v.source for v in varying if not (v.dynamic or v.kind in FLAG_KINDS))
