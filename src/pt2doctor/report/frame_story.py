@@ -71,7 +71,8 @@ def frame_story(frame: dict[str, Any]) -> dict[str, Any] | None:
         return None
     refused = frame.get("refused")
     return {
-        "frame": f"{frame['function']} ({frame['file']}:{frame['line']})",
+        # display_name (issue 13 item 6) where the report has it; the function name before.
+        "frame": f"{frame.get('display_name') or frame['function']} ({frame['file']}:{frame['line']})",
         "function": frame["function"],
         "variants": frame["variants"],
         "recompiles": len(frame["recompiles"]),
