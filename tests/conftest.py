@@ -99,7 +99,8 @@ def traced(tmp_path_factory: pytest.TempPathFactory) -> Traced:
     def run(name: str) -> Path:
         if name in results:
             return results[name]
-        trace_dir = root / name
+        trace_dir = root / name  # a name may be a sub-folder's program: "recompiles/hf_generate"
+        trace_dir.parent.mkdir(parents=True, exist_ok=True)
         done_marker = root / f"{name}.done"
         with FileLock(str(root / f"{name}.lock")):
             if not done_marker.exists():

@@ -24,6 +24,7 @@ from pt2doctor.capture.probes import ProbeRecorder, install_torch_probes
 from pt2doctor.capture.rundir import load_probes
 from pt2doctor.errors import Pt2DoctorError
 from pt2doctor.report import build_report
+from pt2doctor.report.frame_story import change_text
 from pt2doctor.report.notebook import Report
 from pt2doctor.trace.collect import collect_run
 
@@ -156,18 +157,28 @@ def _describe_variants(frame: dict[str, Any], n: int) -> str:
     where = frame_label(frame["function"], frame["file"], frame["line"])
     lines = [f"{where} has {frame['variants']} variants, more than {n}:"]
     for recompile in frame["recompiles"]:
-        for guard in recompile["failed_guards"]:
-            lines.append(f"  {recompile['compile_id']}: [{guard['category']}] {guard['text']}")
+        lines += [f"  {recompile['compile_id']}: {text}" for text in _what_changed(recompile)]
+    outlook = frame.get("outlook")
+    if outlook:
+        lines.append(f"  outlook: {outlook['reason']}")
+    lines += [f"  fix: {fix}" for fix in frame.get("fixes") or []]
     return "\n".join(lines)
+
+
+def _what_changed(recompile: dict[str, Any]) -> list[str]:
+    """The recompile's changes in the user's names; Dynamo's guard text when there are none."""
+    if recompile.get("changes"):
+        return [change_text(change) for change in recompile["changes"]]
+    return [f"[{guard['category']}] {guard['text']}" for guard in recompile["failed_guards"]]
 
 
 def _describe_compile(report: dict[str, Any], row: dict[str, Any]) -> str:
     guards = [
-        f"    [{guard['category']}] {guard['text']}"
+        f"    {text}"
         for frame in report["frames"]
         for recompile in frame["recompiles"]
         if recompile["compile_id"] == row["compile_id"] and frame["stream"] == row["stream"]
-        for guard in recompile["failed_guards"]
+        for text in _what_changed(recompile)
     ]
     where = frame_label(row["function"], row["file"], row["line"])
     head = f"  {row['compile_id']} {where}: {row['cause']}"

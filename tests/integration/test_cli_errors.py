@@ -177,7 +177,7 @@ def test_json_dash_with_json_format_prints_only_json(traced, tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     assert main(["report", str(traced(SOURCE_SCENARIO)), "--json", "-", "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
     assert not list(tmp_path.iterdir())  # '-' means stdout, not a file named '-'
 
 
@@ -185,7 +185,7 @@ def test_json_dash_with_json_format_prints_only_json(traced, tmp_path, monkeypat
 def test_json_dash_prints_valid_json(traced, tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["report", str(traced(SOURCE_SCENARIO)), "--json", "-"]) == 0
-    assert json.loads(capsys.readouterr().out)["schema_version"] == 1
+    assert json.loads(capsys.readouterr().out)["schema_version"] == 2
 
 
 @pytest.mark.parametrize(

@@ -126,7 +126,7 @@ def test_every_compile_in_the_log_is_explained(name: str, report_of, traced) -> 
     assert sorted(c["compile_id"] for c in report["compiles"]) == sorted(raw_ids)
     assert report["summary"]["compiles"] == len(raw_ids)
     assert report["parse_stats"]["problems"] == 0
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
     assert set(causes(report)) <= {"first_compile", "recompile", "resume_after_graph_break"}
     for frame in report["frames"]:
         assert frame["file"].endswith(f"programs/{name}.py")
@@ -274,12 +274,13 @@ def test_recompile_limit_hit(report_of, traced) -> None:
     assert len(raw_compile_ids(traced(name))) == limit + 1
     assert frame["compiles"] == limit + 1
     assert guard_categories(frame) == {"python_constant"}
-    for entry in frame["recompiles"]:
+    for entry in [*frame["recompiles"], frame["refused"]]:
         for guard in entry["failed_guards"]:
             assert_site(guard["source"], name, "mode", "step")
-    (failure,) = report["failures"]
-    assert failure["kind"] == "recompile_limit"
-    assert failure["compile_id"] == frame["compile_ids"][-1]
+    # The refused attempt is its own field: not a recompile, not a failure.
+    assert len(frame["recompiles"]) == limit - 1
+    assert frame["refused"]["compile_id"] == frame["compile_ids"][-1]
+    assert report["failures"] == []
     assert codes(report)["recompile_limit_hit"] == 1
     assert report["summary"]["limit_hits"] == 1
 

@@ -225,9 +225,10 @@ def test_recompile_limit_hit() -> None:
     assert not frame.skipped
     assert frame.function == "f"
     assert frame.variants == 2
-    assert [(f.compile_id, f.kind, f.fail_type) for f in ledger.failures] == [
-        ("0/2", "recompile_limit", "Unsupported")
-    ]
+    # The refused attempt is its own field, not a recompile and not a failure.
+    assert frame.refused is not None and frame.refused.compile_id == "0/2"
+    assert [entry.compile_id for entry in frame.recompiles] == ["0/1"]
+    assert ledger.failures == []
 
 
 @pytest.mark.parametrize(
@@ -244,7 +245,8 @@ def test_recompile_limit_spellings(reason: str) -> None:
     ledger = compile_ledger(run)
 
     assert ledger.frames[0].limit_hit
-    assert ledger.failures[0].kind == "recompile_limit"
+    assert ledger.frames[0].refused is not None
+    assert ledger.failures == []
 
 
 def test_skipped_frame() -> None:

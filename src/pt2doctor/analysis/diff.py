@@ -93,19 +93,57 @@ def _causes(frame: dict[str, Any]) -> set[str]:
     return {g["category"] for r in frame["recompiles"] for g in r["failed_guards"]}
 
 
+def _frame_compile_s(report: Report, frame: dict[str, Any]) -> float:
+    ids = set(frame["compile_ids"])
+    return sum(
+        c["compile_time_s"] or 0.0
+        for c in report["compiles"]
+        if c["compile_id"] in ids and c["stream"] == frame["stream"]
+    )
+
+
+def _bounded(frame: dict[str, Any] | None) -> str:
+    bounded = (frame or {}).get("outlook", {}).get("bounded")
+    return {True: "bounded", False: "unbounded"}.get(bounded, "bound unknown")
+
+
+def _set(causes: set[str]) -> str:
+    return "{" + ", ".join(sorted(causes)) + "}"
+
+
+def _frame_line(a: Report, b: Report, old: dict[str, Any] | None, new: dict[str, Any]) -> str:
+    """``variants 5 → 2; causes {size} → {python_constant}; compile time 77 s → 12 s;
+    bounded → bounded``: one frame's recompile story, before and after."""
+    before_s = 0.0 if old is None else _frame_compile_s(a, old)
+    return (
+        f"variants {0 if old is None else old['variants']} → {new['variants']}; "
+        f"causes {_set(set() if old is None else _causes(old))} → {_set(_causes(new))}; "
+        f"compile time {before_s:.3g} s → {_frame_compile_s(b, new):.3g} s; "
+        f"{_bounded(old)} → {_bounded(new)}"
+    )
+
+
 def _frame_changes(a: Report, b: Report) -> list[Change]:
+    """One ``frame`` change per frame whose variants or recompile causes differ."""
     before = {_frame_key(frame): frame for frame in a["frames"]}
     changes = []
     for frame in b["frames"]:
         key = _frame_key(frame)
         old = before.get(key)
         old_variants = 0 if old is None else old["variants"]
-        if frame["variants"] != old_variants and (old is not None or frame["variants"] > 1):
-            grew = frame["variants"] > old_variants
-            changes.append(Change("variants", key, old_variants, frame["variants"], grew))
-        new_causes = _causes(frame) - (set() if old is None else _causes(old))
-        for cause in sorted(new_causes):
-            changes.append(Change("new_recompile_cause", key, None, cause, True))
+        old_causes = set() if old is None else _causes(old)
+        variants_differ = frame["variants"] != old_variants and (
+            old is not None or frame["variants"] > 1
+        )
+        if not variants_differ and _causes(frame) == old_causes:
+            continue
+        worse = (
+            frame["variants"] > old_variants
+            or bool(_causes(frame) - old_causes)
+            or (_bounded(frame) == "unbounded" and _bounded(old) != "unbounded")
+        )
+        line = _frame_line(a, b, old, frame)
+        changes.append(Change("frame", key, old_variants, frame["variants"], worse, line))
     return changes
 
 

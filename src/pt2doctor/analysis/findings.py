@@ -15,6 +15,8 @@ from pt2doctor.analysis.advice import (
 from pt2doctor.analysis.breaks import GraphBreakSite
 from pt2doctor.analysis.frame_names import display_name
 from pt2doctor.analysis.ledger import RESUME_NAME, FrameEntry, Ledger
+from pt2doctor.analysis.outlook import FrameExplanation, change_line, explain_frames
+from pt2doctor.analysis.recompile_fixes import recompile_fixes
 from pt2doctor.trace.records import ParseStats
 
 SEVERITIES = ("error", "warning", "info")
@@ -49,42 +51,74 @@ def _where(frame: FrameEntry) -> str:
     return f"{name} ({frame.file}:{frame.line})"
 
 
-def _recompile_finding(frame: FrameEntry) -> Finding | None:
-    recompiles = frame.recompiles
-    if not recompiles:
-        return None
-    causes = Counter(
-        guard.category for entry in recompiles for guard in entry.failed_guards[:1]
-    ) or Counter({"other": len(recompiles)})
-    all_causes = sorted({g.category for e in recompiles for g in e.failed_guards})
-    # Static first, then one recompile that made the changing value dynamic: automatic dynamic
-    # shapes working as designed.
-    guards = [g for e in recompiles for g in e.failed_guards]
-    benign = (
-        len(recompiles) == 1
+def _benign(frame: FrameEntry) -> bool:
+    """Static first, then one recompile that made the changing value dynamic: automatic
+    dynamic shapes working as designed."""
+    guards = [g for e in frame.recompiles for g in e.failed_guards]
+    return (
+        len(frame.recompiles) == 1
         and bool(guards)
         and all(g.now_dynamic or g.category == "stride" for g in guards)
     )
-    summary = ", ".join(f"{cause} x{count}" for cause, count in causes.most_common())
-    advice = " ".join(RECOMPILE_ADVICE.get(c, RECOMPILE_ADVICE["other"]) for c in all_causes)
-    evidence = [
-        f"{entry.compile_id}: {guard.text}" + (" (now dynamic)" if guard.now_dynamic else "")
-        for entry in recompiles
-        for guard in entry.failed_guards
-    ][:12]
+
+
+def _recompile_severity(frame: FrameEntry, explanation: FrameExplanation) -> str:
+    """Bounded before warmup: info; unbounded: warning; limit hit or compile after warmup:
+    error. Unknown outlook: warning, unless it is one recompile that went dynamic."""
+    if frame.limit_hit or explanation.after_warmup:
+        return "error"
+    if explanation.outlook.bounded is True or (
+        explanation.outlook.bounded is None and _benign(frame)
+    ):
+        return "info"
+    return "warning"
+
+
+def _recompile_title(frame: FrameEntry, explanation: FrameExplanation) -> str:
+    count = f"{_where(frame)} recompiled {len(frame.recompiles)} time(s)"
+    if frame.refused is not None:
+        count += " + 1 refused"
+    bounded = explanation.outlook.bounded
+    if bounded is True:
+        state = f"{frame.variants} variants by design; pre-warm them"
+    elif bounded is False:
+        growing = [v.source for v in explanation.outlook.varying if not v.dynamic]
+        state = f"{frame.variants} variants, unbounded ({', '.join(growing[:3])} keeps changing)"
+    else:
+        causes = Counter(g.category for e in frame.recompiles for g in e.failed_guards[:1])
+        summary = ", ".join(f"{cause} x{n}" for cause, n in causes.most_common()) or "other"
+        state = f"{frame.variants} variant(s): {summary}"
+    late = explanation.after_warmup
+    if late:
+        state = state.replace("; pre-warm them", "")
+        return f"{count}: {state}, but {', '.join(late)} compiled after warmup: pre-warm them"
+    return f"{count}: {state}"
+
+
+def _recompile_finding(frame: FrameEntry, explanation: FrameExplanation) -> Finding | None:
+    if not frame.recompiles and frame.refused is None:
+        return None
+    fixes = recompile_fixes(explanation)
+    if not fixes:
+        categories = sorted({g.category for e in frame.recompiles for g in e.failed_guards})
+        fixes = [RECOMPILE_ADVICE.get(c, RECOMPILE_ADVICE["other"]) for c in categories[:1]]
+    evidence = [f"outlook: {explanation.outlook.reason}"]
+    items = [*explanation.recompiles, *([explanation.refused] if explanation.refused else [])]
+    evidence += [
+        change_line(item.compile_id, item.compared_with, change)
+        for item in items
+        for change in item.changes
+    ][:11]
     return Finding(
-        severity="info" if benign else "warning",
+        severity=_recompile_severity(frame, explanation),
         code="recompiles",
-        title=(
-            f"{_where(frame)} recompiled {len(recompiles)} time(s), "
-            f"{frame.variants} variant(s): {summary}"
-        ),
-        advice=advice,
+        title=_recompile_title(frame, explanation),
+        advice=" ".join(fixes) or RECOMPILE_ADVICE["other"],
         evidence=evidence,
     )
 
 
-def _frame_findings(frame: FrameEntry) -> list[Finding]:
+def _frame_findings(frame: FrameEntry, explanation: FrameExplanation) -> list[Finding]:
     findings = []
     ids = [entry.compile_id for entry in frame.compiles]
     if frame.limit_hit:
@@ -108,7 +142,7 @@ def _frame_findings(frame: FrameEntry) -> list[Finding]:
                 ids + reason[:1],
             )
         )
-    recompiles = _recompile_finding(frame)
+    recompiles = _recompile_finding(frame, explanation)
     if recompiles is not None:
         findings.append(recompiles)
     for entry in frame.compiles:
@@ -143,8 +177,16 @@ def _break_finding(site: GraphBreakSite) -> Finding:
     )
 
 
-def find_findings(ledger: Ledger, sites: list[GraphBreakSite], stats: ParseStats) -> list[Finding]:
-    """All findings, errors first (pure function of the analyses)."""
+def find_findings(
+    ledger: Ledger,
+    sites: list[GraphBreakSite],
+    stats: ParseStats,
+    explanations: list[FrameExplanation] | None = None,
+) -> list[Finding]:
+    """All findings, errors first (pure function of the analyses). ``explanations`` (one per
+    ledger frame, with the run's heat) are computed without heat when not given."""
+    if explanations is None:
+        explanations = explain_frames(ledger.frames, None, {})
     findings: list[Finding] = []
     for failure in ledger.failures:
         if failure.kind == "compile_error":
@@ -163,8 +205,8 @@ def find_findings(ledger: Ledger, sites: list[GraphBreakSite], stats: ParseStats
                     ],
                 )
             )
-    for frame in ledger.frames:
-        findings += _frame_findings(frame)
+    for frame, explanation in zip(ledger.frames, explanations, strict=True):
+        findings += _frame_findings(frame, explanation)
     findings += [_break_finding(site) for site in sites]
     if stats.problems:
         findings.append(

@@ -64,6 +64,7 @@ _TENSOR_FIELDS = re.compile(
     r"requires_grad=(?P<requires_grad>\w+), size=\[(?P<size>[^\]]*)\], stride=\[(?P<stride>[^\]]*)\]"
 )
 # "code  # file:line in fn", or "# file:line in fn" when Dynamo could not show the code.
+_HINT = re.compile(r"\s*\(HINT: (?P<hint>.*)\)\s*$", re.S)
 _USER_LINE = re.compile(
     r"^(?:(?P<code>.*?)\s+)?#\s*(?P<file>\S+):(?P<line>\d+) in (?P<function>\S+)\s*$"
 )
@@ -84,6 +85,8 @@ class FailedGuard:
     now_dynamic: bool = False
     """The recompile made the failing value dynamic (automatic dynamic shapes): later calls
     with other values reuse it instead of recompiling."""
+    hint: str | None = None
+    """Dynamo's own ``(HINT: ...)`` for this guard, when it gave one."""
 
     @property
     def guarded_source(self) -> str | None:
@@ -110,8 +113,21 @@ def _tensor_name(source: str) -> str:
     return match.group(1) if match else source
 
 
+def split_hint(text: str | None) -> tuple[str, str | None]:
+    """``code  # f.py:3 in g (HINT: ...)`` -> (the text without the hint, the hint). Hints that
+    only name a type (``HINT: type Scaled``) say nothing to act on and are dropped."""
+    if not text:
+        return "", None
+    match = _HINT.search(text)
+    if match is None:
+        return text, None
+    hint = match["hint"].strip()
+    return text[: match.start()], None if hint.startswith("type ") else hint
+
+
 def _user_line_source(user_line: str | None) -> SourceLine | None:
     """``return x + 1  # prog.py:19 in f`` -> SourceLine (Dynamo may shorten the path)."""
+    user_line = split_hint(user_line)[0]
     if not user_line:
         return None
     match = _USER_LINE.match(user_line)
@@ -139,11 +155,11 @@ def parse_recompile_reason(reason: str) -> list[FailedGuard]:
         if not text:
             continue
         source = stack[-1] if stack else _user_line_source(user_line.strip() or None)
-        failures.append(
-            FailedGuard(
-                text, categorize_guard(text), source, [against], "dynamo", _dynamo_key(text)
-            )
+        failure = FailedGuard(
+            text, categorize_guard(text), source, [against], "dynamo", _dynamo_key(text)
         )
+        failure.hint = split_hint(user_line)[1]
+        failures.append(failure)
     return failures
 
 
@@ -249,9 +265,11 @@ def _value_diff(
     text = f"{old.code} (now {actual})"
     category = categorize_guard(old.code)
     key = ("value", old.source)
-    return [
-        FailedGuard(text, category, _user_line_source(old.user_line), [against], "guard_diff", key)
-    ]
+    failure = FailedGuard(
+        text, category, _user_line_source(old.user_line), [against], "guard_diff", key
+    )
+    failure.hint = split_hint(old.user_line)[1]
+    return [failure]
 
 
 def _id_diff(old: Guard, new: Guard, against: str) -> list[FailedGuard]:
@@ -301,8 +319,10 @@ def merge_failed_guards(failures: list[FailedGuard]) -> list[FailedGuard]:
                 list(failure.against),
                 failure.origin,
                 key,
+                hint=failure.hint,
             )
             continue
+        existing.hint = existing.hint or failure.hint
         for variant in failure.against:
             if variant not in existing.against:
                 existing.against.append(variant)

@@ -95,6 +95,9 @@ class FrameEntry:
     line: int | None
     compiles: list[CompileEntry] = field(default_factory=list)
     limit_hit: bool = False
+    refused: CompileEntry | None = None
+    """The compile Dynamo refused because the frame reached its recompile limit: not a
+    variant, not a failure; from then on new inputs run the frame eagerly."""
     skipped: bool = False
     """No compile of this frame produced a graph: it runs eagerly."""
     skip_reason: str | None = None
@@ -102,11 +105,16 @@ class FrameEntry:
     @property
     def variants(self) -> int:
         """Compiled variants kept in Dynamo's cache (compiles that produced guarded code)."""
-        return sum(1 for entry in self.compiles if _produced_code(entry.record))
+        return sum(1 for entry in self.compiles if produced_code(entry.record))
 
     @property
     def recompiles(self) -> list[CompileEntry]:
-        return [entry for entry in self.compiles if entry.cause == "recompile"]
+        """Recompiles that happened (the refused attempt at the limit is not one)."""
+        return [
+            entry
+            for entry in self.compiles
+            if entry.cause == "recompile" and entry is not self.refused
+        ]
 
     @property
     def is_resume(self) -> bool:
@@ -120,7 +128,8 @@ class Ledger:
     failures: list[FailureEntry]
 
 
-def _produced_code(record: CompileRecord) -> bool:
+def produced_code(record: CompileRecord) -> bool:
+    """The compile left guarded code in Dynamo's cache (a variant)."""
     if record.has_guarded_code is not None:
         return bool(record.has_guarded_code)
     return record.graph_count > 0 and record.fail_type is None
@@ -130,7 +139,7 @@ def _failure_kind(record: CompileRecord) -> str:
     if _LIMIT_HIT.search(record.fail_reason or ""):
         return "recompile_limit"
     if record.fail_type == "Unsupported" or (
-        not _produced_code(record) and "skip" in (record.fail_reason or "").lower()
+        not produced_code(record) and "skip" in (record.fail_reason or "").lower()
     ):
         return "skipped_frame"
     return "compile_error"
@@ -159,7 +168,10 @@ def _failed_guards(
                     old.guards, record.guards, record.symbols, str(old.compile_id)
                 )
     merged = merge_failed_guards(failures)
-    dynamic_sources = {source for source, _ in record.symbols.values()}
+    specialized = {text.split(" = ", 1)[0].strip() for text in record.specializations}
+    dynamic_sources = {
+        source for symbol, (source, _) in record.symbols.items() if symbol not in specialized
+    }
     for failure in merged:
         failure.source = _expand_path(failure.source, frame_file)
         failure.now_dynamic = failure.guarded_source in dynamic_sources
@@ -189,9 +201,10 @@ def _frame(stream: str, records: list[CompileRecord]) -> FrameEntry:
         frame.compiles.append(entry)
         if record.fail_type and _failure_kind(record) == "recompile_limit":
             frame.limit_hit = True
+            frame.refused = entry
     # Dynamo gave up and runs the frame eagerly; a compiler error is raised to the user instead.
     gave_up = [r for r in records if r.fail_type and _failure_kind(r) == "skipped_frame"]
-    if gave_up and not any(_produced_code(r) for r in records):
+    if gave_up and not any(produced_code(r) for r in records):
         frame.skipped = True
         frame.skip_reason = next((r.fail_reason for r in records if r.fail_reason), None)
     return frame
@@ -235,5 +248,6 @@ def compile_ledger(run: Run) -> Ledger:
         frames.append(_frame(stream, records))
     compiles = [entry for frame in frames for entry in frame.compiles]
     compiles.sort(key=_chronological)
-    failures = [_failure(e) for e in compiles if e.record.fail_type]
+    refused = {id(frame.refused) for frame in frames if frame.refused is not None}
+    failures = [_failure(e) for e in compiles if e.record.fail_type and id(e) not in refused]
     return Ledger(frames=frames, compiles=compiles, failures=failures)

@@ -65,8 +65,15 @@ def _failure_finding(ledger: Ledger, manifest: dict[str, Any], probes: ProbeData
 
 
 def run_findings(
-    ledger: Ledger, manifest: dict[str, Any], probes: ProbeData | None, heat: Heat | None
+    ledger: Ledger,
+    manifest: dict[str, Any],
+    probes: ProbeData | None,
+    heat: Heat | None,
+    changes: dict[tuple[str, str], list[str]] | None = None,
 ) -> list[Finding]:
+    """Findings only a run has (its ending, probes, compiles after warmup). ``changes`` gives
+    what changed per (stream, compile id) in the user's names (analysis/outlook.py); Dynamo's
+    guard text is the evidence where it is missing."""
     findings: list[Finding] = []
     if ending(manifest) is not None:
         findings.append(_failure_finding(ledger, manifest, probes))
@@ -87,9 +94,10 @@ def run_findings(
             item = heat.compiles.get((entry.record.stream, entry.compile_id))
             if item is None or not item.after_warmup:
                 continue
-            evidence = [f"{entry.compile_id}: {g.text}" for g in entry.failed_guards] or [
-                f"{entry.compile_id}: {entry.cause}"
+            evidence = (changes or {}).get((entry.record.stream, entry.compile_id)) or [
+                f"{entry.compile_id}: {g.text}" for g in entry.failed_guards
             ]
+            evidence = evidence or [f"{entry.compile_id}: {entry.cause}"]
             when = f"at {item.t_s:.1f} s" if item.t_s is not None else ""
             calls = f", after {item.frame_calls} calls of its frame" if item.frame_calls else ""
             findings.append(

@@ -17,6 +17,7 @@ KIND_LABELS = {
     "removed_break_site": "graph-break site gone",
     "variants": "variant count changed",
     "new_recompile_cause": "new recompile cause",
+    "frame": "recompiles of frame",
     "compile_time_s": "compile time (s)",
     "time_per_call_s": "time per call in compiled graphs (s)",
     "environment": "environment",
@@ -51,6 +52,10 @@ def render_diff_terminal(diff: DiffDict, console: Console) -> None:
     for change in _ordered(diff):
         tag = "[bold red]REGRESSION[/]" if change["regression"] else "[cyan]change[/]    "
         label = KIND_LABELS.get(change["kind"], change["kind"])
+        if change["kind"] == "frame":  # the detail is the whole story: variants; causes; ...
+            console.print(f"{tag} {escape(label)} {escape(change['subject'])}: "
+                          f"{escape(change['detail'])}")  # fmt: skip
+            continue
         console.print(
             f"{tag} {escape(label)}: {escape(change['subject'])}: "
             f"{escape(_value(change['before']))} → {escape(_value(change['after']))}"
@@ -70,7 +75,8 @@ def render_diff_markdown(diff: DiffDict) -> str:
             md_text(KIND_LABELS.get(change["kind"], change["kind"])),
             md_code(change["subject"]),
             md_code(_value(change["before"])),
-            md_code(_value(change["after"])),
+            md_code(_value(change["after"]))
+            + (f"<br>{md_text(change['detail'])}" if change["kind"] == "frame" else ""),
         ]
         for change in _ordered(diff)
     ]

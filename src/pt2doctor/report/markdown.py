@@ -51,8 +51,8 @@ def _headline(report: Report) -> list[str]:
     lines = [
         "## pt2doctor report",
         "",
-        f"**{s['frames']}** frames, **{s['compiles']}** compiles (**{s['recompiles']}** "
-        f"recompiles), **{s['break_sites']}** graph-break sites, **{s['failures']}** failures, "
+        f"**{s['frames']}** frames, **{s['compiles']}** compiles ({_recompile_counts(s)}), "
+        f"**{s['break_sites']}** graph-break sites, **{s['failures']}** failures, "
         f"**{s['total_compile_time_s']:.2f} s** compiling",
         "",
     ]
@@ -113,15 +113,48 @@ def _frames(report: Report) -> list[str]:
                 ),
                 str(frame["variants"]),
                 md_text(", ".join(sorted({g["category"] for g in guards})) or "-"),
-                "<br>".join(md_code(g["text"]) for g in guards[:4]),
+                "<br>".join(md_code(text) for text in _change_lines(frame)[:4]),
                 "yes" if frame["limit_hit"] else "",
                 "yes" if frame["skipped"] else "",
             ]
         )
     if not rows:
         return []
-    header = ["frame", "variants", "recompile causes", "failed guards", "limit hit", "eager"]
+    header = ["frame", "variants", "recompile causes", "what changed", "limit hit", "eager"]
     return ["### Frames with recompiles, limit hits or skips", "", *md_table(header, rows)]
+
+
+def _change_lines(frame: dict[str, Any]) -> list[str]:
+    """What changed at each recompile, in the user's names (raw guard text for old reports)."""
+    from pt2doctor.report.frame_story import change_text
+
+    lines = []
+    for entry in frame["recompiles"]:
+        changes = entry.get("changes")
+        if changes is None:
+            lines += [g["text"] for g in entry["failed_guards"]]
+        else:
+            lines += [f"{entry['compile_id']}: {change_text(c)}" for c in changes]
+    return lines
+
+
+def _recompile_counts(summary: dict[str, Any]) -> str:
+    from pt2doctor.report.frame_story import headline_counts
+
+    return md_text(headline_counts(summary))
+
+
+def _stories(report: Report) -> list[str]:
+    """Per recompiling frame: variants, what changed, outlook, fixes (report/frame_story.py)."""
+    from pt2doctor.report.frame_story import frame_stories, story_markdown
+
+    stories = frame_stories(report)
+    if not stories:
+        return []
+    lines = ["### Why frames recompiled", ""]
+    for story in stories:
+        lines += story_markdown(story)
+    return lines
 
 
 def _ranks(report: Report) -> list[str]:
@@ -189,6 +222,6 @@ def _cold_start(report: Report) -> list[str]:
 def render_markdown(report: Report) -> str:
     """The whole Markdown document."""
     lines = [*_headline(report), *_cold_start(report), *_findings(report), *_breaks(report)]
-    lines += _frames(report)
+    lines += [*_frames(report), *_stories(report)]
     lines += [*_ranks(report), *_environment(report)]
     return "\n".join(lines).rstrip() + "\n"

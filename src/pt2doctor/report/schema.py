@@ -6,6 +6,7 @@ dict every renderer (terminal, JSON, later HTML/Markdown) formats.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -26,14 +27,22 @@ from pt2doctor.analysis.frame_names import display_name
 from pt2doctor.analysis.guard_overhead import guard_overhead_findings
 from pt2doctor.analysis.heat import Heat, break_heat, compile_heat
 from pt2doctor.analysis.ledger import CompileEntry, FailureEntry, FrameEntry
+from pt2doctor.analysis.outlook import (
+    FrameExplanation,
+    RecompileExplanation,
+    change_line,
+    explain_frames,
+)
 from pt2doctor.analysis.rank_findings import rank_findings
 from pt2doctor.analysis.ranks import DEFAULT_COLLECTIVE_TIMEOUT_S, cross_rank_analysis
+from pt2doctor.analysis.recompile_fixes import recompile_fixes
 from pt2doctor.analysis.run_findings import run_findings, run_section
 from pt2doctor.report.cold_start_schema import add_cold_start
 from pt2doctor.report.rank_schema import ranks_section
-from pt2doctor.trace.types import Run, SourceLine
+from pt2doctor.trace.types import CompileRecord, Run, SourceLine
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+_LIMIT = re.compile(r"recompile.limit|cache_size_limit|recompile_limit", re.I)
 
 
 def _source(line: SourceLine | None) -> dict[str, Any] | None:
@@ -51,7 +60,18 @@ def _failed_guard(guard: FailedGuard) -> dict[str, Any]:
     }
 
 
-def _frame(frame: FrameEntry) -> dict[str, Any]:
+def _recompile(entry: CompileEntry, explained: RecompileExplanation | None) -> dict[str, Any]:
+    return {
+        "compile_id": entry.compile_id,
+        "failed_guards": [_failed_guard(g) for g in entry.failed_guards],
+        "compared_with": None if explained is None else explained.compared_with,
+        "changes": [] if explained is None else [c.as_dict() for c in explained.changes],
+    }
+
+
+def _frame(frame: FrameEntry, explanation: FrameExplanation) -> dict[str, Any]:
+    explained = {item.compile_id: item for item in explanation.recompiles}
+    refused = frame.refused
     return {
         "stream": frame.stream,
         "frame_id": frame.frame_id,
@@ -67,12 +87,12 @@ def _frame(frame: FrameEntry) -> dict[str, Any]:
         "skip_reason": frame.skip_reason,
         "is_resume": frame.is_resume,
         "recompiles": [
-            {
-                "compile_id": entry.compile_id,
-                "failed_guards": [_failed_guard(g) for g in entry.failed_guards],
-            }
-            for entry in frame.recompiles
+            _recompile(entry, explained.get(entry.compile_id)) for entry in frame.recompiles
         ],
+        "refused": None if refused is None else _recompile(refused, explanation.refused),
+        "variants_table": [row.as_dict() for row in explanation.variants],
+        "outlook": explanation.outlook.as_dict(),
+        "fixes": recompile_fixes(explanation) if frame.recompiles or refused else [],
     }
 
 
@@ -101,6 +121,7 @@ def _compile(entry: CompileEntry) -> dict[str, Any]:
         "graph_count": record.graph_count,
         "graph_op_count": record.graph_op_count,
         "failed": record.fail_type is not None,
+        "refused": _refused(record),
         "fail_type": record.fail_type,
         "dynamic_symbols": [
             {"symbol": symbol, "source": source, "value": value}
@@ -108,6 +129,11 @@ def _compile(entry: CompileEntry) -> dict[str, Any]:
         ],
         "specializations": record.specializations,
     }
+
+
+def _refused(record: CompileRecord) -> bool:
+    """Dynamo refused this compile: its frame had reached the recompile limit."""
+    return record.fail_type is not None and bool(_LIMIT.search(record.fail_reason or ""))
 
 
 def _graph_break(site: GraphBreakSite) -> dict[str, Any]:
@@ -164,7 +190,8 @@ def _summary(run: Run, ledger: Ledger, sites: list[GraphBreakSite]) -> dict[str,
         "graphs": sum(entry.record.graph_count for entry in ledger.compiles),
         "break_sites": len(sites),
         "graph_breaks": sum(len(site.compile_ids) for site in sites),
-        "recompiles": sum(1 for entry in ledger.compiles if entry.cause == "recompile"),
+        "recompiles": sum(len(frame.recompiles) for frame in ledger.frames),
+        "refused": sum(1 for frame in ledger.frames if frame.refused is not None),
         "restarts": sum(len(entry.record.restart_reasons) for entry in ledger.compiles),
         "failures": len(ledger.failures),
         "skipped_frames": sum(1 for frame in ledger.frames if frame.skipped),
@@ -189,6 +216,19 @@ def _compile_with_heat(entry: CompileEntry, heat: Heat | None) -> dict[str, Any]
     return row
 
 
+def _changes_by_compile(
+    ledger: Ledger, explanations: list[FrameExplanation]
+) -> dict[tuple[str, str], list[str]]:
+    """(stream, compile id) -> what its recompile changed, one evidence line per change."""
+    return {
+        (frame.stream, item.compile_id): [
+            change_line(item.compile_id, item.compared_with, c) for c in item.changes
+        ]
+        for frame, explanation in zip(ledger.frames, explanations, strict=True)
+        for item in explanation.recompiles
+    }
+
+
 def build_report(
     run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIMEOUT_S
 ) -> dict[str, Any]:
@@ -203,14 +243,17 @@ def build_report(
         heat = compile_heat(ledger, run.probes, run.manifest or {})
         if heat.breaks_measured:
             break_heat(sites, run.probes)
-    ranks = cross_rank_analysis(run, ledger, sites, collective_timeout_s)
-    findings = sort_findings(find_findings(ledger, sites, run.parse_stats) + rank_findings(ranks))
-    if run.manifest is not None:
-        findings = sort_findings(findings + run_findings(ledger, run.manifest, run.probes, heat))
-        findings = sort_findings(findings + guard_overhead_findings(ledger, heat))
     environment = dict(run.environment)
     if run.probes is not None:
         environment.update(run.probes.environment)
+    explanations = explain_frames(ledger.frames, heat, environment)
+    ranks = cross_rank_analysis(run, ledger, sites, collective_timeout_s)
+    findings = find_findings(ledger, sites, run.parse_stats, explanations)
+    findings = sort_findings(findings + rank_findings(ranks))
+    if run.manifest is not None:
+        changed = _changes_by_compile(ledger, explanations)
+        late = run_findings(ledger, run.manifest, run.probes, heat, changed)
+        findings = sort_findings(findings + late + guard_overhead_findings(ledger, heat))
     report = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "pt2doctor", "version": __version__},
@@ -219,7 +262,7 @@ def build_report(
         "summary": _summary(run, ledger, sites),
         "findings": [_finding(f) for f in findings],
         "graph_breaks": [_graph_break(site) for site in sites],
-        "frames": [_frame(frame) for frame in ledger.frames],
+        "frames": [_frame(f, e) for f, e in zip(ledger.frames, explanations, strict=True)],
         "compiles": [_compile_with_heat(entry, heat) for entry in ledger.compiles],
         "failures": [_failure(failure) for failure in ledger.failures],
         "parse_stats": run.parse_stats.as_dict(),

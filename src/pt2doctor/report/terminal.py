@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from pt2doctor.analysis.paths import display_path, shorten_paths
+from pt2doctor.report.frame_story import frame_stories, headline_counts, story_terminal
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_FINDINGS = 25
@@ -21,7 +22,7 @@ def _headline(summary: dict[str, Any]) -> str:
     misses = sum(counts.get("miss", 0) for counts in cache.values())
     return (
         f"{summary['frames']} frames, {summary['compiles']} compiles "
-        f"({summary['recompiles']} recompiles, {summary['restarts']} restarts), "
+        f"({headline_counts(summary)}, {summary['restarts']} restarts), "
         f"{summary['graphs']} graphs, {summary['break_sites']} graph-break sites, "
         f"{summary['failures']} failures, "
         f"{summary['total_compile_time_s']:.2f} s compiling, cache {hits} hit / {misses} miss"
@@ -179,5 +180,7 @@ def render_terminal(report: dict[str, Any], console: Console, cwd: str | None = 
     frames_table = _frames_table(report["frames"], cwd)
     if frames_table.row_count:
         console.print(frames_table)
+    for story in frame_stories(report):
+        story_terminal(console, story)
     if "ranks" in report:
         _ranks(console, report["ranks"])

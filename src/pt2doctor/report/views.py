@@ -57,6 +57,7 @@ def headline(report: Report) -> Section:
         ("frames", summary["frames"]),
         ("compiles", summary["compiles"]),
         ("recompiles", summary["recompiles"]),
+        *([("refused at the limit", summary["refused"])] if summary.get("refused") else []),
         ("graph-break sites", summary["break_sites"]),
         ("failures", summary["failures"]),
         ("compile time (s)", f"{summary['total_compile_time_s']:.2f}"),
@@ -178,6 +179,17 @@ def compile_ledger(report: Report) -> Section | None:
             }
         )
     return Section("ledger", "Compile ledger", "ledger", {"frames": frames})
+
+
+def recompile_stories(report: Report) -> Section | None:
+    """Per recompiling frame: the variants and the state each serves, what changed at each
+    recompile, the outlook and the fixes (the same story as the terminal and report.md)."""
+    from pt2doctor.report.frame_story import frame_stories
+
+    stories = frame_stories(report)
+    if not stories:
+        return None
+    return Section("stories", "Why frames recompiled", "stories", {"stories": stories})
 
 
 def _compile_label(entry: dict[str, Any]) -> str:
@@ -304,6 +316,7 @@ SECTIONS: list[SectionBuilder] = [
     headline,
     ranks,
     graph_breaks,
+    recompile_stories,
     compile_ledger,
     cold_start,
     compile_timeline,

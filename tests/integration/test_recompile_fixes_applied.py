@@ -1,0 +1,142 @@
+"""Every torch API or config that a recompile fix names (analysis/recompile_fixes.py), applied
+to a small program on the installed torch: the recompiles it explains disappear.
+
+Compiles are counted by a backend that counts the graphs it is handed (``backend="eager"``
+behaviour: it runs the graph as traced), so these tests measure Dynamo, not Inductor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.torch_run
+
+
+class GraphCounter:
+    """A torch.compile backend that counts the graphs (variants) Dynamo compiles."""
+
+    def __init__(self) -> None:
+        self.graphs = 0
+
+    def __call__(self, gm: Any, example_inputs: Any) -> Callable[..., Any]:
+        self.graphs += 1
+        return gm.forward
+
+
+@pytest.fixture
+def counter() -> Iterator[GraphCounter]:
+    torch._dynamo.reset()
+    yield GraphCounter()
+    torch._dynamo.reset()
+
+
+class Scaled(torch.nn.Module):
+    """tests/programs/recompiles/counter_attr.py's module: an int counter read in forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.num_updates = 0
+
+    def forward(self, x: Any) -> Any:
+        self.num_updates += 1
+        return x * self.num_updates
+
+
+def _count_counter_graphs(counter: GraphCounter, calls: int) -> int:
+    compiled = torch.compile(Scaled(), backend=counter)
+    for _ in range(calls):
+        compiled(torch.ones(2))
+    return counter.graphs
+
+
+def test_counter_recompiles_every_call_without_the_fix(counter: GraphCounter) -> None:
+    assert _count_counter_graphs(counter, 6) == 6
+
+
+def test_allow_unspec_int_on_nn_module_makes_the_counter_two_graphs(
+    counter: GraphCounter,
+) -> None:
+    with torch._dynamo.config.patch(allow_unspec_int_on_nn_module=True):
+        assert _count_counter_graphs(counter, 6) == 2
+
+
+def _double(x: Any) -> Any:
+    return x * 2
+
+
+def test_a_plain_int_argument_becomes_dynamic_after_one_recompile(counter: GraphCounter) -> None:
+    """Why a fix never calls an int argument "baked in": automatic dynamic handles it."""
+    compiled = torch.compile(lambda x, n: x * n, backend=counter)
+    for n in range(2, 8):
+        compiled(torch.ones(2), n)
+    assert counter.graphs == 2
+
+
+def test_maybe_mark_dynamic_compiles_once_for_every_size(counter: GraphCounter) -> None:
+    compiled = torch.compile(_double, backend=counter)
+    for size in (4, 5, 6, 7):
+        x = torch.ones(size)
+        torch._dynamo.maybe_mark_dynamic(x, 0)
+        compiled(x)
+    assert counter.graphs == 1
+    one = torch.ones(1)  # sizes 0 and 1 are specialized even when marked: the fix says so
+    torch._dynamo.maybe_mark_dynamic(one, 0)
+    compiled(one)
+    assert counter.graphs == 2
+
+
+def test_without_marking_sizes_cost_a_static_and_a_dynamic_compile(counter: GraphCounter) -> None:
+    compiled = torch.compile(_double, backend=counter)
+    for size in (4, 5, 6, 7):
+        compiled(torch.ones(size))
+    assert counter.graphs == 2
+
+
+SCALES = {n: float(n) for n in range(1, 64)}
+
+
+def _lookup(x: Any) -> Any:
+    return x * SCALES[x.shape[0]]
+
+
+def test_mark_dynamic_raises_where_python_code_specializes_the_size(
+    counter: GraphCounter,
+) -> None:
+    """The fix for a size used as a dict key says marking it dynamic raises; it does."""
+    compiled = torch.compile(_lookup, backend=counter)
+    x = torch.ones(5)
+    torch._dynamo.mark_dynamic(x, 0)
+    with pytest.raises(Exception) as raised:  # its class lives in a private module
+        compiled(x)
+    assert type(raised.value).__name__ == "ConstraintViolationError"
+
+
+def _generate_graphs(counter: GraphCounter, cache_implementation: str | None) -> int:
+    """tests/programs/recompiles/hf_generate.py's model and loop, with a fixed max_length."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=100,
+                                     n_positions=64, bos_token_id=0, eos_token_id=0)  # fmt: skip
+    model = transformers.GPT2LMHeadModel(config).eval()
+    model.forward = torch.compile(model.forward, backend=counter)
+    extra = {} if cache_implementation is None else {"cache_implementation": cache_implementation}
+    for length in (8, 12):
+        ids = torch.randint(0, 100, (1, length))
+        model.generate(ids, attention_mask=torch.ones_like(ids), max_length=16, do_sample=False,
+                       pad_token_id=0, **extra)  # fmt: skip
+    return counter.graphs
+
+
+def test_static_cache_compiles_the_decode_step_once(counter: GraphCounter) -> None:
+    dynamic_cache = _generate_graphs(counter, None)
+    torch._dynamo.reset()
+    counter.graphs = 0
+    static_cache = _generate_graphs(counter, "static")
+    # Dynamic cache: prefill, decode (static length), decode (dynamic length), prefill (dynamic
+    # prompt length). Static cache: the decode step's cache never changes size.
+    assert (dynamic_cache, static_cache) == (4, 3)

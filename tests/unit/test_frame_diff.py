@@ -1,0 +1,56 @@
+"""``pt2doctor diff`` per frame (analysis/diff.py): one line with variants, causes, compile time
+and the outlook, before and after; causes are the whole set on each side (a frame that had size
+causes and now has python_constant ones does not read "none -> python_constant")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pt2doctor.analysis.diff import diff_reports
+
+
+def report(
+    variants: int, causes: list[str], seconds: float, bounded: bool | None
+) -> dict[str, Any]:
+    ids = [f"0/{n}" for n in range(variants)]
+    return {
+        "graph_breaks": [],
+        "frames": [
+            {
+                "function": "step", "file": "/a/prog.py", "line": 3, "stream": "s",
+                "variants": variants, "compile_ids": ids,
+                "recompiles": [
+                    {"compile_id": cid, "failed_guards": [{"category": cause}]}
+                    for cid, cause in zip(ids[1:], causes, strict=False)
+                ],
+                "outlook": {"bounded": bounded},
+            }
+        ],
+        "compiles": [
+            {"compile_id": cid, "stream": "s", "compile_time_s": seconds / variants,
+             "function": "step", "file": "/a/prog.py", "line": 3}
+            for cid in ids
+        ],
+        "summary": {"total_compile_time_s": seconds, "failures": 0},
+        "environment": {},
+    }  # fmt: skip
+
+
+def test_frame_line_names_both_cause_sets() -> None:
+    before = report(5, ["size", "size", "attribute_value", "size"], 77.0, True)
+    after = report(2, ["python_constant"], 12.0, True)
+    diff = diff_reports(before, after)
+    (change,) = [c for c in diff.changes if c.kind == "frame"]
+    assert change.detail == (
+        "variants 5 → 2; causes {attribute_value, size} → {python_constant}; "
+        "compile time 77 s → 12 s; bounded → bounded"
+    )
+    assert change.regression is True  # a cause that was not there before
+    assert (change.before, change.after) == (5, 2)
+
+
+def test_fewer_variants_with_the_same_causes_is_not_a_regression() -> None:
+    diff = diff_reports(report(4, ["size"] * 3, 9.0, False), report(2, ["size"], 3.0, True))
+    (change,) = [c for c in diff.changes if c.kind == "frame"]
+    assert change.regression is False
+    assert change.detail.endswith("unbounded → bounded")

@@ -1,0 +1,56 @@
+"""The recompile fixes fire on their evidence only (analysis/recompile_fixes.py), and the outlook
+rules (analysis/outlook.py) on hand-built changes."""
+
+from __future__ import annotations
+
+from pt2doctor.analysis.changes import SourceChange
+from pt2doctor.analysis.outlook import (
+    FrameExplanation,
+    Outlook,
+    RecompileExplanation,
+    Varying,
+)
+from pt2doctor.analysis.recompile_fixes import hf_generate_pattern, recompile_fixes
+
+
+def explanation(*changes: list[SourceChange], varying: list[Varying] | None = None,
+                bounded: bool | None = True) -> FrameExplanation:  # fmt: skip
+    items = [RecompileExplanation(f"0/{i + 1}", f"0/{i}", list(c)) for i, c in enumerate(changes)]
+    return FrameExplanation(items, None, [], Outlook(bounded, "", varying or []))
+
+
+def test_generate_pattern_needs_both_the_decode_step_and_the_cache_filling() -> None:
+    decode = SourceChange("kwargs['input_ids'].shape[1]", "size", "8", "1")
+    filled = SourceChange("kwargs['cache'].layers[*].is_initialized", "flag", "False", "True")
+    assert hf_generate_pattern(explanation([decode, filled]))
+    assert not hf_generate_pattern(explanation([decode]))  # a shorter batch, no cache
+    assert not hf_generate_pattern(explanation([filled]))
+    longer = SourceChange("kwargs['input_ids'].shape[1]", "size", "8", "12")
+    assert not hf_generate_pattern(explanation([longer, filled]))
+
+
+def test_a_size_that_went_dynamic_names_the_argument_and_dim() -> None:
+    row = Varying("x.shape[1]", "size", ["4", "5"], True, 1)
+    fixes = recompile_fixes(explanation([], varying=[row]))
+    assert "torch._dynamo.maybe_mark_dynamic(x, 1)" in fixes[0]
+    assert "sizes 0 and 1" in fixes[0]
+
+
+def test_an_int_argument_that_went_dynamic_is_not_called_baked_in() -> None:
+    row = Varying("n", "value", ["2", "3"], True, 1)
+    fixes = recompile_fixes(explanation([], varying=[row]))
+    assert not any("baked" in fix for fix in fixes)
+    assert fixes and fixes[0].startswith("Nothing to fix: n became dynamic")
+
+
+def test_a_counter_on_self_gets_the_nn_module_config() -> None:
+    row = Varying("self.step", "value", ["0", "1", "2"], False, 2)
+    fixes = recompile_fixes(explanation([], varying=[row], bounded=False))
+    assert "allow_unspec_int_on_nn_module = True" in fixes[0]
+
+
+def test_a_string_constant_is_not_called_a_counter() -> None:
+    row = Varying("mode", "value", ["'a'", "'b'", "'c'"], False, 2)
+    (fix,) = recompile_fixes(explanation([], varying=[row], bounded=False))
+    assert "allow_unspec_int_on_nn_module" not in fix
+    assert "Pass it as a tensor" in fix

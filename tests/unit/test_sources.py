@@ -1,0 +1,124 @@
+"""Guard sources rewritten as the user's expressions (analysis/sources.py) and the folding of
+changes that only follow another change (analysis/changes.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pt2doctor.analysis.changes import SourceChange, fold_changes
+from pt2doctor.analysis.sources import (
+    argument_of,
+    collapsed_unit,
+    human_source,
+    index_pattern,
+    tensor_and_dim,
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "human"),
+    [
+        (
+            "L['self']._modules['transformer']._modules['h']._modules['0'].attn",
+            "self.transformer.h[0].attn",
+        ),
+        ("L['kwargs']['x']", "kwargs['x']"),
+        ("kwargs['x']", "kwargs['x']"),
+        ("G['name']", "name"),
+        ("L['x'].size()[1]", "x.shape[1]"),
+        ("L['x'].stride()[0]", "x.stride()[0]"),
+        ("L['self']._parameters['weight']", "self.weight"),
+        ("L['self']._buffers['running_mean']", "self.running_mean"),
+        ("G['__builtins_dict___2']['super']", "super"),
+        ("G['__import_torch_dot_nn_dot_modules_dot_module']._global_hooks",
+         "torch.nn.modules.module._global_hooks"),
+        ("L['self'].__dict__['_buffers']", "self._buffers"),
+    ],
+)  # fmt: skip
+def test_human_source(raw: str, human: str) -> None:
+    assert human_source(raw) == human
+
+
+def test_both_spellings_of_one_source_are_equal() -> None:
+    assert human_source("L['kwargs']['input_ids']") == human_source("kwargs['input_ids']")
+
+
+def test_index_pattern_keeps_dims() -> None:
+    source = "kwargs['cache'].layers[1].keys.shape[2]"
+    assert index_pattern(source) == "kwargs['cache'].layers[*].keys.shape[2]"
+    assert collapsed_unit(index_pattern(source)) == "layers"
+    assert collapsed_unit("h[*].attn") == "items"
+
+
+def test_argument_and_dim() -> None:
+    assert tensor_and_dim("kwargs['input_ids'].shape[1]") == ("kwargs['input_ids']", 1)
+    assert argument_of("kwargs['input_ids']") == "input_ids"
+    assert argument_of("x") == "x"
+    assert tensor_and_dim("self.num_updates") is None
+
+
+def test_stride_that_moved_with_its_size_is_folded() -> None:
+    changes = fold_changes(
+        [
+            SourceChange("x.shape[1]", "size", "8", "1"),
+            SourceChange("x.stride()[0]", "stride", "8", "1"),
+            SourceChange("y.stride()[0]", "stride", "4", "1"),
+        ],
+        dynamic=set(),
+    )
+    assert [(c.source, c.folded) for c in changes] == [
+        ("x.shape[1]", ["x.stride()[0]"]),
+        ("y.stride()[0]", []),
+    ]
+
+
+def test_training_of_submodules_is_one_change() -> None:
+    flips = [
+        SourceChange(f"self.h[{i}].{leaf}.training", "flag", "False", "True")
+        for i in range(3)
+        for leaf in ("attn", "mlp")
+    ]
+    (change,) = fold_changes(flips, dynamic=set())
+    assert (change.source, change.old, change.new, change.count) == ("self.training", "False",
+                                                                     "True", 6)  # fmt: skip
+    assert change.label == "self.training (6 submodules)"
+
+
+def test_same_change_at_every_index_collapses_and_different_ones_do_not() -> None:
+    changes = fold_changes(
+        [
+            SourceChange("cache.layers[0].keys.shape[2]", "size", "8", "9"),
+            SourceChange("cache.layers[1].keys.shape[2]", "size", "8", "9"),
+            SourceChange("cache.layers[2].keys.shape[2]", "size", "8", "10"),
+        ],
+        dynamic={"cache.layers[0].keys.shape[2]", "cache.layers[1].keys.shape[2]"},
+    )
+    labels = sorted((c.label, c.dynamic) for c in changes)
+    assert labels == [
+        ("cache.layers[*].keys.shape[2] (2 layers)", True),
+        ("cache.layers[2].keys.shape[2]", False),
+    ]
+
+
+def test_dynamo_and_guard_diff_spellings_merge_keeping_both_values() -> None:
+    changes = fold_changes(
+        [
+            SourceChange("self.n", "value", "0", None, hint="make it a tensor"),
+            SourceChange("self.n", "value", "0", "1"),
+        ],
+        dynamic=set(),
+    )
+    assert [(c.old, c.new, c.hint) for c in changes] == [("0", "1", "make it a tensor")]
+
+
+def test_attributes_of_a_replaced_object_follow_it() -> None:
+    changes = fold_changes(
+        [
+            SourceChange("fn", "object_identity", "an object", "another object"),
+            SourceChange("fn.__closure__[1].cell_contents.__code__", "object_identity", "a", "b"),
+        ],
+        dynamic=set(),
+    )
+    assert [(c.source, c.folded) for c in changes] == [
+        ("fn", ["fn.__closure__[1].cell_contents.__code__"])
+    ]
