@@ -161,7 +161,9 @@ def load_probes(run_dir: Path) -> ProbeData | None:
     kept snapshots in probes.jsonl, and still load), and events that carry a rank are also kept per
     rank in ``ProbeData.ranks`` (compile ids repeat across ranks, so heat must not be summed
     over them)."""
-    from pt2doctor.trace.types import ProbeData  # only when a run is loaded (startup: report --help)
+    from pt2doctor.trace.types import (
+        ProbeData,  # only when a run is loaded (startup: report --help)
+    )
 
     path = run_dir / PROBES_FILE
     if not path.is_file():
