@@ -7,7 +7,6 @@ node's TORCH_TRACE files into one folder and report on it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -17,6 +16,7 @@ from pt2doctor.cli.outputs import OutputPlan, emit, output_options
 from pt2doctor.errors import UsageError
 from pt2doctor.load import load_run
 from pt2doctor.report import build_report
+from pt2doctor.report.types import RunReport
 
 COLLECTIVE_TIMEOUT_OPTION = click.option(
     "--collective-timeout",
@@ -49,9 +49,7 @@ def run_dir_plan(run_dir: Path, fmt: str, redact: bool, use_tlparse: bool) -> Ou
     return plan
 
 
-def explain(
-    path: Path, plan: OutputPlan, collective_timeout: float | None = None
-) -> dict[str, Any]:
+def explain(path: Path, plan: OutputPlan, collective_timeout: float | None = None) -> RunReport:
     """Build the report for ``path`` and emit it as planned; returns the (unredacted) report."""
     timeout = collective_timeout_for(path, collective_timeout)
     report = build_report(load_run(path), collective_timeout_s=timeout)
@@ -66,7 +64,7 @@ def render_run_dir(
     redact: bool = False,
     use_tlparse: bool = False,
     collective_timeout: float | None = None,
-) -> dict[str, Any]:
+) -> RunReport:
     """Report on a run directory (reports inside it, report.json also at ``json_path``);
     the terminal summary goes to stderr, stdout being the program's."""
     plan = run_dir_plan(run_dir, fmt, redact, use_tlparse)

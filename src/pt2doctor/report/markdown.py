@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any
 
-Report = dict[str, Any]
+from pt2doctor.report.format import source_where
+from pt2doctor.report.types import RunReport, Source
+
+Report = RunReport
 MAX_FINDINGS = 20
 MAX_ROWS = 30
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -38,10 +40,8 @@ def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [*lines, ""]
 
 
-def _where(item: dict[str, Any] | None) -> str:
-    if not item:
-        return ""
-    return md_code(f"{item.get('file')}:{item.get('line')} {item.get('function') or ''}".strip())
+def _where(item: Source | None) -> str:
+    return md_code(source_where(item)) if item else ""
 
 
 def _headline(report: Report) -> list[str]:

@@ -8,11 +8,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pt2doctor.report.types import Finding, Frame, GraphBreak, RunReport, Summary
+
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_FINDINGS = 25
 
 
-def _headline(summary: dict[str, Any]) -> str:
+def _headline(summary: Summary) -> str:
     cache = summary.get("cache", {})
     hits = sum(counts.get("hit", 0) for counts in cache.values())
     misses = sum(counts.get("miss", 0) for counts in cache.values())
@@ -25,7 +27,7 @@ def _headline(summary: dict[str, Any]) -> str:
     )
 
 
-def _findings(console: Console, findings: list[dict[str, Any]]) -> None:
+def _findings(console: Console, findings: list[Finding]) -> None:
     if not findings:
         console.print("[green]No findings: every compile is explained and nothing needs action.")
         return
@@ -42,7 +44,7 @@ def _findings(console: Console, findings: list[dict[str, Any]]) -> None:
         console.print(f"... and {len(findings) - MAX_FINDINGS} more findings in the JSON report")
 
 
-def _breaks_table(breaks: list[dict[str, Any]]) -> Table:
+def _breaks_table(breaks: list[GraphBreak]) -> Table:
     table = Table(title="Graph-break sites", show_lines=False)
     for column in ("site", "category", "compiles", "hits", "reason"):
         table.add_column(column)
@@ -53,12 +55,12 @@ def _breaks_table(breaks: list[dict[str, Any]]) -> Table:
             row["category"],
             str(row["occurrences"]),
             "-" if row["hits"] is None else str(row["hits"]),
-            escape(row["gb_type"][:80]),
+            escape((row["gb_type"] or "")[:80]),
         )
     return table
 
 
-def _frames_table(frames: list[dict[str, Any]]) -> Table:
+def _frames_table(frames: list[Frame]) -> Table:
     table = Table(title="Frames with recompiles, limit hits or skips")
     for column in ("frame", "variants", "recompile causes", "limit hit", "eager"):
         table.add_column(column)
@@ -123,7 +125,7 @@ def _run_line(run: dict[str, Any]) -> str:
     return escape(line)
 
 
-def render_terminal(report: dict[str, Any], console: Console) -> None:
+def render_terminal(report: RunReport, console: Console) -> None:
     """Print the summary: headline counts, findings by severity, then the two key tables."""
     console.print(f"[bold]pt2doctor report[/] — {escape(', '.join(report['inputs']['paths']))}")
     if "run" in report:
