@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pt2doctor.check.samples import Latencies, latency_key
 from pt2doctor.check.types import CheckReport, Distribution, GroupRow, Steady, VariantRow
-from pt2doctor.report.format import cut, ms_value
+from pt2doctor.report.format import cut, ms_value, source_where
 from pt2doctor.report.sections import Section
 
 Report = CheckReport
@@ -190,7 +190,7 @@ def late_compiles(report: Report, latencies: Latencies) -> Section | None:
                 {
                     "category": guard["category"],
                     "text": cut(guard["text"]),
-                    "source": cut(_source(guard.get("source")), 200),
+                    "source": cut(source_where(guard.get("source")), 200),
                     "code": cut((guard.get("source") or {}).get("code")),
                 }
                 for guard in late.get("failed_guards", [])
@@ -202,9 +202,3 @@ def late_compiles(report: Report, latencies: Latencies) -> Section | None:
     if not rows:
         return None
     return Section("late", "Recompiles after warmup", "check_late", {"rows": rows})
-
-
-def _source(source: dict[str, Any] | None) -> str:
-    if not source:
-        return ""
-    return f"{source.get('file')}:{source.get('line')} {source.get('function') or ''}".strip()
