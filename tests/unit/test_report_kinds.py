@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from goldens import GOLDEN, fixture_names, load_fixture
+from pt2doctor.ablate import types as ablate_types
+from pt2doctor.check import types as check_types
 from pt2doctor.check.report import env_changes
 from pt2doctor.check.types import VERDICT_RANK, verdict_rank
 from pt2doctor.cli.renderers import RENDERERS, RenderContext, render
@@ -96,3 +99,26 @@ def test_check_compares_the_torch_commit_like_diff_does() -> None:
     ``torch_commit``)."""
     changes = env_changes({"torch_commit": "abc"}, {"torch_commit": "def"})
     assert changes == ["torch_commit: expected 'def', found 'abc'"]
+
+
+def _emitted(path: Path) -> set[str]:
+    """The event names a worker module passes to ``emit("name", ...)``."""
+    return {
+        node.args[0].value
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "emit"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    }
+
+
+@pytest.mark.parametrize(
+    ("worker", "declared"),
+    [("check/worker.py", check_types.EventName), ("ablate/trial.py", ablate_types.EventName)],
+)
+def test_every_event_a_worker_emits_is_declared(worker: str, declared: object) -> None:
+    emitted = _emitted(PACKAGE / worker)
+    assert emitted  # the scan finds the emitters
+    assert emitted <= set(get_args(declared))

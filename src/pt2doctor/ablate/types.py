@@ -157,3 +157,76 @@ class AblateReport(_AblateReportParts, total=False):
     before it was added."""
 
     environment: dict[str, Any]
+
+
+# The ablate worker's events (ablate/trial.py, one JSON line each in a trial's events.jsonl),
+# read back by ablate/driver.py. Every event has ``event`` and ``t``; ``fatal`` is the check
+# worker's (check/types.py FatalEvent: both workers share check/worker.py ``serve``).
+EventName = Literal[
+    "environment",
+    "trial_start",
+    "trial",
+    "module_trial",
+    "modules_done",
+    "repro",
+    "bisect",
+    "fatal",
+]
+
+
+class EnvironmentEvent(TypedDict):
+    event: Literal["environment"]
+    t: float
+    torch_version: list[int]
+
+
+class TrialStartEvent(TypedDict):
+    """What the worker tries next (a rung's target, a submodule, ``repro``, ``bisect``): the
+    trial a crash or a hang belongs to."""
+
+    event: Literal["trial_start"]
+    t: float
+    target: str
+
+
+class _Outcome(TypedDict, total=False):
+    status: Status
+    error: str
+    error_types: list[str]
+    root_type: str
+    worst: dict[str, Any] | None
+    tolerance: float | None
+    failed_tensors: list[str]
+    traceback: str
+
+
+class TrialEvent(_Outcome, total=False):
+    """A rung's or a toggle's outcome."""
+
+    event: Literal["trial"]
+    t: float
+
+
+class ModuleTrialEvent(_Outcome, total=False):
+    """One submodule compiled alone: does it fail the same way (``reproduced``)?"""
+
+    event: Literal["module_trial"]
+    t: float
+    target: str
+    reproduced: bool
+
+
+class ModulesDoneEvent(TypedDict):
+    event: Literal["modules_done"]
+    t: float
+    module: str | None
+
+
+class ReproEvent(Repro, total=False):
+    event: Literal["repro"]
+    t: float
+
+
+class BisectEvent(Bisect, total=False):
+    event: Literal["bisect"]
+    t: float

@@ -188,3 +188,130 @@ class CheckReport(TypedDict):
     cells: list[CellRow]
     variants: list[VariantRow]
     contract: Contract
+
+
+# The check worker's events (one JSON line each in its events.jsonl, check/worker.py), read
+# back by check/orchestrate.py and check/driver.py. Every event has ``event`` and ``t``.
+EventName = Literal[
+    "environment",
+    "cell_start",
+    "alignment",
+    "warmup",
+    "warmup_done",
+    "model",
+    "steady_done",
+    "done",
+    "cold",
+    "fatal",
+]
+Phase = Literal["align", "warmup", "steady"]
+# The events that end a step of the progress bar: no cell is in flight after them.
+STEP_ENDS: tuple[EventName, ...] = ("alignment", "warmup", "steady_done", "cold")
+# The events that are a cell's result (written to results.jsonl as they are).
+CELL_RESULTS: tuple[EventName, ...] = ("alignment", "warmup")
+
+
+class EnvironmentEvent(TypedDict):
+    event: Literal["environment"]
+    t: float
+    environment: dict[str, Any]
+
+
+class CellStartEvent(TypedDict):
+    """A cell (``None``: the whole group, in steady state) starts a phase: the one a crash or
+    a hang is attributed to until its result arrives."""
+
+    event: Literal["cell_start"]
+    t: float
+    cell: str | None
+    phase: Phase
+
+
+class AlignmentEvent(Alignment):
+    event: Literal["alignment"]
+    t: float
+    cell: str
+
+
+class WarmupEvent(TypedDict, total=False):
+    """A cell's compiled warmup call: ``seconds``, or the ``error`` it raised."""
+
+    event: Literal["warmup"]
+    t: float
+    cell: str
+    seconds: float
+    error: str
+
+
+class WarmupDoneEvent(TypedDict):
+    event: Literal["warmup_done"]
+    t: float
+    seconds: float
+
+
+class ModelEvent(TypedDict):
+    event: Literal["model"]
+    t: float
+    repeated_blocks: int
+
+
+class SteadyDoneEvent(TypedDict, total=False):
+    """Steady state measured; the group's compile facts (frames, graph breaks, late
+    compiles ...) ride along and become the group record."""
+
+    event: Literal["steady_done"]
+    t: float
+    cells: list[str]
+    frames: list[dict[str, Any]]
+    graph_breaks: list[dict[str, Any]]
+    late_compiles: list[dict[str, Any]]
+    compiles: int
+    compile_time_s: float
+    cache: dict[str, dict[str, int]]
+    failures: int
+    regional: dict[str, Any]
+
+
+class DoneEvent(TypedDict):
+    event: Literal["done"]
+    t: float
+    memory: dict[str, float | None]
+
+
+class ColdEvent(TypedDict):
+    """A cold start: process spawn to first result, split into its parts."""
+
+    event: Literal["cold"]
+    t: float
+    first_result_s: float
+    interpreter_start_s: float
+    import_s: float
+    build_s: float
+    first_call_s: float
+    compile_time_s: float
+    compiles: int
+    cache: dict[str, dict[str, int]]
+    memory: dict[str, float | None]
+
+
+class FatalEvent(TypedDict):
+    """An error outside any cell (the worker exits 1)."""
+
+    event: Literal["fatal"]
+    t: float
+    error: str
+    traceback: str
+
+
+CheckEvent = (
+    EnvironmentEvent
+    | CellStartEvent
+    | AlignmentEvent
+    | WarmupEvent
+    | WarmupDoneEvent
+    | ModelEvent
+    | SteadyDoneEvent
+    | DoneEvent
+    | ColdEvent
+    | FatalEvent
+)
