@@ -11,14 +11,14 @@ from typing import Any
 from pt2doctor.analysis.ranks import skew_severity
 from pt2doctor.report.format import cut, function_where
 from pt2doctor.report.sections import Section
-from pt2doctor.report.types import RunReport
+from pt2doctor.report.types import Divergence, RankRow, Ranks, RunReport
 
 Report = RunReport
 MAX_EVIDENCE = 6
 MAX_GUARDS = 4
 
 
-def _rank_row(row: dict[str, Any], ranks: dict[str, Any]) -> dict[str, Any]:
+def _rank_row(row: RankRow, ranks: Ranks) -> dict[str, Any]:
     return {
         "label": row["label"],
         "compiles": row["compiles"],
@@ -34,7 +34,7 @@ def _rank_row(row: dict[str, Any], ranks: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _divergence(divergence: dict[str, Any]) -> dict[str, Any]:
+def _divergence(divergence: Divergence) -> dict[str, Any]:
     return {
         "severity": divergence["severity"],
         "code": divergence["code"],

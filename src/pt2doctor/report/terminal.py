@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pt2doctor.report.types import Finding, Frame, GraphBreak, RunReport, Summary
+from pt2doctor.report.types import Finding, Frame, GraphBreak, Ranks, RunReport, Summary
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_FINDINGS = 25
@@ -78,7 +78,7 @@ def _frames_table(frames: list[Frame]) -> Table:
     return table
 
 
-def _ranks_table(ranks: dict[str, Any]) -> Table:
+def _ranks_table(ranks: Ranks) -> Table:
     table = Table(title=f"Ranks ({ranks['count']})")
     columns = ("rank", "compiles", "recompiles", "compile s", "graphs", "break sites")
     for column in (*columns, "failures", "cache hit/miss", "graph calls"):
@@ -98,7 +98,7 @@ def _ranks_table(ranks: dict[str, Any]) -> Table:
     return table
 
 
-def _ranks(console: Console, ranks: dict[str, Any]) -> None:
+def _ranks(console: Console, ranks: Ranks) -> None:
     """The per-rank table, the compile skew against the collective timeout, the divergences."""
     console.print(_ranks_table(ranks))
     console.print(

@@ -187,6 +187,76 @@ class Failure(TypedDict):
     user_frame: Source | None
 
 
+class FrameRef(TypedDict):
+    """A frame matched across ranks by function, file and line (frame ids differ by rank)."""
+
+    function: str | None
+    file: str | None
+    line: int | None
+
+
+class RankGuard(TypedDict):
+    text: str
+    category: GuardCategory
+
+
+class RankRecompile(TypedDict, total=False):
+    """A recompile on one rank; ``rank`` and ``label`` when listed under a divergence."""
+
+    rank: int | None
+    label: str
+    compile_id: str
+    frame: FrameRef | None
+    failed_guards: list[RankGuard]
+
+
+class RankRow(TypedDict):
+    """One row of ``ranks.per_rank[]``: one log."""
+
+    rank: int | None
+    label: str
+    stream: str
+    path: str | None
+    name_rank: int | None
+    envelope_ranks: list[int]
+    compiles: int
+    recompiles: list[RankRecompile]
+    compile_time_s: float
+    graphs: int
+    break_sites: int
+    failures: int
+    cache: dict[str, int]
+    graph_calls: int | None
+
+
+class Divergence(TypedDict):
+    """How the ranks differ (each also a finding, ``code``)."""
+
+    kind: str
+    code: str
+    severity: Severity
+    ranks: list[int | None]
+    labels: list[str]
+    title: str
+    evidence: list[str]
+    frame: FrameRef | None
+    recompiles: list[RankRecompile]
+    skew_s: float | None
+
+
+class Ranks(TypedDict):
+    """``ranks``: only when the logs name more than one rank."""
+
+    count: int
+    collective_timeout_s: float
+    compile_skew_s: float
+    timeout_share: float
+    slowest: str
+    fastest: str
+    per_rank: list[RankRow]
+    divergences: list[Divergence]
+
+
 class _RunReportParts(TypedDict):
     schema_version: int
     tool: Tool
@@ -208,5 +278,5 @@ class RunReport(_RunReportParts, total=False):
 
     kind: Literal["run"]
     run: dict[str, Any]
-    ranks: dict[str, Any]
+    ranks: Ranks
     redacted: bool
