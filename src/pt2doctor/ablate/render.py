@@ -86,7 +86,12 @@ def _table_rows(report: AblateReport) -> list[tuple[str, str | None, str, str | 
         for rung in report["ladder"]
     ]
     rows += [
-        (f"toggle {toggle['name']}", None, toggle["status"], toggle["numbers"] or toggle["error"])
+        (
+            f"toggle {toggle['name']}",
+            None,
+            toggle["status"],
+            toggle.get("numbers") or toggle.get("error"),
+        )
         for toggle in report["toggles"]
     ]
     return rows
