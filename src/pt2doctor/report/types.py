@@ -3,7 +3,8 @@ docs/report-schema.md): one ``TypedDict`` per part and ``Literal`` types for the
 (severity, compile cause, guard and graph-break category), so ``mypy --strict`` checks every key
 the run renderers (report/terminal.py, report/markdown.py, report/views.py) read.
 
-Parts other commands add fields to are ``total=False`` where a field is optional. The
+Parts that are optional or still growing (``frames[]``, ``compiles[]``: new fields land there
+often) are ``total=False``. The
 vocabularies are defined once, in the analysis modules that produce them, and imported here for
 type checking only: importing this module at run time imports nothing from pt2doctor.
 """
