@@ -14,7 +14,7 @@ from pathlib import Path
 from test_html_report import Elements, open_in_chromium
 from test_html_report import chromium as chromium  # the fixture, for this module's tests
 
-from pt2doctor.report.html import render_html
+from pt2doctor.cli.renderers import RenderContext, render
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTILE = REPO / "tests" / "data" / "ablates" / "ablate_hostile.json"
@@ -26,7 +26,7 @@ def test_no_script_from_an_ablate_report_runs_in_a_browser(chromium, tmp_path):
     missing = [mark for mark in PAYLOADS if mark not in raw]
     assert not missing, f"the fixture no longer carries payloads {missing}: the test proves nothing"
     page = tmp_path / "report.html"
-    page.write_text(render_html(json.loads(raw)))
+    page.write_text(render(json.loads(raw), "html", RenderContext()))
     dom = open_in_chromium(chromium, page, tmp_path / "hostile-ablate.png")
     parsed = Elements()
     parsed.feed(dom)

@@ -11,7 +11,7 @@ import pytest
 from goldens import check_golden, fixture_names, load_fixture, view_json
 from pt2doctor.ablate.render import render_ablate_markdown
 from pt2doctor.ablate.views import build_ablate_view
-from pt2doctor.report.html import render_html
+from pt2doctor.cli.renderers import RenderContext, render
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ablates"
 FIXTURES = fixture_names(DATA)
@@ -34,7 +34,7 @@ def test_ablate_page_has_every_section_and_escapes_the_hostile_text() -> None:
     ids = [section["id"] for section in build_ablate_view(report)["sections"]]
     assert ids == ["conclusion", "ladder", "modules", "bisect", "repro", "workarounds",
                    "environment"]  # fmt: skip
-    page = render_html(report)
+    page = render(report, "html", RenderContext())
     assert not any(payload in page for payload in HOSTILE)
     assert "&lt;script&gt;document.title=&#39;PWNED-1&#39;&lt;/script&gt;" in page
     assert "enc&lt;img src=x onerror=document[&#39;title&#39;]=&#39;PWNED-3&#39;&gt;" in page

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pt2doctor.ablate.types import COMPILED_FAILURES, Category, Conclusion
+
 LADDER = ("eager", "aot_eager", "aot_eager_decomp_partition")
 # The compiler layer a rung adds to the one below it.
 LAYER_OF = {"eager": "dynamo", "aot_eager": "aot", "aot_eager_decomp_partition": "decomp_partition"}
-FAILED = ("crash", "diverged")
 
 # Exception class names (anywhere in the error's MRO or its cause chain) -> category.
 INCOMPLETE = {"Unsupported"}
@@ -55,7 +56,7 @@ def layer_of(backend: str, top: str) -> str:
 
 
 def failed(outcome: dict[str, Any]) -> bool:
-    return outcome.get("status") in FAILED
+    return outcome.get("status") in COMPILED_FAILURES
 
 
 def first_failure(rungs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
@@ -63,7 +64,7 @@ def first_failure(rungs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     return next((rung for rung in rungs if failed(rung)), None)
 
 
-def classify(outcome: dict[str, Any]) -> str | None:
+def classify(outcome: dict[str, Any]) -> Category | None:
     """``incompleteness`` (Dynamo's Unsupported), ``user_side`` (data-dependent guards and other
     user errors), ``compiler_bug`` (any other crash, and every wrong result); None when it
     did not fail."""
@@ -165,7 +166,7 @@ def error_numbers(outcome: dict[str, Any]) -> str:
 
 def conclusion(
     rungs: Sequence[dict[str, Any]], module: str | None, bisected: dict[str, Any] | None
-) -> dict[str, Any]:
+) -> Conclusion:
     """The verdict: layer, failure kind, category and one sentence saying it."""
     first = first_failure(rungs)
     eager_error = next((r for r in rungs if r.get("status") == "eager_error"), None)

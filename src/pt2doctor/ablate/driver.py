@@ -20,6 +20,7 @@ import orjson
 
 from pt2doctor import torchcompat
 from pt2doctor.ablate.classify import LADDER, first_failure, layer_of
+from pt2doctor.ablate.types import LADDER_STOPS, EventName
 from pt2doctor.cases.case import Cell
 from pt2doctor.check.orchestrate import EventTail, worker_ending
 from pt2doctor.check.worker import EVENTS
@@ -94,11 +95,11 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-def _event(result: dict[str, Any], name: str) -> dict[str, Any] | None:
+def _event(result: dict[str, Any], name: EventName) -> dict[str, Any] | None:
     return next((e for e in reversed(result["events"]) if e["event"] == name), None)
 
 
-def _outcome(result: dict[str, Any], name: str = "trial") -> dict[str, Any]:
+def _outcome(result: dict[str, Any], name: EventName = "trial") -> dict[str, Any]:
     """A trial's outcome; a worker that died or hung is a crash of that trial."""
     event = _event(result, name)
     if event is not None:
@@ -134,7 +135,7 @@ class Ablation:
         found: list[dict[str, Any]] = []
         names = ladder(self.options.backend)
         for backend in names:
-            if any(r["status"] in ("crash", "diverged", "eager_error") for r in found):
+            if any(r["status"] in LADDER_STOPS for r in found):
                 outcome: dict[str, Any] = {"status": "not run"}
             else:
                 outcome = self.trial(backend, backend, **self._settings(backend))

@@ -9,16 +9,21 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pt2doctor.ablate.types import FAILURE_STATUSES, AblateReport
 from pt2doctor.report.markdown import md_code, md_table, md_text
 
-_STYLE = {"ok": "green", "crash": "red", "diverged": "red", "eager_error": "red"}
+
+def _style(status: str) -> str:
+    if status == "ok":
+        return "green"
+    return "red" if status in FAILURE_STATUSES else "yellow"
 
 
 def _cell(value: Any) -> str:
     return "-" if value in (None, "") else str(value)
 
 
-def _module_line(report: dict[str, Any]) -> str | None:
+def _module_line(report: AblateReport) -> str | None:
     module = report.get("module")
     if not module:
         return None
@@ -31,7 +36,7 @@ def _module_line(report: dict[str, Any]) -> str | None:
     return f"smallest failing module: {found}  (tried: {tried or 'no user-defined submodule'})"
 
 
-def _bisect_line(report: dict[str, Any]) -> str | None:
+def _bisect_line(report: AblateReport) -> str | None:
     found = report.get("bisect")
     if not found:
         return None
@@ -47,7 +52,7 @@ def _bisect_line(report: dict[str, Any]) -> str | None:
     return f"compiler_bisector: {found['backend']} / {subsystem}{number}{info}"
 
 
-def _repro_lines(report: dict[str, Any]) -> list[str]:
+def _repro_lines(report: AblateReport) -> list[str]:
     repro = report.get("repro")
     if not repro:
         return []
@@ -61,26 +66,47 @@ def _repro_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def detail_lines(report: dict[str, Any]) -> list[str]:
+def detail_lines(report: AblateReport) -> list[str]:
     """Module, subsystem, workarounds and repro, as plain lines (shared by both formats)."""
     lines = [line for line in (_module_line(report), _bisect_line(report)) if line]
     lines += _repro_lines(report)
     return lines
 
 
-def render_ablate(report: dict[str, Any], console: Console) -> None:
+def _table_rows(report: AblateReport) -> list[tuple[str, str | None, str, str | None]]:
+    """The ladder's rungs, then the toggles (``toggle NAME``, no layer): name, layer, status,
+    and the error numbers or else the error."""
+    rows: list[tuple[str, str | None, str, str | None]] = [
+        (
+            rung["backend"],
+            rung.get("layer"),
+            rung["status"],
+            rung.get("numbers") or rung.get("error"),
+        )
+        for rung in report["ladder"]
+    ]
+    rows += [
+        (
+            f"toggle {toggle['name']}",
+            None,
+            toggle["status"],
+            toggle.get("numbers") or toggle.get("error"),
+        )
+        for toggle in report["toggles"]
+    ]
+    return rows
+
+
+def render_ablate(report: AblateReport, console: Console) -> None:
     table = Table(title="ablation ladder", title_justify="left")
     for column in ("backend", "layer", "result", "error / error numbers"):
         table.add_column(column)
-    for row in report["ladder"] + report["toggles"]:
-        status = row["status"]
-        style = _STYLE.get(status, "yellow")
-        name = row.get("name") and f"toggle {row['name']}"
+    for name, layer, status, detail in _table_rows(report):
         table.add_row(
-            escape(_cell(name or row["backend"])),
-            escape(_cell(row.get("layer"))),
-            f"[{style}]{escape(status)}[/]",
-            escape(_cell(row.get("numbers") or row.get("error"))),
+            escape(name),
+            escape(_cell(layer)),
+            f"[{_style(status)}]{escape(status)}[/]",
+            escape(_cell(detail)),
         )
     console.print(table)
     verdict = report["conclusion"]
@@ -94,14 +120,12 @@ def render_ablate(report: dict[str, Any], console: Console) -> None:
             console.print(f"  - {escape(advice)}")
 
 
-def _md_row(row: dict[str, Any]) -> list[str]:
-    name = f"toggle {row['name']}" if row.get("name") else row["backend"]
-    numbers = row.get("numbers") or row.get("error")
-    return [md_code(name), md_text(_cell(row.get("layer"))), md_text(row["status"]),
-            md_code(numbers) if numbers else "-"]  # fmt: skip
+def _md_row(name: str, layer: str | None, status: str, detail: str | None) -> list[str]:
+    return [md_code(name), md_text(_cell(layer)), md_text(status),
+            md_code(detail) if detail else "-"]  # fmt: skip
 
 
-def _md_trials(report: dict[str, Any]) -> list[str]:
+def _md_trials(report: AblateReport) -> list[str]:
     trials = (report.get("module") or {}).get("trials") or []
     if not trials:
         return []
@@ -112,21 +136,21 @@ def _md_trials(report: dict[str, Any]) -> list[str]:
     return ["## Module bisection", "", *md_table(["submodule alone", "fails", "result"], rows)]
 
 
-def _md_environment(report: dict[str, Any]) -> list[str]:
+def _md_environment(report: AblateReport) -> list[str]:
     env = report.get("environment") or {}
     keys = ("torch_version", "python_version", "cuda_version", "triton_version", "gpu")
     parts = [f"{key} {md_code(env[key])}" for key in keys if env.get(key) is not None]
     return ["<sub>" + " · ".join(parts) + "</sub>", ""] if parts else []
 
 
-def render_ablate_markdown(report: dict[str, Any]) -> str:
+def render_ablate_markdown(report: AblateReport) -> str:
     """report.md: GitHub-flavoured Markdown; every user-derived string is escaped (error
     messages and module names come from the user's program), as in report/markdown.py."""
     verdict = report["conclusion"]
     category = f" ({md_text(verdict['category'])})" if verdict.get("category") else ""
     lines = ["# pt2doctor ablate", "", f"**{md_text(verdict['sentence'])}**{category}", ""]
     header = ["backend", "layer", "result", "error / error numbers"]
-    lines += md_table(header, [_md_row(row) for row in report["ladder"] + report["toggles"]])
+    lines += md_table(header, [_md_row(*row) for row in _table_rows(report)])
     lines += _md_trials(report)
     lines += [f"- {md_text(line)}" for line in detail_lines(report)]
     if report["workarounds"]:

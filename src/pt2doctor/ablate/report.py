@@ -15,28 +15,39 @@ from pt2doctor.ablate.classify import (
     first_failure,
     workarounds,
 )
+from pt2doctor.ablate.types import AblateReport, Rung, Settings, Target, Toggle
 from pt2doctor.report.schema import SCHEMA_VERSION
 
-ROW_KEYS = (
-    "backend",
-    "layer",
-    "status",
-    "error",
-    "error_types",
-    "root_type",
-    "worst",
-    "tolerance",
-    "failed_tensors",
-    "exit_code",
-    "seconds",
-)
+
+def _row(rung: dict[str, Any]) -> Rung:
+    """A ladder row from a rung's outcome (the worker's fields, missing ones null)."""
+    numbers = error_numbers(rung) if rung.get("status") not in ("ok", "not run") else None
+    return Rung(
+        backend=rung["backend"],
+        layer=rung.get("layer"),
+        status=rung["status"],
+        error=rung.get("error"),
+        error_types=rung.get("error_types"),
+        root_type=rung.get("root_type"),
+        worst=rung.get("worst"),
+        tolerance=rung.get("tolerance"),
+        failed_tensors=rung.get("failed_tensors"),
+        exit_code=rung.get("exit_code"),
+        seconds=rung.get("seconds"),
+        category=classify(rung),
+        numbers=numbers,
+    )
 
 
-def _row(rung: dict[str, Any]) -> dict[str, Any]:
-    row = {key: rung.get(key) for key in ROW_KEYS}
-    row["category"] = classify(rung)
-    row["numbers"] = error_numbers(rung) if rung.get("status") not in ("ok", "not run") else None
-    return row
+def _toggle(raw: dict[str, Any]) -> Toggle:
+    numbers = None if raw.get("status") in ("ok", "not applicable") else error_numbers(raw)
+    return Toggle(
+        name=raw["name"],
+        backend=raw.get("backend"),
+        status=raw["status"],
+        error=raw.get("error"),
+        numbers=numbers,
+    )
 
 
 def _last_good(rungs: list[dict[str, Any]]) -> str | None:
@@ -46,11 +57,11 @@ def _last_good(rungs: list[dict[str, Any]]) -> str | None:
 
 def build_ablate_report(
     pieces: dict[str, Any],
-    target: dict[str, Any],
-    settings: dict[str, Any],
+    target: Target,
+    settings: Settings,
     out: str,
     environment: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> AblateReport:
     """The report dict: ``target`` says what was ablated (a case cell or a command),
     ``settings`` how the user compiles (backend, dynamic, mode), ``environment`` the
     fingerprint of the process that ran the ablation (torchcompat.environment())."""
@@ -59,13 +70,6 @@ def build_ablate_report(
     module = modules.get("module") if modules else None
     bisected = pieces.get("bisect")
     verdict = conclusion(rungs, module, bisected)
-    toggles = [
-        {**{k: t.get(k) for k in ("name", "backend", "status", "error")}, "numbers": None}
-        for t in pieces.get("toggles", [])
-    ]
-    for toggle, raw in zip(toggles, pieces.get("toggles", []), strict=True):
-        if raw.get("status") not in ("ok", "not applicable"):
-            toggle["numbers"] = error_numbers(raw)
     failing = first_failure(rungs)
     return {
         "schema_version": SCHEMA_VERSION,
@@ -74,7 +78,7 @@ def build_ablate_report(
         "target": target,
         "settings": settings,
         "ladder": [_row(rung) for rung in rungs],
-        "toggles": toggles,
+        "toggles": [_toggle(raw) for raw in pieces.get("toggles", [])],
         "conclusion": verdict,
         "module": modules,
         "bisect": bisected,
@@ -89,5 +93,5 @@ def build_ablate_report(
     }
 
 
-def failure_found(report: dict[str, Any]) -> bool:
+def failure_found(report: AblateReport) -> bool:
     return report["conclusion"]["failure"] is not None

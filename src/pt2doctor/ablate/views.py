@@ -13,9 +13,11 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from pt2doctor.report.views import Section, cut, environment_rows
+from pt2doctor.ablate.types import FAILURE_STATUSES, AblateReport, Rung, Target
+from pt2doctor.report.format import cut
+from pt2doctor.report.sections import Section, environment_rows
 
-Report = dict[str, Any]
+Report = AblateReport
 AblateSectionBuilder = Callable[[Report], "Section | None"]
 # What each category means for the user (the advice itself is in report["workarounds"]).
 CATEGORY_MEANING = {
@@ -26,14 +28,13 @@ CATEGORY_MEANING = {
     "compiler_bug": "A crash or a wrong result inside the compiler: worth a bug report with "
     "the repro.",
 }
-FAILED = ("crash", "diverged", "eager_error", "error")
 
 
 def _shown(value: Any) -> str:
     return "-" if value in (None, "") else cut(str(value))
 
 
-def _target(target: dict[str, Any]) -> str:
+def _target(target: Target) -> str:
     if target.get("mode") == "script":
         return " ".join(target.get("command") or [])
     return f"{target.get('case_file')} --cell {target.get('cell')}"
@@ -63,16 +64,17 @@ def ablate_conclusion(report: Report) -> Section:
     return Section("conclusion", "Conclusion", "ablate_conclusion", data)
 
 
-def _rung(row: dict[str, Any]) -> dict[str, Any]:
+def _rung(row: Rung) -> dict[str, Any]:
+    seconds = row.get("seconds")
     return {
         "backend": row["backend"],
         "layer": row.get("layer") or "-",
         "status": row["status"],
-        "failed": row["status"] in FAILED,
+        "failed": row["status"] in FAILURE_STATUSES,
         "root_type": row.get("root_type"),
         "numbers": cut(row.get("numbers") or ""),
         "error": cut(row.get("error") or ""),
-        "seconds": None if row.get("seconds") is None else round(row["seconds"], 1),
+        "seconds": None if seconds is None else round(seconds, 1),
     }
 
 
@@ -91,7 +93,7 @@ def ablate_toggles(report: Report) -> Section | None:
             "name": toggle["name"],
             "backend": toggle["backend"],
             "status": toggle["status"],
-            "failed": toggle["status"] in FAILED,
+            "failed": toggle["status"] in FAILURE_STATUSES,
             "detail": cut(toggle.get("numbers") or toggle.get("error") or ""),
         }
         for toggle in report["toggles"]

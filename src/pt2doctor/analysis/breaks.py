@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from pt2doctor.analysis.advice import break_advice
 from pt2doctor.analysis.ledger import RESUME_NAME, FrameEntry, Ledger
 from pt2doctor.trace.messages import explanation_and_hints
 from pt2doctor.trace.types import GraphBreakEvent, SourceLine
 
-BREAK_CATEGORIES = (
+BreakCategory = Literal[
     "data_dependent_scalar",
     "data_dependent_shape",
     "print_or_logging",
@@ -19,45 +20,44 @@ BREAK_CATEGORIES = (
     "explicit_disable",
     "io",
     "other",
-)
+]
+BREAK_CATEGORIES: tuple[BreakCategory, ...] = get_args(BreakCategory)
 
 # First match wins, on Dynamo's break type and explanation (the code line only as a fallback).
-_BREAK_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern, re.I), category)
-    for pattern, category in (
-        (
-            r"graph_break\(\)|compiler\.disable|_dynamo\.disable|disable\(\)d function"
-            r"|skip function graph_break",
-            "explicit_disable",
-        ),
-        (
-            r"Tensor\.item\(\)|capture_scalar_outputs|data.dependent|tolist\(\)|_local_scalar_dense",
-            "data_dependent_scalar",
-        ),
-        (
-            r"dynamic shape operator|capture_dynamic_output_shape_ops|nonzero|output shape depends",
-            "data_dependent_shape",
-        ),
-        # 2.13 names warnings.warn after its C implementation: "the Python builtin
-        # `_warnings.warn`" (its generic C-extension text says "e.g. _warnings.warn": no match).
-        (
-            r"`print`|\bprint\b|logging|logger|`_?warnings\.warn`|(?<![\w.])warnings\.warn\("
-            r"|reorder a debugging function",
-            "print_or_logging",
-        ),
-        (r"`open`|\bopen\(|file I/O|\bsocket\b|os\.path|pathlib", "io"),
-        (
-            r"side.effect|mutat|global variable|STORE_GLOBAL|setattr|nonlocal|generator|"
-            r"reconstruct",
-            "python_side_effect",
-        ),
-        (
-            r"builtin|C extension|C function|skipped function|marked as skipped|numpy|"
-            r"Unsupported (?:function|method|context manager)|call_function|not supported",
-            "unsupported_builtin_or_c_extension",
-        ),
-    )
+_BREAK_PATTERNS: tuple[tuple[str, BreakCategory], ...] = (
+    (
+        r"graph_break\(\)|compiler\.disable|_dynamo\.disable|disable\(\)d function"
+        r"|skip function graph_break",
+        "explicit_disable",
+    ),
+    (
+        r"Tensor\.item\(\)|capture_scalar_outputs|data.dependent|tolist\(\)|_local_scalar_dense",
+        "data_dependent_scalar",
+    ),
+    (
+        r"dynamic shape operator|capture_dynamic_output_shape_ops|nonzero|output shape depends",
+        "data_dependent_shape",
+    ),
+    # 2.13 names warnings.warn after its C implementation: "the Python builtin
+    # `_warnings.warn`" (its generic C-extension text says "e.g. _warnings.warn": no match).
+    (
+        r"`print`|\bprint\b|logging|logger|`_?warnings\.warn`|(?<![\w.])warnings\.warn\("
+        r"|reorder a debugging function",
+        "print_or_logging",
+    ),
+    (r"`open`|\bopen\(|file I/O|\bsocket\b|os\.path|pathlib", "io"),
+    (
+        r"side.effect|mutat|global variable|STORE_GLOBAL|setattr|nonlocal|generator|"
+        r"reconstruct",
+        "python_side_effect",
+    ),
+    (
+        r"builtin|C extension|C function|skipped function|marked as skipped|numpy|"
+        r"Unsupported (?:function|method|context manager)|call_function|not supported",
+        "unsupported_builtin_or_c_extension",
+    ),
 )
+_BREAK_RULES = tuple((re.compile(pattern, re.I), category) for pattern, category in _BREAK_PATTERNS)
 
 
 @dataclass(slots=True)
@@ -65,7 +65,7 @@ class GraphBreakSite:
     """All occurrences of graph breaks at one user source line."""
 
     site: SourceLine
-    category: str
+    category: BreakCategory
     reason: str
     gb_type: str
     hints: list[str]
@@ -85,7 +85,7 @@ class GraphBreakSite:
     """The break made Dynamo skip its whole frame (e.g. a break inside a loop)."""
 
 
-def categorize_break(event: GraphBreakEvent) -> str:
+def categorize_break(event: GraphBreakEvent) -> BreakCategory:
     """One category from the vocabulary for a graph break."""
     text = f"{event.gb_type}\n{event.explanation}"
     for source in (text, event.site.code if event.site and event.site.code else ""):

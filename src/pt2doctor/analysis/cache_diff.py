@@ -11,6 +11,7 @@ source file's hash, a device property); the same key means B's cache did not hol
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from pt2doctor.analysis.caches import full_components
 from pt2doctor.analysis.diff import Change
 
-Report = dict[str, Any]
+Report = Mapping[str, Any]
 # The caches whose lookups are keyed by the graph (Triton's autotune cache is per kernel).
 KEYED_CACHES = ("fx_graph", "aotautograd")
 # Components named in a change's detail; the full list is in ``components``.

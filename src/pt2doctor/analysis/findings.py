@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from pt2doctor.analysis.advice import (
     COMPILE_ERROR_ADVICE,
@@ -19,14 +20,15 @@ from pt2doctor.analysis.outlook import FrameExplanation, change_line, explain_fr
 from pt2doctor.analysis.recompile_fixes import recompile_fixes
 from pt2doctor.trace.records import ParseStats
 
-SEVERITIES = ("error", "warning", "info")
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 # Above this many ops a Dynamo graph is usually an unrolled Python loop.
 LARGE_GRAPH_OPS = 2000
 
 
 @dataclass(slots=True)
 class Finding:
-    severity: str
+    severity: Severity
     code: str
     title: str
     advice: str
@@ -62,7 +64,7 @@ def _benign(frame: FrameEntry) -> bool:
     )
 
 
-def _recompile_severity(frame: FrameEntry, explanation: FrameExplanation) -> str:
+def _recompile_severity(frame: FrameEntry, explanation: FrameExplanation) -> Severity:
     """Bounded before warmup: info; unbounded: warning; limit hit or compile after warmup:
     error. Unknown outlook: warning, unless it is one recompile that went dynamic."""
     if frame.limit_hit or explanation.after_warmup:
@@ -164,7 +166,7 @@ def _break_finding(site: GraphBreakSite) -> Finding:
     where = f"{site.site.file}:{site.site.line} in {site.site.function}"
     heat = "" if site.hits is None else f", ran {site.hits} times"
     # Heat known: a break that ran at most once (startup) is not worth a rewrite.
-    severity = "info" if site.hot is False else "warning"
+    severity: Severity = "info" if site.hot is False else "warning"
     evidence = [f"compile ids: {', '.join(site.compile_ids)}"]
     if site.site.code:
         evidence.insert(0, site.site.code)

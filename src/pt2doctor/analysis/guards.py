@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import orjson
 
@@ -17,7 +17,7 @@ from pt2doctor.trace.messages import parse_user_stack
 from pt2doctor.trace.records import CompileId
 from pt2doctor.trace.types import Guard, SourceLine
 
-GUARD_CATEGORIES = (
+GuardCategory = Literal[
     "size",
     "python_constant",
     "dtype",
@@ -29,29 +29,28 @@ GUARD_CATEGORIES = (
     "object_id",
     "attribute_value",
     "other",
-)
+]
+GUARD_CATEGORIES: tuple[GuardCategory, ...] = get_args(GuardCategory)
 
 # A guarded name: L['x'] / G['y'] as in guard code, or the bare name Dynamo prints.
 _NAME = r"(?:[LG]\[[^\]]+\]|(?![LG]\[)[A-Za-z_]\w*)"
 # First match wins; the text is Dynamo's failure message or the failing guard's code.
-_CATEGORY_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern), category)
-    for pattern, category in (
-        (
-            r"size mismatch|rank mismatch|\.size\(\)|\bsize=|storage_offset|\bEq\(|\bNe\(|numel\(",
-            "size",
-        ),
-        (r"dtype mismatch|\.dtype\b", "dtype"),
-        (r"stride mismatch|\.stride\(\)", "stride"),
-        (r"requires_grad", "requires_grad"),
-        (r"grad_mode|GradMode|is_grad_enabled", "grad_mode"),
-        (r"[Aa]utocast", "autocast"),  # also a dispatch key set gaining AutocastCPU
-        (r"device mismatch|device index|dispatch key set mismatch|\.device\b", "device"),
-        (r"___check_obj_id|ID_MATCH|___check_type_id|TYPE_MATCH|deallocated|\bid\(", "object_id"),
-        (rf"^\s*(?:not )?{_NAME}(?:\.\w+|\[[^\]]+\])+\s*(?:==|!=|is\b|<|>)", "attribute_value"),
-        (rf"^\s*(?:not )?(?:len\()?{_NAME}\)?\s*(?:==|!=|is\b|<|>)", "python_constant"),
-    )
+_CATEGORY_PATTERNS: tuple[tuple[str, GuardCategory], ...] = (
+    (
+        r"size mismatch|rank mismatch|\.size\(\)|\bsize=|storage_offset|\bEq\(|\bNe\(|numel\(",
+        "size",
+    ),
+    (r"dtype mismatch|\.dtype\b", "dtype"),
+    (r"stride mismatch|\.stride\(\)", "stride"),
+    (r"requires_grad", "requires_grad"),
+    (r"grad_mode|GradMode|is_grad_enabled", "grad_mode"),
+    (r"[Aa]utocast", "autocast"),  # also a dispatch key set gaining AutocastCPU
+    (r"device mismatch|device index|dispatch key set mismatch|\.device\b", "device"),
+    (r"___check_obj_id|ID_MATCH|___check_type_id|TYPE_MATCH|deallocated|\bid\(", "object_id"),
+    (rf"^\s*(?:not )?{_NAME}(?:\.\w+|\[[^\]]+\])+\s*(?:==|!=|is\b|<|>)", "attribute_value"),
+    (rf"^\s*(?:not )?(?:len\()?{_NAME}\)?\s*(?:==|!=|is\b|<|>)", "python_constant"),
 )
+_CATEGORY_RULES = tuple((re.compile(pattern), category) for pattern, category in _CATEGORY_PATTERNS)
 _DYNAMO_TENSOR = re.compile(r"tensor '(.+?)' (\w+) mismatch(?: at index (\d+))?")
 _DYNAMO_VALUE = re.compile(r"^(?:not )?(\w+)((?:\.\w+|\[[^\]]+\])*) (?:==|!=|is\b)")
 _DYNAMO_GLOBAL = re.compile(r"GLOBAL_STATE changed: (\w+)")
@@ -75,7 +74,7 @@ class FailedGuard:
     """A guard that failed against one earlier variant, with its cause category."""
 
     text: str
-    category: str
+    category: GuardCategory
     source: SourceLine | None
     against: list[str] = field(default_factory=list)
     """The variants (compile ids) this guard failed for."""
@@ -100,7 +99,7 @@ class FailedGuard:
         return None
 
 
-def categorize_guard(text: str) -> str:
+def categorize_guard(text: str) -> GuardCategory:
     """One category from the vocabulary for a failure message or guard code."""
     for pattern, category in _CATEGORY_RULES:
         if pattern.search(text):
@@ -202,18 +201,22 @@ def _tensor_diff(
     source = _user_line_source(old.user_line)
     failures: list[FailedGuard] = []
 
-    def add(field_name: str, category: str, index: str, expected: str, actual: str) -> None:
+    def add(
+        field_name: str, category: GuardCategory, index: str, expected: str, actual: str
+    ) -> None:
         at = f" at index {index}" if index else ""
         text = f"tensor '{name}' {field_name} mismatch{at}. expected {expected}, actual {actual}"
         key = ("tensor", name, field_name, index)
         failures.append(FailedGuard(text, category, source, [against], "guard_diff", key))
 
-    for field_name, category in (("dtype", "dtype"), ("device", "device")):
+    exact: tuple[tuple[str, GuardCategory], ...] = (("dtype", "dtype"), ("device", "device"))
+    for field_name, category in exact:
         if before[field_name] != after[field_name]:
             add(field_name, category, "", before[field_name], after[field_name])
     if before["requires_grad"] != after["requires_grad"]:
         add("requires_grad", "requires_grad", "", before["requires_grad"], after["requires_grad"])
-    for field_name in ("size", "stride"):
+    shapes: tuple[tuple[str, GuardCategory], ...] = (("size", "size"), ("stride", "stride"))
+    for field_name, shape_category in shapes:
         old_dims, new_dims = _split_list(before[field_name]), _split_list(after[field_name])
         if len(old_dims) != len(new_dims):
             add("rank", "size", "", str(len(old_dims)), str(len(new_dims)))
@@ -222,7 +225,7 @@ def _tensor_diff(
             if actual == "None":
                 actual = symbol_values.get(f"{old.source}.{field_name}()[{dim}]", "None")
             if expected != "None" and actual != "None" and expected != actual:
-                add(field_name, field_name, str(dim), expected, actual)
+                add(field_name, shape_category, str(dim), expected, actual)
     if not failures and before["keys"] != after["keys"]:
         add("dispatch key set", "device", "", before["keys"], after["keys"])
     return failures

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pt2doctor.analysis.guards import (
     FailedGuard,
@@ -16,6 +17,9 @@ from pt2doctor.trace.types import CompileRecord, Run, SourceLine
 
 RESUME_PREFIX = "torch_dynamo_resume_in_"
 RESUME_NAME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
+# Why a compile happened, and how a compile failed (report.json compiles[].cause, failures[].kind).
+Cause = Literal["first_compile", "recompile", "resume_after_graph_break"]
+FailureKind = Literal["recompile_limit", "skipped_frame", "compile_error"]
 _LIMIT_HIT = re.compile(r"recompile.limit|cache_size_limit|recompile_limit", re.I)
 
 
@@ -25,7 +29,7 @@ class CompileEntry:
     ``resume_after_graph_break``; restarts and failure are reported beside the cause."""
 
     record: CompileRecord
-    cause: str
+    cause: Cause
     failed_guards: list[FailedGuard] = field(default_factory=list)
     resumes_after: tuple[str, int] | None = None
     """For a resume function: (function, line) of the graph break it continues after."""
@@ -76,7 +80,7 @@ class FailureEntry:
 
     compile_id: str
     stream: str
-    kind: str
+    kind: FailureKind
     """``compile_error``, ``skipped_frame`` or ``recompile_limit``."""
     fail_type: str
     fail_reason: str
@@ -135,7 +139,7 @@ def produced_code(record: CompileRecord) -> bool:
     return record.graph_count > 0 and record.fail_type is None
 
 
-def _failure_kind(record: CompileRecord) -> str:
+def _failure_kind(record: CompileRecord) -> FailureKind:
     if _LIMIT_HIT.search(record.fail_reason or ""):
         return "recompile_limit"
     if record.fail_type == "Unsupported" or (
@@ -178,7 +182,7 @@ def _failed_guards(
     return merged
 
 
-def _cause(record: CompileRecord) -> str:
+def _cause(record: CompileRecord) -> Cause:
     if record.compile_id.frame_compile_id:
         return "recompile"
     if record.function and record.function.startswith(RESUME_PREFIX):

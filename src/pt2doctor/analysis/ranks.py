@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from pt2doctor.analysis.breaks import GraphBreakSite
-from pt2doctor.analysis.findings import frame_label
+from pt2doctor.analysis.findings import Severity, frame_label
 from pt2doctor.analysis.ledger import Ledger
 from pt2doctor.analysis.rank_summary import (
     FrameKey,
@@ -34,6 +34,14 @@ SKEW_WARNING_SHARE = 0.25
 MAX_NAMED = 8
 MAX_EVIDENCE = 12
 
+
+def skew_severity(share: float) -> Severity:
+    """How a compile-time skew compares with the collective timeout (``share`` of it): ``error``
+    at the timeout, ``warning`` from :data:`SKEW_WARNING_SHARE`, else ``info``. The
+    ``rank_compile_skew`` finding and the HTML ranks section both grade it here."""
+    return "error" if share >= 1 else "warning" if share >= SKEW_WARNING_SHARE else "info"
+
+
 Item = TypeVar("Item", bound=Hashable)
 
 
@@ -44,7 +52,7 @@ class Divergence:
     kind: str
     """``compile_skew``, ``rank_specific_recompile``, ``cache_imbalance``, ``graph_count``,
     ``frames``, ``break_sites``, ``failures``, ``rank_name_mismatch``, ``duplicate_rank``."""
-    severity: str
+    severity: Severity
     ranks: list[RankSummary]
     title: str
     evidence: list[str] = field(default_factory=list)
@@ -95,7 +103,7 @@ def _compile_skew(analysis: RankAnalysis) -> list[Divergence]:
         if rank.compiles > fewest or rank.compile_time_s - fast.compile_time_s >= MIN_SKEW_S
     ]
     share = analysis.timeout_share
-    severity = "error" if share >= 1 else "warning" if share >= SKEW_WARNING_SHARE else "info"
+    severity = skew_severity(share)
     title = (
         f"{names(behind)} compiled more or longer than the others: {slow.label} "
         f"{slow.compile_time_s:.2f} s in {slow.compiles} compile(s), {fast.label} "
@@ -192,7 +200,7 @@ def _graph_counts(analysis: RankAnalysis) -> list[Divergence]:
         f"{min(graphs)} on {names([r for r in ranks if r.graphs == min(graphs)])}"
     )
     evidence = [f"{r.label}: {r.graphs} graph(s) in {r.compiles} compile(s)" for r in ranks]
-    severity = "warning" if same_compiles else "info"
+    severity: Severity = "warning" if same_compiles else "info"
     return [Divergence("graph_count", severity, most, title, evidence[:MAX_EVIDENCE])]
 
 

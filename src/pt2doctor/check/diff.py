@@ -13,14 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from pt2doctor.analysis.diff import Change, Diff, Noise, environment_changes, time_change
-from pt2doctor.check.report import VERDICT_RANK
+from pt2doctor.check.types import ALIGNED, verdict_rank
 
 Report = dict[str, Any]
-GOOD_VERDICTS = ("pass", "nondeterministic")
-
-
-def _rank(verdict: str | None) -> int:
-    return VERDICT_RANK.get(verdict or "not run", 5)
 
 
 def _cell_changes(a: Report, b: Report) -> list[Change]:
@@ -30,9 +25,13 @@ def _cell_changes(a: Report, b: Report) -> list[Change]:
     for cell, verdict in after.items():
         old = before.get(cell)
         if cell not in before:
-            changes.append(Change("new_cell", cell, None, verdict, verdict not in GOOD_VERDICTS))
+            changes.append(Change("new_cell", cell, None, verdict, verdict not in ALIGNED))
         elif old != verdict:
-            changes.append(Change("cell_verdict", cell, old, verdict, _rank(verdict) > _rank(old)))
+            changes.append(
+                Change(
+                    "cell_verdict", cell, old, verdict, verdict_rank(verdict) > verdict_rank(old)
+                )
+            )
     changes += [
         Change("removed_cell", c, v, None, False) for c, v in before.items() if c not in after
     ]

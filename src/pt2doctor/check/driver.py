@@ -17,8 +17,7 @@ from pt2doctor.check.orchestrate import (
     group_jobs,
 )
 from pt2doctor.check.statistics import steady_summary
-
-_CELL_RESULTS = {"alignment", "warmup"}
+from pt2doctor.check.types import CELL_RESULTS
 
 
 class GroupRun:
@@ -56,7 +55,7 @@ class GroupRun:
         for event in outcome.events:
             kind = event.pop("event")
             event.pop("t", None)
-            if kind in _CELL_RESULTS:
+            if kind in CELL_RESULTS:
                 record(kind, **self.tags, **event)
                 self.aligned.update([event["cell"]] if kind == "alignment" else [])
             elif kind == "model":
@@ -81,8 +80,8 @@ class GroupRun:
 
     def _attribute(self, outcome: Outcome) -> bool:
         """Give the crash or hang to the cell in flight; True when the rest should rerun."""
-        flight = outcome.in_flight or {}
-        cell, phase = flight.get("cell"), flight.get("phase")
+        flight = outcome.in_flight
+        cell, phase = (None, None) if flight is None else (flight["cell"], flight["phase"])
         if cell is not None:
             self.orch.record(
                 "alignment" if phase == "align" else "warmup",

@@ -7,10 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from pt2doctor.check.cost import cost_line
+from pt2doctor.check.types import ALIGNED, CheckReport, Distribution, Steady, VariantRow
 from pt2doctor.check.views import shown_value, worst_tensor
+from pt2doctor.report.format import ms_text, seconds_text
 from pt2doctor.report.markdown import md_code, md_table, md_text
 
-Report = dict[str, Any]
+Report = CheckReport
 MAX_ROWS = 30
 _MARK = {True: "✅ ok", False: "❌ FAIL", None: "➖ n/a"}
 
@@ -50,7 +52,7 @@ def _failing_cells(report: Report) -> list[str]:
     for cell in report["cells"]:
         for name, entry in cell["variants"].items():
             verdict = entry.get("verdict", "not run")
-            if verdict in ("pass", "nondeterministic"):
+            if verdict in ALIGNED:
                 continue
             worst = worst_tensor(entry)
             what = (
@@ -69,18 +71,14 @@ def _failing_cells(report: Report) -> list[str]:
     return ["### Failing cells", "", *shown, *more]
 
 
-def _seconds(value: Any) -> str:
-    return "-" if value is None else f"{value:.3g} s"
-
-
-def _ms(dist: dict[str, Any] | None) -> str:
+def _p50_p99_ms(dist: Distribution | None) -> str:
     dist = dist or {}
     if dist.get("p50_s") is None:
         return "-"
-    return f"{dist['p50_s'] * 1e3:.3g} / {dist['p99_s'] * 1e3:.3g}"
+    return f"{ms_text(dist['p50_s'])} / {ms_text(dist.get('p99_s'))}"
 
 
-def _speedup(steady: dict[str, Any]) -> str:
+def _speedup(steady: Steady) -> str:
     if steady.get("speedup") is None:
         return "-"
     low, high = steady.get("speedup_ci95") or (None, None)
@@ -88,13 +86,13 @@ def _speedup(steady: dict[str, Any]) -> str:
     return f"{steady['speedup']:.2f}x{interval}"
 
 
-def _variant_rows(variant: dict[str, Any]) -> list[list[str]]:
+def _variant_rows(variant: VariantRow) -> list[list[str]]:
     if not variant["applicable"]:
         return [[md_code(variant["name"]), md_code(variant["case"]), md_text(variant["reason"] or "n/a"),
                  *["-"] * 6]]  # fmt: skip
     cold = variant["cold_start"]
     cold_text = " / ".join(
-        _seconds(cold.get(state, {}).get("first_result_s"))
+        seconds_text(cold.get(state, {}).get("first_result_s"))
         for state in ("empty_cache", "warm_cache")
     )
     rows = []
@@ -104,10 +102,10 @@ def _variant_rows(variant: dict[str, Any]) -> list[list[str]]:
             md_code(variant["name"]),
             md_code(group["group"]),
             cold_text,
-            _seconds(group["warmup"].get("seconds")),
+            seconds_text(group["warmup"].get("seconds")),
             str(group["max_variants_per_frame"]),
-            _ms(steady.get("eager")),
-            _ms(steady.get("compiled")),
+            _p50_p99_ms(steady.get("eager")),
+            _p50_p99_ms(steady.get("compiled")),
             md_code(group["error"]) if group.get("error") else _speedup(steady),
             str(len(group.get("late_compiles", []))),
         ])  # fmt: skip
@@ -150,9 +148,9 @@ def render_check_markdown(report: Report) -> str:
     """The whole Markdown document of a check report."""
     lines = [*_headline(report), *_clauses(report), *_failing_cells(report), *_variants(report)]
     lines += [*_late(report), *_environment(report)]
-    if report.get("cost"):
+    if cost := report.get("cost"):
         lines += [
             *([""] if lines and lines[-1] else []),
-            f"<sub>{md_text(cost_line(report['cost']))}</sub>",
+            f"<sub>{md_text(cost_line(cost))}</sub>",
         ]
     return "\n".join(lines).rstrip() + "\n"

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -22,6 +22,7 @@ from pt2doctor.capture.runner import signal_name
 from pt2doctor.cases.case import Case, Cell
 from pt2doctor.cases.variants import CompileVariant, not_applicable
 from pt2doctor.check.cost import launch_cost
+from pt2doctor.check.types import STEP_ENDS, CellStartEvent
 from pt2doctor.check.worker import EVENTS
 
 RESULTS = CHECK_RESULTS
@@ -60,7 +61,7 @@ class Outcome:
     events: list[dict[str, Any]]
     status: str  # ok | crash | timeout | fatal
     detail: str = ""
-    in_flight: dict[str, Any] | None = None
+    in_flight: CellStartEvent | None = None
 
 
 class EventTail:
@@ -137,7 +138,7 @@ class Orchestrator:
                     attempt=attempt, **cost)  # fmt: skip
 
     def _watch(self, process: subprocess.Popen[bytes], tail: EventTail, out: Path) -> Outcome:
-        in_flight: dict[str, Any] | None = None
+        in_flight: CellStartEvent | None = None
         started = time.monotonic()
         try:
             while True:
@@ -145,8 +146,9 @@ class Orchestrator:
                 for event in tail.read():
                     self.progress(event)
                     if event["event"] == "cell_start":
-                        in_flight, started = event, time.monotonic()
-                    elif event["event"] in ("alignment", "warmup", "steady_done", "cold"):
+                        # Decoded JSON, as the worker wrote it: check/types.py CellStartEvent.
+                        in_flight, started = cast(CellStartEvent, event), time.monotonic()
+                    elif event["event"] in STEP_ENDS:
                         in_flight = None
                 if ended:
                     break
@@ -180,7 +182,7 @@ def _stderr_tail(out: Path) -> str:
 
 
 def worker_ending(
-    returncode: int, events: list[dict[str, Any]], in_flight: dict[str, Any] | None, out: Path
+    returncode: int, events: list[dict[str, Any]], in_flight: CellStartEvent | None, out: Path
 ) -> Outcome:
     fatal = next((e for e in events if e["event"] == "fatal"), None)
     if returncode == 0:

@@ -4,24 +4,27 @@ happened after warmup. Builders of check/views.py ``CHECK_SECTIONS``."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pt2doctor.check.samples import Latencies, latency_key
-from pt2doctor.report.views import Section, cut
+from pt2doctor.check.types import CheckReport, Distribution, GroupRow, Steady, VariantRow
+from pt2doctor.report.format import cut, ms_value, source_where
+from pt2doctor.report.sections import Section
 
-Report = dict[str, Any]
+Report = CheckReport
 CACHE_STATES = ("empty_cache", "warm_cache")
+_SIDES: tuple[Literal["eager", "compiled"], ...] = ("eager", "compiled")
 
 
-def _where(variant: dict[str, Any], group: dict[str, Any]) -> str:
+def _group_label(variant: VariantRow, group: GroupRow) -> str:
     return cut(f"{variant['name']} {group['group']}", 160)
 
 
-def _groups(report: Report) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def _groups(report: Report) -> list[tuple[VariantRow, GroupRow]]:
     return [(v, g) for v in report["variants"] if v["applicable"] for g in v["groups"]]
 
 
-def _keyed_groups(report: Report) -> list[tuple[dict[str, Any], dict[str, Any], str]]:
+def _keyed_groups(report: Report) -> list[tuple[VariantRow, GroupRow, str]]:
     """Groups of variants that ran, with their latency key."""
     return [
         (variant, group, latency_key(v, g))
@@ -76,7 +79,7 @@ def warmup(report: Report, latencies: Latencies) -> Section | None:
     """Per variant and group: warmup seconds, per cell, and the most variants of one frame."""
     rows = [
         {
-            "where": _where(variant, group),
+            "where": _group_label(variant, group),
             "seconds": group["warmup"].get("seconds"),
             "per_cell": [
                 {"cell": cut(cell, 160), "seconds": seconds}
@@ -102,53 +105,58 @@ def warmup(report: Report, latencies: Latencies) -> Section | None:
     return Section("warmup", "Warmup", "check_warmup", {"rows": rows})
 
 
-def _ms(value: Any) -> Any:
-    return None if value is None else round(value * 1e3, 6)
-
-
 def _latency_rows(report: Report, latencies: Latencies) -> list[dict[str, Any]]:
     """Chart rows: eager and compiled per group, raw per-iteration values when the samples are
     there, else the percentiles."""
     rows = []
     for variant, group, key in _keyed_groups(report):
-        steady = group.get("steady") or {}
+        steady: Steady = group.get("steady") or {}
         raw = latencies.get(key, {})
-        for kind in ("eager", "compiled"):
+        for kind in _SIDES:
             dist = steady.get(kind)
             if not dist:
                 continue
             rows.append(
                 {
-                    "label": cut(f"{_where(variant, group)} {kind}", 60),
+                    "label": cut(f"{_group_label(variant, group)} {kind}", 60),
                     "compiled": kind == "compiled",
-                    "values_ms": [_ms(v) for v in raw.get(kind, [])],
-                    "p50_ms": _ms(dist["p50_s"]),
-                    "p95_ms": _ms(dist["p95_s"]),
-                    "p99_ms": _ms(dist["p99_s"]),
+                    "values_ms": [ms_value(v) for v in raw.get(kind, [])],
+                    "p50_ms": ms_value(dist["p50_s"]),
+                    "p95_ms": ms_value(dist["p95_s"]),
+                    "p99_ms": ms_value(dist["p99_s"]),
                 }
             )
     return rows
 
 
-def _speedup(steady: dict[str, Any]) -> dict[str, Any] | None:
+def _speedup(steady: Steady) -> dict[str, Any] | None:
     if steady.get("speedup") is None:
         return None
     low, high = steady.get("speedup_ci95") or (None, None)
     return {"value": steady["speedup"], "low": low, "high": high}
 
 
+def _percentiles_ms(dist: Distribution | None) -> dict[str, float | None]:
+    dist = dist or {}
+    return {
+        "p50": ms_value(dist.get("p50_s")),
+        "p95": ms_value(dist.get("p95_s")),
+        "p99": ms_value(dist.get("p99_s")),
+    }
+
+
 def steady_state(report: Report, latencies: Latencies) -> Section | None:
     """Latency distributions (eager vs compiled) and speedup with its 95% interval per variant
     and group; the noise warnings that say how far to trust them."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for variant, group, key in _keyed_groups(report):
-        steady = group.get("steady") or {}
+        steady: Steady = group.get("steady") or {}
         rows.append(
             {
-                "where": _where(variant, group),
+                "where": _group_label(variant, group),
                 "iterations": steady.get("iterations", 0),
-                "eager": {k: _ms((steady.get("eager") or {}).get(f"{k}_s")) for k in ("p50", "p95", "p99")},
-                "compiled": {k: _ms((steady.get("compiled") or {}).get(f"{k}_s")) for k in ("p50", "p95", "p99")},
+                "eager": _percentiles_ms(steady.get("eager")),
+                "compiled": _percentiles_ms(steady.get("compiled")),
                 "speedup": _speedup(steady),
                 "noise_warnings": [cut(w) for w in steady.get("noise_warnings", [])],
                 "error": cut(group.get("error")),
@@ -174,7 +182,7 @@ def late_compiles(report: Report, latencies: Latencies) -> Section | None:
     """Compiles after warmup (warmup did not cover every variant), each with its failed guards."""
     rows = [
         {
-            "where": _where(variant, group),
+            "where": _group_label(variant, group),
             "compile_id": late.get("compile_id"),
             "function": late.get("function"),
             "source": cut(f"{late.get('file')}:{late.get('line')}", 200),
@@ -182,7 +190,7 @@ def late_compiles(report: Report, latencies: Latencies) -> Section | None:
                 {
                     "category": guard["category"],
                     "text": cut(guard["text"]),
-                    "source": cut(_source(guard.get("source")), 200),
+                    "source": cut(source_where(guard.get("source")), 200),
                     "code": cut((guard.get("source") or {}).get("code")),
                 }
                 for guard in late.get("failed_guards", [])
@@ -194,9 +202,3 @@ def late_compiles(report: Report, latencies: Latencies) -> Section | None:
     if not rows:
         return None
     return Section("late", "Recompiles after warmup", "check_late", {"rows": rows})
-
-
-def _source(source: dict[str, Any] | None) -> str:
-    if not source:
-        return ""
-    return f"{source.get('file')}:{source.get('line')} {source.get('function') or ''}".strip()

@@ -5,31 +5,22 @@ group, the contract's clauses, and findings. Documented in docs/report-schema.md
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from pt2doctor import __version__
+from pt2doctor.analysis.diff import ENV_KEYS
 from pt2doctor.check.contract import Budget, evaluate
 from pt2doctor.check.cost import check_cost
-from pt2doctor.report.schema import SCHEMA_VERSION
-
-# Worst first: a cell's verdict is the worst of its variants.
-VERDICT_RANK = {
-    "crash": 6,
-    "timeout": 6,
-    "fatal": 6,
-    "error": 5,
-    "fail": 4,
-    "nondeterministic": 1,
-    "pass": 0,
-}
-ENV_KEYS = (
-    "torch_version",
-    "cuda_version",
-    "triton_version",
-    "gpu",
-    "python_version",
-    "config_changes",
+from pt2doctor.check.types import (
+    ALIGNED,
+    CellRow,
+    CheckReport,
+    CheckSummary,
+    Clause,
+    VariantRow,
+    verdict_rank,
 )
+from pt2doctor.report.schema import SCHEMA_VERSION
 
 
 def _by(records: Iterable[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -40,8 +31,8 @@ def _strip(record: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in ("record", *keys)}
 
 
-def _cells(records: list[dict[str, Any]], plan: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
+def _cells(records: list[dict[str, Any]], plan: dict[str, Any]) -> list[CellRow]:
+    rows: list[CellRow] = []
     for cell in plan.get("cells", []):
         variants: dict[str, dict[str, Any]] = {}
         for record in _by(records, "alignment"):
@@ -55,11 +46,12 @@ def _cells(records: list[dict[str, Any]], plan: dict[str, Any]) -> list[dict[str
                 entry["warmup_error"] = record.get("error")
                 if record.get("verdict"):  # the cell crashed or hung in compiled warmup
                     entry["verdict"] = record["verdict"]
-                elif entry.get("verdict") in (None, "pass", "nondeterministic"):
+                elif entry.get("verdict") in (None, *ALIGNED):
                     entry["verdict"] = "error"
         verdicts = [v.get("verdict", "not run") for v in variants.values()]
-        worst = max(verdicts, key=lambda v: VERDICT_RANK.get(v, 5), default="not run")
-        rows.append({**cell, "verdict": worst, "variants": variants})
+        worst = max(verdicts, key=verdict_rank, default="not run")
+        # The plan's cell (id, case, group, axes) as the worker wrote it, judged.
+        rows.append(cast(CellRow, {**cell, "verdict": worst, "variants": variants}))
     return rows
 
 
@@ -86,8 +78,8 @@ def _groups(records: list[dict[str, Any]], case: str, variant: str) -> list[dict
     return list(groups.values())
 
 
-def _variants(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    rows = []
+def _variants(records: list[dict[str, Any]]) -> list[VariantRow]:
+    rows: list[VariantRow] = []
     for record in _by(records, "variant"):
         case, name = record["case"], record["name"]
         cold = {
@@ -95,7 +87,8 @@ def _variants(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for r in _by(records, "cold")
             if r["case"] == case and r["variant"] == name
         }
-        rows.append({**_strip(record), "cold_start": cold, "groups": _groups(records, case, name)})
+        groups = _groups(records, case, name)
+        rows.append(cast(VariantRow, {**_strip(record), "cold_start": cold, "groups": groups}))
     return rows
 
 
@@ -106,7 +99,7 @@ def _worst(items: Iterable[tuple[float | None, str]], highest: bool = True) -> t
     return max(present) if highest else min(present)
 
 
-def measures(cells: list[dict[str, Any]], variants: list[dict[str, Any]]) -> dict[str, Any]:
+def measures(cells: list[CellRow], variants: list[VariantRow]) -> dict[str, Any]:
     """The worst measured value of each budgeted quantity, with where it was measured."""
     groups = [(v, g) for v in variants for g in v["groups"]]
     colds = [(v, which, c) for v in variants for which, c in v["cold_start"].items()]
@@ -145,9 +138,7 @@ def measures(cells: list[dict[str, Any]], variants: list[dict[str, Any]]) -> dic
             highest=False,
         ),
         "graph_breaks": list(breaks.values()),
-        "misaligned_cells": [
-            c["id"] for c in cells if c["verdict"] not in ("pass", "nondeterministic")
-        ],
+        "misaligned_cells": [c["id"] for c in cells if c["verdict"] not in ALIGNED],
     }
 
 
@@ -164,13 +155,13 @@ def build_check_report(
     budget: Budget,
     expected_env: dict[str, Any] | None = None,
     interrupted: bool = False,
-) -> dict[str, Any]:
+) -> CheckReport:
     plan = next(iter(_by(records, "plan")), {})
     environment: dict[str, Any] = next((r["environment"] for r in _by(records, "environment")), {})
     cells = _cells(records, plan)
     variants = _variants(records)
     measured = measures(cells, variants)
-    clauses = [clause.as_dict() for clause in evaluate(budget, measured)]
+    clauses = [cast(Clause, clause.as_dict()) for clause in evaluate(budget, measured)]
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "check",
@@ -190,7 +181,7 @@ def build_check_report(
     }
 
 
-def _summary(cells: list[dict[str, Any]]) -> dict[str, Any]:
+def _summary(cells: list[CellRow]) -> CheckSummary:
     counts: dict[str, int] = {}
     for cell in cells:
         counts[cell["verdict"]] = counts.get(cell["verdict"], 0) + 1

@@ -10,6 +10,7 @@ its run directory) only means the chart falls back to the percentiles.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -40,7 +41,7 @@ def samples_file(recorded: str, run_dir: Path | None = None) -> Path | None:
     return moved if moved.is_file() else None
 
 
-def load_latencies(report: Report, run_dir: Path | None = None) -> Latencies:
+def load_latencies(report: Mapping[str, Any], run_dir: Path | None = None) -> Latencies:
     """Per-iteration totals of every group whose samples file can still be read."""
     found: Latencies = {}
     for v, variant in enumerate(report.get("variants", [])):

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from pt2doctor.check.cost import cost_line
-from pt2doctor.check.report import VERDICT_RANK
+from pt2doctor.check.types import Alignment, CheckReport, GroupRow, VariantRow, verdict_rank
+from pt2doctor.report.format import ms_text, seconds_text
 
 _STYLE = {
     "pass": "green",
@@ -22,15 +21,7 @@ _STYLE = {
 }
 
 
-def _seconds(value: Any, scale: float = 1.0, unit: str = "s") -> str:
-    return "-" if value is None else f"{value * scale:.3g} {unit}"
-
-
-def _ms(value: Any) -> str:
-    return "-" if value is None else f"{value * 1e3:.3g}"
-
-
-def _worst_tensor(entry: dict[str, Any]) -> str:
+def _worst_tensor(entry: Alignment) -> str:
     failing = [t for t in entry.get("tensors", []) if not t["passed"]] or entry.get("tensors", [])
     if not failing:
         return escape(str(entry.get("error") or entry.get("warmup_error") or ""))[:120]
@@ -42,7 +33,7 @@ def _worst_tensor(entry: dict[str, Any]) -> str:
     )
 
 
-def _cells_table(report: dict[str, Any]) -> Table:
+def _cells_table(report: CheckReport) -> Table:
     """One row per cell; the worst variant's numbers when any variant is not a pass."""
     table = Table(title="Alignment per cell (eager vs compiled)", title_justify="left")
     for column in ("cell", "verdict", "variants", "worst tensor / error", "notes"):
@@ -50,7 +41,7 @@ def _cells_table(report: dict[str, Any]) -> Table:
     for cell in report["cells"]:
         entries = cell["variants"]
         worst_name = max(
-            entries, default=None, key=lambda n: VERDICT_RANK.get(entries[n].get("verdict", ""), 5)
+            entries, default=None, key=lambda n: verdict_rank(entries[n].get("verdict"))
         )
         worst = entries.get(worst_name, {}) if worst_name else {}
         notes = []
@@ -73,14 +64,14 @@ def _cells_table(report: dict[str, Any]) -> Table:
     return table
 
 
-def _group_line(variant: dict[str, Any], group: dict[str, Any]) -> str:
+def _group_line(variant: VariantRow, group: GroupRow) -> str:
     """One group under one variant on one line (readable at 80 columns, where a wide table
     would cut every cell)."""
     steady = group.get("steady") or {}
     eager, compiled = steady.get("eager") or {}, steady.get("compiled") or {}
     low, high = steady.get("speedup_ci95") or (None, None)
     if "error" in group:
-        speedup = f"[red]{escape(group['error'])}[/]"
+        speedup = f"[red]{escape(group['error'] or '')}[/]"
     elif steady.get("speedup") is None:
         speedup = "no speedup measured"
     else:
@@ -88,15 +79,15 @@ def _group_line(variant: dict[str, Any], group: dict[str, Any]) -> str:
     late = len(group.get("late_compiles", []))
     return (
         f"  {escape(group['group'].partition('/')[2])}: warmup "
-        f"{_seconds(group['warmup'].get('seconds'))}, {group['max_variants_per_frame']} "
-        f"variant(s)/frame; p50 eager {_ms(eager.get('p50_s'))} -> compiled "
-        f"{_ms(compiled.get('p50_s'))} ms, p99 {_ms(eager.get('p99_s'))} -> "
-        f"{_ms(compiled.get('p99_s'))} ms; {speedup}; "
+        f"{seconds_text(group['warmup'].get('seconds'))}, {group['max_variants_per_frame']} "
+        f"variant(s)/frame; p50 eager {ms_text(eager.get('p50_s'))} -> compiled "
+        f"{ms_text(compiled.get('p50_s'))} ms, p99 {ms_text(eager.get('p99_s'))} -> "
+        f"{ms_text(compiled.get('p99_s'))} ms; {speedup}; "
         + (f"[red]{late} recompile(s) after warmup[/]" if late else "no recompile after warmup")
     )
 
 
-def _render_variants(report: dict[str, Any], console: Console) -> None:
+def _render_variants(report: CheckReport, console: Console) -> None:
     console.print("[bold]Compile variants side by side[/]")
     for variant in report["variants"]:
         head = f"{escape(variant['name'])} ({escape(variant['case'])}, {variant['backend']})"
@@ -106,8 +97,8 @@ def _render_variants(report: dict[str, Any], console: Console) -> None:
         cold = variant["cold_start"]
         empty, warm = (cold.get(w, {}) for w in ("empty_cache", "warm_cache"))
         cold_text = (
-            f"cold start {_seconds(empty.get('first_result_s'))} (empty cache), "
-            f"{_seconds(warm.get('first_result_s'))} (warm cache)"
+            f"cold start {seconds_text(empty.get('first_result_s'))} (empty cache), "
+            f"{seconds_text(warm.get('first_result_s'))} (warm cache)"
             if cold
             else "cold start not measured"
         )
@@ -116,7 +107,7 @@ def _render_variants(report: dict[str, Any], console: Console) -> None:
             console.print(_group_line(variant, group))
 
 
-def _details(report: dict[str, Any], console: Console) -> None:
+def _details(report: CheckReport, console: Console) -> None:
     for variant in report["variants"]:
         for group in variant["groups"]:
             where = f"{variant['name']} {group['group']}"
@@ -141,7 +132,7 @@ def _details(report: dict[str, Any], console: Console) -> None:
                 )
 
 
-def render_check(report: dict[str, Any], console: Console) -> None:
+def render_check(report: CheckReport, console: Console) -> None:
     summary = report["summary"]
     counts = ", ".join(f"{n} {verdict}" for verdict, n in summary["verdicts"].items())
     console.print(f"[bold]pt2doctor check[/]: {summary['cells']} cell(s): {counts}")
@@ -162,7 +153,7 @@ def render_check(report: dict[str, Any], console: Console) -> None:
             f"  {mark} {clause['name']}: {escape(str(clause['measured']))} "
             f"(budget {escape(str(clause['budget']))}){detail}"
         )
-    if report.get("cost"):
-        console.print(f"\n[dim]{escape(cost_line(report['cost']))}[/]")
+    if cost := report.get("cost"):
+        console.print(f"\n[dim]{escape(cost_line(cost))}[/]")
     if report["interrupted"]:
         console.print("[yellow]interrupted: the report holds what was measured so far[/]")

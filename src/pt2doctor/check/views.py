@@ -14,11 +14,12 @@ from dataclasses import asdict
 from typing import Any
 
 from pt2doctor.check.perf_views import cold_start, late_compiles, steady_state, warmup
-from pt2doctor.check.report import VERDICT_RANK
 from pt2doctor.check.samples import Latencies
-from pt2doctor.report.views import Section, cut, environment_rows
+from pt2doctor.check.types import Alignment, CheckReport, verdict_rank
+from pt2doctor.report.format import cut
+from pt2doctor.report.sections import Section, environment_rows
 
-Report = dict[str, Any]
+Report = CheckReport
 CheckSectionBuilder = Callable[[Report, Latencies], "Section | None"]
 MAX_NOTES = 4
 
@@ -62,7 +63,7 @@ def _number(value: Any) -> str:
     return "-" if value is None else f"{value:.3g}"
 
 
-def worst_tensor(entry: dict[str, Any]) -> dict[str, Any] | None:
+def worst_tensor(entry: Alignment) -> dict[str, Any] | None:
     """The tensor with the largest absolute error, among the failing ones if any fail."""
     tensors = entry.get("tensors") or []
     failing = [t for t in tensors if not t["passed"]] or tensors
@@ -79,7 +80,7 @@ def worst_tensor(entry: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _notes(entry: dict[str, Any]) -> list[str]:
+def _notes(entry: Alignment) -> list[str]:
     notes = []
     strides = entry.get("stride_mismatches") or []
     if strides:
@@ -96,7 +97,7 @@ def _notes(entry: dict[str, Any]) -> list[str]:
 def accuracy(report: Report, latencies: Latencies) -> Section | None:
     """Per cell and compile variant: the verdict, the worst tensor's errors and its rule,
     stride and eager-nondeterminism notes; the error when the cell did not run through."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for cell in report["cells"]:
         entries = cell["variants"] or {"-": {}}
         for name, entry in entries.items():
@@ -114,7 +115,7 @@ def accuracy(report: Report, latencies: Latencies) -> Section | None:
             )
     if not rows:
         return None
-    rows.sort(key=lambda row: -VERDICT_RANK.get(row["verdict"], 5))
+    rows.sort(key=lambda row: -verdict_rank(row["verdict"]))
     return Section("accuracy", "Accuracy per cell (eager vs compiled)", "check_accuracy",
                    {"rows": rows})  # fmt: skip
 

@@ -99,10 +99,11 @@ def ablate_command(
     aot_eager_decomp_partition, BACKEND), then submodules, then a repro. TARGET is a case file
     (with --cell) or, after --, a command such as: python script.py ARGS."""
     from pt2doctor.ablate.report import build_ablate_report, failure_found
+    from pt2doctor.ablate.types import Settings
 
     out = out or default_run_dir("ablations")
     require_fresh_dir(out, "directory")
-    settings = {"backend": backend, "dynamic": dynamic, "mode": mode, "fullgraph": fullgraph}
+    settings = Settings(backend=backend, dynamic=dynamic, mode=mode, fullgraph=fullgraph)
     if len(target) == 1 and target[0].endswith(".py") and Path(target[0]).is_file():
         pieces, what = _case_pieces(
             Path(target[0]), cell_id, out, backend=backend, dynamic=dynamic, mode=mode,

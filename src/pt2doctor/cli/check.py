@@ -19,12 +19,12 @@ from pt2doctor.check.contract import Budget
 from pt2doctor.check.driver import run_check
 from pt2doctor.check.orchestrate import RESULTS, CheckOptions, Orchestrator
 from pt2doctor.check.report import build_check_report
+from pt2doctor.check.types import STEP_ENDS
 from pt2doctor.cli.outputs import OutputPlan, document_options, emit
 from pt2doctor.errors import UsageError
 
 # --quick: a smoke run of the protocol (no cold starts, no regional variant, few samples).
 QUICK_ITERATIONS = 8
-_STEP_EVENTS = {"alignment", "warmup", "steady_done", "cold"}
 
 
 def _expected_env(path: Path | None) -> dict[str, Any] | None:
@@ -65,7 +65,7 @@ def _progress_callback(progress: Progress, task: Any) -> Any:
         if event["event"] == "cell_start":
             what = event.get("cell") or "steady state"
             progress.update(task, description=f"{event['phase']}: {what}")
-        elif event["event"] in _STEP_EVENTS:
+        elif event["event"] in STEP_ENDS:
             progress.advance(task)
 
     return on_event

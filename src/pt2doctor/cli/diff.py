@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 import orjson
@@ -22,6 +22,7 @@ _CHECK_REQUIRED = ("schema_version", "summary", "cells", "variants", "contract",
 
 
 def _kind(report: dict[str, Any]) -> str:
+    """``check`` or ``run`` (reports without a ``kind`` predate it: run reports)."""
     return "check" if report.get("kind") == "check" else "run"
 
 
@@ -42,7 +43,8 @@ def load_report(path: Path) -> dict[str, Any]:
         if missing:
             raise UsageError(f"{path} is not a pt2doctor report.json (no {', '.join(missing)})")
         return dict(report)
-    return build_report(load_run(path))
+    # The run report as the plain dict the differ walks (analysis/diff.py reads it by key).
+    return cast(dict[str, Any], build_report(load_run(path)))
 
 
 @click.command("diff")

@@ -8,21 +8,20 @@ all three files; ``--format`` picks what is printed: the terminal summary, or on
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
+from pt2doctor.cli.renderers import RenderContext, render
 from pt2doctor.errors import UsageError
-
-if TYPE_CHECKING:  # rich is imported when a summary is printed (not for --format json)
-    from rich.console import Console
 
 FORMATS = ("term", "json", "md", "html")
 DOCUMENTS = ("json", "md", "html")
-Report = dict[str, Any]
+# A report of any kind (run, check, ablate); cli/renderers.py picks its renderers by kind.
+Report = Mapping[str, Any]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -70,53 +69,13 @@ def document_options(command: F) -> F:
     return output_options(command, tlparse=False)
 
 
-def _document(report: Report, fmt: str, links: dict[str, str], latencies: Any = None) -> bytes:
-    """One document; check and ablate reports (``kind``) have their own Markdown and HTML."""
+def _document(report: Report, fmt: str, context: RenderContext) -> bytes:
+    """One document: the report itself (JSON), or its kind's Markdown or HTML rendering."""
     if fmt == "json":
         from pt2doctor.report import dumps_report
 
         return dumps_report(report)
-    if fmt == "md":
-        if report.get("kind") == "ablate":
-            from pt2doctor.ablate.render import render_ablate_markdown
-
-            return render_ablate_markdown(report).encode()
-        if report.get("kind") == "check":
-            from pt2doctor.check.markdown import render_check_markdown
-
-            return render_check_markdown(report).encode()
-        from pt2doctor.report.markdown import render_markdown
-
-        return render_markdown(report).encode()
-    from pt2doctor.report.html import render_html
-
-    return render_html(report, links, latencies).encode()
-
-
-def _latencies(report: Report, plan: OutputPlan) -> Any:
-    """A check report's raw steady-state samples for its HTML charts (read before --redact
-    turns their paths relative)."""
-    if report.get("kind") != "check" or not (plan.files.get("html") or plan.stdout == "html"):
-        return None
-    from pt2doctor.check.samples import load_latencies
-
-    return load_latencies(report)
-
-
-def render_summary(report: Report, console: Console) -> None:
-    """The terminal summary of a report of any kind."""
-    if report.get("kind") == "check":
-        from pt2doctor.check.terminal import render_check
-
-        render_check(report, console)
-    elif report.get("kind") == "ablate":
-        from pt2doctor.ablate.render import render_ablate
-
-        render_ablate(report, console)
-    else:
-        from pt2doctor.report.terminal import render_terminal
-
-        render_terminal(report, console)
+    return render(report, "md" if fmt == "md" else "html", context).encode()
 
 
 def _write(target: Path, data: bytes) -> None:
@@ -160,14 +119,14 @@ def emit(report: Report, plan: OutputPlan) -> None:
 
         shown = redact_report(report)
     pages = _tlparse_pages(report, plan)
-    latencies = _latencies(report, plan)
     for fmt in DOCUMENTS:
         for target in plan.files.get(fmt, []):
             links = _links(pages, plan, target.parent) if fmt == "html" else {}
-            _write(target, _document(shown, fmt, links, latencies))
+            _write(target, _document(shown, fmt, RenderContext(links=links, source=report)))
     if plan.stdout != "term":
         links = _links(pages, plan, Path.cwd()) if plan.stdout == "html" else {}
-        sys.stdout.buffer.write(_document(shown, plan.stdout, links, latencies))
+        context = RenderContext(links=links, source=report)
+        sys.stdout.buffer.write(_document(shown, plan.stdout, context))
         sys.stdout.flush()
         if not plan.summary_with_document:
             return
@@ -175,7 +134,7 @@ def emit(report: Report, plan: OutputPlan) -> None:
     from rich.console import Console
 
     console = Console(highlight=False, stderr=to_stderr)
-    render_summary(shown, console)
+    render(shown, "term", RenderContext(console=console))
     written = [str(path) for fmt in DOCUMENTS for path in plan.files.get(fmt, [])]
     if written:
         console.print(f"\nreport written to {', '.join(written)}")

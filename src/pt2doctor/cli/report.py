@@ -7,13 +7,16 @@ node's TORCH_TRACE files into one folder and report on it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from pt2doctor.capture.rundir import is_check_dir, is_run_dir, load_manifest
 from pt2doctor.cli.outputs import OutputPlan, emit, output_options
 from pt2doctor.errors import UsageError
+
+if TYPE_CHECKING:
+    from pt2doctor.report.types import RunReport
 
 # The reader and the analyses are imported when a report is built, not for --help.
 
@@ -50,9 +53,7 @@ def run_dir_plan(run_dir: Path, fmt: str, redact: bool, use_tlparse: bool) -> Ou
     return plan
 
 
-def explain(
-    path: Path, plan: OutputPlan, collective_timeout: float | None = None
-) -> dict[str, Any]:
+def explain(path: Path, plan: OutputPlan, collective_timeout: float | None = None) -> RunReport:
     """Build the report for ``path`` and emit it as planned; returns the (unredacted) report."""
     from pt2doctor.load import load_run
     from pt2doctor.report import build_report
@@ -70,7 +71,7 @@ def render_run_dir(
     redact: bool = False,
     use_tlparse: bool = False,
     collective_timeout: float | None = None,
-) -> dict[str, Any]:
+) -> RunReport:
     """Report on a run directory (reports inside it, report.json also at ``json_path``);
     the terminal summary goes to stderr, stdout being the program's."""
     plan = run_dir_plan(run_dir, fmt, redact, use_tlparse)

@@ -6,7 +6,7 @@ one call (docs/report-schema.md describes the fields).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pt2doctor.analysis.cache_diff import rank_miss_causes
 from pt2doctor.analysis.caches import compile_caches, own_components, shared_components
@@ -15,8 +15,11 @@ from pt2doctor.analysis.heat import Heat
 from pt2doctor.analysis.ledger import Ledger
 from pt2doctor.trace.types import Run
 
+if TYPE_CHECKING:
+    from pt2doctor.report.types import RunReport
 
-def add_cold_start(report: dict[str, Any], run: Run, ledger: Ledger, heat: Heat | None) -> None:
+
+def add_cold_start(report: RunReport, run: Run, ledger: Ledger, heat: Heat | None) -> None:
     """Fill ``report["cold_start"]`` and each ``compiles[]`` row's phases and caches (rows are
     in ledger order)."""
     shared = shared_components(run)
@@ -38,7 +41,7 @@ def add_cold_start(report: dict[str, Any], run: Run, ledger: Ledger, heat: Heat 
 MAX_RANK_CAUSES = 6
 
 
-def _explain_rank_imbalance(report: dict[str, Any], causes: list[dict[str, Any]]) -> None:
+def _explain_rank_imbalance(report: RunReport, causes: list[dict[str, Any]]) -> None:
     """Add why the ranks' lookups differ to the ``rank_cache_imbalance`` finding (and the
     ranks section's divergence) that reports them."""
     lines = [f"{c['stream']} vs {c['against']}: {c['subject']}: {c['detail']}" for c in causes]
@@ -47,6 +50,7 @@ def _explain_rank_imbalance(report: dict[str, Any], causes: list[dict[str, Any]]
     for finding in report["findings"]:
         if finding["code"] == "rank_cache_imbalance":
             finding["evidence"] = [*finding["evidence"], *lines[:MAX_RANK_CAUSES]]
-    for divergence in (report.get("ranks") or {}).get("divergences", []):
-        if divergence.get("kind") == "cache_imbalance":
+    ranks = report.get("ranks")
+    for divergence in [] if ranks is None else ranks["divergences"]:
+        if divergence["kind"] == "cache_imbalance":
             divergence["evidence"] = [*divergence["evidence"], *lines[:MAX_RANK_CAUSES]]

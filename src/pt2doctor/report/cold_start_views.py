@@ -3,12 +3,13 @@ chart), the cache lookups, the warm-start estimate and the advice. Formats ``col
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pt2doctor.analysis.cold_start import PHASE_LABELS, phases_in_order
-from pt2doctor.report.views import Section
+from pt2doctor.report.sections import Section
 
-Report = dict[str, Any]
+Report = Mapping[str, Any]
 # Frames charted and listed, slowest first (the JSON keeps them all).
 MAX_FRAMES = 20
 

@@ -9,14 +9,17 @@ report.md and report.html.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rich.markup import escape
 
 from pt2doctor.report.markdown import md_code, md_table, md_text
 
-Report = dict[str, Any]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+Report = Mapping[str, Any]
 
 
 def _label(change: dict[str, Any]) -> str:
@@ -61,7 +64,7 @@ def _recompile(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def frame_story(frame: dict[str, Any]) -> dict[str, Any] | None:
+def frame_story(frame: Mapping[str, Any]) -> dict[str, Any] | None:
     """One frame's story, or None when it never recompiled (or the report predates schema 2,
     which has no outlook to tell)."""
     if not frame.get("recompiles") and not frame.get("refused"):
@@ -103,7 +106,7 @@ def frame_stories(report: Report) -> list[dict[str, Any]]:
     return [story for story in stories if story is not None]
 
 
-def headline_counts(summary: dict[str, Any]) -> str:
+def headline_counts(summary: Mapping[str, Any]) -> str:
     """``7 recompiles + 1 refused`` (the refusal at the recompile limit is not a recompile)."""
     refused = summary.get("refused") or 0
     text = f"{summary['recompiles']} recompiles"

@@ -9,6 +9,7 @@ from typing import Any
 
 import jinja2
 
+from pt2doctor.report.types import RunReport
 from pt2doctor.report.views import build_view
 
 
@@ -30,20 +31,8 @@ def render_view(view: dict[str, Any]) -> str:
     return _environment().get_template("report.html.j2").render(view=view, charts=charts)
 
 
-def render_html(
-    report: dict[str, Any],
-    links: dict[str, str] | None = None,
-    latencies: dict[str, dict[str, list[float]]] | None = None,
-) -> str:
-    """report.html for a report dict; ``links`` maps compile ids to drill-down pages. A check
-    report (``kind == "check"``) and an ablate report (``"ablate"``) have their own sections; ``latencies`` are its raw steady-state
-    samples (check/samples.py ``load_latencies``)."""
-    if report.get("kind") == "check":
-        from pt2doctor.check.views import build_check_view
-
-        return render_view(build_check_view(report, latencies))
-    if report.get("kind") == "ablate":
-        from pt2doctor.ablate.views import build_ablate_view
-
-        return render_view(build_ablate_view(report))
+def render_html(report: RunReport, links: dict[str, str] | None = None) -> str:
+    """report.html for a run report; ``links`` maps compile ids to drill-down pages. Check and
+    ablate reports have their own view-models (check/views.py, ablate/views.py), filled by
+    :func:`render_view` too; cli/renderers.py picks the one for a report's kind."""
     return render_view(build_view(report, links))

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from pt2doctor.analysis.cold_start import PHASE_LABELS, phases_in_order
+from pt2doctor.report.format import source_where
+from pt2doctor.report.types import RunReport, Source
 
-Report = dict[str, Any]
+Report = RunReport
 MAX_FINDINGS = 20
 MAX_ROWS = 30
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
@@ -40,10 +43,8 @@ def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [*lines, ""]
 
 
-def _where(item: dict[str, Any] | None) -> str:
-    if not item:
-        return ""
-    return md_code(f"{item.get('file')}:{item.get('line')} {item.get('function') or ''}".strip())
+def _where(item: Source | None) -> str:
+    return md_code(source_where(item)) if item else ""
 
 
 def _headline(report: Report) -> list[str]:
@@ -124,7 +125,7 @@ def _frames(report: Report) -> list[str]:
     return ["### Frames with recompiles, limit hits or skips", "", *md_table(header, rows)]
 
 
-def _change_lines(frame: dict[str, Any]) -> list[str]:
+def _change_lines(frame: Mapping[str, Any]) -> list[str]:
     """What changed at each recompile, in the user's names (raw guard text for old reports)."""
     from pt2doctor.report.frame_story import change_text
 
@@ -138,7 +139,7 @@ def _change_lines(frame: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _recompile_counts(summary: dict[str, Any]) -> str:
+def _recompile_counts(summary: Mapping[str, Any]) -> str:
     from pt2doctor.report.frame_story import headline_counts
 
     return md_text(headline_counts(summary))

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import io
 from html import escape
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 
 from pt2doctor.report.terminal import render_terminal
+from pt2doctor.report.types import RunReport
 
 _SEVERITY_COLOR = {"error": "#b00020", "warning": "#8a6d00", "info": "#005a9c"}
 
@@ -79,5 +80,5 @@ class Report(dict[str, Any]):
 
     def __str__(self) -> str:
         buffer = io.StringIO()
-        render_terminal(self, Console(file=buffer, width=100, color_system=None))
+        render_terminal(cast(RunReport, self), Console(file=buffer, width=100, color_system=None))
         return buffer.getvalue()

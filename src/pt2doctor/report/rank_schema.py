@@ -2,30 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pt2doctor.analysis.heat import Heat
 from pt2doctor.analysis.ledger import Ledger
 from pt2doctor.analysis.rank_findings import FINDING_CODES
 from pt2doctor.analysis.rank_summary import FrameKey, RankRecompile, RankSummary
 from pt2doctor.analysis.ranks import Divergence, RankAnalysis
+from pt2doctor.report import types
+from pt2doctor.report.types import FrameRef, RankRow, Ranks
 
 
-def _frame(frame: FrameKey | None) -> dict[str, Any] | None:
+def _frame(frame: FrameKey | None) -> FrameRef | None:
     if frame is None:
         return None
     function, file, line = frame
     return {"function": function, "file": file, "line": line}
 
 
-def _recompile(recompile: RankRecompile) -> dict[str, Any]:
-    return {
+def _recompile(
+    recompile: RankRecompile, rank: int | None = None, label: str | None = None
+) -> types.RankRecompile:
+    row: types.RankRecompile = {
         "compile_id": recompile.compile_id,
         "frame": _frame(recompile.frame),
         "failed_guards": [
             {"text": guard.text, "category": guard.category} for guard in recompile.failed_guards
         ],
     }
+    if label is not None:  # listed under a divergence: whose recompile it is
+        row = {"rank": rank, "label": label, **row}
+    return row
 
 
 def _graph_calls(rank: RankSummary, ledger: Ledger, heat: Heat | None) -> int | None:
@@ -42,7 +47,7 @@ def _graph_calls(rank: RankSummary, ledger: Ledger, heat: Heat | None) -> int | 
     return sum(known) if known else None
 
 
-def _rank_row(rank: RankSummary, ledger: Ledger, heat: Heat | None) -> dict[str, Any]:
+def _rank_row(rank: RankSummary, ledger: Ledger, heat: Heat | None) -> RankRow:
     identity = rank.identity
     return {
         "rank": identity.rank,
@@ -62,7 +67,7 @@ def _rank_row(rank: RankSummary, ledger: Ledger, heat: Heat | None) -> dict[str,
     }
 
 
-def _divergence(divergence: Divergence) -> dict[str, Any]:
+def _divergence(divergence: Divergence) -> types.Divergence:
     return {
         "kind": divergence.kind,
         "code": FINDING_CODES[divergence.kind],
@@ -73,14 +78,14 @@ def _divergence(divergence: Divergence) -> dict[str, Any]:
         "evidence": divergence.evidence,
         "frame": _frame(divergence.frame),
         "recompiles": [
-            {"rank": rank.identity.rank, "label": rank.label, **_recompile(recompile)}
+            _recompile(recompile, rank.identity.rank, rank.label)
             for rank, recompile in divergence.recompiles
         ],
         "skew_s": None if divergence.skew_s is None else round(divergence.skew_s, 6),
     }
 
 
-def ranks_section(analysis: RankAnalysis, ledger: Ledger, heat: Heat | None) -> dict[str, Any]:
+def ranks_section(analysis: RankAnalysis, ledger: Ledger, heat: Heat | None) -> Ranks:
     """report.json's ``ranks`` object."""
     return {
         "count": len({rank.identity.rank for rank in analysis.ranks}),

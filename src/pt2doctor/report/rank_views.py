@@ -1,25 +1,24 @@
 """The ``ranks`` part of the HTML view-model (multi-rank run/report reports): the per-rank
 table, the compile-time skew against the collective timeout, and the divergences with their
-evidence; a bar chart of compile time per rank. Registered in report/views.py ``SECTIONS``."""
+evidence; a bar chart of compile time per rank. Registered in report/views.py ``SECTIONS``
+(which imports this module; this one imports only report/sections.py and report/format.py,
+so there is no import cycle)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.report.views import Section, cut
+from pt2doctor.analysis.ranks import skew_severity
+from pt2doctor.report.format import cut, function_where
+from pt2doctor.report.sections import Section
+from pt2doctor.report.types import Divergence, RankRow, Ranks, RunReport
 
-Report = dict[str, Any]
+Report = RunReport
 MAX_EVIDENCE = 6
 MAX_GUARDS = 4
 
 
-def skew_severity(share: float) -> str:
-    """How the skew compares with the collective timeout (the thresholds of the
-    ``rank_compile_skew`` finding): ``error`` at the timeout, ``warning`` at 25 %."""
-    return "error" if share >= 1 else "warning" if share >= 0.25 else "info"
-
-
-def _rank_row(row: dict[str, Any], ranks: dict[str, Any]) -> dict[str, Any]:
+def _rank_row(row: RankRow, ranks: Ranks) -> dict[str, Any]:
     return {
         "label": row["label"],
         "compiles": row["compiles"],
@@ -35,11 +34,7 @@ def _rank_row(row: dict[str, Any], ranks: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _where(frame: dict[str, Any] | None) -> str:
-    return "" if not frame else f"{frame['function']} ({frame['file']}:{frame['line']})"
-
-
-def _divergence(divergence: dict[str, Any]) -> dict[str, Any]:
+def _divergence(divergence: Divergence) -> dict[str, Any]:
     return {
         "severity": divergence["severity"],
         "code": divergence["code"],
@@ -47,12 +42,12 @@ def _divergence(divergence: dict[str, Any]) -> dict[str, Any]:
         "title": cut(divergence["title"]),
         "labels": divergence["labels"],
         "evidence": [cut(str(e), 200) for e in divergence["evidence"][:MAX_EVIDENCE]],
-        "frame": _where(divergence["frame"]),
+        "frame": function_where(divergence["frame"]),
         "recompiles": [
             {
                 "label": r["label"],
                 "compile_id": r["compile_id"],
-                "where": _where(r["frame"]),
+                "where": function_where(r["frame"]),
                 "guards": [cut(g["text"], 200) for g in r["failed_guards"][:MAX_GUARDS]],
             }
             for r in divergence["recompiles"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+from collections.abc import Mapping
 from typing import Any
 
 Report = dict[str, Any]
@@ -81,7 +82,7 @@ class _Redactor:
         return node
 
 
-def redact_report(report: Report, base: str | None = None) -> Report:
+def redact_report(report: Mapping[str, Any], base: str | None = None) -> Report:
     """A redacted deep copy of ``report``. ``base``: the directory paths are made relative to
     (default: the run's working directory, else the current one)."""
     run = report.get("run") or {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -37,19 +38,34 @@ from pt2doctor.analysis.rank_findings import rank_findings
 from pt2doctor.analysis.ranks import DEFAULT_COLLECTIVE_TIMEOUT_S, cross_rank_analysis
 from pt2doctor.analysis.recompile_fixes import recompile_fixes
 from pt2doctor.analysis.run_findings import run_findings, run_section
+from pt2doctor.report import types
 from pt2doctor.report.cold_start_schema import add_cold_start
 from pt2doctor.report.rank_schema import ranks_section
+from pt2doctor.report.types import (
+    Compile,
+    Failure,
+    Frame,
+    GraphBreak,
+    Recompile,
+    RunReport,
+    Source,
+    Summary,
+)
 from pt2doctor.trace.types import CompileRecord, Run, SourceLine
 
 SCHEMA_VERSION = 2
 _LIMIT = re.compile(r"recompile.limit|cache_size_limit|recompile_limit", re.I)
 
 
-def _source(line: SourceLine | None) -> dict[str, Any] | None:
-    return None if line is None else line.as_dict()
+def _source(line: SourceLine | None) -> Source | None:
+    return None if line is None else _source_of(line)
 
 
-def _failed_guard(guard: FailedGuard) -> dict[str, Any]:
+def _source_of(line: SourceLine) -> Source:
+    return Source(file=line.file, line=line.line, function=line.function, code=line.code)
+
+
+def _failed_guard(guard: FailedGuard) -> types.FailedGuard:
     return {
         "text": guard.text,
         "category": guard.category,
@@ -60,7 +76,7 @@ def _failed_guard(guard: FailedGuard) -> dict[str, Any]:
     }
 
 
-def _recompile(entry: CompileEntry, explained: RecompileExplanation | None) -> dict[str, Any]:
+def _recompile(entry: CompileEntry, explained: RecompileExplanation | None) -> Recompile:
     return {
         "compile_id": entry.compile_id,
         "failed_guards": [_failed_guard(g) for g in entry.failed_guards],
@@ -69,7 +85,7 @@ def _recompile(entry: CompileEntry, explained: RecompileExplanation | None) -> d
     }
 
 
-def _frame(frame: FrameEntry, explanation: FrameExplanation) -> dict[str, Any]:
+def _frame(frame: FrameEntry, explanation: FrameExplanation) -> Frame:
     explained = {item.compile_id: item for item in explanation.recompiles}
     refused = frame.refused
     return {
@@ -96,7 +112,7 @@ def _frame(frame: FrameEntry, explanation: FrameExplanation) -> dict[str, Any]:
     }
 
 
-def _compile(entry: CompileEntry) -> dict[str, Any]:
+def _compile(entry: CompileEntry) -> Compile:
     record = entry.record
     return {
         "compile_id": entry.compile_id,
@@ -136,15 +152,15 @@ def _refused(record: CompileRecord) -> bool:
     return record.fail_type is not None and bool(_LIMIT.search(record.fail_reason or ""))
 
 
-def _graph_break(site: GraphBreakSite) -> dict[str, Any]:
+def _graph_break(site: GraphBreakSite) -> GraphBreak:
     return {
-        "site": site.site.as_dict(),
+        "site": _source_of(site.site),
         "category": site.category,
         "reason": site.reason,
         "gb_type": site.gb_type,
         "gb_id": site.gb_id,
         "hints": site.hints,
-        "user_stack": [frame.as_dict() for frame in site.user_stack],
+        "user_stack": [_source_of(frame) for frame in site.user_stack],
         "compile_ids": site.compile_ids,
         "streams": site.streams,
         "occurrences": len(site.compile_ids),
@@ -155,7 +171,7 @@ def _graph_break(site: GraphBreakSite) -> dict[str, Any]:
     }
 
 
-def _failure(failure: FailureEntry) -> dict[str, Any]:
+def _failure(failure: FailureEntry) -> Failure:
     return {
         "compile_id": failure.compile_id,
         "stream": failure.stream,
@@ -167,7 +183,7 @@ def _failure(failure: FailureEntry) -> dict[str, Any]:
     }
 
 
-def _finding(finding: Finding) -> dict[str, Any]:
+def _finding(finding: Finding) -> types.Finding:
     return {
         "severity": finding.severity,
         "code": finding.code,
@@ -177,7 +193,7 @@ def _finding(finding: Finding) -> dict[str, Any]:
     }
 
 
-def _summary(run: Run, ledger: Ledger, sites: list[GraphBreakSite]) -> dict[str, Any]:
+def _summary(run: Run, ledger: Ledger, sites: list[GraphBreakSite]) -> Summary:
     caches: dict[str, Counter[str]] = {}
     for entry in ledger.compiles:
         for cache, outcome in entry.record.cache.items():
@@ -201,18 +217,16 @@ def _summary(run: Run, ledger: Ledger, sites: list[GraphBreakSite]) -> dict[str,
     }
 
 
-def _compile_with_heat(entry: CompileEntry, heat: Heat | None) -> dict[str, Any]:
+def _compile_with_heat(entry: CompileEntry, heat: Heat | None) -> Compile:
     row = _compile(entry)
     item = None if heat is None else heat.compiles.get((entry.record.stream, entry.compile_id))
-    row.update(
-        calls=None if item is None else item.calls,
-        seconds_in_graph=None
-        if item is None or item.seconds_in_graph is None
-        else round(item.seconds_in_graph, 6),
-        t_s=None if item is None or item.t_s is None else round(item.t_s, 6),
-        frame_calls=None if item is None else item.frame_calls,
-        after_warmup=None if item is None else item.after_warmup,
+    row["calls"] = None if item is None else item.calls
+    row["seconds_in_graph"] = (
+        None if item is None or item.seconds_in_graph is None else round(item.seconds_in_graph, 6)
     )
+    row["t_s"] = None if item is None or item.t_s is None else round(item.t_s, 6)
+    row["frame_calls"] = None if item is None else item.frame_calls
+    row["after_warmup"] = None if item is None else item.after_warmup
     return row
 
 
@@ -229,9 +243,7 @@ def _changes_by_compile(
     }
 
 
-def build_report(
-    run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIMEOUT_S
-) -> dict[str, Any]:
+def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIMEOUT_S) -> RunReport:
     """Analyse ``run`` and return the report as plain data (the JSON document).
 
     ``collective_timeout_s`` is what cross-rank compile skew is compared with (multi-rank
@@ -254,8 +266,9 @@ def build_report(
         changed = _changes_by_compile(ledger, explanations)
         late = run_findings(ledger, run.manifest, run.probes, heat, changed)
         findings = sort_findings(findings + late + guard_overhead_findings(ledger, heat))
-    report = {
+    report: RunReport = {
         "schema_version": SCHEMA_VERSION,
+        "kind": "run",
         "tool": {"name": "pt2doctor", "version": __version__},
         "inputs": {"paths": run.sources, "streams": run.streams},
         "environment": dict(sorted(environment.items())),
@@ -275,6 +288,6 @@ def build_report(
     return report
 
 
-def dumps_report(report: dict[str, Any]) -> bytes:
+def dumps_report(report: Mapping[str, Any]) -> bytes:
     """report.json bytes: sorted keys, indented, newline-terminated."""
     return orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"

@@ -11,12 +11,13 @@ from rich.table import Table
 
 from pt2doctor.analysis.paths import display_path, shorten_paths
 from pt2doctor.report.frame_story import frame_stories, headline_counts, story_terminal
+from pt2doctor.report.types import Finding, Frame, GraphBreak, Ranks, RunReport, Summary
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_FINDINGS = 25
 
 
-def _headline(summary: dict[str, Any]) -> str:
+def _headline(summary: Summary) -> str:
     cache = summary.get("cache", {})
     hits = sum(counts.get("hit", 0) for counts in cache.values())
     misses = sum(counts.get("miss", 0) for counts in cache.values())
@@ -29,7 +30,7 @@ def _headline(summary: dict[str, Any]) -> str:
     )
 
 
-def _findings(console: Console, findings: list[dict[str, Any]], cwd: str | None) -> None:
+def _findings(console: Console, findings: list[Finding], cwd: str | None) -> None:
     if not findings:
         console.print("[green]No findings: every compile is explained and nothing needs action.")
         return
@@ -57,7 +58,7 @@ def _table(title: str, columns: dict[str, int | None]) -> Table:
     return table
 
 
-def _breaks_table(breaks: list[dict[str, Any]], cwd: str | None) -> Table:
+def _breaks_table(breaks: list[GraphBreak], cwd: str | None) -> Table:
     table = _table(
         "Graph-break sites", {"site": 5, "category": 3, "compiles": None, "hits": None, "reason": 4}
     )
@@ -68,18 +69,18 @@ def _breaks_table(breaks: list[dict[str, Any]], cwd: str | None) -> Table:
             row["category"],
             str(row["occurrences"]),
             "-" if row["hits"] is None else str(row["hits"]),
-            escape(row["gb_type"][:80]),
+            escape((row["gb_type"] or "")[:80]),
         )
     return table
 
 
-def _frame_cell(frame: dict[str, Any], cwd: str | None) -> str:
+def _frame_cell(frame: Frame, cwd: str | None) -> str:
     """``file:line`` first, then the name a user knows (the wrapper's place is the file:line)."""
     name = str(frame.get("display_name") or frame["function"]).split(" (through ")[0]
     return f"{display_path(frame['file'], cwd)}:{frame['line']}\n{name}"
 
 
-def _frames_table(frames: list[dict[str, Any]], cwd: str | None) -> Table:
+def _frames_table(frames: list[Frame], cwd: str | None) -> Table:
     table = _table(
         "Frames with recompiles, limit hits or skips",
         {"frame": 5, "variants": None, "recompile causes": 4, "limit hit": None, "eager": None},
@@ -98,7 +99,7 @@ def _frames_table(frames: list[dict[str, Any]], cwd: str | None) -> Table:
     return table
 
 
-def _ranks_table(ranks: dict[str, Any]) -> Table:
+def _ranks_table(ranks: Ranks) -> Table:
     table = Table(title=f"Ranks ({ranks['count']})")
     columns = ("rank", "compiles", "recompiles", "compile s", "graphs", "break sites")
     for column in (*columns, "failures", "cache hit/miss", "graph calls"):
@@ -118,7 +119,7 @@ def _ranks_table(ranks: dict[str, Any]) -> Table:
     return table
 
 
-def _ranks(console: Console, ranks: dict[str, Any]) -> None:
+def _ranks(console: Console, ranks: Ranks) -> None:
     """The per-rank table, the compile skew against the collective timeout, the divergences."""
     console.print(_ranks_table(ranks))
     console.print(
@@ -153,7 +154,7 @@ def _cold_start_line(section: dict[str, Any]) -> str:
     return escape(line)
 
 
-def render_terminal(report: dict[str, Any], console: Console, cwd: str | None = None) -> None:
+def render_terminal(report: RunReport, console: Console, cwd: str | None = None) -> None:
     """Print the summary: headline counts, findings by severity, then the two key tables.
     Paths read relative to ``cwd`` (default: the working directory) or to site-packages."""
     cwd = os.getcwd() if cwd is None else cwd

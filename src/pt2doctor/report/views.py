@@ -10,44 +10,19 @@ at render time, so the view-model stays JSON-able and is what the golden tests c
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict
+from typing import Any, Literal
 
-Report = dict[str, Any]
-# Longest text shown in a table cell before it is cut (the full text stays in report.json).
-MAX_CELL = 400
+from pt2doctor.report.format import cut, source_where
+from pt2doctor.report.rank_views import ranks
+from pt2doctor.report.sections import Section, environment_rows
+from pt2doctor.report.types import Compile, FailedGuard, RunReport
+
+Report = RunReport
 MAX_FINDINGS = 50
 MAX_BREAKS_CHARTED = 20
 
-
-@dataclass
-class Section:
-    """One part of the page: ``template`` names its block in report.html.j2; ``data`` is what
-    that block shows; ``charts`` are chart specs (see report/charts.py) drawn above it."""
-
-    id: str
-    title: str
-    template: str
-    data: dict[str, Any]
-    charts: list[dict[str, Any]] = field(default_factory=list)
-
-
 SectionBuilder = Callable[[Report], "Section | None"]
-
-
-def _cut(text: str | None, limit: int = MAX_CELL) -> str:
-    text = text or ""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-cut = _cut  # shared with the check report's views (check/views.py)
-
-
-def _where(item: dict[str, Any] | None) -> str:
-    """``file:line function`` of a source dict, or ''."""
-    if not item:
-        return ""
-    return f"{item.get('file')}:{item.get('line')} {item.get('function') or ''}".strip()
 
 
 def headline(report: Report) -> Section:
@@ -76,8 +51,8 @@ def headline(report: Report) -> Section:
         {
             "severity": f["severity"],
             "code": f["code"],
-            "title": _cut(f["title"]),
-            "evidence": [_cut(str(e), 200) for e in f["evidence"][:6]],
+            "title": cut(f["title"]),
+            "evidence": [cut(str(e), 200) for e in f["evidence"][:6]],
             "advice": f["advice"],
         }
         for f in report["findings"][:MAX_FINDINGS]
@@ -101,10 +76,10 @@ def graph_breaks(report: Report) -> Section | None:
     measured = any(row["hits"] is not None for row in rows)
     sites = [
         {
-            "where": _where(row["site"]),
+            "where": source_where(row["site"]),
             "code": row["site"].get("code"),
             "category": row["category"],
-            "gb_type": _cut(row["gb_type"], 160),
+            "gb_type": cut(row["gb_type"], 160),
             "compile_ids": row["compile_ids"],
             "hits": row["hits"],
             "hot": row["hot"],
@@ -113,13 +88,13 @@ def graph_breaks(report: Report) -> Section | None:
         }
         for row in rows
     ]
-    heat_key = "hits" if measured else "occurrences"
+    heat_key: Literal["hits", "occurrences"] = "hits" if measured else "occurrences"
     ranked = sorted(rows, key=lambda row: -(row[heat_key] or 0))[:MAX_BREAKS_CHARTED]
     chart = {
         "kind": "hbar",
         "title": "runtime hits per break site" if measured else "compiles that broke per site",
         "xlabel": "hits" if measured else "compiles",
-        "labels": [_cut(_where(row["site"]), 60) for row in ranked],
+        "labels": [cut(source_where(row["site"]), 60) for row in ranked],
         "values": [row[heat_key] or 0 for row in ranked],
         "highlight": [bool(row["hot"]) for row in ranked],
     }
@@ -127,15 +102,15 @@ def graph_breaks(report: Report) -> Section | None:
     return Section("breaks", "Graph-break sites by heat", "breaks", data, [chart])
 
 
-def _failed_guard(guard: dict[str, Any]) -> dict[str, Any]:
+def _failed_guard(guard: FailedGuard) -> dict[str, Any]:
     return {
-        "text": _cut(guard["text"]),
+        "text": cut(guard["text"]),
         "category": guard["category"],
         "against": guard["against"],
         "origin": guard["origin"],
         "now_dynamic": guard["now_dynamic"],
-        "source": _where(guard["source"]),
-        "code": (guard["source"] or {}).get("code"),
+        "source": source_where(guard["source"]),
+        "code": guard["source"].get("code") if guard["source"] else None,
     }
 
 
@@ -192,8 +167,14 @@ def recompile_stories(report: Report) -> Section | None:
     return Section("stories", "Why frames recompiled", "stories", {"stories": stories})
 
 
-def _compile_label(entry: dict[str, Any]) -> str:
-    return _cut(f"{entry['compile_id']} {entry['function']}", 48)
+def _compile_label(entry: Compile) -> str:
+    return cut(f"{entry['compile_id']} {entry['function']}", 48)
+
+
+def _present(values: list[float | None]) -> list[float] | None:
+    """``values`` when every one is known, else None."""
+    known = [value for value in values if value is not None]
+    return known if len(known) == len(values) else None
 
 
 def compile_timeline(report: Report) -> Section | None:
@@ -201,13 +182,13 @@ def compile_timeline(report: Report) -> Section | None:
     compiles = [c for c in report["compiles"] if c["compile_time_s"] is not None]
     if not compiles:
         return None
-    if all(c.get("t_s") is not None for c in compiles):
-        starts, origin = [c["t_s"] for c in compiles], "seconds after the program started"
-    elif all(c["start_time"] is not None for c in compiles):
-        first = min(c["start_time"] for c in compiles)
-        starts, origin = [c["start_time"] - first for c in compiles], "seconds after 1st compile"
-    else:
-        return None
+    starts = _present([c.get("t_s") for c in compiles])
+    origin = "seconds after the program started"
+    if starts is None:
+        times = _present([c["start_time"] for c in compiles])
+        if times is None:
+            return None
+        starts, origin = [t - min(times) for t in times], "seconds after 1st compile"
     phase_names = sorted({p for c in compiles for p in c["phases"]})
     rows = [
         {
@@ -228,10 +209,10 @@ def variant_growth(report: Report) -> Section | None:
     timed = [c for c in report["compiles"] if c.get("t_s") is not None and not c["failed"]]
     if not timed:
         return None
-    timed.sort(key=lambda c: c["t_s"])
+    timed.sort(key=lambda c: c.get("t_s") or 0.0)
     after = [c["compile_id"] for c in timed if c.get("after_warmup")]
     warmup_end = None
-    ends = [c["t_s"] for c in timed if c.get("after_warmup") is False]
+    ends = [c.get("t_s") or 0.0 for c in timed if c.get("after_warmup") is False]
     if after and ends:
         warmup_end = max(ends)
     chart = {
@@ -257,32 +238,13 @@ def failures(report: Report) -> Section | None:
             "compile_id": f["compile_id"],
             "kind": f["kind"],
             "fail_type": f["fail_type"],
-            "reason": _cut(f["fail_reason"]),
+            "reason": cut(f["fail_reason"]),
             "function": f["function"],
-            "where": _where(f["user_frame"]),
+            "where": source_where(f["user_frame"]),
         }
         for f in report["failures"]
     ]
     return Section("failures", "Failures", "failures", {"rows": rows})
-
-
-def environment_rows(
-    env: dict[str, Any], value: Callable[[Any], Any], config_value: Callable[[Any], Any]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The fingerprint's entries (unset ones left out) and each changed config entry as
-    ``module.name``, sorted by key, values shown through ``value`` and ``config_value``
-    (every report kind's environment section)."""
-    rows = [
-        {"key": key, "value": value(entry)}
-        for key, entry in sorted(env.items())
-        if key != "config_changes" and entry is not None
-    ]
-    config = [
-        {"key": f"{module}.{name}", "value": config_value(entry)}
-        for module, changes in sorted((env.get("config_changes") or {}).items())
-        for name, entry in sorted(changes.items())
-    ]
-    return rows, config
 
 
 def environment(report: Report) -> Section:
@@ -296,13 +258,6 @@ def environment(report: Report) -> Section:
     }
     data = {"rows": rows, "config": config, "parse": parse, "tool": report["tool"]}
     return Section("environment", "Environment", "environment", data)
-
-
-def ranks(report: Report) -> Section | None:
-    """Multi-rank reports only: report/rank_views.py (imported here, it imports Section)."""
-    from pt2doctor.report.rank_views import ranks as ranks_section
-
-    return ranks_section(report)
 
 
 def cold_start(report: Report) -> Section | None:

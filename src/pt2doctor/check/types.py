@@ -1,0 +1,318 @@
+"""The check report's types (report.json with ``"kind": "check"``, docs/report-schema.md) and
+the check worker's events: one ``TypedDict`` per part, ``Literal`` types for verdicts, so
+``mypy --strict`` checks every key the check renderers (check/terminal.py, check/markdown.py,
+check/views.py, check/perf_views.py) read. The verdict order is defined here, once."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+# A cell's verdict per compile variant; a cell's own verdict is the worst of its variants'.
+Verdict = Literal[
+    "pass", "nondeterministic", "fail", "error", "crash", "timeout", "fatal", "not run"
+]
+# Worst first. A verdict not listed (``not run``, or one a newer pt2doctor wrote) ranks as
+# ``error``: :func:`verdict_rank`.
+VERDICT_RANK: dict[str, int] = {
+    "crash": 6,
+    "timeout": 6,
+    "fatal": 6,
+    "error": 5,
+    "fail": 4,
+    "nondeterministic": 1,
+    "pass": 0,
+}
+UNKNOWN_VERDICT_RANK = VERDICT_RANK["error"]
+# Verdicts that count as aligned: the compiled result matches eager (or eager itself varies).
+ALIGNED: tuple[Verdict, ...] = ("pass", "nondeterministic")
+
+
+def verdict_rank(verdict: str | None) -> int:
+    """How bad ``verdict`` is (higher: worse); absent or unknown verdicts rank as ``error``."""
+    return VERDICT_RANK.get(verdict or "not run", UNKNOWN_VERDICT_RANK)
+
+
+class Tool(TypedDict):
+    name: str
+    version: str
+
+
+class TensorCheck(TypedDict, total=False):
+    """One compared tensor of an alignment (``tensors[]``)."""
+
+    name: str
+    shape: list[int]
+    dtype: str
+    max_abs_error: float | None
+    max_rel_error: float | None
+    rmse_ratio: float | None
+    cosine: float | None
+    passed: bool
+    rule: str
+    stride_mismatch: bool
+
+
+class Alignment(TypedDict, total=False):
+    """A cell under one compile variant (``cells[].variants[name]``); ``error`` and ``phase``
+    on failure, ``warmup_error`` when the compiled warmup call failed."""
+
+    verdict: Verdict
+    tolerance: float | None
+    tensors: list[TensorCheck]
+    stride_mismatches: list[str]
+    eager_nondeterministic: list[str]
+    fp64_reference: bool
+    error: str | None
+    phase: str
+    warmup_error: str | None
+
+
+class CellRow(TypedDict):
+    """One row of ``cells[]``."""
+
+    id: str
+    case: str
+    group: str
+    axes: dict[str, Any]
+    verdict: Verdict
+    variants: dict[str, Alignment]
+
+
+class Distribution(TypedDict, total=False):
+    count: int
+    p50_s: float | None
+    p95_s: float | None
+    p99_s: float | None
+    iqr_s: float | None
+    mean_s: float | None
+    throughput_per_s: float | None
+
+
+class Steady(TypedDict, total=False):
+    iterations: int
+    eager: Distribution
+    compiled: Distribution
+    parts: dict[str, Distribution]
+    speedup: float | None
+    speedup_ci95: list[float] | None
+    noise_warnings: list[str]
+
+
+class Warmup(TypedDict, total=False):
+    seconds: float
+    per_cell: dict[str, float]
+
+
+class GroupRow(TypedDict, total=False):
+    """One row of ``variants[].groups[]``: a group of cells benchmarked in one worker.
+    ``status`` and ``error`` when the steady state crashed."""
+
+    group: str
+    cells: list[str]
+    warmup: Warmup
+    max_variants_per_frame: int
+    frames: list[dict[str, Any]]
+    graph_breaks: list[dict[str, Any]]
+    late_compiles: list[dict[str, Any]]
+    compiles: int
+    compile_time_s: float
+    cache: dict[str, dict[str, int]]
+    failures: int
+    steady: Steady | None
+    samples: str
+    memory: dict[str, float | None] | None
+    regional: dict[str, Any]
+    status: str
+    error: str | None
+
+
+class ColdStart(TypedDict, total=False):
+    """One cache state of ``variants[].cold_start``; or ``error``."""
+
+    cell: str
+    first_result_s: float | None
+    interpreter_start_s: float
+    import_s: float
+    build_s: float
+    first_call_s: float
+    compile_time_s: float
+    compiles: int
+    cache: dict[str, dict[str, int]]
+    memory: dict[str, float | None] | None
+    error: str | None
+
+
+class VariantRow(TypedDict, total=False):
+    """One row of ``variants[]``: a case under one compile variant."""
+
+    case: str
+    name: str
+    mode: str | None
+    backend: str
+    regional: bool
+    applicable: bool
+    reason: str | None
+    cold_start: dict[str, ColdStart]
+    groups: list[GroupRow]
+
+
+class Clause(TypedDict):
+    name: str
+    measured: Any
+    budget: Any
+    ok: bool | None
+    detail: str | None
+
+
+class Contract(TypedDict):
+    ok: bool
+    budget: str | None
+    clauses: list[Clause]
+
+
+class CheckSummary(TypedDict):
+    cells: int
+    verdicts: dict[str, int]
+
+
+class CheckReport(TypedDict):
+    """report.json of ``pt2doctor check``."""
+
+    schema_version: int
+    kind: Literal["check"]
+    tool: Tool
+    environment: dict[str, Any]
+    environment_changes: list[str]
+    interrupted: bool
+    summary: CheckSummary
+    cells: list[CellRow]
+    variants: list[VariantRow]
+    contract: Contract
+    cost: dict[str, Any] | None  # where check's own wall time went (check/cost.py)
+
+
+# The check worker's events (one JSON line each in its events.jsonl, check/worker.py), read
+# back by check/orchestrate.py and check/driver.py. Every event has ``event`` and ``t``.
+EventName = Literal[
+    "environment",
+    "cell_start",
+    "alignment",
+    "warmup",
+    "warmup_done",
+    "model",
+    "steady_done",
+    "done",
+    "cold",
+    "fatal",
+]
+Phase = Literal["align", "warmup", "steady"]
+# The events that end a step of the progress bar: no cell is in flight after them.
+STEP_ENDS: tuple[EventName, ...] = ("alignment", "warmup", "steady_done", "cold")
+# The events that are a cell's result (written to results.jsonl as they are).
+CELL_RESULTS: tuple[EventName, ...] = ("alignment", "warmup")
+
+
+class EnvironmentEvent(TypedDict):
+    event: Literal["environment"]
+    t: float
+    environment: dict[str, Any]
+
+
+class CellStartEvent(TypedDict):
+    """A cell (``None``: the whole group, in steady state) starts a phase: the one a crash or
+    a hang is attributed to until its result arrives."""
+
+    event: Literal["cell_start"]
+    t: float
+    cell: str | None
+    phase: Phase
+
+
+class AlignmentEvent(Alignment):
+    event: Literal["alignment"]
+    t: float
+    cell: str
+
+
+class WarmupEvent(TypedDict, total=False):
+    """A cell's compiled warmup call: ``seconds``, or the ``error`` it raised."""
+
+    event: Literal["warmup"]
+    t: float
+    cell: str
+    seconds: float
+    error: str
+
+
+class WarmupDoneEvent(TypedDict):
+    event: Literal["warmup_done"]
+    t: float
+    seconds: float
+
+
+class ModelEvent(TypedDict):
+    event: Literal["model"]
+    t: float
+    repeated_blocks: int
+
+
+class SteadyDoneEvent(TypedDict, total=False):
+    """Steady state measured; the group's compile facts (frames, graph breaks, late
+    compiles ...) ride along and become the group record."""
+
+    event: Literal["steady_done"]
+    t: float
+    cells: list[str]
+    frames: list[dict[str, Any]]
+    graph_breaks: list[dict[str, Any]]
+    late_compiles: list[dict[str, Any]]
+    compiles: int
+    compile_time_s: float
+    cache: dict[str, dict[str, int]]
+    failures: int
+    regional: dict[str, Any]
+
+
+class DoneEvent(TypedDict):
+    event: Literal["done"]
+    t: float
+    memory: dict[str, float | None]
+
+
+class ColdEvent(TypedDict):
+    """A cold start: process spawn to first result, split into its parts."""
+
+    event: Literal["cold"]
+    t: float
+    first_result_s: float
+    interpreter_start_s: float
+    import_s: float
+    build_s: float
+    first_call_s: float
+    compile_time_s: float
+    compiles: int
+    cache: dict[str, dict[str, int]]
+    memory: dict[str, float | None]
+
+
+class FatalEvent(TypedDict):
+    """An error outside any cell (the worker exits 1)."""
+
+    event: Literal["fatal"]
+    t: float
+    error: str
+    traceback: str
+
+
+CheckEvent = (
+    EnvironmentEvent
+    | CellStartEvent
+    | AlignmentEvent
+    | WarmupEvent
+    | WarmupDoneEvent
+    | ModelEvent
+    | SteadyDoneEvent
+    | DoneEvent
+    | ColdEvent
+    | FatalEvent
+)

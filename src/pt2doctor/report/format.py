@@ -1,0 +1,46 @@
+"""Formatting helpers shared by every report kind's renderers (terminal, Markdown, HTML view
+models): cutting long text, milliseconds from seconds, and where a source location is.
+
+One home, so the run, check and ablate renderers cannot drift apart (they once had three
+``_ms`` and three ``_where``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# Longest text shown in a table cell before it is cut (the full text stays in report.json).
+MAX_CELL = 400
+
+
+def cut(text: str | None, limit: int = MAX_CELL) -> str:
+    """``text`` (None: '') cut to ``limit`` characters, an ellipsis marking the cut."""
+    text = text or ""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def seconds_text(value: float | None, scale: float = 1.0, unit: str = "s") -> str:
+    """``1.23 s`` (three significant digits), or ``-`` when not measured."""
+    return "-" if value is None else f"{value * scale:.3g} {unit}"
+
+
+def ms_text(seconds: float | None) -> str:
+    """Milliseconds, three significant digits, no unit (tables carry it), ``-`` when absent."""
+    return "-" if seconds is None else f"{seconds * 1e3:.3g}"
+
+
+def ms_value(seconds: float | None) -> float | None:
+    """Milliseconds as a number for charts and view-models (rounded to 1 ns), None when absent."""
+    return None if seconds is None else round(seconds * 1e3, 6)
+
+
+def source_where(item: Mapping[str, Any] | None) -> str:
+    """``file:line function`` of a source location (a site, a frame, a guard's source), or ''."""
+    if not item:
+        return ""
+    return f"{item.get('file')}:{item.get('line')} {item.get('function') or ''}".strip()
+
+
+def function_where(frame: Mapping[str, Any] | None) -> str:
+    """``function (file:line)`` of a frame, function first (the cross-rank tables), or ''."""
+    return "" if not frame else f"{frame['function']} ({frame['file']}:{frame['line']})"

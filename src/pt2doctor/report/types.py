@@ -1,0 +1,303 @@
+"""The run report's types (report.json of ``pt2doctor report`` and ``pt2doctor run``,
+docs/report-schema.md): one ``TypedDict`` per part and ``Literal`` types for the vocabularies
+(severity, compile cause, guard and graph-break category), so ``mypy --strict`` checks every key
+the run renderers (report/terminal.py, report/markdown.py, report/views.py) read.
+
+Parts that are optional or still growing (``frames[]``, ``compiles[]``: new fields land there
+often) are ``total=False``. The
+vocabularies are defined once, in the analysis modules that produce them, and imported here for
+type checking only: importing this module at run time imports nothing from pt2doctor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+if TYPE_CHECKING:  # typing only: importing this module stays free
+    from pt2doctor.analysis.breaks import BreakCategory
+    from pt2doctor.analysis.findings import Severity
+    from pt2doctor.analysis.guards import GuardCategory
+    from pt2doctor.analysis.ledger import Cause, FailureKind
+
+# What each report is (``kind``); a report without one predates the field and is a run report.
+Kind = Literal["run", "check", "ablate"]
+KINDS: tuple[Kind, ...] = ("run", "check", "ablate")
+# Re-exported for the renderers; defined where the analyses produce them.
+__all__ = [
+    "BreakCategory",
+    "Cause",
+    "FailureKind",
+    "GuardCategory",
+    "Severity",
+]
+
+
+def report_kind(report: Mapping[str, Any]) -> Kind:
+    """The report's ``kind``; reports written before the field existed are run reports."""
+    kind = report.get("kind", "run")
+    if kind not in KINDS:
+        raise ValueError(f"unknown report kind {kind!r} (known: {', '.join(KINDS)})")
+    return kind  # type: ignore[no-any-return]
+
+
+class Tool(TypedDict):
+    name: str
+    version: str
+
+
+class Inputs(TypedDict):
+    paths: list[str]
+    streams: list[str]
+
+
+class Source(TypedDict):
+    """A source location (``SourceLine.as_dict``)."""
+
+    file: str | None
+    line: int | None
+    function: str | None
+    code: str | None
+
+
+class Summary(TypedDict):
+    frames: int
+    compiles: int
+    compile_ids: int
+    graphs: int
+    break_sites: int
+    graph_breaks: int
+    recompiles: int
+    restarts: int
+    failures: int
+    skipped_frames: int
+    limit_hits: int
+    refused: int
+    total_compile_time_s: float
+    cache: dict[str, dict[str, int]]
+
+
+class Finding(TypedDict):
+    severity: Severity
+    code: str
+    title: str
+    advice: str
+    evidence: list[Any]
+
+
+class GraphBreak(TypedDict):
+    """One row of ``graph_breaks[]``: a user site, deduplicated across compiles."""
+
+    site: Source
+    category: BreakCategory
+    reason: str
+    gb_type: str | None
+    gb_id: str | None
+    hints: list[str]
+    user_stack: list[Source]
+    compile_ids: list[str]
+    streams: list[str]
+    occurrences: int
+    hits: int | None
+    hot: bool | None
+    frame_skipped: bool
+    advice: str
+
+
+class FailedGuard(TypedDict):
+    text: str
+    category: GuardCategory
+    source: Source | None
+    against: list[str]
+    origin: str | None
+    now_dynamic: bool
+
+
+class Change(TypedDict):
+    """What one recompile changed, in the user's names (analysis/changes.py ``Change.as_dict``)."""
+
+    source: str
+    kind: str
+    old: Any
+    new: Any
+
+
+class Recompile(TypedDict, total=False):
+    compile_id: str
+    failed_guards: list[FailedGuard]
+    compared_with: str | None
+    changes: list[dict[str, Any]]  # Change
+
+
+class Frame(TypedDict, total=False):
+    """One row of ``frames[]``; the fields every report has today (more are being added)."""
+
+    stream: str
+    frame_id: int
+    function: str | None
+    file: str | None
+    line: int | None
+    compiles: int
+    compile_ids: list[str]
+    variants: int
+    limit_hit: bool
+    skipped: bool
+    skip_reason: str | None
+    is_resume: bool
+    recompiles: list[Recompile]
+    display_name: str
+    refused: Recompile | None
+    variants_table: list[dict[str, Any]]
+    outlook: dict[str, Any]
+    fixes: list[Any]
+
+
+class ResumesAfter(TypedDict):
+    function: str | None
+    line: int | None
+
+
+class DynamicSymbol(TypedDict):
+    symbol: str
+    source: str | None
+    value: Any
+
+
+class Compile(TypedDict, total=False):
+    """One row of ``compiles[]``, in the order they happened. The heat fields (``calls`` to
+    ``after_warmup``) are null unless the report comes from a run."""
+
+    compile_id: str
+    stream: str
+    rank: int | None
+    frame_id: int | None
+    function: str | None
+    file: str | None
+    line: int | None
+    cause: Cause
+    resumes_after: ResumesAfter | None
+    attempts: int
+    restarts: list[str]
+    start_time: float | None
+    compile_time_s: float | None
+    phases: dict[str, float]
+    cache: dict[str, str]
+    graph_count: int
+    graph_op_count: int | None
+    failed: bool
+    fail_type: str | None
+    refused: bool
+    caches: dict[str, dict[str, Any]]
+    dynamic_symbols: list[DynamicSymbol]
+    specializations: list[Any]
+    calls: int | None
+    seconds_in_graph: float | None
+    t_s: float | None
+    frame_calls: int | None
+    after_warmup: bool | None
+
+
+class Failure(TypedDict):
+    compile_id: str
+    stream: str
+    kind: FailureKind
+    fail_type: str | None
+    fail_reason: str | None
+    function: str | None
+    user_frame: Source | None
+
+
+class FrameRef(TypedDict):
+    """A frame matched across ranks by function, file and line (frame ids differ by rank)."""
+
+    function: str | None
+    file: str | None
+    line: int | None
+
+
+class RankGuard(TypedDict):
+    text: str
+    category: GuardCategory
+
+
+class RankRecompile(TypedDict, total=False):
+    """A recompile on one rank; ``rank`` and ``label`` when listed under a divergence."""
+
+    rank: int | None
+    label: str
+    compile_id: str
+    frame: FrameRef | None
+    failed_guards: list[RankGuard]
+
+
+class RankRow(TypedDict):
+    """One row of ``ranks.per_rank[]``: one log."""
+
+    rank: int | None
+    label: str
+    stream: str
+    path: str | None
+    name_rank: int | None
+    envelope_ranks: list[int]
+    compiles: int
+    recompiles: list[RankRecompile]
+    compile_time_s: float
+    graphs: int
+    break_sites: int
+    failures: int
+    cache: dict[str, int]
+    graph_calls: int | None
+
+
+class Divergence(TypedDict):
+    """How the ranks differ (each also a finding, ``code``)."""
+
+    kind: str
+    code: str
+    severity: Severity
+    ranks: list[int | None]
+    labels: list[str]
+    title: str
+    evidence: list[str]
+    frame: FrameRef | None
+    recompiles: list[RankRecompile]
+    skew_s: float | None
+
+
+class Ranks(TypedDict):
+    """``ranks``: only when the logs name more than one rank."""
+
+    count: int
+    collective_timeout_s: float
+    compile_skew_s: float
+    timeout_share: float
+    slowest: str
+    fastest: str
+    per_rank: list[RankRow]
+    divergences: list[Divergence]
+
+
+class _RunReportParts(TypedDict):
+    schema_version: int
+    tool: Tool
+    inputs: Inputs
+    environment: dict[str, Any]
+    summary: Summary
+    findings: list[Finding]
+    graph_breaks: list[GraphBreak]
+    frames: list[Frame]
+    compiles: list[Compile]
+    failures: list[Failure]
+    parse_stats: dict[str, Any]
+
+
+class RunReport(_RunReportParts, total=False):
+    """report.json of ``pt2doctor report`` / ``run``. ``kind`` is absent from reports written
+    before it was added; ``run`` only after ``pt2doctor run``; ``ranks`` only with more than one
+    rank; ``redacted`` only with ``--redact``."""
+
+    kind: Literal["run"]
+    run: dict[str, Any]
+    ranks: Ranks
+    redacted: bool
+    cold_start: dict[str, Any]
