@@ -25,6 +25,8 @@ MIN_QUOTED = 12
 _INSTALL_PREFIX = re.compile(r"(?<![\w.:/-])/(?:[^/\s'\"]+/)*?(?:site-packages|dist-packages)/")
 _STDLIB_PREFIX = re.compile(r"(?<![\w.:/-])/(?:[^/\s'\"]+/)*?lib/python3\.\d+/")
 _ABSOLUTE = re.compile(r"(?<![\w.:/-])/(?:[^/\s'\"(),:]+/)+([^/\s'\"(),:]+)")
+# A code span in advice text: a source line quoted whole, without its comment, or cut with "…".
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
 
 
 def _is_location(node: dict[str, Any]) -> bool:
@@ -67,7 +69,15 @@ class _Redactor:
             # Short lines (``x = f(x)``) are too common to replace inside other text.
             if len(line) >= MIN_QUOTED and line in value:
                 value = value.replace(line, SOURCE_REDACTED)
+        value = _CODE_SPAN.sub(self._code_span, value)
         return relative_paths(value, self.base)
+
+    def _code_span(self, match: re.Match[str]) -> str:
+        """A quoted part of a source line (advice quotes a site's code cut to a width)."""
+        quoted = match.group(1).removesuffix("…").strip()
+        if len(quoted) >= MIN_QUOTED and any(line.startswith(quoted) for line in self.code):
+            return f"`{SOURCE_REDACTED}`"
+        return match.group(0)
 
     def node(self, node: Any) -> Any:
         if isinstance(node, str):
