@@ -15,6 +15,7 @@ from pt2doctor.ablate.classify import (
     first_failure,
     workarounds,
 )
+from pt2doctor.ablate.userside import diagnose
 from pt2doctor.report.schema import SCHEMA_VERSION
 
 ROW_KEYS = (
@@ -58,7 +59,9 @@ def build_ablate_report(
     modules = pieces.get("modules") or None
     module = modules.get("module") if modules else None
     bisected = pieces.get("bisect")
-    verdict = conclusion(rungs, module, bisected)
+    failing = first_failure(rungs)
+    user_side = diagnose(pieces, failing)
+    verdict = conclusion(rungs, module, bisected, user_side)
     toggles = [
         {**{k: t.get(k) for k in ("name", "backend", "status", "error")}, "numbers": None}
         for t in pieces.get("toggles", [])
@@ -66,7 +69,6 @@ def build_ablate_report(
     for toggle, raw in zip(toggles, pieces.get("toggles", []), strict=True):
         if raw.get("status") not in ("ok", "not applicable"):
             toggle["numbers"] = error_numbers(raw)
-    failing = first_failure(rungs)
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "ablate",
@@ -79,8 +81,10 @@ def build_ablate_report(
         "module": modules,
         "bisect": bisected,
         "repro": (modules or {}).get("repro") or pieces.get("repro"),
+        "custom_ops": pieces.get("custom_ops") or [],
+        "compiler_hooks": pieces.get("hooks") or [],
         "workarounds": workarounds(
-            verdict["category"], pieces.get("toggles", []), module, _last_good(rungs)
+            verdict["category"], pieces.get("toggles", []), module, _last_good(rungs), user_side
         )
         if failing
         else [],

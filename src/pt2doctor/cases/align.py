@@ -136,16 +136,21 @@ def _train_steps(
     return results
 
 
-def align_cell(case: Case, cell: Cell, compile_model: Compiler) -> dict[str, Any]:
+def align_cell(
+    case: Case, cell: Cell, compile_model: Compiler, fallback_random: bool = True
+) -> dict[str, Any]:
     """The alignment verdict of one cell: pass, fail or nondeterministic, with per-tensor
-    errors and stride warnings."""
+    errors and stride warnings. ``fallback_random=False`` compiles random ops as the user's
+    program does (ablate's RNG toggle compares both); the verdict then includes whether eager
+    drew random numbers (``random_ops``)."""
     built = case.build(cell)
     pristine = copy.deepcopy(built.model)
     tol = case.tolerance or default_tolerance(cell.dtype, cell.train, cell.autocast)
     eager = run_cell(built, built.model, cell, case)
     again = run_cell(built, copy.deepcopy(pristine), cell, case)
     fp64 = _fp64_reference(built, pristine, cell, case)
-    with torchcompat.fallback_random():
+    rng = contextlib.nullcontext() if not fallback_random else torchcompat.fallback_random()
+    with rng:
         compiled = run_cell(built, compile_model(copy.deepcopy(pristine)), cell, case)
     rows = [
         compare_tensor(name, tensor, compiled[name], fp64.get(name), tol, case.cosine)
