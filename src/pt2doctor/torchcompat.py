@@ -406,15 +406,6 @@ def bisect_compiler(passes: Callable[[], bool]) -> dict[str, Any]:
     }
 
 
-# Operator namespaces that belong to torch itself; any other namespace is a custom op.
-TORCH_NAMESPACES = frozenset(
-    {
-        "aten", "prims", "prim", "rngprims", "higher_order", "inductor", "c10d",
-        "_c10d_functional", "c10d_functional", "_c10d_functional_autograd", "_dtensor",
-        "debugprims", "profiler", "mkldnn", "onednn", "quantized", "_quantized",
-        "quantized_decomposed", "_inductor_test", "autograd", "_test", "streams",
-    }
-)  # fmt: skip
 # Inductor's config entries that run user code during compilation (pass hooks).
 COMPILER_HOOKS = (
     "pre_grad_custom_pass",
@@ -455,6 +446,8 @@ def record_custom_op_calls(fn: Callable[[], Any]) -> dict[str, tuple[Any, Any, A
         def __torch_dispatch__(
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
+            from pt2doctor.analysis.user_side import TORCH_NAMESPACES
+
             namespace = getattr(func, "namespace", "aten")
             if namespace not in TORCH_NAMESPACES and str(func) not in seen:
                 seen[str(func)] = (func, _clone_inputs(args), _clone_inputs(kwargs or {}))

@@ -20,7 +20,7 @@ import orjson
 
 from pt2doctor import torchcompat
 from pt2doctor.ablate.classify import LADDER, first_failure, layer_of
-from pt2doctor.ablate.userside import custom_op_verdict
+from pt2doctor.analysis.user_side import custom_op_verdict
 from pt2doctor.cases.case import Cell
 from pt2doctor.check.orchestrate import EventTail, worker_ending
 from pt2doctor.check.worker import EVENTS

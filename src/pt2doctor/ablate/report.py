@@ -15,7 +15,7 @@ from pt2doctor.ablate.classify import (
     first_failure,
     workarounds,
 )
-from pt2doctor.ablate.userside import diagnose
+from pt2doctor.analysis.user_side import diagnose
 from pt2doctor.report.schema import SCHEMA_VERSION
 
 ROW_KEYS = (

@@ -9,7 +9,6 @@ import contextlib
 import copy
 import sys
 import traceback
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,19 +121,6 @@ def _worst(tensors: list[dict[str, Any]]) -> dict[str, Any] | None:
     return max(failing, key=lambda t: t["max_abs_error"] or float("inf"), default=None)
 
 
-@contextlib.contextmanager
-def drew_random_numbers(case: Case) -> Iterator[list[bool]]:
-    """Did the block draw from torch's CPU random generator (dropout, rand...)? The block
-    seeds it with ``case.seed`` itself, so the state after is compared with the seeded one."""
-    import torch
-
-    torch.manual_seed(case.seed)
-    seeded = torch.random.get_rng_state()
-    found = [False]
-    yield found
-    found[0] = not torch.equal(seeded, torch.random.get_rng_state())
-
-
 def trial(case: Case, cell: Cell, settings: Settings, target: str = "") -> dict[str, Any]:
     """Eager once (a model that fails eagerly is not the compiler's problem), then the cell's
     alignment with ``target`` compiled: ok, diverged, nondeterministic or crash."""
@@ -143,8 +129,7 @@ def trial(case: Case, cell: Cell, settings: Settings, target: str = "") -> dict[
     torch.compiler.reset()
     built = case.build(cell)
     try:
-        with drew_random_numbers(case) as drew:
-            run_cell(built, copy.deepcopy(built.model), cell, case)
+        run_cell(built, copy.deepcopy(built.model), cell, case)
     except Exception as error:
         return {"status": "eager_error", **error_fields(error)}
     try:
@@ -165,7 +150,7 @@ def trial(case: Case, cell: Cell, settings: Settings, target: str = "") -> dict[
         "tolerance": result["tolerance"],
         "worst": _worst(result["tensors"]),
         "failed_tensors": [t["name"] for t in result["tensors"] if not t["passed"]],
-        "random_ops": drew[0],
+        "random_ops": result["random_ops"],
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -13,8 +14,10 @@ from pt2doctor.analysis.advice import (
     SKIPPED_FRAME_ADVICE,
 )
 from pt2doctor.analysis.breaks import GraphBreakSite
-from pt2doctor.analysis.ledger import RESUME_NAME, FrameEntry, Ledger
+from pt2doctor.analysis.ledger import RESUME_NAME, FailureEntry, FrameEntry, Ledger
+from pt2doctor.analysis.user_side import custom_op_advice
 from pt2doctor.trace.records import ParseStats
+from pt2doctor.trace.types import SourceLine
 
 SEVERITIES = ("error", "warning", "info")
 # Above this many ops a Dynamo graph is usually an unrolled Python loop.
@@ -136,26 +139,37 @@ def _break_finding(site: GraphBreakSite) -> Finding:
     )
 
 
+def raised_in_label(frame: SourceLine | None) -> str | None:
+    """``raised in channels_last_prep_pass (passes.py:12)``, or None."""
+    if frame is None or frame.file is None:
+        return None
+    return f"raised in {frame.function} ({os.path.basename(frame.file)}:{frame.line})"
+
+
+def _compile_failure(failure: FailureEntry) -> Finding:
+    """A compile that raised: the first line of the error, where in the user's code it was
+    raised (a user pass, a custom kernel), and custom-op advice when the error names one."""
+    reason = failure.fail_reason.strip()
+    evidence = [failure.compile_id, reason.splitlines()[0] if reason else failure.fail_type]
+    raised = raised_in_label(failure.raised_in)
+    if raised:
+        evidence.append(raised)
+    advice = custom_op_advice(reason)
+    return Finding(
+        "error",
+        "compile_failure",
+        f"Compile {failure.compile_id} of {failure.function} failed: {failure.fail_type}",
+        f"{advice} {COMPILE_ERROR_ADVICE}" if advice else COMPILE_ERROR_ADVICE,
+        evidence,
+    )
+
+
 def find_findings(ledger: Ledger, sites: list[GraphBreakSite], stats: ParseStats) -> list[Finding]:
     """All findings, errors first (pure function of the analyses)."""
     findings: list[Finding] = []
     for failure in ledger.failures:
         if failure.kind == "compile_error":
-            findings.append(
-                Finding(
-                    "error",
-                    "compile_failure",
-                    f"Compile {failure.compile_id} of {failure.function} failed: "
-                    f"{failure.fail_type}",
-                    COMPILE_ERROR_ADVICE,
-                    [
-                        failure.compile_id,
-                        failure.fail_reason.strip().splitlines()[0]
-                        if failure.fail_reason.strip()
-                        else failure.fail_type,
-                    ],
-                )
-            )
+            findings.append(_compile_failure(failure))
     for frame in ledger.frames:
         findings += _frame_findings(frame)
     findings += [_break_finding(site) for site in sites]

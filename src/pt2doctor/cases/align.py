@@ -136,6 +136,20 @@ def _train_steps(
     return results
 
 
+@contextlib.contextmanager
+def drew_random_numbers(case: Case) -> Iterator[list[bool]]:
+    """Did the block draw from torch's CPU random generator (dropout, rand...)? The block
+    seeds it with ``case.seed`` itself (run_cell does), so the state after the block is
+    compared with the freshly seeded one."""
+    import torch
+
+    torch.manual_seed(case.seed)
+    seeded = torch.random.get_rng_state()
+    found = [False]
+    yield found
+    found[0] = not torch.equal(seeded, torch.random.get_rng_state())
+
+
 def align_cell(
     case: Case, cell: Cell, compile_model: Compiler, fallback_random: bool = True
 ) -> dict[str, Any]:
@@ -146,7 +160,8 @@ def align_cell(
     built = case.build(cell)
     pristine = copy.deepcopy(built.model)
     tol = case.tolerance or default_tolerance(cell.dtype, cell.train, cell.autocast)
-    eager = run_cell(built, built.model, cell, case)
+    with drew_random_numbers(case) as drew:
+        eager = run_cell(built, built.model, cell, case)
     again = run_cell(built, copy.deepcopy(pristine), cell, case)
     fp64 = _fp64_reference(built, pristine, cell, case)
     rng = contextlib.nullcontext() if not fallback_random else torchcompat.fallback_random()
@@ -171,6 +186,7 @@ def align_cell(
         ],
         "eager_nondeterministic": unstable,
         "fp64_reference": bool(fp64),
+        "random_ops": drew[0],
     }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from pt2doctor.trace.guard_tree import parse_cpp_guards
-from pt2doctor.trace.messages import parse_graph_break
+from pt2doctor.trace.messages import innermost_user_frame, parse_graph_break
 from pt2doctor.trace.reader import rank_from_filename, read_records, stream_names
 from pt2doctor.trace.records import CompileId, ParseStats, TraceRecord
 from pt2doctor.trace.types import CompileRecord, Run, SourceLine, StreamInfo
@@ -238,6 +238,7 @@ def _on_artifact(col: _Collector, record: TraceRecord) -> None:
     elif name == "dynamo_error":
         lines = [line for line in record.payload.strip().splitlines() if line.strip()]
         entry.dynamo_error = lines[-1] if lines else None
+        entry.raised_in = innermost_user_frame(lines)
 
 
 def _on_symbol(col: _Collector, record: TraceRecord) -> None:

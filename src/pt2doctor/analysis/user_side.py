@@ -68,8 +68,40 @@ DATA_DEPENDENT = {
     "DataDependentOutputException",
     "DynamicOutputShapeException",
 }
+# Operator namespaces that belong to torch itself; any other namespace is a custom op.
+TORCH_NAMESPACES = frozenset(
+    {
+        "aten", "prims", "prim", "rngprims", "higher_order", "inductor", "c10d",
+        "_c10d_functional", "c10d_functional", "_c10d_functional_autograd", "_dtensor",
+        "debugprims", "profiler", "mkldnn", "onednn", "quantized", "_quantized",
+        "quantized_decomposed", "_inductor_test", "autograd", "_test", "streams",
+    }
+)  # fmt: skip
+CUSTOM_OP_ADVICE = (
+    "The failure names custom op {ops}: check it with torch.library.opcheck (or "
+    "pt2doctor.opcheck(op, samples)) on the inputs it receives. Its register_fake must return "
+    "the kernel's shape, dtype and strides; mutates_args must name every input it writes to; "
+    "a differentiable op needs register_autograd. `pt2doctor ablate CASES.py` runs these "
+    "checks for you."
+)
+_OP_NAME = re.compile(r"torch\.ops\.(\w+)\.(\w+)")
 _SHAPES = re.compile(r"Shapes torch\.Size\((\[[^\]]*\])\) and torch\.Size\((\[[^\]]*\])\)")
 _DTYPES = re.compile(r"(?:Dtypes|dtype) (torch\.\w+) and (torch\.\w+)")
+
+
+def custom_ops_named(text: str) -> list[str]:
+    """``torch.ops.ns.op`` names in an error message whose namespace is not torch's."""
+    found = []
+    for namespace, name in _OP_NAME.findall(text or ""):
+        qualified = f"torch.ops.{namespace}.{name}"
+        if namespace not in TORCH_NAMESPACES and qualified not in found:
+            found.append(qualified)
+    return found
+
+
+def custom_op_advice(text: str) -> str | None:
+    ops = custom_ops_named(text)
+    return CUSTOM_OP_ADVICE.format(ops=", ".join(ops)) if ops else None
 
 
 def where(frame: dict[str, Any]) -> str:
