@@ -9,6 +9,7 @@ inductor_perturb.py). Cost on 2 loaded CPU cores: ~40-90 s each (Inductor compil
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +89,25 @@ def test_bf16_rounding_is_precision_by_design(tmp_path: Path, run_env: dict[str,
     assert report["repro"]["verified"]["reproduces"] is True
     copied = run_copied_repro(report, tmp_path, run_env)
     assert copied.returncode == 1 and "REPRODUCED" in copied.stdout, copied.stderr[-2000:]
+
+
+def test_script_mode_writes_a_repro_from_the_runnable_graph(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """``ablate -- python script_custom_op.py``: the crash at the Inductor rung leaves torch's
+    runnable graph in the trace; the repro imports the module that registers the custom op
+    (copied beside it) and reproduces from a copy in another folder."""
+    report, done = ablate(
+        tmp_path, run_env, "--", sys.executable, str(ABLATE_DIR / "script_custom_op.py")
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert [row["status"] for row in report["ladder"]] == ["ok", "ok", "ok", "crash"]
+    repro = report["repro"]
+    assert repro["written"] is True and repro["standalone"] is True, repro
+    assert repro["copied_sources"] == ["script_ops"]
+    assert repro["verified"]["reproduces"] is True, repro["verified"]
+    # The crash names the custom op: the advice says to opcheck it and what to fix.
+    assert any("torch.ops.pt2doctor_script.rms_score" in a for a in report["workarounds"])
+    copied = run_copied_repro(report, tmp_path, run_env)
+    assert copied.returncode == 1 and "REPRODUCED" in copied.stdout, copied.stderr[-2000:]
+    assert "torch.ops.pt2doctor_script.rms_score" in copied.stdout

@@ -15,7 +15,7 @@ from pt2doctor.ablate.classify import (
     first_failure,
     workarounds,
 )
-from pt2doctor.analysis.user_side import diagnose
+from pt2doctor.analysis.user_side import custom_op_advice, diagnose
 from pt2doctor.report.schema import SCHEMA_VERSION
 
 ROW_KEYS = (
@@ -83,14 +83,29 @@ def build_ablate_report(
         "repro": (modules or {}).get("repro") or pieces.get("repro"),
         "custom_ops": pieces.get("custom_ops") or [],
         "compiler_hooks": pieces.get("hooks") or [],
-        "workarounds": workarounds(
-            verdict["category"], pieces.get("toggles", []), module, _last_good(rungs), user_side
-        )
-        if failing
-        else [],
+        "workarounds": _workarounds(pieces, verdict, module, failing, user_side),
         "out": out,
         "environment": dict(sorted((environment or {}).items())),
     }
+
+
+def _workarounds(
+    pieces: dict[str, Any],
+    verdict: dict[str, Any],
+    module: str | None,
+    failing: dict[str, Any] | None,
+    user_side: dict[str, Any] | None,
+) -> list[str]:
+    """The workarounds; a crash naming a custom op that was not checked (script mode) gets
+    the custom-op advice first."""
+    if failing is None:
+        return []
+    rungs = pieces["rungs"]
+    found = workarounds(
+        verdict["category"], pieces.get("toggles", []), module, _last_good(rungs), user_side
+    )
+    advice = None if user_side else custom_op_advice(str(failing.get("error") or ""))
+    return [advice, *found] if advice else found
 
 
 def failure_found(report: dict[str, Any]) -> bool:
