@@ -134,6 +134,7 @@ def _failure(failure: FailureEntry) -> dict[str, Any]:
         "fail_reason": failure.fail_reason,
         "function": failure.function,
         "user_frame": _source(failure.user_frame),
+        "raised_in": _source(failure.raised_in),
     }
 
 
