@@ -194,9 +194,9 @@ def hook_verdict(
     if by_name is not None:
         hook = hook or by_name
         evidence.append(f"compiler_bisector points at {named}, which the program set")
+    names = ", ".join(str(h["function"]) for h in hooks)
     if without_hooks and without_hooks.get("status") == "ok" and hooks:
         hook = hook or (hooks[0] if len(hooks) == 1 else None)
-        names = ", ".join(h["function"] for h in hooks)
         evidence.append(f"the failing rung passes without the program's hooks ({names})")
     if not evidence:
         return None
