@@ -111,3 +111,25 @@ def test_script_mode_writes_a_repro_from_the_runnable_graph(
     copied = run_copied_repro(report, tmp_path, run_env)
     assert copied.returncode == 1 and "REPRODUCED" in copied.stdout, copied.stderr[-2000:]
     assert "torch.ops.pt2doctor_script.rms_score" in copied.stdout
+
+
+def test_script_mode_names_a_raising_user_pass_and_its_repro_sets_it(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """``ablate -- python run_user_pass.py``: the program's exception was raised inside the
+    pass it installed (user_passes.py); the repro imports that module and sets the hook."""
+    program = ABLATE_DIR.parent / "run" / "run_user_pass.py"
+    report, done = ablate(tmp_path, run_env, "--", sys.executable, str(program))
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert [row["status"] for row in report["ladder"]] == ["ok", "ok", "ok", "crash"]
+    user = assert_user_side(report, "user_pass")
+    assert (user["function"], user["hook"]) == (
+        "channels_last_prep_pass",
+        "post_grad_custom_post_pass",
+    )
+    assert user["evidence"][0].startswith("the error was raised in channels_last_prep_pass")
+    repro = report["repro"]
+    assert repro["standalone"] is True and repro["copied_sources"] == ["user_passes"]
+    assert repro["verified"]["reproduces"] is True, repro["verified"]
+    copied = run_copied_repro(report, tmp_path, run_env)
+    assert copied.returncode == 1 and "channels_last_prep_pass" in copied.stdout, copied.stderr

@@ -138,16 +138,24 @@ def _train_steps(
 
 @contextlib.contextmanager
 def drew_random_numbers(case: Case) -> Iterator[list[bool]]:
-    """Did the block draw from torch's CPU random generator (dropout, rand...)? The block
+    """Did the block draw from torch's random generators (dropout, rand...)? The block
     seeds it with ``case.seed`` itself (run_cell does), so the state after the block is
     compared with the freshly seeded one."""
     import torch
 
+    def states() -> list[Any]:
+        found = [torch.random.get_rng_state()]
+        if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+            found.append(torch.cuda.get_rng_state())
+        return found
+
     torch.manual_seed(case.seed)
-    seeded = torch.random.get_rng_state()
+    seeded = states()
     found = [False]
     yield found
-    found[0] = not torch.equal(seeded, torch.random.get_rng_state())
+    after = states()
+    # A generator first used inside the block (CUDA initialized there) is not compared.
+    found[0] = any(not torch.equal(a, b) for a, b in zip(seeded, after, strict=False))
 
 
 def align_cell(
