@@ -204,6 +204,20 @@ def test_custom_op_with_a_wrong_fake_is_named_on_the_cell(
     assert "test_faketensor" in clause["detail"]
 
 
+def test_bf16_rounding_is_noted_as_precision_by_design(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """The bfloat16 multiply chain fails alignment (Inductor rounds once, eager after each
+    op); rerun with emulate_precision_casts=True it passes, and the cell says so."""
+    run = run_check(
+        tmp_path, run_env, "../ablate/bf16_casts.py", "--no-cold-start", "--iterations", "2"
+    )
+    cell = run.cell("bf16/b64")
+    assert cell["verdict"] == "fail", cell
+    assert cell["variants"]["default"]["precision_casts"] == "pass"
+    assert any(n.startswith("by design (precision): default matches eager") for n in cell["notes"])
+
+
 def test_variant_budget_and_recompile_after_warmup(tmp_path: Path, run_env: dict[str, str]) -> None:
     (tmp_path / "pt2doctor.toml").write_text("max_variants_per_frame = 1\n")
     run = run_check(
