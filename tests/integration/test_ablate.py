@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.torch_run
+
 ABLATE_DIR = Path(__file__).resolve().parents[1] / "programs" / "ablate"
 TIMEOUT_S = 600
 
