@@ -43,6 +43,7 @@ def test_custom_op_with_a_wrong_fake_shape(tmp_path: Path, run_env: dict[str, st
     assert report["bisect"] is None  # opcheck proved it: no compiler_bisector
     assert report["module"]["module"] == "blocks.1"  # Scorer, the only caller
     assert report["repro"]["verified"]["reproduces"] is True
+    assert report["repro"]["lines"] < 100
     copied = run_copied_repro(report, tmp_path, run_env)
     assert copied.returncode == 1 and "REPRODUCED" in copied.stdout, copied.stderr[-2000:]
     assert "rms_score" in copied.stdout
