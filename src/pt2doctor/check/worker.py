@@ -62,10 +62,10 @@ def custom_ops_phase(case: Case, cell: Cell, variant: CompileVariant, emit: Emit
     from pt2doctor.customops import check_recorded_call
 
     emit("cell_start", cell=cell.id, phase="align")
-    built = case.build(cell)
     try:
+        built = case.build(cell)
         calls = torchcompat.record_custom_op_calls(lambda: run_cell(built, built.model, cell, case))
-    except Exception:  # the model fails eagerly: the cell's alignment says so
+    except Exception:  # the factory or the eager model fails: the cell's alignment says so
         return
     if calls:
         ops = [
