@@ -126,8 +126,9 @@ def write_script_repro(
     if call is not None:
         body = body[: body.index("if __name__ == '__main__':")] + MAIN.format(call=call[1])
     standalone = "" if not missing else "NOT STANDALONE: " + "; ".join(missing) + "\n"
+    shown = " ".join(Path(arg).name if "/" in arg else arg for arg in command)  # no local paths
     head = HEADER.format(
-        sentence=sentence, compile_id=compile_id, command=" ".join(command), standalone=standalone
+        sentence=sentence, compile_id=compile_id, command=shown, standalone=standalone
     )
     marker = "import torch\n"
     body = body.replace(marker, marker + "".join(f"{line}\n" for line in imports), 1)
