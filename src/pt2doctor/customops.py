@@ -83,11 +83,13 @@ def _variants(sample: tuple[Any, ...]) -> list[tuple[str, tuple[Any, ...]]]:
     return variants
 
 
-def _opcheck(op: Any, args: tuple[Any, ...]) -> list[tuple[str, bool, str]]:
+def _opcheck(
+    op: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None
+) -> list[tuple[str, bool, str]]:
     import torch
 
     try:
-        results = torch.library.opcheck(op, args, raise_exception=False)
+        results = torch.library.opcheck(op, args, kwargs, raise_exception=False)
     except Exception as error:  # opcheck itself could not run the op
         return [("opcheck", False, f"{type(error).__name__}: {error}")]
     return [
@@ -96,24 +98,77 @@ def _opcheck(op: Any, args: tuple[Any, ...]) -> list[tuple[str, bool, str]]:
     ]
 
 
-def _alignment(op: Callable[..., Any], args: tuple[Any, ...], backend: str) -> tuple[bool, str]:
+def _alignment(
+    op: Callable[..., Any],
+    args: tuple[Any, ...],
+    backend: str,
+    kwargs: dict[str, Any] | None = None,
+) -> tuple[bool, str]:
     import torch
 
+    kwargs = kwargs or {}
     try:
-        expected = op(*args)
+        expected = op(*_copies(args), **_copies(kwargs))
 
         def call(*inputs: Any) -> Any:
-            return op(*inputs)
+            return op(*inputs, **_copies(kwargs))
 
         # A fresh code object per check: Dynamo caches by code object, and one shared caller
         # would hit the recompile limit after a few ops and variants.
         call.__code__ = call.__code__.replace()
         compiled = torch.compile(call, backend=backend, fullgraph=True)
-        actual = compiled(*args)
+        actual = compiled(*_copies(args))
         torch.testing.assert_close(actual, expected)
     except Exception as error:
         return False, f"{type(error).__name__}: {str(error)[:500]}"
     return True, ""
+
+
+def _copies(value: Any) -> Any:
+    """Fresh copies of the tensors in ``value``: an op that mutates its inputs must see the
+    same values in the eager and the compiled call."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone().requires_grad_(value.requires_grad)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copies(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _copies(item) for key, item in value.items()}
+    return value
+
+
+def describe_inputs(args: Any, kwargs: dict[str, Any]) -> list[str]:
+    """``Tensor[10, 24] float32`` per tensor argument, ``repr`` (cut) for the others."""
+    import torch
+
+    def one(value: Any) -> str:
+        if isinstance(value, torch.Tensor):
+            dtype = str(value.dtype).removeprefix("torch.")
+            return f"Tensor{list(value.shape)} {dtype}"
+        return repr(value)[:40]
+
+    return [one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()]
+
+
+def check_recorded_call(
+    name: str, op: Any, args: tuple[Any, ...], kwargs: dict[str, Any], backend: str
+) -> dict[str, Any]:
+    """opcheck and eager-vs-compiled alignment of ``op`` alone on the inputs it received in
+    the model's eager run: ``{op, inputs, checks: [{name, passed, message}], passed}``."""
+    checks = [
+        {"name": test, "passed": passed, "message": message}
+        for test, passed, message in _opcheck(op, _copies(args), _copies(kwargs))
+    ]
+    passed, message = _alignment(op, args, backend, kwargs)
+    checks.append({"name": "eager_vs_compiled", "passed": passed, "message": message})
+    return {
+        "op": name,
+        "inputs": describe_inputs(args, kwargs),
+        "backend": backend,
+        "checks": checks,
+        "passed": all(check["passed"] for check in checks),
+    }
 
 
 def _gradcheck(op: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool | None, str]:

@@ -290,6 +290,7 @@ def environment() -> dict[str, Any]:
         if changes:
             config[label] = changes
     info["config_changes"] = config
+    info["compiler_hooks"] = compiler_hooks()
     return info
 
 
@@ -403,3 +404,123 @@ def bisect_compiler(passes: Callable[[], bool]) -> dict[str, Any]:
         "bisect_number": result.bisect_number,
         "debug_info": result.debug_info,
     }
+
+
+# Inductor's config entries that run user code during compilation (pass hooks).
+COMPILER_HOOKS = (
+    "pre_grad_custom_pass",
+    "joint_custom_pre_pass",
+    "joint_custom_post_pass",
+    "post_grad_custom_pre_pass",
+    "post_grad_custom_post_pass",
+    "_pre_fusion_custom_pass",
+    "_post_fusion_custom_pass",
+    "custom_partitioner_fn",
+)
+
+
+def _clone_inputs(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        copy = value.detach().clone()
+        return copy.requires_grad_(value.requires_grad) if copy.is_floating_point() else copy
+    if isinstance(value, (list, tuple)):
+        return type(value)(_clone_inputs(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _clone_inputs(item) for key, item in value.items()}
+    return value
+
+
+def record_custom_op_calls(fn: Callable[[], Any]) -> dict[str, tuple[Any, Any, Any]]:
+    """Run ``fn`` eagerly under a TorchDispatchMode (private module) and return, for each op
+    outside torch's own namespaces, ``{qualname: (op overload, args, kwargs)}`` with the inputs
+    of its first call, cloned before the call (an op may mutate them). {} where unavailable."""
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+    except ImportError:
+        return {}
+    seen: dict[str, tuple[Any, Any, Any]] = {}
+
+    class CustomOpRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            from pt2doctor.analysis.user_side import TORCH_NAMESPACES
+
+            namespace = getattr(func, "namespace", "aten")
+            if namespace not in TORCH_NAMESPACES and str(func) not in seen:
+                seen[str(func)] = (func, _clone_inputs(args), _clone_inputs(kwargs or {}))
+            return func(*args, **(kwargs or {}))
+
+    with CustomOpRecorder():  # type: ignore[no-untyped-call]
+        fn()
+    return seen
+
+
+def describe_callable(value: Any) -> dict[str, Any]:
+    """``{function, file, line}`` of a function, a bound method, a functools.partial or an
+    object with ``__call__`` (Inductor's CustomGraphPass)."""
+    import inspect
+
+    target = getattr(value, "func", value)  # functools.partial
+    if not (inspect.isfunction(target) or inspect.ismethod(target)):
+        target = type(target).__call__ if callable(target) else target
+    target = inspect.unwrap(target)
+    code = getattr(target, "__code__", None)
+    return {
+        "function": getattr(target, "__qualname__", None) or repr(value)[:80],
+        "file": code.co_filename if code else None,
+        "line": code.co_firstlineno if code else None,
+    }
+
+
+def compiler_hooks() -> list[dict[str, Any]]:
+    """Every Inductor pass hook the program set (``post_grad_custom_post_pass``...), each
+    ``{hook, function, file, line}``; [] where the config is not importable."""
+    try:
+        from torch._inductor import config
+    except ImportError:
+        return []
+    found = []
+    for hook in COMPILER_HOOKS:
+        value = getattr(config, hook, None)
+        if value is not None and callable(value):
+            found.append({"hook": hook, **describe_callable(value)})
+    return found
+
+
+def user_backend(name: str) -> dict[str, Any] | None:
+    """The function behind backend ``name`` when the program registered it (its code lives
+    outside torch), ``{backend, function, file, line}``; None for torch's own backends."""
+    try:
+        from torch._dynamo.backends.registry import lookup_backend
+    except ImportError:
+        return None
+    try:
+        function = lookup_backend(name)
+    except Exception:  # an unknown name: the CLI reports it
+        return None
+    module = getattr(function, "__module__", "") or ""
+    if module.startswith("torch"):
+        return None
+    return {"backend": name, **describe_callable(function)}
+
+
+def inductor_config_patch(**values: Any) -> contextlib.AbstractContextManager[Any]:
+    """Inductor config entries set for a block (``fallback_random``, ``emulate_precision_casts``,
+    a pass hook to None); entries this torch does not have are left out."""
+    try:
+        from torch._inductor import config
+    except ImportError:
+        return contextlib.nullcontext()
+    known = {name: value for name, value in values.items() if hasattr(config, name)}
+    if not known:
+        return contextlib.nullcontext()
+    patch: contextlib.AbstractContextManager[Any] = config.patch(known)
+    return patch
+
+
+def without_compiler_hooks() -> contextlib.AbstractContextManager[Any]:
+    """Every pass hook the program set, switched off for a block."""
+    return inductor_config_patch(**{hook["hook"]: None for hook in compiler_hooks()})

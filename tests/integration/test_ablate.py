@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,8 @@ from typing import Any
 import pytest
 
 from pt2doctor.cli import main
+
+pytestmark = pytest.mark.torch_run
 
 ABLATE_DIR = Path(__file__).resolve().parents[1] / "programs" / "ablate"
 TIMEOUT_S = 600
@@ -135,10 +138,59 @@ def test_inductor_pass_that_perturbs_one_submodule(tmp_path: Path, run_env: dict
     assert bisect["subsystem"] == "post_grad_passes"
     assert bisect["debug_info"] == "post_grad_custom_post_pass"
     assert "post_grad_passes" in report["conclusion"]["sentence"]
+    # The pass is the program's own: user side, named with its file and line, turned off first.
+    user = assert_user_pass(report, "inductor_perturb.py", "perturb_sigmoid")
+    assert "compiler_bisector points at post_grad_custom_post_pass" in " ".join(user["evidence"])
+    assert {t["name"]: t["status"] for t in report["toggles"]} == {"without user hooks": "ok"}
     assert report["repro"]["verified"]["reproduces"] is True
     assert_plain_torch(report)
     assert run_repro(report, run_env).returncode == 1
     assert run_repro(report, run_env, "--backend", "aot_eager").returncode == 0
+    copied = run_copied_repro(report, tmp_path, run_env)
+    assert copied.returncode == 1 and "REPRODUCED" in copied.stdout, copied.stderr[-2000:]
+
+
+def assert_user_pass(report: dict[str, Any], program: str, function: str) -> dict[str, Any]:
+    """The conclusion names the user's pass (function, file:line of its def, the hook) and
+    the first workaround turns that hook off; nothing says "report it upstream"."""
+    line = next(
+        number
+        for number, text in enumerate((ABLATE_DIR / program).read_text().splitlines(), 1)
+        if text.startswith(f"def {function}(")
+    )
+    verdict = report["conclusion"]
+    assert verdict["category"] == "user_side", verdict
+    user = verdict["user_side"]
+    assert (user["kind"], user["function"], user["line"]) == ("user_pass", function, line)
+    assert user["hook"] == "post_grad_custom_post_pass"
+    assert f"your compiler pass {function} ({program}:{line})" in verdict["sentence"]
+    first = report["workarounds"][0]
+    assert "torch._inductor.config.post_grad_custom_post_pass = None" in first
+    assert not any("upstream" in advice for advice in report["workarounds"])
+    hooks = [(h["hook"], h["function"], h["line"]) for h in report["compiler_hooks"]]
+    assert hooks == [("post_grad_custom_post_pass", function, line)]
+    return dict(user)
+
+
+def run_copied_repro(report: dict[str, Any], tmp: Path, env: dict[str, str]) -> Any:
+    """Copy the repro folder to another directory, remove the original, run the copy with
+    plain python (``-I``: no PYTHONPATH, no user site, no case folder on the path)."""
+    folder = Path(report["repro"]["path"]).parent
+    copy = tmp / "elsewhere" / "handed-over"
+    shutil.copytree(folder, copy)
+    shutil.rmtree(folder)
+    for path in copy.glob("*.py"):
+        assert str(ABLATE_DIR.parents[1]) not in path.read_text(), path  # no path of this machine
+    plain = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    return subprocess.run(
+        [sys.executable, "-I", str(copy / "repro.py")],
+        cwd=tmp / "elsewhere",
+        env=plain,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
 
 
 def test_inductor_pass_that_raises(tmp_path: Path, run_env: dict[str, str]) -> None:
@@ -181,8 +233,15 @@ def test_inductor_pass_that_raises(tmp_path: Path, run_env: dict[str, str]) -> N
     assert report["module"]["module"] == "blocks.0"  # Encoder, the only tanh
     assert report["bisect"] is None
     assert any("blocks.0" in advice for advice in report["workarounds"])
+    user = assert_user_pass(report, "inductor_raise.py", "raise_on_tanh")
+    assert user["evidence"][0].startswith(
+        "the error was raised in raise_on_tanh (inductor_raise.py:"
+    )
+    assert {t["name"]: t["status"] for t in report["toggles"]} == {"without user hooks": "ok"}
     reproduced = run_repro(report, run_env)
     assert reproduced.returncode == 1 and "planted post-grad pass failure" in reproduced.stdout
+    copied = run_copied_repro(report, tmp_path, run_env)
+    assert copied.returncode == 1 and "planted post-grad pass failure" in copied.stdout
 
 
 def test_script_ladder_with_an_accuracy_check(tmp_path: Path, run_env: dict[str, str]) -> None:

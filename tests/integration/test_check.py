@@ -92,6 +92,9 @@ def test_dropout_in_train_mode_aligns_under_inductor(inductor_run: CheckRun) -> 
     assert train["fp64_reference"] is True
     output = next(t for t in train["tensors"] if t["name"] == "output")
     assert output["rmse_ratio"] is not None and output["max_abs_error"] < 1e-4
+    # Dropout draws random numbers: the cell says it was compared under fallback_random.
+    assert train["random_ops"] is True
+    assert any("fallback_random=True" in note for note in cells["mlp/b16/train"]["notes"])
 
 
 def test_cuda_graph_mode_is_not_applicable_on_cpu(inductor_run: CheckRun) -> None:
@@ -193,6 +196,42 @@ def test_planted_accuracy_error_fails_exactly_the_relu_cells(
     ]
     assert "environment changed" in run.stdout
     assert set(clause["detail"].split(", ")) == {"net/b4/eval/act=relu", "net/b4/train/act=relu"}
+
+
+def test_custom_op_with_a_wrong_fake_is_named_on_the_cell(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """The failing cell names the custom op, opcheck's failing test and the fix; the contract
+    clause custom_ops_opcheck covers every custom op the model calls."""
+    run = run_check(
+        tmp_path, run_env, "../ablate/custom_op_fake.py", "--no-cold-start", "--iterations", "2"
+    )
+    assert run.returncode == 1, run.stderr[-2000:]
+    cell = run.cell("fake/b10")
+    assert cell["verdict"] == "error"
+    assert "torch.ops.pt2doctor_test.rms_score" in cell["variants"]["default"]["error"]
+    note = next(n for n in cell["notes"] if n.startswith("user side (custom_op_fake)"))
+    assert "torch.ops.pt2doctor_test.rms_score.default fails" in note
+    assert "test_faketensor (the kernel returns shape [10], register_fake [10, 24])" in note
+    assert "register_fake return what its kernel returns" in note
+    clause = run.clause("custom_ops_opcheck")
+    assert clause["ok"] is False and clause["measured"] == "1 of 1 custom op(s) failing"
+    assert "pt2doctor_test.rms_score.default (" in clause["detail"]
+    assert "test_faketensor" in clause["detail"]
+
+
+def test_bf16_rounding_is_noted_as_precision_by_design(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """The bfloat16 multiply chain fails alignment (Inductor rounds once, eager after each
+    op); rerun with emulate_precision_casts=True it passes, and the cell says so."""
+    run = run_check(
+        tmp_path, run_env, "../ablate/bf16_casts.py", "--no-cold-start", "--iterations", "2"
+    )
+    cell = run.cell("bf16/b64")
+    assert cell["verdict"] == "fail", cell
+    assert cell["variants"]["default"]["precision_casts"] == "pass"
+    assert any(n.startswith("by design (precision): default matches eager") for n in cell["notes"])
 
 
 def test_variant_budget_and_recompile_after_warmup(tmp_path: Path, run_env: dict[str, str]) -> None:

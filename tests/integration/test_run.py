@@ -427,6 +427,27 @@ def test_an_exception_is_named(doctor_run) -> None:
     assert f"RuntimeError: {message}" in failed["evidence"]
 
 
+def test_a_raising_user_pass_is_named_with_its_frame(doctor_run) -> None:
+    """Inductor (~20 s): the failure shows the innermost frame of the user's code, the pass in
+    user_passes.py, not only the exception's first line; the environment names the hook."""
+    run = doctor_run("user_pass", (), "run_user_pass")
+    assert run.returncode == 1, run.stderr[-3000:]
+    source = (PROGRAMS / "user_passes.py").read_text().splitlines()
+    line = next(n for n, text in enumerate(source, 1) if "# MARK: raise" in text)
+    (failed,) = [f for f in run.report["findings"] if f["code"] == "program_failed"]
+    assert f"raised in channels_last_prep_pass (user_passes.py:{line})" in failed["evidence"]
+    (compile_failure,) = [f for f in run.report["findings"] if f["code"] == "compile_failure"]
+    assert (
+        f"raised in channels_last_prep_pass (user_passes.py:{line})" in compile_failure["evidence"]
+    )
+    (failure,) = run.report["failures"]
+    assert failure["raised_in"]["line"] == line
+    hooks = run.report["environment"]["compiler_hooks"]
+    assert [(h["hook"], h["function"]) for h in hooks] == [
+        ("post_grad_custom_post_pass", "channels_last_prep_pass")
+    ]
+
+
 def test_a_segfault_has_its_stack(doctor_run) -> None:
     run = ended(doctor_run, "segfault")
     (log,) = run.run_dir.glob("faulthandler.*.log")  # the crashed process's, and only it

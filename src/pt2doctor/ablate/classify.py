@@ -133,12 +133,15 @@ def workarounds(
     toggles: Sequence[dict[str, Any]],
     module: str | None,
     last_good: str | None,
+    user_side: dict[str, Any] | None = None,
 ) -> list[str]:
-    """What to do, most specific first: a toggle that made it pass, then the category's advice
-    specialized to the module and the last backend that worked."""
+    """What to do, most specific first: the fix of the user's code when it is to blame, a
+    toggle that made it pass, then the category's advice specialized to the module and the
+    last backend that worked (never "report it upstream" for the user's own code)."""
     if category is None:
         return []
-    found = _toggle_fix(toggles)
+    found = [user_side["fix"]] if user_side else []
+    found += _toggle_fix(toggles)
     if module:
         found.append(
             f"Compile without submodule {module!r}: torch.compiler.disable its forward, or "
@@ -146,7 +149,8 @@ def workarounds(
         )
     if category == "compiler_bug" and last_good:
         found.append(f"Compile with backend={last_good!r}, the last layer that worked.")
-    found.append(ADVICE[category])
+    if not user_side:
+        found.append(ADVICE[category])
     return found
 
 
@@ -165,17 +169,28 @@ def error_numbers(outcome: dict[str, Any]) -> str:
 
 
 def conclusion(
-    rungs: Sequence[dict[str, Any]], module: str | None, bisected: dict[str, Any] | None
+    rungs: Sequence[dict[str, Any]],
+    module: str | None,
+    bisected: dict[str, Any] | None,
+    user_side: dict[str, Any] | None = None,
 ) -> Conclusion:
-    """The verdict: layer, failure kind, category and one sentence saying it."""
+    """The verdict: layer, failure kind, category and one sentence saying it; ``user_side``
+    (from :mod:`pt2doctor.ablate.userside`) makes the category ``user_side`` and names the
+    user's code."""
     first = first_failure(rungs)
     eager_error = next((r for r in rungs if r.get("status") == "eager_error"), None)
     if eager_error is not None:
         sentence = f"The model fails without compiling: {eager_error.get('error')}."
-        return {"layer": None, "failure": "eager_error", "category": None, "sentence": sentence}
+        return {
+            "layer": None, "failure": "eager_error", "category": None, "sentence": sentence,
+            "user_side": None,
+        }  # fmt: skip
     if first is None:
         sentence = "No layer fails: every rung of the ladder matches eager."
-        return {"layer": None, "failure": None, "category": None, "sentence": sentence}
+        return {
+            "layer": None, "failure": None, "category": None, "sentence": sentence,
+            "user_side": None,
+        }  # fmt: skip
     kind = "crashes" if first["status"] == "crash" else "diverges from eager"
     sentence = f"It {kind} first at layer {first['layer']} (backend {first['backend']!r})"
     if module is not None:
@@ -184,10 +199,13 @@ def conclusion(
         sentence += f"; compiler_bisector points at Inductor's {bisected['subsystem']}"
         if bisected.get("bisect_number"):
             sentence += f" (application #{bisected['bisect_number']})"
+    if user_side:
+        sentence += f"; the cause is user code: {user_side['detail']}"
     return {
         "layer": first["layer"],
         "failure": first["status"],
-        "category": classify(first),
+        "category": "user_side" if user_side else classify(first),
         "backend": first["backend"],
         "sentence": sentence + ".",
+        "user_side": user_side,
     }

@@ -21,6 +21,7 @@ import orjson
 from pt2doctor import torchcompat
 from pt2doctor.ablate.classify import LADDER, first_failure, layer_of
 from pt2doctor.ablate.types import LADDER_STOPS, EventName
+from pt2doctor.analysis.user_side import custom_op_verdict
 from pt2doctor.cases.case import Cell
 from pt2doctor.check.orchestrate import EventTail, worker_ending
 from pt2doctor.check.worker import EVENTS
@@ -35,7 +36,12 @@ OUTCOME_KEYS = (
     "worst",
     "tolerance",
     "failed_tensors",
+    "user_frames",
+    "hooks",
+    "user_backend",
+    "random_ops",
 )
+LOW_PRECISION = ("bfloat16", "float16")
 
 
 @dataclass(slots=True)
@@ -166,6 +172,7 @@ class Ablation:
                 mode=self._mode(backend), fullgraph=False,
             )  # fmt: skip
             found.append({"name": "fullgraph=False", "backend": backend, **outcome})
+        found += self.user_side_toggles(failing)
         options = (torchcompat.compile_modes() or {}).get(self.options.mode or "default", {})
         if backend == "inductor" and torchcompat.uses_cuda_graphs(options):
             if not self.options.cell.device.startswith("cuda"):
@@ -180,6 +187,39 @@ class Ablation:
                 )
                 found.append({"name": "no_cudagraphs", "backend": backend, **outcome})
         return found
+
+    def user_side_toggles(self, failing: dict[str, Any]) -> list[dict[str, Any]]:
+        """The failing rung again without the program's compiler hooks (when it set any); for
+        a wrong result, with eager's RNG (when eager drew random numbers) and with Inductor
+        rounding like eager (low-precision cells): a pass proves the user's side."""
+        backend, cell = failing["backend"], self.options.cell
+        wanted = []
+        if failing.get("hooks"):
+            wanted.append(("without user hooks", "no-user-hooks", "no_user_hooks"))
+        if failing["status"] == "diverged" and failing.get("random_ops"):
+            wanted.append(("fallback_random=True", "fallback-random", "fallback_random"))
+        low = cell.dtype in LOW_PRECISION or cell.autocast in LOW_PRECISION
+        if failing["status"] == "diverged" and low and backend == "inductor":
+            wanted.append(
+                ("emulate_precision_casts=True", "emulate-precision", "emulate_precision_casts")
+            )
+        found = []
+        for name, folder, toggle in wanted:
+            outcome = self.trial(folder, backend, **self._settings(backend), toggle=toggle)
+            found.append({"name": name, "backend": backend, **outcome})
+        return found
+
+    def custom_ops(self, failing: dict[str, Any]) -> list[dict[str, Any]]:
+        """opcheck and eager-vs-compiled of every custom op the cell calls, on the inputs
+        it received in the eager run (one worker)."""
+        self.progress("custom ops: opcheck")
+        spec = {**self.base, "kind": "custom_ops", "backend": failing["backend"]}
+        result = launch(spec, self.options.out / "custom_ops", self.options.timeout)
+        return [
+            {k: v for k, v in e.items() if k not in ("event", "t")}
+            for e in result["events"]
+            if e["event"] == "custom_op"
+        ]
 
     def _mode(self, backend: str) -> str | None:
         return self.options.mode if backend == "inductor" else None
@@ -274,11 +314,20 @@ def run_ablation(options: AblateOptions, progress: Progress | None = None) -> di
     pieces: dict[str, Any] = {"rungs": rungs, "toggles": [], "modules": None, "bisect": None}
     if failing is None:
         return pieces
+    pieces["hooks"] = failing.get("hooks") or []
+    pieces["user_backend"] = failing.get("user_backend")
+    pieces["custom_ops"] = ablation.custom_ops(failing)
     pieces["toggles"] = ablation.toggles(failing)
     if options.modules or options.repro:
         pieces["modules"] = ablation.modules(failing, conclusion(rungs, None, None)["sentence"])
     module = (pieces["modules"] or {}).get("module")
-    wanted = options.bisect if options.bisect is not None else failing["layer"] == "inductor"
+    # A custom op that fails opcheck is the diagnosis: the bisector (minutes) adds nothing.
+    proven = custom_op_verdict(pieces["custom_ops"]) is not None
+    wanted = (
+        options.bisect
+        if options.bisect is not None
+        else failing["layer"] == "inductor" and not proven
+    )
     if wanted and failing["layer"] == "inductor":
         pieces["bisect"] = ablation.bisect(failing, module)
     repro = (pieces["modules"] or {}).get("repro")

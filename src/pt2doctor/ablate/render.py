@@ -63,12 +63,30 @@ def _repro_lines(report: AblateReport) -> list[str]:
     if verified:
         said = "reproduces" if verified["reproduces"] else "does NOT reproduce"
         lines.append(f"  checked: {said} (exit {verified['exit_code']}: {verified['output']})")
+    for reason in repro.get("not_standalone_because") or []:
+        lines.append(f"  not standalone: {reason}")
+    return lines
+
+
+def _user_side_lines(report: AblateReport) -> list[str]:
+    """The user-side proof (what was measured), the custom ops checked, the hooks set."""
+    user = report["conclusion"].get("user_side")
+    lines = [f"user side ({user['kind']}): {item}" for item in user["evidence"]] if user else []
+    for op in report.get("custom_ops") or []:
+        failing = [c["name"] for c in op["checks"] if c["passed"] is False]
+        result = f"fails {', '.join(failing)}" if failing else "passes"
+        lines.append(f"custom op {op['op']} ({', '.join(op['inputs'])}): opcheck {result}")
+    for hook in report.get("compiler_hooks") or []:
+        where = f"{hook.get('file')}:{hook.get('line')}"
+        lines.append(f"compiler hook {hook['hook']} = {hook['function']} ({where})")
     return lines
 
 
 def detail_lines(report: AblateReport) -> list[str]:
-    """Module, subsystem, workarounds and repro, as plain lines (shared by both formats)."""
+    """Module, subsystem, user side, workarounds and repro, as plain lines (shared by both
+    formats)."""
     lines = [line for line in (_module_line(report), _bisect_line(report)) if line]
+    lines += _user_side_lines(report)
     lines += _repro_lines(report)
     return lines
 

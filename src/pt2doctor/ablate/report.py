@@ -15,7 +15,8 @@ from pt2doctor.ablate.classify import (
     first_failure,
     workarounds,
 )
-from pt2doctor.ablate.types import AblateReport, Rung, Settings, Target, Toggle
+from pt2doctor.ablate.types import AblateReport, Conclusion, Rung, Settings, Target, Toggle
+from pt2doctor.analysis.user_side import custom_op_advice, diagnose
 from pt2doctor.report.schema import SCHEMA_VERSION
 
 
@@ -69,8 +70,9 @@ def build_ablate_report(
     modules = pieces.get("modules") or None
     module = modules.get("module") if modules else None
     bisected = pieces.get("bisect")
-    verdict = conclusion(rungs, module, bisected)
     failing = first_failure(rungs)
+    user_side = diagnose(pieces, failing)
+    verdict = conclusion(rungs, module, bisected, user_side)
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "ablate",
@@ -83,14 +85,31 @@ def build_ablate_report(
         "module": modules,
         "bisect": bisected,
         "repro": (modules or {}).get("repro") or pieces.get("repro"),
-        "workarounds": workarounds(
-            verdict["category"], pieces.get("toggles", []), module, _last_good(rungs)
-        )
-        if failing
-        else [],
+        "custom_ops": pieces.get("custom_ops") or [],
+        "compiler_hooks": pieces.get("hooks") or [],
+        "workarounds": _workarounds(pieces, verdict, module, failing, user_side),
         "out": out,
         "environment": dict(sorted((environment or {}).items())),
     }
+
+
+def _workarounds(
+    pieces: dict[str, Any],
+    verdict: Conclusion,
+    module: str | None,
+    failing: dict[str, Any] | None,
+    user_side: dict[str, Any] | None,
+) -> list[str]:
+    """The workarounds; a crash naming a custom op that was not checked (script mode) gets
+    the custom-op advice first."""
+    if failing is None:
+        return []
+    rungs = pieces["rungs"]
+    found = workarounds(
+        verdict["category"], pieces.get("toggles", []), module, _last_good(rungs), user_side
+    )
+    advice = None if user_side else custom_op_advice(str(failing.get("error") or ""))
+    return [advice, *found] if advice else found
 
 
 def failure_found(report: AblateReport) -> bool:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pt2doctor import torchcompat
 from pt2doctor.cases.align import run_cell
 from pt2doctor.cases.case import Case, Cell
 
@@ -38,8 +39,9 @@ import sys
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [HERE, {case_dir!r}]  # model_source.py (the model's classes), then its folder
-OPTIONS = {options_dict!r}
+sys.path[:0] = [HERE]  # model_source.py and the local modules it imports, copied beside it
+import model_source  # noqa: E402,F401  the case file: classes, custom ops, config, hooks
+{config}OPTIONS = {options_dict!r}
 TOLERANCE = {tolerance!r}
 GRAD = {grad!r}
 
@@ -172,6 +174,47 @@ def capture_call(case: Case, cell: Cell, target: str) -> tuple[Any, Any, Any]:
     return seen[0]
 
 
+def copy_local_sources(case_file: Path, out: Path) -> list[str]:
+    """Copy the modules the case file imported from its own folder (``from mymodels import
+    Net``) beside the repro, so it runs wherever the repro folder is copied."""
+    import shutil
+
+    root = case_file.resolve().parent
+    copied = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not path or name.startswith(("pt2doctor", CASES_MODULE)) or "site-packages" in path:
+            continue
+        source = Path(path).resolve()
+        if source == case_file.resolve() or not source.is_relative_to(root):
+            continue
+        if source.suffix != ".py":
+            continue
+        target = out / source.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        copied.append(str(source.relative_to(root)))
+    return sorted(copied)
+
+
+def config_lines(changes: dict[str, dict[str, str]]) -> str:
+    """``torch._inductor.config.NAME = VALUE`` for each config value the program changed that
+    is a plain literal (hooks are functions: importing model_source sets them again)."""
+    import ast
+
+    modules = {"inductor": "torch._inductor.config", "dynamo": "torch._dynamo.config"}
+    lines: list[str] = []
+    for label, values in sorted(changes.items()):
+        for name, text in sorted(values.items()):
+            try:
+                ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                continue
+            if label in modules and len(lines) < 10:
+                lines.append(f"{modules[label]}.{name} = {text}  # set by your program\n")
+    return "".join(lines)
+
+
 def _detached(value: Any) -> Any:
     import torch
 
@@ -197,6 +240,7 @@ def write_repro(
     out.mkdir(parents=True, exist_ok=True)
     namespace = type(module).forward.__globals__
     (out / f"{SOURCE_MODULE}.py").write_text(stub_imports(Path(spec["case_file"]).read_text()))
+    copied = copy_local_sources(Path(spec["case_file"]), out)
     try:
         with importable_as(namespace, SOURCE_MODULE):
             torch.save(module, out / "module.pt")
@@ -215,7 +259,7 @@ def write_repro(
         what=f"submodule {target!r}" if target else "the whole model",
         options=", ".join(f"{k}={v!r}" for k, v in options.items()),
         options_dict=options,
-        case_dir=str(Path(spec["case_file"]).resolve().parent),
+        config=config_lines(torchcompat.environment().get("config_changes", {})),
         tolerance=float(spec["failure"].get("tolerance") or 1e-4),
         grad=bool(cell.grad or cell.train),
     )
@@ -226,5 +270,6 @@ def write_repro(
         "module": target or None,
         "module_class": type(module).__name__,
         "lines": text.count("\n"),
+        "copied_sources": copied,
         "command": f"python {out / 'repro.py'}",
     }

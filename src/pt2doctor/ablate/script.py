@@ -2,7 +2,8 @@
 runs the command in a fresh process under ``pt2doctor run``'s bootstrap with every
 ``torch.compile`` forced to the rung's backend; the failure is the program's exit status, or
 the exit status of ``--accuracy-check CMD`` run after it (non-zero: the outputs are wrong).
-There is no module bisection and no repro here: the program is its own repro."""
+There is no module bisection; after a crash, the repro is torch's runnable graph of the
+failing compile (:mod:`pt2doctor.ablate.script_repro`), run once to confirm it fails."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.ablate.classify import layer_of
-from pt2doctor.ablate.driver import ladder
+from pt2doctor.ablate.classify import conclusion, first_failure, layer_of
+from pt2doctor.ablate.driver import ladder, verify_repro
+from pt2doctor.ablate.script_repro import write_script_repro
 from pt2doctor.capture.rundir import PROBES_FILE, read_jsonl
 from pt2doctor.capture.runner import RunOptions, child_env
 from pt2doctor.errors import UsageError
@@ -23,12 +25,22 @@ from pt2doctor.errors import UsageError
 BACKEND_VAR = "PT2DOCTOR_ABLATE_BACKEND"  # tells the accuracy check which rung it judges
 
 
-def _exceptions(run_dir: Path) -> list[dict[str, Any]]:
+def _probe_events(run_dir: Path, kind: str) -> list[dict[str, Any]]:
     return [
         event
         for event in read_jsonl(run_dir / PROBES_FILE) or []
-        if isinstance(event, dict) and event.get("kind", event.get("event")) == "exception"
+        if isinstance(event, dict) and event.get("kind", event.get("event")) == kind
     ]
+
+
+def _exceptions(run_dir: Path) -> list[dict[str, Any]]:
+    return _probe_events(run_dir, "exception")
+
+
+def _hooks(run_dir: Path) -> list[dict[str, Any]]:
+    """The compiler hooks the program had set when it exited (its environment probe)."""
+    environments = _probe_events(run_dir, "environment")
+    return list(environments[-1].get("compiler_hooks") or []) if environments else []
 
 
 def _run(argv: list[str], env: dict[str, str], run_dir: Path, timeout: float, name: str) -> Any:
@@ -63,6 +75,8 @@ def script_rung(
             "error": message,
             "root_type": last.get("type", what),
             "error_types": [last["type"]] if last else [],
+            "user_frames": last.get("frames") or [],
+            "hooks": _hooks(run_dir),
         }
     if check:
         plain = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -93,4 +107,27 @@ def ablate_script(
             outcome = script_rung(command, name, out / "rungs" / name, timeout, check)
             outcome["seconds"] = round(time.monotonic() - started, 2)
         rungs.append({"backend": name, "layer": layer_of(name, backend), **outcome})
-    return {"rungs": rungs, "toggles": [], "modules": None, "bisect": None}
+    pieces: dict[str, Any] = {"rungs": rungs, "toggles": [], "modules": None, "bisect": None}
+    failing = first_failure(rungs)
+    if failing is not None and failing["status"] == "crash":
+        pieces["hooks"] = failing.get("hooks") or []
+        pieces["repro"] = _script_repro(command, failing, out, timeout, progress)
+    return pieces
+
+
+def _script_repro(
+    command: list[str],
+    failing: dict[str, Any],
+    out: Path,
+    timeout: float,
+    progress: Callable[[str], None] | None,
+) -> dict[str, Any]:
+    """The repro from the failing rung's runnable graph, run once to confirm it fails."""
+    sentence = conclusion([failing], None, None)["sentence"]
+    trace = out / "rungs" / failing["backend"] / "trace"
+    repro = write_script_repro(out / "repro", trace, command, failing.get("hooks") or [], sentence)
+    if repro["written"]:
+        if progress:
+            progress("running the repro")
+        repro["verified"] = verify_repro(Path(repro["path"]), timeout)
+    return repro

@@ -5,6 +5,7 @@ each outcome to ``events.jsonl`` as it goes (a crash loses only the trial in fli
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import sys
 import traceback
@@ -14,20 +15,34 @@ from typing import Any
 
 from pt2doctor import torchcompat
 from pt2doctor.ablate.classify import same_failure, smallest_failing
+from pt2doctor.capture.frames import user_frames
 from pt2doctor.cases.align import align_cell, run_cell
 from pt2doctor.cases.case import Case, Cell, cells
 from pt2doctor.cases.loader import load_cases
 from pt2doctor.check.worker import Emit, one_line, serve
 
+# A toggle's name -> the compiler setting it changes for one trial.
+TOGGLES = ("fallback_random", "emulate_precision_casts", "no_user_hooks")
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """How a trial compiles: the backend, ``dynamic=``, Inductor's ``mode``, ``fullgraph=``."""
+    """How a trial compiles: the backend, ``dynamic=``, Inductor's ``mode``, ``fullgraph=``,
+    and one of :data:`TOGGLES` (None: as the user's program compiles)."""
 
     backend: str
     dynamic: bool | None = None
     mode: str | None = None
     fullgraph: bool = False
+    toggle: str | None = None
+
+    def context(self) -> contextlib.AbstractContextManager[Any]:
+        """The toggle's config change (``fallback_random`` is applied by the alignment)."""
+        if self.toggle == "emulate_precision_casts":
+            return torchcompat.inductor_config_patch(emulate_precision_casts=True)
+        if self.toggle == "no_user_hooks":
+            return torchcompat.without_compiler_hooks()
+        return contextlib.nullcontext()
 
     def kwargs(self) -> dict[str, Any]:
         found: dict[str, Any] = {"backend": self.backend}
@@ -42,7 +57,11 @@ class Settings:
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> Settings:
         return cls(
-            str(spec["backend"]), spec.get("dynamic"), spec.get("mode"), bool(spec.get("fullgraph"))
+            str(spec["backend"]),
+            spec.get("dynamic"),
+            spec.get("mode"),
+            bool(spec.get("fullgraph")),
+            spec.get("toggle"),
         )
 
 
@@ -65,6 +84,7 @@ def error_fields(error: BaseException) -> dict[str, Any]:
         "error_types": names,
         "root_type": type(chain[-1]).__name__,
         "traceback": traceback.format_exc()[-3000:],
+        "user_frames": user_frames(error)[:5],
     }
 
 
@@ -113,7 +133,13 @@ def trial(case: Case, cell: Cell, settings: Settings, target: str = "") -> dict[
     except Exception as error:
         return {"status": "eager_error", **error_fields(error)}
     try:
-        result = align_cell(case, cell, lambda model: compile_target(model, target, settings))
+        with settings.context():
+            result = align_cell(
+                case,
+                cell,
+                lambda model: compile_target(model, target, settings),
+                fallback_random=settings.toggle == "fallback_random",
+            )
     except Exception as error:
         return {"status": "crash", **error_fields(error)}
     finally:
@@ -124,6 +150,7 @@ def trial(case: Case, cell: Cell, settings: Settings, target: str = "") -> dict[
         "tolerance": result["tolerance"],
         "worst": _worst(result["tensors"]),
         "failed_tensors": [t["name"] for t in result["tensors"] if not t["passed"]],
+        "random_ops": result["random_ops"],
     }
 
 
@@ -177,10 +204,33 @@ def run_trial(spec: dict[str, Any], out: Path, emit: Emit) -> None:
     case, cell = _case_cell(spec)
     emit("environment", torch_version=(torchcompat.torch_version() or (0, 0)))
     emit("trial_start", target=spec.get("target", ""))
-    emit("trial", **trial(case, cell, Settings.from_spec(spec), spec.get("target", "")))
+    outcome = trial(case, cell, Settings.from_spec(spec), spec.get("target", ""))
+    hooks = torchcompat.compiler_hooks()  # what the case file set, as the trial compiled
+    emit("trial", **outcome, hooks=hooks, user_backend=torchcompat.user_backend(spec["backend"]))
 
 
-KINDS = {"trial": run_trial, "modules": run_modules, "bisect": run_bisect}
+def run_custom_ops(spec: dict[str, Any], out: Path, emit: Emit) -> None:
+    """Every custom op the cell's eager run calls, checked alone on the inputs it received:
+    torch.library.opcheck and eager vs compiled with the failing rung's backend."""
+    from pt2doctor.cases.align import run_cell
+    from pt2doctor.customops import check_recorded_call
+
+    case, cell = _case_cell(spec)
+    built = case.build(cell)
+    emit("trial_start", target="custom ops")
+    calls = torchcompat.record_custom_op_calls(lambda: run_cell(built, built.model, cell, case))
+    for name, (op, args, kwargs) in calls.items():
+        emit("trial_start", target=f"opcheck {name}")
+        emit("custom_op", **check_recorded_call(name, op, args, kwargs, spec["backend"]))
+    emit("custom_ops_done", ops=list(calls))
+
+
+KINDS = {
+    "trial": run_trial,
+    "modules": run_modules,
+    "bisect": run_bisect,
+    "custom_ops": run_custom_ops,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -89,6 +89,7 @@ class Conclusion(TypedDict, total=False):
     category: Category | None
     backend: str
     sentence: str
+    user_side: dict[str, Any] | None  # {kind, detail, evidence}: the user's code, proven
 
 
 class ModuleTrial(TypedDict, total=False):
@@ -134,6 +135,12 @@ class Repro(TypedDict, total=False):
     lines: int
     command: str
     verified: Verified
+    # Script mode (ablate/script_repro.py): the failing compile, the user modules copied
+    # beside the repro, and why it cannot stand alone (if it cannot).
+    compile_id: str
+    copied_sources: list[str]
+    standalone: bool
+    not_standalone_because: list[str]
 
 
 class _AblateReportParts(TypedDict):
@@ -157,6 +164,8 @@ class AblateReport(_AblateReportParts, total=False):
     before it was added."""
 
     environment: dict[str, Any]
+    custom_ops: list[dict[str, Any]]  # each custom op the model called, with its opcheck
+    compiler_hooks: list[dict[str, Any]]  # the Inductor pass hooks the program set
 
 
 # The ablate worker's events (ablate/trial.py, one JSON line each in a trial's events.jsonl),

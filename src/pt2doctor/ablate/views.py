@@ -23,8 +23,9 @@ AblateSectionBuilder = Callable[[Report], "Section | None"]
 CATEGORY_MEANING = {
     "incompleteness": "Dynamo cannot trace something here (Unsupported): a gap in what it "
     "supports, not a wrong compile.",
-    "user_side": "The program does something the compiler rejects by design (a guard on "
-    "data-dependent values, or another user error).",
+    "user_side": "The user's own code causes it: a custom op's registration, a compiler pass "
+    "or backend the program installs, a guard on data-dependent values, or random or "
+    "low-precision numbers that differ by design. Not a compiler bug.",
     "compiler_bug": "A crash or a wrong result inside the compiler: worth a bug report with "
     "the repro.",
 }
@@ -50,6 +51,8 @@ def ablate_conclusion(report: Report) -> Section:
         {"label": "subsystem", "value": _shown((report.get("bisect") or {}).get("subsystem"))},
         {"label": "category", "value": _shown(verdict.get("category"))},
     ]
+    if user_side := verdict.get("user_side"):
+        found.append({"label": "user side", "value": _shown(user_side["kind"])})
     compiled = [f"backend={settings.get('backend')}"]
     compiled += [f"{key}={settings[key]}" for key in ("dynamic", "mode") if settings.get(key)]
     data = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal, get_args
@@ -15,10 +16,12 @@ from pt2doctor.analysis.advice import (
 )
 from pt2doctor.analysis.breaks import GraphBreakSite
 from pt2doctor.analysis.frame_names import display_name
-from pt2doctor.analysis.ledger import RESUME_NAME, FrameEntry, Ledger
+from pt2doctor.analysis.ledger import RESUME_NAME, FailureEntry, FrameEntry, Ledger
 from pt2doctor.analysis.outlook import FrameExplanation, change_line, explain_frames
 from pt2doctor.analysis.recompile_fixes import recompile_fixes
+from pt2doctor.analysis.user_side import custom_op_advice
 from pt2doctor.trace.records import ParseStats
+from pt2doctor.trace.types import SourceLine
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = get_args(Severity)
@@ -179,6 +182,31 @@ def _break_finding(site: GraphBreakSite) -> Finding:
     )
 
 
+def raised_in_label(frame: SourceLine | None) -> str | None:
+    """``raised in channels_last_prep_pass (passes.py:12)``, or None."""
+    if frame is None or frame.file is None:
+        return None
+    return f"raised in {frame.function} ({os.path.basename(frame.file)}:{frame.line})"
+
+
+def _compile_failure(failure: FailureEntry) -> Finding:
+    """A compile that raised: the first line of the error, where in the user's code it was
+    raised (a user pass, a custom kernel), and custom-op advice when the error names one."""
+    reason = failure.fail_reason.strip()
+    evidence = [failure.compile_id, reason.splitlines()[0] if reason else failure.fail_type]
+    raised = raised_in_label(failure.raised_in)
+    if raised:
+        evidence.append(raised)
+    advice = custom_op_advice(reason)
+    return Finding(
+        "error",
+        "compile_failure",
+        f"Compile {failure.compile_id} of {failure.function} failed: {failure.fail_type}",
+        f"{advice} {COMPILE_ERROR_ADVICE}" if advice else COMPILE_ERROR_ADVICE,
+        evidence,
+    )
+
+
 def find_findings(
     ledger: Ledger,
     sites: list[GraphBreakSite],
@@ -192,21 +220,7 @@ def find_findings(
     findings: list[Finding] = []
     for failure in ledger.failures:
         if failure.kind == "compile_error":
-            findings.append(
-                Finding(
-                    "error",
-                    "compile_failure",
-                    f"Compile {failure.compile_id} of {failure.function} failed: "
-                    f"{failure.fail_type}",
-                    COMPILE_ERROR_ADVICE,
-                    [
-                        failure.compile_id,
-                        failure.fail_reason.strip().splitlines()[0]
-                        if failure.fail_reason.strip()
-                        else failure.fail_type,
-                    ],
-                )
-            )
+            findings.append(_compile_failure(failure))
     for frame, explanation in zip(ledger.frames, explanations, strict=True):
         findings += _frame_findings(frame, explanation)
     findings += [_break_finding(site) for site in sites]

@@ -86,6 +86,8 @@ class FailureEntry:
     fail_reason: str
     function: str | None
     user_frame: SourceLine | None
+    raised_in: SourceLine | None = None
+    """The innermost user frame of the error's traceback (a user pass, a custom kernel)."""
 
 
 @dataclass(slots=True)
@@ -224,6 +226,7 @@ def _failure(entry: CompileEntry) -> FailureEntry:
         fail_reason=record.fail_reason or record.dynamo_error or "",
         function=entry.function,
         user_frame=record.fail_user_frame,
+        raised_in=record.raised_in,
     )
 
 

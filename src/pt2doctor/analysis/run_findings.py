@@ -3,11 +3,13 @@ how the program ended, recompiles after warmup, triage-run limits, time in compi
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from pt2doctor.analysis.findings import Finding, frame_label
 from pt2doctor.analysis.heat import Heat
 from pt2doctor.analysis.ledger import Ledger
+from pt2doctor.analysis.user_side import custom_op_advice
 from pt2doctor.trace.types import ProbeData
 
 TRIAGE_NOT_COVERED = [
@@ -40,8 +42,12 @@ def ending(manifest: dict[str, Any]) -> str | None:
 
 def _failure_finding(ledger: Ledger, manifest: dict[str, Any], probes: ProbeData | None) -> Finding:
     how = ending(manifest) or ""
-    evidence = [
-        f"{e.get('type')}: {e.get('message')}" for e in (probes.exceptions if probes else [])
+    exceptions = probes.exceptions if probes else []
+    evidence = [f"{e.get('type')}: {e.get('message')}" for e in exceptions]
+    evidence += [
+        f"raised in {frame['function']} ({os.path.basename(str(frame['file']))}:{frame['line']})"
+        for e in exceptions[-1:]
+        for frame in (e.get("frames") or [])[:1]
     ]
     evidence += probes.fatal_error if probes else []
     evidence += [
@@ -54,13 +60,15 @@ def _failure_finding(ledger: Ledger, manifest: dict[str, Any], probes: ProbeData
             not exception_types or any(t in failure.fail_type for t in exception_types)
         ):
             evidence.append(f"raised while compiling {failure.compile_id} ({failure.function})")
+    advice = custom_op_advice(" ".join(str(e.get("message")) for e in exceptions))
     return Finding(
         "error",
         "program_failed",
         f"The program {how}; everything captured until then is reported",
-        "See the exception and the compile id above; stdout.log, stderr.log and "
+        (f"{advice} " if advice else "")
+        + "See the exception and the compile id above; stdout.log, stderr.log and "
         "faulthandler.*.log in the run directory keep the program's output.",
-        evidence[:6],
+        evidence[:7],
     )
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor import torchcompat
+from pt2doctor.capture.frames import user_frames
 from pt2doctor.capture.probes import ProbeRecorder, flush_periodically, install_torch_probes
 
 RUN_DIR_ENV = "PT2DOCTOR_RUN_DIR"
@@ -121,7 +122,11 @@ def start() -> ProbeRecorder | None:
     previous_hook = sys.excepthook
 
     def excepthook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
-        recorder.event("exception", type=kind.__name__, message=str(value)[:4000])
+        try:
+            frames = user_frames(value)[:3]
+        except Exception:  # a probe must never break the program's own error report
+            frames = []
+        recorder.event("exception", type=kind.__name__, message=str(value)[:4000], frames=frames)
         previous_hook(kind, value, tb)
 
     sys.excepthook = excepthook

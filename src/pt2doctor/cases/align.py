@@ -137,9 +137,35 @@ def _train_steps(
     return results
 
 
-def align_cell(case: Case, cell: Cell, compile_model: Compiler) -> dict[str, Any]:
+@contextlib.contextmanager
+def drew_random_numbers(case: Case) -> Iterator[list[bool]]:
+    """Did the block draw from torch's random generators (dropout, rand...)? The block
+    seeds it with ``case.seed`` itself (run_cell does), so the state after the block is
+    compared with the freshly seeded one."""
+    import torch
+
+    def states() -> list[Any]:
+        found = [torch.random.get_rng_state()]
+        if torch.cuda.is_available() and torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+            found.append(torch.cuda.get_rng_state())
+        return found
+
+    torch.manual_seed(case.seed)
+    seeded = states()
+    found = [False]
+    yield found
+    after = states()
+    # A generator first used inside the block (CUDA initialized there) is not compared.
+    found[0] = any(not torch.equal(a, b) for a, b in zip(seeded, after, strict=False))
+
+
+def align_cell(
+    case: Case, cell: Cell, compile_model: Compiler, fallback_random: bool = True
+) -> dict[str, Any]:
     """The alignment verdict of one cell: pass, fail or nondeterministic, with per-tensor
-    errors and stride warnings."""
+    errors and stride warnings. ``fallback_random=False`` compiles random ops as the user's
+    program does (ablate's RNG toggle compares both); the verdict then includes whether eager
+    drew random numbers (``random_ops``)."""
     clock = [time.perf_counter()]
 
     def lap() -> float:  # seconds since the previous lap: where alignment's time goes
@@ -150,12 +176,14 @@ def align_cell(case: Case, cell: Cell, compile_model: Compiler) -> dict[str, Any
     pristine = copy.deepcopy(built.model)
     tol = case.tolerance or default_tolerance(cell.dtype, cell.train, cell.autocast)
     seconds = {"build": lap()}
-    eager = run_cell(built, built.model, cell, case)
+    with drew_random_numbers(case) as drew:
+        eager = run_cell(built, built.model, cell, case)
     again = run_cell(built, copy.deepcopy(pristine), cell, case)
     seconds["eager"] = lap()
     fp64 = _fp64_reference(built, pristine, cell, case)
     seconds["fp64_reference"] = lap()
-    with torchcompat.fallback_random():
+    rng = contextlib.nullcontext() if not fallback_random else torchcompat.fallback_random()
+    with rng:
         compiled = run_cell(built, compile_model(copy.deepcopy(pristine)), cell, case)
     seconds["compiled"] = lap()
     rows = [
@@ -178,6 +206,7 @@ def align_cell(case: Case, cell: Cell, compile_model: Compiler) -> dict[str, Any
         "eager_nondeterministic": unstable,
         "fp64_reference": bool(fp64),
         "seconds": seconds,
+        "random_ops": drew[0],
     }
 
 

@@ -154,6 +154,18 @@ def evaluate(budget: Budget, measures: dict[str, Any]) -> list[Clause]:
         limit = budget.values["max_graph_breaks"] or 0
         detail = ", ".join(f"{s['file']}:{s['line']}" for s in unexplained[:5])
         clauses.append(_limit("max_graph_breaks", len(unexplained), limit, detail))
+    ops = measures.get("custom_ops", [])
+    if ops:  # only when the models call a custom op
+        failing = [f"{op['op']} ({', '.join(op['failing'])})" for op in ops if not op["passed"]]
+        clauses.append(
+            Clause(
+                "custom_ops_opcheck",
+                f"{len(failing)} of {len(ops)} custom op(s) failing",
+                "every custom op passes opcheck and eager vs compiled",
+                not failing,
+                ", ".join(failing[:5]),
+            )
+        )
     if budget.values["alignment"]:
         failing = measures.get("misaligned_cells", [])
         clauses.append(

@@ -75,7 +75,7 @@ class GroupRun:
                     samples=str(out / "samples.jsonl"),
                     **event,
                 )
-            elif kind in ("done", "environment"):
+            elif kind in ("done", "environment", "custom_ops"):
                 record(kind, **self.tags, **event)
 
     def _attribute(self, outcome: Outcome) -> bool:

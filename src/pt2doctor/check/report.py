@@ -9,6 +9,7 @@ from typing import Any, cast
 
 from pt2doctor import __version__
 from pt2doctor.analysis.diff import ENV_KEYS
+from pt2doctor.analysis.user_side import FIXES, custom_op_verdict
 from pt2doctor.check.contract import Budget, evaluate
 from pt2doctor.check.cost import check_cost
 from pt2doctor.check.types import (
@@ -51,8 +52,46 @@ def _cells(records: list[dict[str, Any]], plan: dict[str, Any]) -> list[CellRow]
         verdicts = [v.get("verdict", "not run") for v in variants.values()]
         worst = max(verdicts, key=verdict_rank, default="not run")
         # The plan's cell (id, case, group, axes) as the worker wrote it, judged.
-        rows.append(cast(CellRow, {**cell, "verdict": worst, "variants": variants}))
+        row = {**cell, "verdict": worst, "variants": variants}
+        row["notes"] = cell_notes(row, _by(records, "custom_ops"))
+        rows.append(cast(CellRow, row))
     return rows
+
+
+def cell_notes(cell: dict[str, Any], custom_ops: list[dict[str, Any]]) -> list[str]:
+    """What is the user's side about a cell: a failing cell whose model calls a custom op that
+    fails opcheck (the op, the test, the fix); a divergence that is low-precision rounding
+    by design; random ops compared under fallback_random."""
+    notes = []
+    failing = cell["verdict"] not in ("pass", "nondeterministic", "not run")
+    ops = [op for r in custom_ops if r.get("case") == cell.get("case") for op in r["ops"]]
+    verdict = custom_op_verdict(ops) if failing else None
+    if verdict is not None:
+        notes.append(f"user side ({verdict['kind']}): {verdict['detail']}. {verdict['fix']}")
+    for name, entry in cell["variants"].items():
+        if entry.get("precision_casts") == "pass":
+            notes.append(
+                f"by design (precision): {name} matches eager with "
+                f"emulate_precision_casts=True; {FIXES['precision']}"
+            )
+    if any(entry.get("random_ops") for entry in cell["variants"].values()):
+        notes.append(
+            "random ops (dropout...): compared under fallback_random=True; without it compiled "
+            "code draws different numbers than eager by design"
+        )
+    return notes
+
+
+def _custom_ops(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each custom op the models call, once: failing when any variant's check failed."""
+    ops: dict[str, dict[str, Any]] = {}
+    for record in _by(records, "custom_ops"):
+        for op in record["ops"]:
+            entry = ops.setdefault(op["op"], {"op": op["op"], "passed": True, "failing": []})
+            failing = [c["name"] for c in op["checks"] if c["passed"] is False]
+            entry["passed"] = entry["passed"] and not failing
+            entry["failing"] = sorted(set(entry["failing"]) | set(failing))
+    return list(ops.values())
 
 
 def _groups(records: list[dict[str, Any]], case: str, variant: str) -> list[dict[str, Any]]:
@@ -99,7 +138,11 @@ def _worst(items: Iterable[tuple[float | None, str]], highest: bool = True) -> t
     return max(present) if highest else min(present)
 
 
-def measures(cells: list[CellRow], variants: list[VariantRow]) -> dict[str, Any]:
+def measures(
+    cells: list[CellRow],
+    variants: list[VariantRow],
+    custom_ops: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The worst measured value of each budgeted quantity, with where it was measured."""
     groups = [(v, g) for v in variants for g in v["groups"]]
     colds = [(v, which, c) for v in variants for which, c in v["cold_start"].items()]
@@ -139,6 +182,7 @@ def measures(cells: list[CellRow], variants: list[VariantRow]) -> dict[str, Any]
         ),
         "graph_breaks": list(breaks.values()),
         "misaligned_cells": [c["id"] for c in cells if c["verdict"] not in ALIGNED],
+        "custom_ops": custom_ops or [],
     }
 
 
@@ -160,7 +204,7 @@ def build_check_report(
     environment: dict[str, Any] = next((r["environment"] for r in _by(records, "environment")), {})
     cells = _cells(records, plan)
     variants = _variants(records)
-    measured = measures(cells, variants)
+    measured = measures(cells, variants, _custom_ops(records))
     clauses = [cast(Clause, clause.as_dict()) for clause in evaluate(budget, measured)]
     return {
         "schema_version": SCHEMA_VERSION,

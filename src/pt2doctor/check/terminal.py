@@ -52,6 +52,7 @@ def _cells_table(report: CheckReport) -> Table:
                 )
             if entry.get("eager_nondeterministic"):
                 notes.append(f"{name}: eager differs from itself")
+        notes += cell.get("notes", [])
         verdict = cell["verdict"]
         labels = ", ".join(f"{n}={e.get('verdict', 'not run')}" for n, e in entries.items())
         table.add_row(

@@ -67,15 +67,19 @@ class Alignment(TypedDict, total=False):
     warmup_error: str | None
 
 
-class CellRow(TypedDict):
-    """One row of ``cells[]``."""
-
+class _CellParts(TypedDict):
     id: str
     case: str
     group: str
     axes: dict[str, Any]
     verdict: Verdict
     variants: dict[str, Alignment]
+
+
+class CellRow(_CellParts, total=False):
+    """One row of ``cells[]``; ``notes`` is absent from reports written before it was added."""
+
+    notes: list[str]  # what the cell's verdict is due to: a failing custom op, RNG, precision
 
 
 class Distribution(TypedDict, total=False):

@@ -110,7 +110,7 @@ def accuracy(report: Report, latencies: Latencies) -> Section | None:
                     "worst": worst_tensor(entry),
                     "tolerance": entry.get("tolerance"),
                     "error": cut(entry.get("error")),
-                    "notes": _notes(entry),
+                    "notes": _notes(entry) + [cut(note) for note in cell.get("notes", [])],
                 }
             )
     if not rows:

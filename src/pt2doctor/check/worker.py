@@ -51,13 +51,56 @@ def _case_and_cells(spec: dict[str, Any]) -> tuple[Case, list[Cell]]:
     return case, [by_id[cell_id] for cell_id in spec["cells"]]
 
 
+LOW_PRECISION = ("bfloat16", "float16")
+
+
+def custom_ops_phase(case: Case, cell: Cell, variant: CompileVariant, emit: Emit) -> None:
+    """Every custom op the cell's eager run calls, checked alone on the inputs it received
+    (torch.library.opcheck, eager vs compiled with the variant's backend): the
+    ``custom_ops`` event, only when the model calls one."""
+    from pt2doctor.cases.align import run_cell
+    from pt2doctor.customops import check_recorded_call
+
+    emit("cell_start", cell=cell.id, phase="align")
+    try:
+        built = case.build(cell)
+        calls = torchcompat.record_custom_op_calls(lambda: run_cell(built, built.model, cell, case))
+    except Exception:  # the factory or the eager model fails: the cell's alignment says so
+        return
+    if calls:
+        ops = [
+            check_recorded_call(name, op, args, kwargs, variant.backend)
+            for name, (op, args, kwargs) in calls.items()
+        ]
+        emit("custom_ops", cell=cell.id, ops=ops)
+
+
+def _precision_casts(case: Case, cell: Cell, variant: CompileVariant) -> str | None:
+    """For a low-precision cell that fails: does it pass when Inductor rounds every
+    intermediate like eager does (``emulate_precision_casts``)? pass / fail / None."""
+    low = cell.dtype in LOW_PRECISION or cell.autocast in LOW_PRECISION
+    if not low or variant.backend != "inductor":
+        return None
+    try:
+        with torchcompat.inductor_config_patch(emulate_precision_casts=True):
+            again = align_cell(case, cell, lambda model: compile_model(model, variant))
+    except Exception:
+        return "fail"
+    return "pass" if again["verdict"] == "pass" else "fail"
+
+
 def align_phase(case: Case, group: list[Cell], variant: CompileVariant, emit: Emit) -> None:
     import torch
 
+    if group:
+        custom_ops_phase(case, group[0], variant, emit)
     for cell in group:
         emit("cell_start", cell=cell.id, phase="align")
         try:
             result = align_cell(case, cell, lambda model: compile_model(model, variant))
+            if result["verdict"] == "fail":
+                torch.compiler.reset()
+                result["precision_casts"] = _precision_casts(case, cell, variant)
         except Exception as error:  # the cell's verdict; the next cell goes on
             result = {
                 "verdict": "error",

@@ -180,6 +180,7 @@ def _failure(failure: FailureEntry) -> Failure:
         "fail_reason": failure.fail_reason,
         "function": failure.function,
         "user_frame": _source(failure.user_frame),
+        "raised_in": _source(failure.raised_in),
     }
 
 

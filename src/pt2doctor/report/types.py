@@ -205,6 +205,7 @@ class Failure(TypedDict):
     fail_reason: str | None
     function: str | None
     user_frame: Source | None
+    raised_in: Source | None
 
 
 class FrameRef(TypedDict):

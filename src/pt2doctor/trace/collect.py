@@ -22,7 +22,7 @@ from pt2doctor.trace.cache_records import (
     decode_cache_event,
 )
 from pt2doctor.trace.guard_tree import parse_cpp_guards, self_type
-from pt2doctor.trace.messages import parse_graph_break
+from pt2doctor.trace.messages import innermost_user_frame, parse_graph_break
 from pt2doctor.trace.reader import rank_from_filename, read_records, stream_names
 from pt2doctor.trace.records import CompileId, ParseStats, TraceRecord
 from pt2doctor.trace.types import CompileRecord, Run, SourceLine, StreamInfo
@@ -286,6 +286,7 @@ def _on_artifact(col: _Collector, record: TraceRecord) -> None:
     elif name == "dynamo_error":
         lines = [line for line in record.payload.strip().splitlines() if line.strip()]
         entry.dynamo_error = lines[-1] if lines else None
+        entry.raised_in = innermost_user_frame(lines)
 
 
 def _on_cache_artifact(

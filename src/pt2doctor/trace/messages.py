@@ -28,6 +28,19 @@ def parse_user_stack(lines: list[str]) -> list[SourceLine]:
     return frames
 
 
+def _is_user_file(path: str) -> bool:
+    normalized = path.replace("\\", "/")
+    foreign = ("site-packages/", "dist-packages/", "/lib/python3", "/pt2doctor/", "/torch/")
+    return not normalized.startswith("<") and not any(part in normalized for part in foreign)
+
+
+def innermost_user_frame(lines: list[str]) -> SourceLine | None:
+    """The last frame of the user's own code in a traceback (torch, installed packages, the
+    standard library and pt2doctor are not the user's): where a user pass or kernel raised."""
+    frames = [f for f in parse_user_stack(lines) if f.file and _is_user_file(f.file)]
+    return frames[-1] if frames else None
+
+
 def _section(lines: list[str], start: str, stop: tuple[str, ...]) -> list[str]:
     """The lines after the first line starting with ``start`` up to one starting with ``stop``."""
     out: list[str] = []

@@ -122,6 +122,9 @@ class CompileRecord:
     specializations: list[str] = field(default_factory=list)
     graph_breaks: list[GraphBreakEvent] = field(default_factory=list)
     dynamo_error: str | None = None
+    raised_in: SourceLine | None = None
+    """The innermost frame of the user's code in the compile error's traceback (a user
+    compiler pass, a custom op's kernel), from the ``dynamo_error`` artifact."""
     has_metrics: bool = False
 
 

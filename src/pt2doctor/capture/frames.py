@@ -1,0 +1,60 @@
+"""The innermost frame of the user's own code in an exception: where a user compiler pass,
+a custom op's kernel or the model raised. torch, pt2doctor, the standard library and
+installed packages are not the user's code."""
+
+from __future__ import annotations
+
+import os
+import sysconfig
+import traceback
+from typing import Any
+
+_NOT_USER = tuple(
+    os.path.realpath(path) + os.sep
+    for path in {
+        sysconfig.get_paths().get("stdlib", ""),
+        sysconfig.get_paths().get("purelib", ""),
+        sysconfig.get_paths().get("platlib", ""),
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # pt2doctor itself
+    }
+    if path
+)
+MAX_CHAIN = 10
+
+
+def is_user_file(filename: str) -> bool:
+    if filename.startswith("<"):  # <string>, <frozen ...>, generated code
+        return False
+    return not os.path.realpath(filename).startswith(_NOT_USER)
+
+
+def error_chain(error: BaseException) -> list[BaseException]:
+    """The error and what caused it, outermost first (Dynamo wraps a backend's error in
+    BackendCompilerFailed, whose ``inner_exception`` is the cause)."""
+    found: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in found and len(found) < MAX_CHAIN:
+        found.append(current)
+        inner = getattr(current, "inner_exception", None)
+        if isinstance(inner, BaseException):
+            current = inner
+        else:
+            current = current.__cause__ or current.__context__
+    return found
+
+
+def user_frames(error: BaseException) -> list[dict[str, Any]]:
+    """Frames of the user's code in the error's chain, innermost first, each
+    ``{function, file, line}`` (file as the traceback spells it)."""
+    found: list[dict[str, Any]] = []
+    for link in reversed(error_chain(error)):
+        for frame in reversed(traceback.extract_tb(link.__traceback__)):
+            entry = {"function": frame.name, "file": frame.filename, "line": frame.lineno}
+            if is_user_file(frame.filename) and entry not in found:
+                found.append(entry)
+    return found
+
+
+def frame_label(frame: dict[str, Any]) -> str:
+    """``channels_last_prep_pass (passes.py:12)``."""
+    return f"{frame['function']} ({os.path.basename(str(frame['file']))}:{frame['line']})"

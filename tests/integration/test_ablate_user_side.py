@@ -1,0 +1,136 @@
+"""``pt2doctor ablate`` on failures the user's own code causes: a custom op with a wrong fake
+kernel or an undeclared mutation (opcheck is the diagnosis), dropout (by design: RNG) and
+bfloat16 rounding (by design: precision). Each test asserts the category, what is named, the
+advice, and that the repro reproduces when its folder is copied somewhere else and run with
+plain python (``-I``: no pt2doctor, no PYTHONPATH, no case folder on the path).
+
+The user passes (raising, wrong numbers) are in test_ablate.py (inductor_raise.py,
+inductor_perturb.py). Cost on 2 loaded CPU cores: ~40-90 s each (Inductor compiles)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_ablate import ABLATE_DIR, ablate, run_copied_repro
+
+pytestmark = pytest.mark.torch_run
+
+
+def assert_user_side(report: dict[str, Any], kind: str) -> dict[str, Any]:
+    verdict = report["conclusion"]
+    assert verdict["category"] == "user_side", verdict
+    assert verdict["user_side"]["kind"] == kind, verdict["user_side"]
+    assert verdict["user_side"]["detail"] in verdict["sentence"]
+    assert report["workarounds"][0] == verdict["user_side"]["fix"]
+    assert not any("upstream" in advice for advice in report["workarounds"])
+    return dict(verdict["user_side"])
+
+
+def test_custom_op_with_a_wrong_fake_shape(tmp_path: Path, run_env: dict[str, str]) -> None:
+    report, done = ablate(tmp_path, run_env, str(ABLATE_DIR / "custom_op_fake.py"))
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert [row["status"] for row in report["ladder"]] == ["ok", "ok", "ok", "crash"]
+    assert "torch.ops.pt2doctor_test.rms_score" in report["ladder"][-1]["error"]
+    user = assert_user_side(report, "custom_op_fake")
+    assert (user["op"], user["test"]) == ("pt2doctor_test.rms_score.default", "test_faketensor")
+    # The kernel returns one value per row of the [10, 24] input; the fake says [10, 24].
+    assert "shape [10], register_fake [10, 24]" in user["detail"]
+    assert "Tensor[10, 24] float32" in user["evidence"][0]
+    assert "register_fake" in user["fix"] and "shape, dtype and strides" in user["fix"]
+    assert report["bisect"] is None  # opcheck proved it: no compiler_bisector
+    assert report["module"]["module"] == "blocks.1"  # Scorer, the only caller
+    assert report["repro"]["verified"]["reproduces"] is True
+    assert report["repro"]["lines"] < 100
+    copied = run_copied_repro(report, tmp_path, run_env)
+    assert copied.returncode == 1 and "REPRODUCED" in copied.stdout, copied.stderr[-2000:]
+    assert "rms_score" in copied.stdout
+
+
+def test_custom_op_with_an_undeclared_mutation(tmp_path: Path, run_env: dict[str, str]) -> None:
+    report, done = ablate(
+        tmp_path, run_env, str(ABLATE_DIR / "custom_op_mutation.py"), "--no-verify-repro"
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert [row["status"] for row in report["ladder"]] == ["ok", "ok", "ok", "diverged"]
+    user = assert_user_side(report, "custom_op_schema")
+    assert user["op"] == "pt2doctor_test.scale_.default" and user["test"] == "test_schema"
+    assert "not defined as mutable but was mutated" in user["evidence"][0]
+    assert "mutates_args" in user["fix"]
+    copied = run_copied_repro(report, tmp_path, run_env)
+    assert copied.returncode == 1 and "REPRODUCED" in copied.stdout, copied.stderr[-2000:]
+
+
+def test_dropout_in_train_mode_is_rng_by_design(tmp_path: Path, run_env: dict[str, str]) -> None:
+    report, done = ablate(
+        tmp_path, run_env, str(ABLATE_DIR / "dropout_train.py"), "--no-verify-repro"
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    # The decomposed dropout draws its own random numbers: the first rung to differ.
+    statuses = [row["status"] for row in report["ladder"]]
+    assert statuses == ["ok", "ok", "diverged", "not run"], statuses
+    toggles = {t["name"]: t["status"] for t in report["toggles"]}
+    assert toggles == {"fallback_random=True": "ok"}
+    user = assert_user_side(report, "rng")
+    assert "fallback_random" in user["fix"] and "not a bug" in user["fix"]
+    copied = run_copied_repro(report, tmp_path, run_env)
+    assert copied.returncode == 1 and "REPRODUCED" in copied.stdout, copied.stderr[-2000:]
+
+
+def test_bf16_rounding_is_precision_by_design(tmp_path: Path, run_env: dict[str, str]) -> None:
+    report, done = ablate(tmp_path, run_env, str(ABLATE_DIR / "bf16_casts.py"), "--no-bisect")
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert [row["status"] for row in report["ladder"]] == ["ok", "ok", "ok", "diverged"]
+    toggles = {t["name"]: t["status"] for t in report["toggles"]}
+    assert toggles == {"emulate_precision_casts=True": "ok"}
+    user = assert_user_side(report, "precision")
+    assert "emulate_precision_casts" in user["fix"]
+    assert report["repro"]["verified"]["reproduces"] is True
+    copied = run_copied_repro(report, tmp_path, run_env)
+    assert copied.returncode == 1 and "REPRODUCED" in copied.stdout, copied.stderr[-2000:]
+
+
+def test_script_mode_writes_a_repro_from_the_runnable_graph(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """``ablate -- python script_custom_op.py``: the crash at the Inductor rung leaves torch's
+    runnable graph in the trace; the repro imports the module that registers the custom op
+    (copied beside it) and reproduces from a copy in another folder."""
+    report, done = ablate(
+        tmp_path, run_env, "--", sys.executable, str(ABLATE_DIR / "script_custom_op.py")
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert [row["status"] for row in report["ladder"]] == ["ok", "ok", "ok", "crash"]
+    repro = report["repro"]
+    assert repro["written"] is True and repro["standalone"] is True, repro
+    assert repro["copied_sources"] == ["script_ops"]
+    assert repro["verified"]["reproduces"] is True, repro["verified"]
+    # The crash names the custom op: the advice says to opcheck it and what to fix.
+    assert any("torch.ops.pt2doctor_script.rms_score" in a for a in report["workarounds"])
+    copied = run_copied_repro(report, tmp_path, run_env)
+    assert copied.returncode == 1 and "REPRODUCED" in copied.stdout, copied.stderr[-2000:]
+    assert "torch.ops.pt2doctor_script.rms_score" in copied.stdout
+
+
+def test_script_mode_names_a_raising_user_pass_and_its_repro_sets_it(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """``ablate -- python run_user_pass.py``: the program's exception was raised inside the
+    pass it installed (user_passes.py); the repro imports that module and sets the hook."""
+    program = ABLATE_DIR.parent / "run" / "run_user_pass.py"
+    report, done = ablate(tmp_path, run_env, "--", sys.executable, str(program))
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert [row["status"] for row in report["ladder"]] == ["ok", "ok", "ok", "crash"]
+    user = assert_user_side(report, "user_pass")
+    assert (user["function"], user["hook"]) == (
+        "channels_last_prep_pass",
+        "post_grad_custom_post_pass",
+    )
+    assert user["evidence"][0].startswith("the error was raised in channels_last_prep_pass")
+    repro = report["repro"]
+    assert repro["standalone"] is True and repro["copied_sources"] == ["user_passes"]
+    assert repro["verified"]["reproduces"] is True, repro["verified"]
+    copied = run_copied_repro(report, tmp_path, run_env)
+    assert copied.returncode == 1 and "channels_last_prep_pass" in copied.stdout, copied.stderr

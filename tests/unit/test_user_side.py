@@ -1,0 +1,167 @@
+"""The user-side diagnosis as pure functions: opcheck results, hooks and frames, toggles, error
+messages naming custom ops, tracebacks, and the conclusion and workarounds they produce.
+The messages are torch 2.13's own (copied from real opcheck and Inductor runs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pt2doctor.ablate.classify import conclusion, workarounds
+from pt2doctor.ablate.repro import config_lines
+from pt2doctor.analysis.user_side import (
+    custom_op_advice,
+    custom_op_verdict,
+    custom_ops_named,
+    diagnose,
+    hook_verdict,
+    toggle_verdict,
+)
+from pt2doctor.trace.messages import innermost_user_frame
+
+FAKE_MESSAGE = (
+    "When comparing the output of i14demo.rms_score.default on FakeTensor and concrete "
+    "Tensors, found mismatched tensor metadata: Shapes torch.Size([10]) and "
+    "torch.Size([10, 24]) are not equal!"
+)
+HOOK = {
+    "hook": "post_grad_custom_post_pass",
+    "function": "fold_unit_multiplies",
+    "file": "/home/me/proj/passes.py",
+    "line": 10,
+}
+CRASH = {"backend": "inductor", "layer": "inductor", "status": "crash", "error": "boom"}
+
+
+def op(name: str, failing: dict[str, str]) -> dict[str, Any]:
+    tests = ("test_schema", "test_autograd_registration", "test_faketensor")
+    checks = [
+        {"name": test, "passed": test not in failing, "message": failing.get(test, "")}
+        for test in tests
+    ]
+    return {"op": name, "inputs": ["Tensor[10, 24] float32"], "checks": checks}
+
+
+def test_a_wrong_fake_names_the_op_the_test_the_numbers_and_the_fix() -> None:
+    ops = [op("ns.ok.default", {}), op("ns.rms_score.default", {"test_faketensor": FAKE_MESSAGE})]
+    verdict = custom_op_verdict(ops)
+    assert verdict is not None
+    assert (verdict["kind"], verdict["op"], verdict["test"]) == (
+        "custom_op_fake",
+        "ns.rms_score.default",
+        "test_faketensor",
+    )
+    assert "(the kernel returns shape [10], register_fake [10, 24])" in verdict["detail"]
+    assert "torch.ops.ns.rms_score.default's register_fake" in verdict["fix"]
+    assert "Tensor[10, 24] float32" in verdict["evidence"][0]
+
+
+def test_schema_failures_come_before_fake_failures_and_passing_ops_prove_nothing() -> None:
+    both = {"test_faketensor": FAKE_MESSAGE, "test_schema": "x was mutated"}
+    verdict = custom_op_verdict([op("ns.scale_.default", both)])
+    assert verdict is not None and verdict["kind"] == "custom_op_schema"
+    assert "mutates_args" in verdict["fix"]
+    autograd = custom_op_verdict([op("ns.f.default", {"test_autograd_registration": "no"})])
+    assert autograd is not None and autograd["kind"] == "custom_op_autograd"
+    assert "register_autograd('ns::f'" in autograd["fix"]
+    assert custom_op_verdict([op("ns.ok.default", {})]) is None
+
+
+def test_a_pass_is_blamed_by_the_frame_it_raised_in() -> None:
+    frames = [{"function": "fold_unit_multiplies", "file": "/home/me/proj/passes.py", "line": 12}]
+    verdict = hook_verdict([HOOK], frames, None, None)
+    assert verdict is not None and verdict["kind"] == "user_pass"
+    assert verdict["detail"] == (
+        "your compiler pass fold_unit_multiplies (passes.py:10), installed as "
+        "post_grad_custom_post_pass"
+    )
+    assert verdict["evidence"] == ["the error was raised in fold_unit_multiplies (passes.py:12)"]
+    assert "torch._inductor.config.post_grad_custom_post_pass = None" in verdict["fix"]
+
+
+def test_a_pass_is_blamed_by_the_bisector_or_the_toggle_but_not_without_proof() -> None:
+    bisected = {"debug_info": "post_grad_custom_post_pass"}
+    by_bisector = hook_verdict([HOOK], [], bisected, None)
+    assert by_bisector is not None and by_bisector["function"] == "fold_unit_multiplies"
+    by_toggle = hook_verdict([HOOK], [], None, {"name": "without user hooks", "status": "ok"})
+    assert (
+        by_toggle is not None and "passes without the program's hooks" in by_toggle["evidence"][0]
+    )
+    still_failing = {"name": "without user hooks", "status": "crash"}
+    assert hook_verdict([HOOK], [], {"debug_info": "other_pass"}, still_failing) is None
+    other_file = [{"function": "fold_unit_multiplies", "file": "/elsewhere.py", "line": 3}]
+    assert hook_verdict([HOOK], other_file, None, None) is None
+
+
+def test_toggles_that_fix_a_divergence_are_by_design() -> None:
+    rng = toggle_verdict([{"name": "fallback_random=True", "status": "ok"}])
+    assert rng is not None and rng["kind"] == "rng" and "not a bug" in rng["fix"]
+    casts = [
+        {"name": "fallback_random=True", "status": "diverged"},
+        {"name": "emulate_precision_casts=True", "status": "ok"},
+    ]
+    precision = toggle_verdict(casts)
+    assert precision is not None and precision["kind"] == "precision"
+    assert toggle_verdict([{"name": "dynamic=False", "status": "ok"}]) is None
+
+
+def test_the_conclusion_is_user_side_and_never_sends_upstream() -> None:
+    pieces = {
+        "rungs": [{**CRASH, "user_frames": [], "hooks": [HOOK]}],
+        "toggles": [{"name": "without user hooks", "status": "ok"}],
+        "hooks": [HOOK],
+    }
+    user = diagnose(pieces, pieces["rungs"][0])
+    verdict = conclusion(pieces["rungs"], None, None, user)
+    assert verdict["category"] == "user_side" and verdict["user_side"] == user
+    assert "your compiler pass fold_unit_multiplies" in verdict["sentence"]
+    advice = workarounds("user_side", pieces["toggles"], "blocks.0", "aot_eager", user)
+    assert advice[0] == user["fix"]
+    assert not any("upstream" in line for line in advice)
+    plain = conclusion([CRASH], None, None)
+    assert plain["category"] == "compiler_bug" and plain["user_side"] is None
+
+
+def test_custom_ops_named_in_messages_skip_torch_namespaces() -> None:
+    message = (
+        "AssertionError: wrong number of dimensions1 for op: torch.ops.ns.rms_score.default "
+        "(after torch.ops.aten.addmm.default and torch.ops.prims.convert_element_type)"
+    )
+    assert custom_ops_named(message) == ["torch.ops.ns.rms_score"]
+    advice = custom_op_advice(message)
+    assert advice is not None and "torch.ops.ns.rms_score" in advice
+    assert custom_op_advice("RuntimeError: torch.ops.aten.mm failed") is None
+
+
+def test_the_innermost_user_frame_of_a_traceback() -> None:
+    lines = """Traceback (most recent call last):
+  File "/usr/lib/python3.11/site-packages/torch/_dynamo/output_graph.py", line 1500, in call
+    compiled_fn = compiler_fn(gm, self.example_inputs())
+  File "/home/me/proj/train.py", line 40, in forward
+    return self.net(x)
+  File "/home/me/proj/passes.py", line 12, in channels_last_prep_pass
+    raise RuntimeError("bad layout")
+  File "/usr/lib/python3.11/site-packages/torch/_inductor/pattern_matcher.py", line 9, in f
+    pass
+RuntimeError: bad layout""".splitlines()
+    frame = innermost_user_frame(lines)
+    assert frame is not None
+    assert (frame.file, frame.line, frame.function) == (
+        "/home/me/proj/passes.py",
+        12,
+        "channels_last_prep_pass",
+    )
+    assert innermost_user_frame(lines[:3]) is None
+
+
+def test_config_lines_keep_literals_and_leave_hooks_to_the_import() -> None:
+    changes = {
+        "inductor": {
+            "fallback_random": "True",
+            "post_grad_custom_post_pass": "<function fold at 0x7f>",
+        },
+        "dynamo": {"cache_size_limit": "16"},
+    }
+    assert config_lines(changes) == (
+        "torch._dynamo.config.cache_size_limit = 16  # set by your program\n"
+        "torch._inductor.config.fallback_random = True  # set by your program\n"
+    )
