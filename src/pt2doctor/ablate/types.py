@@ -180,6 +180,8 @@ EventName = Literal[
     "repro",
     "bisect",
     "fatal",
+    "custom_op",  # one custom op the cell called, with its opcheck and alignment alone
+    "custom_ops_done",
 ]
 
 

@@ -208,6 +208,7 @@ EventName = Literal[
     "done",
     "cold",
     "fatal",
+    "custom_ops",  # the custom ops a group's models call, each with its opcheck
 ]
 Phase = Literal["align", "warmup", "steady"]
 # The events that end a step of the progress bar: no cell is in flight after them.
