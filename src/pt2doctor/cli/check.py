@@ -21,10 +21,11 @@ from pt2doctor.check.orchestrate import RESULTS, CheckOptions, Orchestrator
 from pt2doctor.check.report import build_check_report
 from pt2doctor.cli.outputs import OutputPlan, document_options, emit
 from pt2doctor.errors import UsageError
+from pt2doctor.workers import RESULTS as UNIT_RESULTS
+from pt2doctor.workers import EventName
 
 # --quick: a smoke run of the protocol (no cold starts, no regional variant, few samples).
 QUICK_ITERATIONS = 8
-_STEP_EVENTS = {"alignment", "warmup", "steady_done", "cold"}
 
 
 def _expected_env(path: Path | None) -> dict[str, Any] | None:
@@ -62,10 +63,11 @@ def check_output_plan(
 
 def _progress_callback(progress: Progress, task: Any) -> Any:
     def on_event(event: dict[str, Any]) -> None:
-        if event["event"] == "cell_start":
+        name: EventName = event["event"]
+        if name == "cell_start":
             what = event.get("cell") or "steady state"
             progress.update(task, description=f"{event['phase']}: {what}")
-        elif event["event"] in _STEP_EVENTS:
+        elif name in UNIT_RESULTS:  # a cell's alignment or warmup, a steady state, a cold start
             progress.advance(task)
 
     return on_event
