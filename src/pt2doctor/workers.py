@@ -157,15 +157,17 @@ class Deadlines:
     def restart_idle(self) -> None:
         self.restarted = self.clock()
 
-    def remaining(self) -> float:
-        """Seconds until the nearer limit (inf without limits); sets ``passed`` when none left."""
+    def remaining(self) -> float | None:
+        """Seconds until the nearer limit (inf without limits); None once one has passed
+        (``passed`` then says which)."""
         now, left = self.clock(), float("inf")
         for limit, since in ((self.total, self.started), (self.idle, self.restarted)):
-            if limit is not None and now - since > limit:
+            if limit is None:
+                continue
+            if now - since > limit:
                 self.passed = limit
-                return 0.0
-            if limit is not None:
-                left = min(left, limit - (now - since))
+                return None
+            left = min(left, limit - (now - since))
         return left
 
 
@@ -186,7 +188,7 @@ def supervise(
                 if ended:
                     return None
                 left = deadlines.remaining()
-                if left <= 0:
+                if left is None:
                     kill_group(process, stopping.on_timeout, stopping.grace)
                     return "timeout"
                 with contextlib.suppress(subprocess.TimeoutExpired):
