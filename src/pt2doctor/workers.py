@@ -57,8 +57,8 @@ EventName = Literal[
 ]
 # A unit of work (a cell's phase, a trial) begins with a start event and ends with a result:
 # a worker that dies or hangs in between loses that unit, which is "in flight".
-STARTS: frozenset[EventName] = frozenset({"cell_start", "trial_start"})
-RESULTS: frozenset[EventName] = frozenset(
+UNIT_STARTS: frozenset[EventName] = frozenset({"cell_start", "trial_start"})
+UNIT_RESULTS: frozenset[EventName] = frozenset(
     {"alignment", "warmup", "steady_done", "cold", "trial", "module_trial", "repro", "bisect"}
 )
 
@@ -242,9 +242,9 @@ class Flight:
         for event in self.tail.read():
             if self.on_event is not None:
                 self.on_event(event)
-            if event["event"] in STARTS:
+            if event["event"] in UNIT_STARTS:
                 self.current, started = event, True
-            elif event["event"] in RESULTS:
+            elif event["event"] in UNIT_RESULTS:
                 self.current = None
         return started
 

@@ -21,8 +21,7 @@ from pt2doctor.check.orchestrate import RESULTS, CheckOptions, Orchestrator
 from pt2doctor.check.report import build_check_report
 from pt2doctor.cli.outputs import OutputPlan, document_options, emit
 from pt2doctor.errors import UsageError
-from pt2doctor.workers import RESULTS as UNIT_RESULTS
-from pt2doctor.workers import EventName
+from pt2doctor.workers import UNIT_RESULTS, EventName
 
 # --quick: a smoke run of the protocol (no cold starts, no regional variant, few samples).
 QUICK_ITERATIONS = 8
