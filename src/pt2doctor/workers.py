@@ -191,8 +191,7 @@ def supervise(
                 if left is None:
                     kill_group(process, stopping.on_timeout, stopping.grace)
                     return "timeout"
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    process.wait(timeout=min(POLL_SECONDS, left))
+                time.sleep(min(POLL_SECONDS, left))  # (Popen.wait with a timeout busy-polls)
         except KeyboardInterrupt:
             kill_group(process, stopping.on_interrupt, stopping.grace)
             if stopping.reraise_interrupt:
