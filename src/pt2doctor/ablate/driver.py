@@ -5,9 +5,7 @@ compiler_bisector, and a check that the written repro reproduces in plain python
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -16,17 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from pt2doctor import torchcompat
 from pt2doctor.ablate.classify import LADDER, first_failure, layer_of
-from pt2doctor.ablate.types import LADDER_STOPS, EventName
+from pt2doctor.ablate.types import LADDER_STOPS
 from pt2doctor.analysis.user_side import custom_op_verdict
 from pt2doctor.cases.case import Cell
-from pt2doctor.check.orchestrate import EventTail, worker_ending
-from pt2doctor.check.worker import EVENTS
+from pt2doctor.workers import EventName, Launcher, last_event
+from pt2doctor.workers import launch as launch_worker
 
 Progress = Callable[[str], None]
+WORKER = "pt2doctor.ablate.trial"
 # What a rung's outcome keeps (tracebacks stay in the worker's events.jsonl).
 OUTCOME_KEYS = (
     "status",
@@ -69,40 +66,16 @@ def ladder(backend: str) -> list[str]:
     return [*LADDER, backend]
 
 
-def launch(spec: dict[str, Any], out: Path, timeout: float) -> dict[str, Any]:
-    """Run one worker; its events, and how it ended (``ok``, ``crash``, ``timeout``, ``fatal``)."""
-    out.mkdir(parents=True, exist_ok=True)
-    spec = {**spec, "out": str(out)}
-    (out / "spec.json").write_bytes(orjson.dumps(spec))
-    with (out / "stdout.log").open("wb") as stdout, (out / "stderr.log").open("wb") as stderr:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "pt2doctor.ablate.trial", str(out / "spec.json")],
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,
-        )
-        try:
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            return {"ending": "timeout", "detail": f"timed out after {timeout:g} s", "events": []}
-        except KeyboardInterrupt:
-            _kill_group(process)
-            raise
-    tail = EventTail(out / EVENTS)
-    events = list(tail.read())
-    ending = worker_ending(process.returncode, events, None, out)
+def launch(spec: dict[str, Any], out: Path, timeout: float, launcher: Launcher) -> dict[str, Any]:
+    """Run one worker; its events, and how it ended (``ok``, ``crash``, ``timeout``, ``fatal``).
+    A worker stopped at the timeout keeps no events: the stage it was in did not finish."""
+    ending = launcher(WORKER, spec, out, total_timeout=timeout)
+    events = [] if ending.status == "timeout" else ending.events
     return {"ending": ending.status, "detail": ending.detail, "events": events}
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-
-
 def _event(result: dict[str, Any], name: EventName) -> dict[str, Any] | None:
-    return next((e for e in reversed(result["events"]) if e["event"] == name), None)
+    return last_event(result["events"], name)
 
 
 def _outcome(result: dict[str, Any], name: EventName = "trial") -> dict[str, Any]:
@@ -120,8 +93,13 @@ def _outcome(result: dict[str, Any], name: EventName = "trial") -> dict[str, Any
 class Ablation:
     """One ablation of one cell; ``run()`` returns the pieces the report is built from."""
 
-    def __init__(self, options: AblateOptions, progress: Progress | None = None) -> None:
-        self.options = options
+    def __init__(
+        self,
+        options: AblateOptions,
+        progress: Progress | None = None,
+        launcher: Launcher = launch_worker,
+    ) -> None:
+        self.options, self.launcher = options, launcher
         self.progress = progress or (lambda message: None)
         self.base = {
             "case_file": str(options.case_file.resolve()),
@@ -133,7 +111,8 @@ class Ablation:
         self.progress(f"{name}: backend {backend}")
         started = time.monotonic()
         spec = {**self.base, "kind": "trial", "backend": backend, **settings}
-        result = launch(spec, self.options.out / "trials" / name, self.options.timeout)
+        out = self.options.out / "trials" / name
+        result = launch(spec, out, self.options.timeout, self.launcher)
         return {**_outcome(result), "seconds": round(time.monotonic() - started, 2)}
 
     def rungs(self) -> list[dict[str, Any]]:
@@ -214,7 +193,7 @@ class Ablation:
         it received in the eager run (one worker)."""
         self.progress("custom ops: opcheck")
         spec = {**self.base, "kind": "custom_ops", "backend": failing["backend"]}
-        result = launch(spec, self.options.out / "custom_ops", self.options.timeout)
+        result = launch(spec, self.options.out / "custom_ops", self.options.timeout, self.launcher)
         return [
             {k: v for k, v in e.items() if k not in ("event", "t")}
             for e in result["events"]
@@ -241,7 +220,7 @@ class Ablation:
             if self.options.repro
             else None,
         }
-        result = launch(spec, self.options.out / "modules", self.options.timeout)
+        result = launch(spec, self.options.out / "modules", self.options.timeout, self.launcher)
         trials = [
             {"module": e["target"], "reproduced": e["reproduced"], "status": e["status"],
              "error": e.get("error")}
@@ -271,7 +250,8 @@ class Ablation:
             "target": module or "",
         }
         started = time.monotonic()
-        result = launch(spec, self.options.out / "bisect", self.options.bisect_timeout)
+        out = self.options.out / "bisect"
+        result = launch(spec, out, self.options.bisect_timeout, self.launcher)
         event = _event(result, "bisect")
         seconds = round(time.monotonic() - started, 2)
         if event is None:

@@ -18,8 +18,7 @@ from pt2doctor.ablate.classify import same_failure, smallest_failing
 from pt2doctor.capture.frames import user_frames
 from pt2doctor.cases.align import align_cell, run_cell
 from pt2doctor.cases.case import Case, Cell, cells
-from pt2doctor.cases.loader import load_cases
-from pt2doctor.check.worker import Emit, one_line, serve
+from pt2doctor.workers import Emit, one_line, serve, spec_case
 
 # A toggle's name -> the compiler setting it changes for one trial.
 TOGGLES = ("fallback_random", "emulate_precision_casts", "no_user_hooks")
@@ -155,7 +154,7 @@ def trial(case: Case, cell: Cell, settings: Settings, target: str = "") -> dict[
 
 
 def _case_cell(spec: dict[str, Any]) -> tuple[Case, Cell]:
-    case = {c.name: c for c in load_cases(Path(spec["case_file"]))}[spec["case"]]
+    case = spec_case(spec)
     return case, {c.id: c for c in cells(case)}[spec["cell"]]
 
 

@@ -169,20 +169,9 @@ class AblateReport(_AblateReportParts, total=False):
 
 
 # The ablate worker's events (ablate/trial.py, one JSON line each in a trial's events.jsonl),
-# read back by ablate/driver.py. Every event has ``event`` and ``t``; ``fatal`` is the check
-# worker's (check/types.py FatalEvent: both workers share check/worker.py ``serve``).
-EventName = Literal[
-    "environment",
-    "trial_start",
-    "trial",
-    "module_trial",
-    "modules_done",
-    "repro",
-    "bisect",
-    "fatal",
-    "custom_op",  # one custom op the cell called, with its opcheck and alignment alone
-    "custom_ops_done",
-]
+# read back by ablate/driver.py; their names are declared once, in pt2doctor.workers
+# (EventName). Every event has ``event`` and ``t``; ``fatal`` is the check worker's
+# (check/types.py FatalEvent: both workers share pt2doctor.workers ``serve``).
 
 
 class EnvironmentEvent(TypedDict):

@@ -29,6 +29,7 @@ from pt2doctor.capture.child import BACKEND_ENV, RUN_DIR_ENV
 from pt2doctor.capture.launch import Launch, launch_argv
 from pt2doctor.capture.rundir import MANIFEST, load_probes, require_fresh_dir
 from pt2doctor.errors import UsageError
+from pt2doctor.workers import Deadlines, Stopping, signal_name, supervise
 
 TIMEOUT_EXIT = 124
 # After a --timeout, the program gets this long to exit on SIGTERM before SIGKILL.
@@ -89,44 +90,18 @@ def _tee(source: IO[bytes], sink: IO[bytes], log: Path) -> threading.Thread:
     return thread
 
 
-def _stop(process: subprocess.Popen[bytes], sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, sig)
-
-
-def _terminate(process: subprocess.Popen[bytes], sig: int) -> None:
-    """Send ``sig`` to the program's process group; SIGKILL it after the grace period."""
-    _stop(process, sig)
-    try:
-        process.wait(timeout=KILL_GRACE_SECONDS)
-    except subprocess.TimeoutExpired:
-        _stop(process, signal.SIGKILL)
-        process.wait()
+# ``run`` asks the program to stop (SIGTERM at --timeout, SIGINT at Ctrl-C) before SIGKILL.
+_STOPPING = Stopping(
+    on_timeout=signal.SIGTERM,
+    on_interrupt=signal.SIGINT,
+    grace=KILL_GRACE_SECONDS,
+    reraise_interrupt=False,
+)
 
 
 def _wait(process: subprocess.Popen[bytes], timeout: float | None) -> str | None:
     """Wait for the program; returns 'timeout' or 'interrupted' when pt2doctor stopped it."""
-    try:
-        try:
-            process.wait(timeout=timeout)
-            return None
-        except subprocess.TimeoutExpired:
-            _terminate(process, signal.SIGTERM)
-            return "timeout"
-        except KeyboardInterrupt:
-            _terminate(process, signal.SIGINT)
-            return "interrupted"
-    finally:  # a second Ctrl-C during the grace period must not orphan the program
-        if process.poll() is None:
-            _stop(process, signal.SIGKILL)
-            process.wait()
-
-
-def signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:  # real-time signals have no name
-        return f"signal {number}"
+    return supervise(process, Deadlines(None, timeout, time.monotonic), stopping=_STOPPING)
 
 
 def exit_code(returncode: int, stopped_by: str | None) -> int:

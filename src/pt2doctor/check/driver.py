@@ -12,12 +12,14 @@ from pt2doctor.check.orchestrate import (
     CheckOptions,
     Job,
     Orchestrator,
-    Outcome,
     applicability,
     group_jobs,
 )
 from pt2doctor.check.statistics import steady_summary
-from pt2doctor.check.types import CELL_RESULTS
+from pt2doctor.workers import EventName, Outcome, last_event
+
+_CELL_RESULTS: frozenset[EventName] = frozenset({"alignment", "warmup"})
+_KEPT_AS_IS: frozenset[EventName] = frozenset({"done", "environment", "custom_ops"})
 
 
 class GroupRun:
@@ -53,9 +55,9 @@ class GroupRun:
     def _collect(self, outcome: Outcome, out: Path) -> None:
         record = self.orch.record
         for event in outcome.events:
-            kind = event.pop("event")
+            kind: EventName = event.pop("event")
             event.pop("t", None)
-            if kind in CELL_RESULTS:
+            if kind in _CELL_RESULTS:
                 record(kind, **self.tags, **event)
                 self.aligned.update([event["cell"]] if kind == "alignment" else [])
             elif kind == "model":
@@ -75,7 +77,7 @@ class GroupRun:
                     samples=str(out / "samples.jsonl"),
                     **event,
                 )
-            elif kind in ("done", "environment", "custom_ops"):
+            elif kind in _KEPT_AS_IS:
                 record(kind, **self.tags, **event)
 
     def _attribute(self, outcome: Outcome) -> bool:
@@ -127,9 +129,9 @@ def _cold_starts(orch: Orchestrator, case: Case, cell: Cell, variant: CompileVar
     for which in ("empty_cache", "warm_cache"):
         job = Job("cold", case, [cell], variant, root / which, env)
         outcome = orch.launch(job, 0, {"cells": [cell.id]})
-        found = [e for e in outcome.events if e["event"] == "cold"]
+        found = last_event(outcome.events, "cold")  # a cold worker measures once
         fields = (
-            {k: v for k, v in found[0].items() if k not in ("event", "t")}
+            {k: v for k, v in found.items() if k not in ("event", "t")}
             if found
             else {"error": outcome.detail or "no measurement"}
         )

@@ -196,25 +196,9 @@ class CheckReport(TypedDict):
 
 
 # The check worker's events (one JSON line each in its events.jsonl, check/worker.py), read
-# back by check/orchestrate.py and check/driver.py. Every event has ``event`` and ``t``.
-EventName = Literal[
-    "environment",
-    "cell_start",
-    "alignment",
-    "warmup",
-    "warmup_done",
-    "model",
-    "steady_done",
-    "done",
-    "cold",
-    "fatal",
-    "custom_ops",  # the custom ops a group's models call, each with its opcheck
-]
+# back by check/orchestrate.py and check/driver.py; their names are declared once, in
+# pt2doctor.workers (EventName). Every event has ``event`` and ``t``.
 Phase = Literal["align", "warmup", "steady"]
-# The events that end a step of the progress bar: no cell is in flight after them.
-STEP_ENDS: tuple[EventName, ...] = ("alignment", "warmup", "steady_done", "cold")
-# The events that are a cell's result (written to results.jsonl as they are).
-CELL_RESULTS: tuple[EventName, ...] = ("alignment", "warmup")
 
 
 class EnvironmentEvent(TypedDict):

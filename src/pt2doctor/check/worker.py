@@ -8,7 +8,6 @@ from __future__ import annotations
 import sys
 import time
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -17,36 +16,13 @@ import orjson
 from pt2doctor import torchcompat
 from pt2doctor.cases.align import align_cell
 from pt2doctor.cases.case import Case, Cell, cells
-from pt2doctor.cases.loader import load_cases
 from pt2doctor.cases.variants import CompileVariant, compile_model
 from pt2doctor.check.timing import GroupModels, memory_now, timed_step
-
-EVENTS = "events.jsonl"
-Emit = Callable[..., None]
-
-
-def one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text}"[:500]
-
-
-def event_emitter(stream: IO[bytes]) -> Emit:
-    def emit(event: str, **fields: Any) -> None:
-        stream.write(
-            orjson.dumps(
-                {"event": event, "t": time.time(), **fields},
-                option=orjson.OPT_SERIALIZE_NUMPY,
-                default=str,
-            )
-            + b"\n"
-        )
-        stream.flush()
-
-    return emit
+from pt2doctor.workers import Emit, one_line, serve, spec_case
 
 
 def _case_and_cells(spec: dict[str, Any]) -> tuple[Case, list[Cell]]:
-    case = {c.name: c for c in load_cases(Path(spec["case_file"]))}[spec["case"]]
+    case = spec_case(spec)
     by_id = {cell.id: cell for cell in cells(case)}
     return case, [by_id[cell_id] for cell_id in spec["cells"]]
 
@@ -272,33 +248,8 @@ def run_cold(spec: dict[str, Any], out: Path, emit: Emit) -> None:
     )
 
 
-Job = Callable[[dict[str, Any], Path, Emit], None]
-
-
-def serve(argv: list[str] | None, job_for: Callable[[dict[str, Any]], Job],
-          fatal: Callable[[BaseException], dict[str, Any]]) -> int:  # fmt: skip
-    """A worker process's body: read the spec, run its job with an emitter on events.jsonl;
-    an error outside any cell or trial is the ``fatal`` event (exit 1)."""
-    args = sys.argv[1:] if argv is None else argv
-    spec = orjson.loads(Path(args[0]).read_bytes())
-    out = Path(spec["out"])
-    out.mkdir(parents=True, exist_ok=True)
-    with (out / EVENTS).open("ab") as stream:
-        emit = event_emitter(stream)
-        try:
-            job_for(spec)(spec, out, emit)
-        except Exception as error:
-            emit("fatal", **fatal(error))
-            return 1
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
-    return serve(
-        argv,
-        lambda spec: run_cold if spec["kind"] == "cold" else run_group,
-        lambda error: {"error": one_line(error), "traceback": traceback.format_exc()[-4000:]},
-    )
+    return serve(argv, lambda spec: run_cold if spec["kind"] == "cold" else run_group)
 
 
 if __name__ == "__main__":

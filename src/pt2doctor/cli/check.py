@@ -19,9 +19,9 @@ from pt2doctor.check.contract import Budget
 from pt2doctor.check.driver import run_check
 from pt2doctor.check.orchestrate import RESULTS, CheckOptions, Orchestrator
 from pt2doctor.check.report import build_check_report
-from pt2doctor.check.types import STEP_ENDS
 from pt2doctor.cli.outputs import OutputPlan, document_options, emit
 from pt2doctor.errors import UsageError
+from pt2doctor.workers import UNIT_RESULTS, EventName
 
 # --quick: a smoke run of the protocol (no cold starts, no regional variant, few samples).
 QUICK_ITERATIONS = 8
@@ -62,10 +62,11 @@ def check_output_plan(
 
 def _progress_callback(progress: Progress, task: Any) -> Any:
     def on_event(event: dict[str, Any]) -> None:
-        if event["event"] == "cell_start":
+        name: EventName = event["event"]
+        if name == "cell_start":
             what = event.get("cell") or "steady state"
             progress.update(task, description=f"{event['phase']}: {what}")
-        elif event["event"] in STEP_ENDS:
+        elif name in UNIT_RESULTS:  # a cell's alignment or warmup, a steady state, a cold start
             progress.advance(task)
 
     return on_event
