@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
+from pt2doctor.analysis.paths import display_path
 from pt2doctor.report.markdown import md_code, md_table, md_text
 
 if TYPE_CHECKING:
@@ -77,6 +78,9 @@ def frame_story(frame: Mapping[str, Any]) -> dict[str, Any] | None:
         # display_name (issue 13 item 6) where the report has it; the function name before.
         "frame": f"{frame.get('display_name') or frame['function']} ({frame['file']}:{frame['line']})",
         "function": frame["function"],
+        "name": frame.get("display_name") or frame["function"],
+        "file": frame["file"],
+        "line": frame["line"],
         "variants": frame["variants"],
         "recompiles": len(frame["recompiles"]),
         "refused": None if refused is None else _recompile(refused),
@@ -113,9 +117,19 @@ def headline_counts(summary: Mapping[str, Any]) -> str:
     return text + (f" + {refused} refused" if refused else "")
 
 
-def story_terminal(console: Console, story: dict[str, Any]) -> None:
-    """One frame's story for an 80-column log: header, variant table, changes, outlook, fixes."""
-    console.print(f"[bold]Recompiles of {escape(story['frame'])}[/]")
+def _terminal_header(story: dict[str, Any], cwd: str | None) -> str:
+    """The frame as a user knows it, its place relative to the working directory or to
+    site-packages (a wrapper's display name already says where the wrapper is)."""
+    name = str(story.get("name") or story["frame"])
+    if "(through " in name or "file" not in story:
+        return name
+    return f"{name} ({display_path(story['file'], cwd)}:{story['line']})"
+
+
+def story_terminal(console: Console, story: dict[str, Any], cwd: str | None = None) -> None:
+    """One frame's story for an 80-column log: header, variant table, changes, outlook (the
+    fixes are the recompiles finding's, printed just above)."""
+    console.print(f"[bold]Recompiles of {escape(_terminal_header(story, cwd))}[/]")
     counts = f"{story['variants']} variants from {story['recompiles']} recompile(s)"
     if story["refused"] is not None:
         counts += f" + 1 refused ({story['refused']['compile_id']}, then eager)"
@@ -134,8 +148,6 @@ def story_terminal(console: Console, story: dict[str, Any]) -> None:
         for line in item["changes"] or ["(the trace does not say)"]:
             console.print(f"    {escape(line)}")
     console.print(f"  outlook: {escape(story['outlook'])}")
-    for fix in story["fixes"]:
-        console.print(f"  [italic]fix:[/] {escape(fix)}")
     console.print()
 
 

@@ -182,6 +182,6 @@ def render_terminal(report: RunReport, console: Console, cwd: str | None = None)
     if frames_table.row_count:
         console.print(frames_table)
     for story in frame_stories(report):
-        story_terminal(console, story)
+        story_terminal(console, story, cwd)
     if "ranks" in report:
         _ranks(console, report["ranks"])
