@@ -32,8 +32,8 @@ def test_ablate_markdown_matches_golden(name: str) -> None:
 def test_ablate_page_has_every_section_and_escapes_the_hostile_text() -> None:
     report = load_fixture(DATA, "ablate_hostile")
     ids = [section["id"] for section in build_ablate_view(report)["sections"]]
-    assert ids == ["conclusion", "ladder", "modules", "bisect", "repro", "workarounds",
-                   "environment"]  # fmt: skip
+    assert ids == ["conclusion", "ladder", "toggles", "modules", "bisect", "repro",
+                   "workarounds", "environment"]  # fmt: skip
     page = render(report, "html", RenderContext())
     assert not any(payload in page for payload in HOSTILE)
     assert "&lt;script&gt;document.title=&#39;PWNED-1&#39;&lt;/script&gt;" in page
