@@ -321,6 +321,8 @@ def test_interrupted_check_keeps_what_it_measured(tmp_path: Path, run_env: dict[
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As from a terminal: a test run started in the background inherits SIGINT ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 300
     results = out / "results.jsonl"

@@ -500,8 +500,10 @@ def test_ctrl_c_stops_the_program_and_keeps_the_report(
     command = doctor_command(run_dir, EAGER, "run_crash", "hang")
     with (tmp_path / "stderr").open("w") as stderr:
         process = subprocess.Popen(
-            command, cwd=tmp_path, env=run_env, stdout=subprocess.PIPE, stderr=stderr, text=True
-        )
+            command, cwd=tmp_path, env=run_env, stdout=subprocess.PIPE, stderr=stderr, text=True,
+            # As from a terminal: a test run started in the background inherits SIGINT ignored.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )  # fmt: skip
         lines, seen = _lines_of(process.stdout), []
         try:
             while (line := lines.get(timeout=READY_WITHIN_S)) not in (None, "READY\n"):

@@ -39,7 +39,9 @@ def main() -> None:
             calls += 1
             dist.all_reduce(loss)
     counts = {"rank": rank, "step_calls": calls, "other_shape_calls": other_shape_calls}
-    print("COUNTS " + json.dumps(counts), flush=True)
+    # One write of one line: torchrun passes both ranks' stdout through one pipe, and print()
+    # writes the text and its newline separately (seen interleaved as "...}COUNTS {...").
+    os.write(sys.stdout.fileno(), f"COUNTS {json.dumps(counts)}\n".encode())
     dist.destroy_process_group()
 
 
