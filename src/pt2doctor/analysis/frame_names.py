@@ -32,6 +32,20 @@ def _wrapped_method(frame: FrameEntry) -> str | None:
     return None
 
 
+# What joins the wrapped method to the wrapper in a display name; renderers split on it.
+THROUGH = " (through "
+
+
+def wrapped_name(display: str) -> str:
+    """The wrapped method alone (``GPT2LMHeadModel.forward``) of a display name."""
+    return display.split(THROUGH)[0]
+
+
+def names_its_wrapper(display: str) -> bool:
+    """Whether a display name already says which wrapper (and where) the frame goes through."""
+    return THROUGH in display
+
+
 def _through(frame: FrameEntry) -> str:
     """``transformers' wrapper at utils/generic.py:1030``, or ``wrapper at models.py:12`` for a
     file outside site-packages (its name only: the frame's ``file`` holds the full path)."""
@@ -54,6 +68,6 @@ def display_name(frame: FrameEntry) -> str:
     if _GENERIC_WRAPPER.search(function):
         method = _wrapped_method(frame)
         if cls and method:
-            return f"{cls}.{method} (through {_through(frame)})"
+            return f"{cls}.{method}{THROUGH}{_through(frame)})"
         return function
     return f"{cls}.{function}" if cls else function

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
+from pt2doctor.analysis.frame_names import names_its_wrapper
 from pt2doctor.analysis.paths import display_path
 from pt2doctor.report.markdown import md_code, md_table, md_text
 
@@ -120,8 +121,8 @@ def headline_counts(summary: Mapping[str, Any]) -> str:
 def _terminal_header(story: dict[str, Any], cwd: str | None) -> str:
     """The frame as a user knows it, its place relative to the working directory or to
     site-packages (a wrapper's display name already says where the wrapper is)."""
-    name = str(story.get("name") or story["frame"])
-    if "(through " in name or "file" not in story:
+    name = str(story["name"])
+    if names_its_wrapper(name):
         return name
     return f"{name} ({display_path(story['file'], cwd)}:{story['line']})"
 

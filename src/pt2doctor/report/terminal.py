@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pt2doctor.analysis.frame_names import wrapped_name
 from pt2doctor.analysis.paths import display_path, shorten_paths
 from pt2doctor.report.frame_story import frame_stories, headline_counts, story_terminal
 from pt2doctor.report.types import Finding, Frame, GraphBreak, Ranks, RunReport, Summary
@@ -76,7 +77,7 @@ def _breaks_table(breaks: list[GraphBreak], cwd: str | None) -> Table:
 
 def _frame_cell(frame: Frame, cwd: str | None) -> str:
     """``file:line`` first, then the name a user knows (the wrapper's place is the file:line)."""
-    name = str(frame.get("display_name") or frame["function"]).split(" (through ")[0]
+    name = wrapped_name(str(frame.get("display_name") or frame["function"]))
     return f"{display_path(frame['file'], cwd)}:{frame['line']}\n{name}"
 
 
