@@ -107,14 +107,10 @@ class Warmup(TypedDict, total=False):
     per_cell: dict[str, float]
 
 
-class GroupRow(TypedDict, total=False):
-    """One row of ``variants[].groups[]``: a group of cells benchmarked in one worker.
-    ``status`` and ``error`` when the steady state crashed."""
+class GroupCompileFacts(TypedDict, total=False):
+    """A group's compile facts: measured by the worker (``steady_done``), kept in its row."""
 
-    group: str
     cells: list[str]
-    warmup: Warmup
-    max_variants_per_frame: int
     frames: list[dict[str, Any]]
     graph_breaks: list[dict[str, Any]]
     late_compiles: list[dict[str, Any]]
@@ -122,6 +118,15 @@ class GroupRow(TypedDict, total=False):
     compile_time_s: float
     cache: dict[str, dict[str, int]]
     failures: int
+
+
+class GroupRow(GroupCompileFacts, total=False):
+    """One row of ``variants[].groups[]``: a group of cells benchmarked in one worker.
+    ``status`` and ``error`` when the steady state crashed."""
+
+    group: str
+    warmup: Warmup
+    max_variants_per_frame: int
     steady: Steady | None
     samples: str
     memory: dict[str, float | None] | None
@@ -245,20 +250,12 @@ class ModelEvent(TypedDict):
     repeated_blocks: int
 
 
-class SteadyDoneEvent(TypedDict, total=False):
+class SteadyDoneEvent(GroupCompileFacts, total=False):
     """Steady state measured; the group's compile facts (frames, graph breaks, late
     compiles ...) ride along and become the group record."""
 
     event: Literal["steady_done"]
     t: float
-    cells: list[str]
-    frames: list[dict[str, Any]]
-    graph_breaks: list[dict[str, Any]]
-    late_compiles: list[dict[str, Any]]
-    compiles: int
-    compile_time_s: float
-    cache: dict[str, dict[str, int]]
-    failures: int
     regional: dict[str, Any]
 
 
