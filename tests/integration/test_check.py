@@ -158,6 +158,20 @@ def test_steady_state_keeps_raw_samples(inductor_run: CheckRun) -> None:
         assert set(group["warmup"]["per_cell"]) == set(group["cells"])
 
 
+def test_warmup_reuses_what_alignment_compiled(inductor_run: CheckRun) -> None:
+    """The eval group draws no random numbers, so alignment compiles under the user's config
+    and in the warmup's order (b4 static, then b16 dynamic): the warmup's compiles in the same
+    process are FX graph and AOTAutograd cache hits, not a second build. The train group's
+    dropout is aligned under fallback_random (part of the cache key), so it builds again."""
+    groups = inductor_run.groups()
+    eval_group = groups["mlp/float32/eval/cpu"]
+    assert eval_group["compiles"] == 2  # b4, then b16 as a dynamic graph
+    assert eval_group["cache"]["fx_graph"] == {"hit": 2}
+    assert eval_group["cache"]["aotautograd"] == {"hit": 2}
+    cells = {c["id"]: c["variants"]["default"] for c in inductor_run.report["cells"]}
+    assert not cells["mlp/b16/eval"]["random_ops"] and cells["mlp/b16/train"]["random_ops"]
+
+
 def test_planted_accuracy_error_fails_exactly_the_relu_cells(
     tmp_path: Path, run_env: dict[str, str]
 ) -> None:

@@ -2,8 +2,10 @@
 
 Training cells run ``steps`` optimizer steps from identical weights and compare the first
 step's output and loss, the first step's gradients and the parameters after the last step.
-Every run starts from the same seed and compiled code runs under Inductor's
-``fallback_random``, so dropout draws the same masks as eager and is not reported as a bug.
+Every run starts from the same seed. When eager drew random numbers, compiled code runs under
+Inductor's ``fallback_random``, so dropout draws the same masks as eager and is not reported as
+a bug; otherwise it compiles under the user's own config, so the FX graph and AOTAutograd cache
+entries it writes are the ones the warmup that follows looks up (a hit, not a second build).
 """
 
 from __future__ import annotations
@@ -163,9 +165,9 @@ def align_cell(
     case: Case, cell: Cell, compile_model: Compiler, fallback_random: bool = True
 ) -> dict[str, Any]:
     """The alignment verdict of one cell: pass, fail or nondeterministic, with per-tensor
-    errors and stride warnings. ``fallback_random=False`` compiles random ops as the user's
-    program does (ablate's RNG toggle compares both); the verdict then includes whether eager
-    drew random numbers (``random_ops``)."""
+    errors and stride warnings, and whether eager drew random numbers (``random_ops``).
+    ``fallback_random`` applies only then; ``False`` compiles random ops as the user's program
+    does (ablate's RNG toggle compares both)."""
     clock = [time.perf_counter()]
 
     def lap() -> float:  # seconds since the previous lap: where alignment's time goes
@@ -182,7 +184,8 @@ def align_cell(
     seconds["eager"] = lap()
     fp64 = _fp64_reference(built, pristine, cell, case)
     seconds["fp64_reference"] = lap()
-    rng = contextlib.nullcontext() if not fallback_random else torchcompat.fallback_random()
+    # Only where it changes numbers: it is part of Inductor's cache key.
+    rng = torchcompat.fallback_random() if fallback_random and drew[0] else contextlib.nullcontext()
     with rng:
         compiled = run_cell(built, compile_model(copy.deepcopy(pristine)), cell, case)
     seconds["compiled"] = lap()

@@ -3,6 +3,7 @@ group of cells, each in its own worker process; results stream into results.json
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from pt2doctor.capture.rundir import read_jsonl
@@ -165,7 +166,7 @@ def run_check(
             blocks = max(blocks, _run_variant(orch, case, case_cells, variant))
             if variant == options.variants[-1] and not variant.regional:
                 queue += _variants_for(case, options, blocks)
-    orch.record("finished")
+    orch.record("finished", t=time.time())
 
 
 def _run_variant(orch: Orchestrator, case: Case, cells: list[Cell], variant: CompileVariant) -> int:

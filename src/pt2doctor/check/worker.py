@@ -65,12 +65,22 @@ def _precision_casts(case: Case, cell: Cell, variant: CompileVariant) -> str | N
     return "pass" if again["verdict"] == "pass" else "fail"
 
 
+# Cells aligned between two Dynamo resets. Without a reset, each cell's new shape or state adds
+# a variant until the recompile limit (8 by default) silently sends later cells to eager, and
+# they would pass unchecked; with a reset per cell, every cell after the first compiles a static
+# graph the warmup never asks for (the warmup's second shape goes dynamic) and the warmup builds
+# it again. Four cells in a row compile what the warmup will, so its lookups hit the cache.
+CELLS_PER_RESET = 4
+
+
 def align_phase(case: Case, group: list[Cell], variant: CompileVariant, emit: Emit) -> None:
     import torch
 
     if group:
         custom_ops_phase(case, group[0], variant, emit)
-    for cell in group:
+    for index, cell in enumerate(group):
+        if index and index % CELLS_PER_RESET == 0:
+            torch.compiler.reset()
         emit("cell_start", cell=cell.id, phase="align")
         try:
             result = align_cell(case, cell, lambda model: compile_model(model, variant))
@@ -84,9 +94,8 @@ def align_phase(case: Case, group: list[Cell], variant: CompileVariant, emit: Em
                 "traceback": traceback.format_exc()[-4000:],
             }
         emit("alignment", cell=cell.id, **result)
-        # Without a reset, each cell's fresh model adds variants until the recompile limit
-        # silently sends later cells to eager, and they would pass unchecked.
-        torch.compiler.reset()
+        if result["verdict"] != "pass":  # no graph compiled under a toggle or half-built is reused
+            torch.compiler.reset()
 
 
 def warmup_phase(models: GroupModels, group: list[Cell], emit: Emit) -> None:

@@ -3,6 +3,7 @@ compile mode, judged against the budget; exit 1 when a contract clause fails."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,7 @@ def check_command(
     """Acceptance check of the cases in CASE_FILE: alignment, cold start, warmup, steady state,
     per compile mode, against the budget. The run directory gets report.json, report.md and
     report.html."""
+    started = time.time()  # check's own time (loading the cases, planning) counts from here
     budget = load_budget(case_file, budget_file)
     expected = _expected_env(expect_env)
     cases = load_cases(case_file)
@@ -168,7 +170,7 @@ def check_command(
         False if quick else regional,
     )
     console = Console(highlight=False, stderr=fmt != "term")
-    settings = {"budget": budget.as_dict(), "expected_env": expected}
+    settings = {"budget": budget.as_dict(), "expected_env": expected, "started": started}
     interrupted = _run(options, cases, cells, console, settings)
     report = build_check_report(read_results(out), budget, expected, interrupted)
     emit(report, check_output_plan(out, fmt, md_path, html_path, redact))
