@@ -524,3 +524,15 @@ def inductor_config_patch(**values: Any) -> contextlib.AbstractContextManager[An
 def without_compiler_hooks() -> contextlib.AbstractContextManager[Any]:
     """Every pass hook the program set, switched off for a block."""
     return inductor_config_patch(**{hook["hook"]: None for hook in compiler_hooks()})
+
+
+def preload_compiler() -> None:
+    """Import torch, Dynamo and Inductor's compile entry point (the fork server's preload);
+    what a version lacks is skipped."""
+    import torch  # noqa: F401
+
+    for name in ("torch._dynamo", "torch._inductor.compile_fx"):
+        try:
+            __import__(name)
+        except Exception as error:
+            _ignore_error(f"preloading {name}", error)

@@ -89,6 +89,18 @@ class Outcome:
     in_flight: Event | None = None
 
 
+class Process(Protocol):
+    """What a supervisor needs of a worker process: ``subprocess.Popen``, or a worker forked
+    by the fork server (pt2doctor.forkserver.ForkedProcess)."""
+
+    pid: int
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
 class Launcher(Protocol):
     """:func:`launch`'s signature: supervisors take one, so tests can replay scripted events."""
 
@@ -115,9 +127,7 @@ def signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def kill_group(
-    process: subprocess.Popen[bytes], sig: int = signal.SIGKILL, grace: float = 0
-) -> None:
+def kill_group(process: Process, sig: int = signal.SIGKILL, grace: float = 0) -> None:
     """Send ``sig`` to the process's group (the worker and whatever it started: compile
     workers, torchrun ranks), SIGKILL the group if it is still there after ``grace`` seconds,
     and reap the process."""
@@ -175,7 +185,7 @@ class Deadlines:
 
 
 def supervise(
-    process: subprocess.Popen[bytes],
+    process: Process,
     deadlines: Deadlines,
     watch: Callable[[], bool] = lambda: False,
     stopping: Stopping = KILL_AT_ONCE,
@@ -297,20 +307,35 @@ def launch(
     ``idle_timeout``; pass each event to ``on_event`` as it arrives."""
     out.mkdir(parents=True, exist_ok=True)
     write_spec(out, {**spec, "out": str(out), "spawn_time": time.time()})
-    with (out / "stdout.log").open("wb") as stdout, (out / "stderr.log").open("wb") as stderr:
-        process = subprocess.Popen(
+    process = start_worker(module, out, env)
+    flight = Flight(EventTail(out / EVENTS), on_event)
+    deadlines = Deadlines(idle_timeout, total_timeout, time.monotonic)
+    if supervise(process, deadlines, flight.follow) == "timeout":
+        detail = f"timed out after {deadlines.passed:g} s"
+        return Outcome(flight.tail.events, "timeout", detail, flight.current)
+    returncode = process.wait()  # it ended: supervise saw it
+    return worker_ending(returncode, flight.tail.events, flight.current, out)
+
+
+def start_worker(module: str, out: Path, env: Mapping[str, str] | None) -> Process:
+    """The worker forked by the fork server (torch already imported), or, for a job with its
+    own environment or when the server is unavailable, ``python -m module`` afresh."""
+    from pt2doctor.forkserver import fork_server
+
+    (out / "stdout.log").write_bytes(b"")
+    (out / "stderr.log").write_bytes(b"")
+    server = None if env else fork_server()
+    if server is not None:
+        with contextlib.suppress(OSError):  # the server died: start afresh
+            return server.spawn(module, [str(out / SPEC)], out / "stdout.log", out / "stderr.log")
+    with (out / "stdout.log").open("ab") as stdout, (out / "stderr.log").open("ab") as stderr:
+        return subprocess.Popen(
             [sys.executable, "-m", module, str(out / SPEC)],
             env={**os.environ, **(env or {})},
             stdout=stdout,
             stderr=stderr,
             start_new_session=True,
         )
-    flight = Flight(EventTail(out / EVENTS), on_event)
-    deadlines = Deadlines(idle_timeout, total_timeout, time.monotonic)
-    if supervise(process, deadlines, flight.follow) == "timeout":
-        detail = f"timed out after {deadlines.passed:g} s"
-        return Outcome(flight.tail.events, "timeout", detail, flight.current)
-    return worker_ending(process.returncode, flight.tail.events, flight.current, out)
 
 
 def write_spec(out: Path, spec: Spec) -> Path:

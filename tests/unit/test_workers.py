@@ -6,37 +6,95 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
+from pt2doctor import forkserver
 from pt2doctor.workers import SPEC, Deadlines, Outcome, launch
 
 WORKER_DIR = Path(__file__).resolve().parents[1] / "programs" / "workers"
 ENV = {"PYTHONPATH": os.pathsep.join(filter(None, [str(WORKER_DIR), os.environ.get("PYTHONPATH")]))}
 
 
-def play(script: list[list[Any]], out: Path, **limits: float) -> tuple[Outcome, list[str]]:
-    """Launch the scripted worker; its outcome and the event names on_event saw, in order."""
-    seen: list[str] = []
-    outcome = launch(
-        "scripted_worker",
-        {"script": script},
-        out,
-        on_event=lambda event: seen.append(event["event"]),
-        env=ENV,
-        **limits,
-    )
-    return outcome, seen
+Play = Callable[..., tuple[Outcome, list[str]]]
+
+
+@pytest.fixture(scope="module")
+def script_server() -> Iterator[forkserver.ForkServer]:
+    """A fork server that can import the scripted worker (its PYTHONPATH has the folder),
+    installed as this process's server while the module's tests run."""
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = ENV["PYTHONPATH"]
+    try:
+        server = forkserver.ForkServer()
+    finally:
+        os.environ.pop("PYTHONPATH") if before is None else os.environ.update(PYTHONPATH=before)
+    saved = list(forkserver._SERVER)
+    forkserver._SERVER[:] = [server]
+    yield server
+    forkserver._SERVER[:] = saved
+    server.close()
+
+
+@pytest.fixture(params=["fresh", "forked"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """Every launcher test runs both ways a worker starts: ``python -m`` (a job with its own
+    environment) and forked by the fork server."""
+    if request.param == "forked":
+        request.getfixturevalue("script_server")
+    return str(request.param)
+
+
+@pytest.fixture
+def play(mode: str) -> Play:
+    def play(script: list[list[Any]], out: Path, **limits: float) -> tuple[Outcome, list[str]]:
+        """Launch the scripted worker; its outcome and the event names on_event saw."""
+        seen: list[str] = []
+        outcome = launch(
+            "scripted_worker",
+            {"script": script},
+            out,
+            on_event=lambda event: seen.append(event["event"]),
+            env=ENV if mode == "fresh" else None,
+            **limits,
+        )
+        return outcome, seen
+
+    return play
+
+
+def test_a_forked_worker_is_the_servers_child_in_its_own_group_with_torch_loaded(
+    tmp_path: Path, script_server: forkserver.ForkServer
+) -> None:
+    outcome = launch("scripted_worker", {"script": [["facts"]]}, tmp_path / "w")
+    facts = outcome.events[0]
+    assert outcome.status == "ok"
+    assert facts["ppid"] == script_server.process.pid and facts["pgid"] == facts["pid"]
+    assert facts["torch_loaded"] is True
+
+
+def test_a_job_with_its_own_environment_or_fresh_workers_asked_starts_afresh(
+    tmp_path: Path, script_server: forkserver.ForkServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outcome = launch("scripted_worker", {"script": [["facts"]]}, tmp_path / "a", env=ENV)
+    assert outcome.events[0]["ppid"] == os.getpid() and not outcome.events[0]["torch_loaded"]
+    monkeypatch.setenv(forkserver.FRESH_ENV, "1")
+    monkeypatch.setenv("PYTHONPATH", ENV["PYTHONPATH"])
+    outcome = launch("scripted_worker", {"script": [["facts"]]}, tmp_path / "b")
+    assert outcome.events[0]["ppid"] == os.getpid() and not outcome.events[0]["torch_loaded"]
 
 
 def _names(outcome: Outcome) -> list[str]:
     return [event["event"] for event in outcome.events]
 
 
-def test_a_worker_that_finishes_is_ok_and_its_spec_says_where_it_writes(tmp_path: Path) -> None:
+def test_a_worker_that_finishes_is_ok_and_its_spec_says_where_it_writes(
+    tmp_path: Path, play: Play
+) -> None:
     script = [["emit", "cell_start", {"cell": "c1"}], ["emit", "alignment", {"cell": "c1"}]]
     outcome, seen = play(script, tmp_path / "w", total_timeout=60)
     assert (outcome.status, outcome.detail, outcome.in_flight) == ("ok", "", None)
@@ -46,7 +104,7 @@ def test_a_worker_that_finishes_is_ok_and_its_spec_says_where_it_writes(tmp_path
     assert spec["spawn_time"] <= outcome.events[0]["t"]
 
 
-def test_a_segfault_is_a_crash_of_the_unit_in_flight(tmp_path: Path) -> None:
+def test_a_segfault_is_a_crash_of_the_unit_in_flight(tmp_path: Path, play: Play) -> None:
     script = [
         ["emit", "cell_start", {"cell": "c1", "phase": "align"}],
         ["emit", "alignment", {"cell": "c1", "verdict": "pass"}],
@@ -60,7 +118,7 @@ def test_a_segfault_is_a_crash_of_the_unit_in_flight(tmp_path: Path) -> None:
     assert _names(outcome) == seen == ["cell_start", "alignment", "cell_start"]
 
 
-def test_an_exit_without_an_event_names_the_last_line_of_stderr(tmp_path: Path) -> None:
+def test_an_exit_without_an_event_names_the_last_line_of_stderr(tmp_path: Path, play: Play) -> None:
     script = [["emit", "trial_start", {"target": ""}], ["stderr", "boom: out of shared memory"],
               ["exit", 3]]  # fmt: skip
     outcome, _ = play(script, tmp_path / "w", total_timeout=60)
@@ -71,7 +129,7 @@ def test_an_exit_without_an_event_names_the_last_line_of_stderr(tmp_path: Path) 
     assert outcome.in_flight is not None and outcome.in_flight["event"] == "trial_start"
 
 
-def test_a_crash_between_units_has_nothing_in_flight(tmp_path: Path) -> None:
+def test_a_crash_between_units_has_nothing_in_flight(tmp_path: Path, play: Play) -> None:
     script = [
         ["emit", "trial_start", {"target": "block"}],
         ["emit", "module_trial", {"target": "block", "reproduced": True}],
@@ -85,14 +143,15 @@ def test_a_crash_between_units_has_nothing_in_flight(tmp_path: Path) -> None:
     )
 
 
-def test_an_error_outside_any_unit_is_fatal(tmp_path: Path) -> None:
+def test_an_error_outside_any_unit_is_fatal(tmp_path: Path, play: Play) -> None:
     outcome, _ = play([["raise", "no case named 'x'"]], tmp_path / "w", total_timeout=60)
     assert (outcome.status, outcome.detail) == ("fatal", "ValueError: no case named 'x'")
     assert outcome.events[-1]["traceback"].rstrip().endswith("ValueError: no case named 'x'")
 
 
-def test_a_worker_that_never_starts_is_a_crash_with_no_events(tmp_path: Path) -> None:
-    outcome = launch("pt2doctor_no_such_worker", {}, tmp_path / "w", total_timeout=60)
+def test_a_worker_that_never_starts_is_a_crash_with_no_events(tmp_path: Path, mode: str) -> None:
+    env = ENV if mode == "fresh" else None
+    outcome = launch("pt2doctor_no_such_worker", {}, tmp_path / "w", total_timeout=60, env=env)
     assert outcome.status == "crash" and outcome.events == [] and outcome.in_flight is None
     assert outcome.detail.startswith("crashed: exit 1: ")
     assert "No module named pt2doctor_no_such_worker" in outcome.detail
@@ -106,7 +165,7 @@ def _gone(pid: int) -> bool:
     return state in ("Z", "X")  # a zombie waiting for init to reap it is dead
 
 
-def test_a_hang_in_steady_state_stops_the_whole_process_group(tmp_path: Path) -> None:
+def test_a_hang_in_steady_state_stops_the_whole_process_group(tmp_path: Path, play: Play) -> None:
     pid_file = tmp_path / "grandchild.pid"
     script = [
         ["emit", "cell_start", {"cell": None, "phase": "steady"}],
@@ -125,7 +184,9 @@ def test_a_hang_in_steady_state_stops_the_whole_process_group(tmp_path: Path) ->
     assert _gone(grandchild)
 
 
-def test_a_worker_that_never_writes_an_event_hits_the_total_timeout(tmp_path: Path) -> None:
+def test_a_worker_that_never_writes_an_event_hits_the_total_timeout(
+    tmp_path: Path, play: Play
+) -> None:
     outcome, seen = play([["sleep", 120]], tmp_path / "w", total_timeout=1)
     assert (outcome.status, outcome.detail, outcome.in_flight) == (
         "timeout",

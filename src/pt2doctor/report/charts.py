@@ -30,6 +30,17 @@ PHASE_COLORS = {
     "cache_load": "#da8bc3",
 }
 HOT, COLD = "#c44e52", "#4c72b0"
+
+
+def _horizontal() -> dict[str, Any]:
+    """A horizontal boxplot: ``orientation=`` from Matplotlib 3.10 (``vert=`` is deprecated
+    in 3.11), ``vert=False`` before."""
+    import matplotlib
+
+    major, minor = (int(part) for part in matplotlib.__version__.split(".")[:2])
+    return {"orientation": "horizontal"} if (major, minor) >= (3, 10) else {"vert": False}
+
+
 DPI = 96
 
 
@@ -122,8 +133,8 @@ def _latency(spec: Spec) -> Figure:
         color = HOT if row["compiled"] else COLD
         values = row["values_ms"]
         if values:
-            axes.boxplot([values], positions=[index], vert=False, widths=0.6, showfliers=False,
-                         medianprops={"color": color})  # fmt: skip
+            axes.boxplot([values], positions=[index], widths=0.6, showfliers=False,
+                         medianprops={"color": color}, **_horizontal())  # fmt: skip
             axes.scatter(values, [index] * len(values), s=8, color=color, alpha=0.5, zorder=3)
         else:
             marks = [row[key] for key in ("p50_ms", "p95_ms", "p99_ms") if row[key] is not None]

@@ -6,7 +6,9 @@
 - ``["signal", NAME]``: send this process a signal (``SIGSEGV``: a native crash);
 - ``["exit", CODE]`` after ``["stderr", TEXT]``: an exit without a ``fatal`` event;
 - ``["raise", MESSAGE]``: an error outside any unit (the ``fatal`` event);
-- ``["grandchild", PID_FILE]``: start a ``sleep`` below the worker, write its pid.
+- ``["grandchild", PID_FILE]``: start a ``sleep`` below the worker, write its pid;
+- ``["facts"]``: an ``environment`` event with this process's pid, parent pid, process group
+  and whether torch was imported before the script ran (a forked worker's server preloads it).
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ def play(spec: dict[str, Any], out: Path, emit: Emit) -> None:
             os._exit(args[0])
         elif step == "raise":
             raise ValueError(args[0])
+        elif step == "facts":
+            emit("environment", pid=os.getpid(), ppid=os.getppid(), pgid=os.getpgid(0),
+                 torch_loaded="torch" in sys.modules)  # fmt: skip
         elif step == "grandchild":
             sleeper = subprocess.Popen(["sleep", "120"])
             Path(args[0]).write_text(str(sleeper.pid))
