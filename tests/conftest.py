@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -200,3 +202,32 @@ def doctor_run(
         return DoctorRun(run_dir, result["returncode"], result["stdout"], result["stderr"])
 
     return run
+
+
+# --- CPU time per test (PT2DOCTOR_TEST_CPU=FILE) ---------------------------------------------
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """With ``PT2DOCTOR_TEST_CPU=FILE``, append each test's CPU seconds (this process and every
+    child it waited for: the CLI runs, their workers, the programs) to FILE as JSON lines: the
+    suite's cost measured without the noise a busy machine adds to wall times."""
+    path = os.environ.get("PT2DOCTOR_TEST_CPU")
+    if not path:
+        yield
+        return
+    before = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    started = time.monotonic()
+    yield
+    after = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    cpu = sum(
+        a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime
+        for a, b in zip(after, before, strict=True)
+    )
+    line = {
+        "test": item.nodeid,
+        "cpu_s": round(cpu, 3),
+        "wall_s": round(time.monotonic() - started, 3),
+    }
+    with open(path, "a") as stream:
+        stream.write(json.dumps(line) + "\n")

@@ -12,7 +12,7 @@ A forked worker leads its own process group (not a session: the server has no te
 leave). Forking is safe here because the server never runs a torch operation: no CUDA context, no
 OpenMP pool, no compile workers exist to be copied half-alive (torch's DataLoader forks after
 far more). The server talks to its parent over its stdin and stdout, one JSON object a line:
-``{"module", "args", "cwd", "stdout", "stderr"}`` in, ``{"pid"}`` back, and
+``{"module", "args", "cwd", "stdout", "stderr", "warm"}`` in, ``{"pid"}`` back, and
 ``{"exited": pid, "returncode"}`` when a child ends (it is the child's parent, so it reaps it).
 """
 
@@ -90,8 +90,13 @@ class ForkServer:
         if not ready.get("ready"):
             raise OSError(f"fork server did not start: {ready.get('error', 'no reply')}")
 
-    def spawn(self, module: str, args: list[str], stdout: Path, stderr: Path) -> ForkedProcess:
-        request = {"module": module, "args": args, "cwd": os.getcwd(),
+    def spawn(
+        self, module: str, args: list[str], stdout: Path, stderr: Path, warm: str | None = None
+    ) -> ForkedProcess:
+        """Fork a worker running ``python -m module args``. ``warm="inductor"``: the server
+        first does Inductor's once-per-process CPU probe, if it has not yet (its children
+        inherit the result)."""
+        request = {"module": module, "args": args, "cwd": os.getcwd(), "warm": warm,
                    "stdout": str(stdout), "stderr": str(stderr)}  # fmt: skip
         self.stdin.write(orjson.dumps(request) + b"\n")
         self.stdin.flush()
@@ -233,6 +238,7 @@ def serve() -> int:
     selector = selectors.DefaultSelector()
     selector.register(0, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
+    warmed = False
     while True:
         for key, _ in selector.select():
             if key.fd == wake_read:
@@ -244,6 +250,9 @@ def serve() -> int:
             if not line:
                 return 0
             request = orjson.loads(line)
+            if request.get("warm") == "inductor" and not warmed:
+                torchcompat.warm_inductor_cpu()
+                warmed = True
             try:
                 pid = os.fork()
             except OSError as error:

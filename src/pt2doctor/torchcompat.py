@@ -526,6 +526,22 @@ def without_compiler_hooks() -> contextlib.AbstractContextManager[Any]:
     return inductor_config_patch(**{hook["hook"]: None for hook in compiler_hooks()})
 
 
+def warm_inductor_cpu() -> None:
+    """Inductor's probe of the CPU's vector instruction sets (``valid_vec_isa_list``: a C++
+    build and a fresh Python per instruction set, ~2.6 s on 2 cores, cached for the process):
+    done once in the fork server, its forked workers skip it. Absent before torch 2.4."""
+    try:
+        from torch._inductor import cpu_vec_isa
+    except ImportError:
+        return
+    probe = getattr(cpu_vec_isa, "valid_vec_isa_list", None)
+    if probe is not None:
+        try:
+            probe()
+        except Exception as error:  # a worker then probes for itself
+            _ignore_error("probing the CPU's vector instruction sets", error)
+
+
 def preload_compiler() -> None:
     """Import torch, Dynamo and Inductor's compile entry point (the fork server's preload);
     what a version lacks is skipped."""

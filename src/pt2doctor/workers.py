@@ -326,8 +326,11 @@ def start_worker(module: str, out: Path, env: Mapping[str, str] | None) -> Proce
     (out / "stderr.log").write_bytes(b"")
     server = None if env else fork_server()
     if server is not None:
+        warm = "inductor" if compiles_with(read_spec(out / SPEC)) == "inductor" else None
         with contextlib.suppress(OSError):  # the server died: start afresh
-            return server.spawn(module, [str(out / SPEC)], out / "stdout.log", out / "stderr.log")
+            return server.spawn(
+                module, [str(out / SPEC)], out / "stdout.log", out / "stderr.log", warm
+            )
     with (out / "stdout.log").open("ab") as stdout, (out / "stderr.log").open("ab") as stderr:
         return subprocess.Popen(
             [sys.executable, "-m", module, str(out / SPEC)],
@@ -336,6 +339,14 @@ def start_worker(module: str, out: Path, env: Mapping[str, str] | None) -> Proce
             stderr=stderr,
             start_new_session=True,
         )
+
+
+def compiles_with(spec: Spec) -> str | None:
+    """The backend a worker compiles with: an ablate spec's ``backend``, a check spec's
+    ``variant.backend`` (None for a spec that names none)."""
+    variant = spec.get("variant")
+    backend = spec.get("backend") or (variant.get("backend") if isinstance(variant, dict) else None)
+    return str(backend) if backend else None
 
 
 def write_spec(out: Path, spec: Spec) -> Path:
