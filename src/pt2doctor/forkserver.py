@@ -86,9 +86,15 @@ class ForkServer:
         self.buffer = b""
         self.replies: list[dict[str, Any]] = []
         self.exits: dict[int, int] = {}
-        ready = self._reply()
-        if not ready.get("ready"):
-            raise OSError(f"fork server did not start: {ready.get('error', 'no reply')}")
+        self.ready = False  # its imports go on while the parent does its own work
+        self.failed = False
+
+    def _wait_ready(self) -> None:
+        if not self.ready:
+            ready = self._reply()
+            if not ready.get("ready"):
+                raise OSError(f"fork server did not start: {ready.get('error', 'no reply')}")
+            self.ready = True
 
     def spawn(
         self, module: str, args: list[str], stdout: Path, stderr: Path, warm: str | None = None
@@ -96,6 +102,11 @@ class ForkServer:
         """Fork a worker running ``python -m module args``. ``warm="inductor"``: the server
         first does Inductor's once-per-process CPU probe, if it has not yet (its children
         inherit the result)."""
+        try:
+            self._wait_ready()
+        except OSError:
+            self.failed = True
+            raise
         request = {"module": module, "args": args, "cwd": os.getcwd(), "warm": warm,
                    "stdout": str(stdout), "stderr": str(stderr)}  # fmt: skip
         self.stdin.write(orjson.dumps(request) + b"\n")
@@ -134,10 +145,12 @@ class ForkServer:
         return True
 
     def close(self) -> None:
+        """End the server: it exits at once on end of input (or is killed: it holds nothing
+        that needs flushing)."""
         with contextlib.suppress(OSError):
             self.stdin.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=5)
+            self.process.wait(timeout=1)
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
@@ -147,12 +160,14 @@ _SERVER: list[ForkServer] = []
 
 
 def fork_server() -> ForkServer | None:
-    """This process's fork server, started on first use; None when fresh workers are asked
-    for or the server cannot start (workers then start with ``python -m``)."""
+    """This process's fork server, started on first use (or early, by a command that will
+    launch workers, so its imports overlap the command's own); None when fresh workers are
+    asked for or the server cannot start (workers then start with ``python -m``)."""
     if os.environ.get(FRESH_ENV) == "1":
         return None
-    if _SERVER and _SERVER[0].process.poll() is None:
-        return _SERVER[0]
+    if _SERVER:  # one per process: a server that failed or died is not started again
+        server = _SERVER[0]
+        return None if server.failed or server.process.poll() is not None else server
     try:
         server = ForkServer()
     except OSError:
@@ -247,8 +262,8 @@ def serve() -> int:
                 _reap(out)
                 continue
             line = requests.readline()
-            if not line:
-                return 0
+            if not line:  # the parent is done: no interpreter teardown (~2 s with torch)
+                os._exit(0)
             request = orjson.loads(line)
             if request.get("warm") == "inductor" and not warmed:
                 torchcompat.warm_inductor_cpu()

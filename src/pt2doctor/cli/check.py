@@ -22,6 +22,7 @@ from pt2doctor.check.orchestrate import RESULTS, CheckOptions, Orchestrator
 from pt2doctor.check.report import build_check_report
 from pt2doctor.cli.outputs import OutputPlan, document_options, emit
 from pt2doctor.errors import UsageError
+from pt2doctor.forkserver import fork_server
 from pt2doctor.workers import UNIT_RESULTS, EventName
 
 # --quick: a smoke run of the protocol (no cold starts, no regional variant, few samples).
@@ -159,6 +160,7 @@ def check_command(
     variants = requested_variants([m.strip() for m in modes.split(",") if m.strip()], backend)
     out = out or default_run_dir("checks")
     require_fresh_dir(out)
+    fork_server()  # the input is good: workers will run (its imports overlap what follows)
     out.mkdir(parents=True, exist_ok=True)
     options = CheckOptions(
         case_file,
