@@ -51,10 +51,11 @@ from pt2doctor.report.types import (
     Source,
     Summary,
 )
+from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import CompileRecord, Run, SourceLine
 
 SCHEMA_VERSION = 2
-_LIMIT = re.compile(r"recompile.limit|cache_size_limit|recompile_limit", re.I)
+_LIMIT = lazy_compile(r"recompile.limit|cache_size_limit|recompile_limit", re.I)
 
 
 def _source(line: SourceLine | None) -> Source | None:
