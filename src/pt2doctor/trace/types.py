@@ -7,14 +7,16 @@ and never look at the log again. Everything is plain data so a unit test can bui
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pt2doctor.trace.records import CompileId, ParseStats
 
 
-@dataclass(frozen=True, slots=True)
-class SourceLine:
-    """A line of user code: file, line number, function and (when logged) the code itself."""
+class SourceLine(NamedTuple):
+    """A line of user code: file, line number, function and (when logged) the code itself.
+
+    NamedTuples (here and :class:`Guard`) rather than frozen dataclasses: the same immutable,
+    hashable values, created at import in a fraction of the time."""
 
     file: str | None
     line: int | None
@@ -48,8 +50,7 @@ class GraphBreakEvent:
     """The break's id in the graph-break site (``gb0124``) where torch gives one."""
 
 
-@dataclass(frozen=True, slots=True)
-class Guard:
+class Guard(NamedTuple):
     """One leaf guard of a compiled variant, from ``dynamo_cpp_guards_str``."""
 
     source: str
