@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal, get_args
 
 import orjson
@@ -194,10 +195,15 @@ def _split_list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",")] if text.strip() else []
 
 
+@lru_cache(maxsize=4096)  # a variant's guards are compared with those of each later variant
+def _tensor_fields(code: str) -> re.Match[str] | None:
+    return _TENSOR_FIELDS.search(code)
+
+
 def _tensor_diff(
     old: Guard, new: Guard, symbol_values: dict[str, str], against: str
 ) -> list[FailedGuard]:
-    before, after = _TENSOR_FIELDS.search(old.code), _TENSOR_FIELDS.search(new.code)
+    before, after = _tensor_fields(old.code), _tensor_fields(new.code)
     if before is None or after is None:
         return []
     name = _tensor_name(old.source)

@@ -11,6 +11,7 @@ Pure string functions: no torch, no state.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from pt2doctor.trace.patterns import lazy_compile
 
@@ -30,6 +31,7 @@ def _module_item(match: re.Match[str]) -> str:
     return f"[{key}]" if key.isdigit() else f".{key}"
 
 
+@lru_cache(maxsize=4096)  # the same few sources recur in every pair of variants compared
 def human_source(source: str) -> str:
     """The expression the user wrote for a Dynamo guard source.
 
