@@ -103,12 +103,13 @@ def bench(log: Path, runs: int, work: Path, before: Path | None) -> None:
     results: dict[str, tuple[float, float, float]] = {}
     for name, runs_of in samples.items():
         walls = [wall for wall, _, _ in runs_of]
-        cpu = statistics.median(cpu for _, cpu, _ in runs_of)
+        cpus = [cpu for _, cpu, _ in runs_of]
+        cpu = statistics.median(cpus)
         results[name] = (statistics.median(walls), cpu, max(rss for _, _, rss in runs_of))
         print(
-            f"  {name:18} {results[name][0]:7.2f} s  (min {min(walls):.2f}, max {max(walls):.2f})"
-            f"  CPU {cpu:6.2f} s  peak RSS {results[name][2]:6.0f} MB"
-            f"  {size_mb / results[name][0]:6.0f} MB/s"
+            f"  {name:18} {results[name][0]:7.3f} s  (min {min(walls):.3f}, max {max(walls):.3f})"
+            f"  CPU {cpu:6.3f} s (min {min(cpus):.3f})  peak RSS {results[name][2]:4.0f} MB"
+            f"  {size_mb / results[name][0]:5.0f} MB/s"
         )
     ours, theirs = results["pt2doctor report"], results["tlparse 0.4.3"]
     print(
