@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 # Envelope keys that are not a record kind: the compile id, the rank, the payload checksum.
@@ -117,14 +118,21 @@ class CompileId(NamedTuple):
             text = f"!{self.compiled_autograd_id}/{text}"
         return text
 
-    @classmethod
-    def parse(cls, text: str) -> CompileId | None:
+    @staticmethod
+    def parse(text: str) -> CompileId | None:
         """Parse ``0/1``, ``0/1_2``, ``[0/1]`` or ``!3/0/1``; None when it is not a compile id."""
-        match = _COMPILE_ID.fullmatch(text.strip().strip("[]"))
-        if match is None:
-            return None
-        ca_id, frame, fcid, attempt = match.groups()
-        return cls(int(frame), int(fcid), int(attempt or 0), None if ca_id is None else int(ca_id))
+        return _parse_compile_id(text)
+
+
+@lru_cache(maxsize=4096)  # a log names few compile ids, in thousands of chromium events each
+def _parse_compile_id(text: str) -> CompileId | None:
+    match = _COMPILE_ID.fullmatch(text.strip().strip("[]"))
+    if match is None:
+        return None
+    ca_id, frame, fcid, attempt = match.groups()
+    return CompileId(
+        int(frame), int(fcid), int(attempt or 0), None if ca_id is None else int(ca_id)
+    )
 
 
 class TraceRecord:
