@@ -141,9 +141,8 @@ _compile_ids: dict[tuple[Any, ...], CompileId | None] = {}
 _NO_ID = (None, None, None, None)
 
 
-def _compile_id(raw: tuple[Any, Any, Any, Any]) -> CompileId | None:
-    """The compile id of an envelope's (frame_id, frame_compile_id, attempt,
-    compiled_autograd_id) (interned: a log has few distinct ones and many records).
+def _compile_id(raw: tuple[Any, ...]) -> CompileId | None:
+    """The compile id of an envelope's four id fields (interned: few ids, many records).
 
     The cache is keyed by the raw values and their types (``true`` and ``1.0`` equal ``1`` as
     keys but are not ids), so a hit costs four lookups and no conversion."""
@@ -184,8 +183,7 @@ class _FileReader:
         self.stream = stream
         self.lineno = 1
         self.digests = payload_checker(path, path.stat().st_size, stats)
-        # The previous record's raw compile id fields and their CompileId: most records repeat
-        # them, and the same objects (small ints, None) mean the same id without a lookup.
+        # The previous record's compile id fields and CompileId: most records repeat them.
         self.last_id: tuple[tuple[Any, ...], CompileId | None] = (_NO_ID, None)
 
     def records(self, stream: BinaryIO) -> Iterator[TraceRecord]:
@@ -333,9 +331,7 @@ class _FileReader:
         lineno: int,
     ) -> TraceRecord:
         get = envelope.get
-        envelope_rank = get("rank")
-        if envelope_rank is not None:
-            envelope_rank = _as_int(envelope_rank)
+        envelope_rank = _as_int(get("rank"))
         rank = self.name_rank if envelope_rank is None else envelope_rank
         if envelope_rank is not None and self.name_rank is not None and rank != self.name_rank:
             self.stats.other_rank += 1
@@ -345,7 +341,7 @@ class _FileReader:
             get("attempt"),
             get("compiled_autograd_id"),
         )
-        last_raw, compile_id = self.last_id
+        last_raw, compile_id = self.last_id  # the same objects (small ints, None): the same id
         if not (
             raw[0] is last_raw[0]
             and raw[1] is last_raw[1]
