@@ -85,6 +85,9 @@ def test_report_help_imports_only_the_report_command(tmp_path: Path) -> None:
     assert code == 0
     assert modules & _COMMAND_MODULES == {"pt2doctor.cli.report"}
     assert _heavy(modules) == set()
+    # Nor the reader, the analyses or the report's builder and types: help needs none of them.
+    deferred = ("pt2doctor.trace", "pt2doctor.analysis", "pt2doctor.report")
+    assert {name for name in modules if name.startswith(deferred)} == set()
 
 
 def test_each_listed_summary_opens_its_command_help() -> None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pt2doctor.trace import ParseStats, read_records
 from pt2doctor.trace.records import CompileId
 
 
@@ -96,3 +99,41 @@ def test_parse_never_raises_on_ascii_noise(text: str) -> None:
     noise = text.encode("ascii", "ignore").decode()
     result = CompileId.parse(noise)
     assert result is None or CompileId.parse(str(result)) == result
+
+
+def test_reader_gives_each_record_its_own_compile_id_when_neighbours_look_alike(
+    tmp_path: Path,
+) -> None:
+    """The reader reuses the previous record's id when its raw fields are the same objects, and
+    interns ids by value and type: ``true`` and ``1.0`` equal ``1`` in Python but are not ids,
+    and a frame id above the small-int cache is a new object on every record."""
+    ids = [
+        '"frame_id": 1, "frame_compile_id": 0',
+        '"frame_id": 1, "frame_compile_id": 0',
+        '"frame_id": true, "frame_compile_id": 0',
+        '"frame_id": 1.0, "frame_compile_id": 0',
+        '"frame_id": 1, "frame_compile_id": 0, "attempt": 2',
+        '"frame_id": 100000, "frame_compile_id": 7',
+        '"frame_id": 100000, "frame_compile_id": 7',
+        '"frame_id": [1], "frame_compile_id": 0',
+        '"frame_id": 1, "frame_compile_id": 0, "compiled_autograd_id": 3',
+        '"rank": 0',
+    ]
+    log = tmp_path / "ids.log"
+    log.write_text(
+        "".join(f'V1130 09:00:00.000000 1 f.py:1] {{"dynamo_start": {{}}, {x}}}\n' for x in ids)
+    )
+    got = [record.compile_id for record in read_records([log], ParseStats())]
+    assert got == [
+        CompileId(1, 0),
+        CompileId(1, 0),
+        CompileId(None, 0),  # true is not a frame id
+        CompileId(None, 0),  # nor is 1.0
+        CompileId(1, 0, attempt=2),
+        CompileId(100000, 7),
+        CompileId(100000, 7),
+        CompileId(None, 0),  # a list is not one either
+        CompileId(1, 0, compiled_autograd_id=3),
+        None,
+    ]
+    assert [str(cid) for cid in got[:5]] == ["1/0", "1/0", "-/0", "-/0", "1/0_2"]

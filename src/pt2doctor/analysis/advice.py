@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import GraphBreakEvent
 
 MARK_DYNAMIC_ADVICE = (
@@ -141,9 +142,9 @@ COMPILE_ERROR_ADVICE = (
 _REORDERABLE_ARG_TYPES = frozenset(
     {"str", "int", "float", "bool", "NoneType", "Tensor", "Parameter", "StringFormatVariable"}
 )
-_ARG_TYPES = re.compile(r"argument types \[([^\]]*)\]")
-_CONTROL_FLOW = re.compile(r"^\s*(?:if|elif|while)\b|\bif\b.+\belse\b")
-_HOP_SIDE_EFFECT = re.compile(r"HOP: (?:Unsafe|Non-nullified) side effect|higher.order", re.I)
+_ARG_TYPES = lazy_compile(r"argument types \[([^\]]*)\]")
+_CONTROL_FLOW = lazy_compile(r"^\s*(?:if|elif|while)\b|\bif\b.+\belse\b")
+_HOP_SIDE_EFFECT = lazy_compile(r"HOP: (?:Unsafe|Non-nullified) side effect|higher.order", re.I)
 
 LOGGER_ADVICE = (
     "A logging.Logger method inside the compiled region. In torch 2.13 "

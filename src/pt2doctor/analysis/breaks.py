@@ -9,6 +9,7 @@ from typing import Literal, get_args
 from pt2doctor.analysis.advice import break_advice
 from pt2doctor.analysis.ledger import RESUME_NAME, FrameEntry, Ledger
 from pt2doctor.trace.messages import explanation_and_hints
+from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import GraphBreakEvent, SourceLine
 
 BreakCategory = Literal[
@@ -57,7 +58,9 @@ _BREAK_PATTERNS: tuple[tuple[str, BreakCategory], ...] = (
         "unsupported_builtin_or_c_extension",
     ),
 )
-_BREAK_RULES = tuple((re.compile(pattern, re.I), category) for pattern, category in _BREAK_PATTERNS)
+_BREAK_RULES = tuple(
+    (lazy_compile(pattern, re.I), category) for pattern, category in _BREAK_PATTERNS
+)
 
 
 @dataclass(slots=True)
@@ -188,11 +191,11 @@ def graph_break_sites(ledger: Ledger) -> list[GraphBreakSite]:
 
 # Hints that are not advice for this site: torch's request for a bug report, and the note that
 # a loop break may follow an earlier one (the site's facts say "inside a loop" instead).
-_NOT_ADVICE = re.compile(
+_NOT_ADVICE = lazy_compile(
     r"report (?:an issue|a bug)|file an issue|caused by an earlier graph", re.I
 )
-_LINK = re.compile(r"https://\S+/gb/gb\d+\.html")
-_LOOP_SKIP = re.compile(r"frame skipped: (\S+) \((.+?) line (\d+)\)")
+_LINK = lazy_compile(r"https://\S+/gb/gb\d+\.html")
+_LOOP_SKIP = lazy_compile(r"frame skipped: (\S+) \((.+?) line (\d+)\)")
 _CODE_SHOWN = 72
 
 

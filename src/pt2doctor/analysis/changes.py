@@ -20,17 +20,18 @@ from pt2doctor.analysis.guards import (
     parse_recompile_reason,
 )
 from pt2doctor.analysis.sources import collapsed_unit, human_source, index_pattern, root_of
+from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import CompileRecord, SourceLine
 
 # Kinds whose values come from a small set: a variant per value is bounded by design.
 FLAG_KINDS = frozenset(
     {"flag", "grad_mode", "autocast", "dtype", "device", "requires_grad", "type", "none", "rank"}
 )
-_EXPECTED = re.compile(r"expected (.+?), actual (.+?)\.?$")
-_NOW = re.compile(r"^(?P<old>.+?) \(now (?P<new>.+)\)$", re.S)
-_TENSOR_TYPE = re.compile(r"expected type of '(.+)' to be a tensor type, ' but found (.+)$")
-_CHECK_ID = re.compile(r"___check_(obj|type)_id\((.+?), \d+\)")
-_CLASS = re.compile(r"type=<class '([\w.]+)'>")
+_EXPECTED = lazy_compile(r"expected (.+?), actual (.+?)\.?$")
+_NOW = lazy_compile(r"^(?P<old>.+?) \(now (?P<new>.+)\)$", re.S)
+_TENSOR_TYPE = lazy_compile(r"expected type of '(.+)' to be a tensor type, ' but found (.+)$")
+_CHECK_ID = lazy_compile(r"___check_(obj|type)_id\((.+?), \d+\)")
+_CLASS = lazy_compile(r"type=<class '([\w.]+)'>")
 _TENSOR_KINDS = {"dispatch key set": "dispatch_keys"}
 _GLOBAL_NAMES = {"grad_mode": "grad mode", "autocast": "autocast"}
 

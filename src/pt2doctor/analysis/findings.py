@@ -19,7 +19,6 @@ from pt2doctor.analysis.frame_names import display_name
 from pt2doctor.analysis.ledger import RESUME_NAME, FailureEntry, FrameEntry, Ledger
 from pt2doctor.analysis.outlook import FrameExplanation, change_line, explain_frames
 from pt2doctor.analysis.recompile_fixes import recompile_fixes
-from pt2doctor.analysis.user_side import custom_op_advice
 from pt2doctor.trace.records import ParseStats
 from pt2doctor.trace.types import SourceLine
 
@@ -197,6 +196,8 @@ def _compile_failure(failure: FailureEntry) -> Finding:
     raised = raised_in_label(failure.raised_in)
     if raised:
         evidence.append(raised)
+    from pt2doctor.analysis.user_side import custom_op_advice  # only a failed compile needs it
+
     advice = custom_op_advice(reason)
     return Finding(
         "error",

@@ -14,12 +14,13 @@ from pathlib import PurePosixPath
 
 from pt2doctor.analysis.ledger import FrameEntry
 from pt2doctor.analysis.paths import library_path
+from pt2doctor.trace.patterns import lazy_compile
 
 # Code names generic decorators give their inner function (wrapper, wrapped_func, _inner,
 # decorate_context, ...): a name that says nothing about the user's code.
-_GENERIC_WRAPPER = re.compile(r"wrap|^_*inner$|decorat", re.I)
+_GENERIC_WRAPPER = lazy_compile(r"wrap|^_*inner$|decorat", re.I)
 # nn.Module.__call__ (``_wrapped_call_impl`` -> ``_call_impl``) calls ``self.forward``.
-_MODULE_CALL = re.compile(r"/torch/nn/modules/module\.py$")
+_MODULE_CALL = lazy_compile(r"/torch/nn/modules/module\.py$")
 _MODULE_CALLERS = frozenset({"_call_impl", "_wrapped_call_impl", "__call__"})
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal, get_args
 
 import orjson
 
 from pt2doctor.trace.messages import parse_user_stack
+from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.records import CompileId
 from pt2doctor.trace.types import Guard, SourceLine
 
@@ -50,21 +52,23 @@ _CATEGORY_PATTERNS: tuple[tuple[str, GuardCategory], ...] = (
     (rf"^\s*(?:not )?{_NAME}(?:\.\w+|\[[^\]]+\])+\s*(?:==|!=|is\b|<|>)", "attribute_value"),
     (rf"^\s*(?:not )?(?:len\()?{_NAME}\)?\s*(?:==|!=|is\b|<|>)", "python_constant"),
 )
-_CATEGORY_RULES = tuple((re.compile(pattern), category) for pattern, category in _CATEGORY_PATTERNS)
-_DYNAMO_TENSOR = re.compile(r"tensor '(.+?)' (\w+) mismatch(?: at index (\d+))?")
-_DYNAMO_VALUE = re.compile(r"^(?:not )?(\w+)((?:\.\w+|\[[^\]]+\])*) (?:==|!=|is\b)")
-_DYNAMO_GLOBAL = re.compile(r"GLOBAL_STATE changed: (\w+)")
-_VARIANT_PREFIX = re.compile(r"^\s*(!?\d+/\d+(?:/\d+)?(?:_\d+)?): ", re.S)
+_CATEGORY_RULES = tuple(
+    (lazy_compile(pattern), category) for pattern, category in _CATEGORY_PATTERNS
+)
+_DYNAMO_TENSOR = lazy_compile(r"tensor '(.+?)' (\w+) mismatch(?: at index (\d+))?")
+_DYNAMO_VALUE = lazy_compile(r"^(?:not )?(\w+)((?:\.\w+|\[[^\]]+\])*) (?:==|!=|is\b)")
+_DYNAMO_GLOBAL = lazy_compile(r"GLOBAL_STATE changed: (\w+)")
+_VARIANT_PREFIX = lazy_compile(r"^\s*(!?\d+/\d+(?:/\d+)?(?:_\d+)?): ", re.S)
 _VALUE_KINDS = frozenset(
     {"TRUE_MATCH", "FALSE_MATCH", "NONE_MATCH", "NOT_NONE_MATCH", "EQUALS_MATCH", "CONSTANT_MATCH"}
 )
-_TENSOR_FIELDS = re.compile(
+_TENSOR_FIELDS = lazy_compile(
     r"DispatchKeySet\((?P<keys>[^)]*)\), (?P<dtype>torch\.\w+), device=(?P<device>[^,]+), "
     r"requires_grad=(?P<requires_grad>\w+), size=\[(?P<size>[^\]]*)\], stride=\[(?P<stride>[^\]]*)\]"
 )
 # "code  # file:line in fn", or "# file:line in fn" when Dynamo could not show the code.
-_HINT = re.compile(r"\s*\(HINT: (?P<hint>.*)\)\s*$", re.S)
-_USER_LINE = re.compile(
+_HINT = lazy_compile(r"\s*\(HINT: (?P<hint>.*)\)\s*$", re.S)
+_USER_LINE = lazy_compile(
     r"^(?:(?P<code>.*?)\s+)?#\s*(?P<file>\S+):(?P<line>\d+) in (?P<function>\S+)\s*$"
 )
 
@@ -191,10 +195,15 @@ def _split_list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",")] if text.strip() else []
 
 
+@lru_cache(maxsize=4096)  # a variant's guards are compared with those of each later variant
+def _tensor_fields(code: str) -> re.Match[str] | None:
+    return _TENSOR_FIELDS.search(code)
+
+
 def _tensor_diff(
     old: Guard, new: Guard, symbol_values: dict[str, str], against: str
 ) -> list[FailedGuard]:
-    before, after = _TENSOR_FIELDS.search(old.code), _TENSOR_FIELDS.search(new.code)
+    before, after = _tensor_fields(old.code), _tensor_fields(new.code)
     if before is None or after is None:
         return []
     name = _tensor_name(old.source)

@@ -12,15 +12,16 @@ from pt2doctor.analysis.guards import (
     merge_failed_guards,
     parse_recompile_reason,
 )
+from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.records import CompileId
 from pt2doctor.trace.types import CompileRecord, Run, SourceLine
 
 RESUME_PREFIX = "torch_dynamo_resume_in_"
-RESUME_NAME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
+RESUME_NAME = lazy_compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
 # Why a compile happened, and how a compile failed (report.json compiles[].cause, failures[].kind).
 Cause = Literal["first_compile", "recompile", "resume_after_graph_break"]
 FailureKind = Literal["recompile_limit", "skipped_frame", "compile_error"]
-_LIMIT_HIT = re.compile(r"recompile.limit|cache_size_limit|recompile_limit", re.I)
+_LIMIT_HIT = lazy_compile(r"recompile.limit|cache_size_limit|recompile_limit", re.I)
 
 
 @dataclass(slots=True)

@@ -16,20 +16,22 @@ value every call will hit ``recompile_limit`` and then run eagerly. The rules:
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pt2doctor.analysis.changes import FLAG_KINDS, SourceChange, dynamic_sources, nearest_changes
-from pt2doctor.analysis.heat import Heat
 from pt2doctor.analysis.ledger import FrameEntry, produced_code
 from pt2doctor.analysis.sources import index_pattern
 from pt2doctor.analysis.variant_values import guard_values, value_of
+from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import SourceLine
+
+if TYPE_CHECKING:  # heat exists only for a run directory's probes
+    from pt2doctor.analysis.heat import Heat
 
 # torch._dynamo.config.recompile_limit's default in torch 2.x.
 DEFAULT_RECOMPILE_LIMIT = 8
-_LIMIT_IN_REASON = re.compile(
+_LIMIT_IN_REASON = lazy_compile(
     r"(?:recompile_limit|cache_size_limit) \((\d+)\)|currently set to (\d+)"
 )
 

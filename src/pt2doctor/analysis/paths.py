@@ -7,13 +7,14 @@ reproducible: the JSON keeps absolute paths, renderers shorten them for display.
 
 from __future__ import annotations
 
-import re
 from pathlib import PurePosixPath
 
+from pt2doctor.trace.patterns import lazy_compile
+
 # Where installed packages live: site-packages (venv, pip) or dist-packages (Debian's python3).
-_PACKAGES_DIR = re.compile(r"^.*?/(?:site|dist)-packages/")
+_PACKAGES_DIR = lazy_compile(r"^.*?/(?:site|dist)-packages/")
 # An absolute path to a Python file inside prose (finding titles, evidence lines).
-_ABSOLUTE_PY = re.compile(r"(?<![\w./-])/[^\s:()'\"`,]+\.py\b")
+_ABSOLUTE_PY = lazy_compile(r"(?<![\w./-])/[^\s:()'\"`,]+\.py\b")
 
 
 def library_path(path: str) -> str | None:

@@ -19,15 +19,14 @@ installed torch. Measured on torch 2.13 with ``backend="eager"``:
 
 from __future__ import annotations
 
-import re
-
 from pt2doctor.analysis.changes import FLAG_KINDS, SourceChange
 from pt2doctor.analysis.outlook import FrameExplanation, Varying
 from pt2doctor.analysis.sources import argument_of, tensor_and_dim
+from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import SourceLine
 
-_INT = re.compile(r"-?\d+")
-_PLAIN_TENSOR = re.compile(r"(?:\w+|(?:kwargs|args)\['\w+'\])")
+_INT = lazy_compile(r"-?\d+")
+_PLAIN_TENSOR = lazy_compile(r"(?:\w+|(?:kwargs|args)\['\w+'\])")
 
 
 def _at(line: SourceLine | None) -> str:

@@ -11,16 +11,19 @@ Pure string functions: no torch, no state.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-_LOCAL = re.compile(r"\bL\['(\w+)'\]")
-_GLOBAL = re.compile(r"\bG\['(\w+)'\]")
-_BUILTIN = re.compile(r"\bG\['__builtins_dict___\d+'\]\['(\w+)'\]")
-_IMPORTED = re.compile(r"\bG\['__import_(\w+?)'\]")
-_MODULE_ITEM = re.compile(r"\._(?:modules|parameters|buffers)\['([^']+)'\]")
-_SIZE_OR_STRIDE = re.compile(r"\.(size|stride)\(\)\[(\d+)\]")
-_DICT_ACCESS = re.compile(r"\.__dict__\['(\w+)'\]")
-_STACK = re.compile(r"\b___stack(\d+)\b")
-_INDEX = re.compile(r"(?<!\.shape)(?<!\.stride\(\))\[(\d+)\]")
+from pt2doctor.trace.patterns import lazy_compile
+
+_LOCAL = lazy_compile(r"\bL\['(\w+)'\]")
+_GLOBAL = lazy_compile(r"\bG\['(\w+)'\]")
+_BUILTIN = lazy_compile(r"\bG\['__builtins_dict___\d+'\]\['(\w+)'\]")
+_IMPORTED = lazy_compile(r"\bG\['__import_(\w+?)'\]")
+_MODULE_ITEM = lazy_compile(r"\._(?:modules|parameters|buffers)\['([^']+)'\]")
+_SIZE_OR_STRIDE = lazy_compile(r"\.(size|stride)\(\)\[(\d+)\]")
+_DICT_ACCESS = lazy_compile(r"\.__dict__\['(\w+)'\]")
+_STACK = lazy_compile(r"\b___stack(\d+)\b")
+_INDEX = lazy_compile(r"(?<!\.shape)(?<!\.stride\(\))\[(\d+)\]")
 
 
 def _module_item(match: re.Match[str]) -> str:
@@ -28,6 +31,7 @@ def _module_item(match: re.Match[str]) -> str:
     return f"[{key}]" if key.isdigit() else f".{key}"
 
 
+@lru_cache(maxsize=4096)  # the same few sources recur in every pair of variants compared
 def human_source(source: str) -> str:
     """The expression the user wrote for a Dynamo guard source.
 

@@ -10,9 +10,10 @@ come before ``compiler_bug``."""
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from typing import Any
+
+from pt2doctor.trace.patterns import lazy_compile
 
 # opcheck's tests -> the registration they prove wrong, in the order a fix should go.
 OPCHECK_KINDS = (
@@ -84,9 +85,9 @@ CUSTOM_OP_ADVICE = (
     "a differentiable op needs register_autograd. `pt2doctor ablate CASES.py` runs these "
     "checks for you."
 )
-_OP_NAME = re.compile(r"torch\.ops\.(\w+)\.(\w+)")
-_SHAPES = re.compile(r"Shapes torch\.Size\((\[[^\]]*\])\) and torch\.Size\((\[[^\]]*\])\)")
-_DTYPES = re.compile(r"(?:Dtypes|dtype) (torch\.\w+) and (torch\.\w+)")
+_OP_NAME = lazy_compile(r"torch\.ops\.(\w+)\.(\w+)")
+_SHAPES = lazy_compile(r"Shapes torch\.Size\((\[[^\]]*\])\) and torch\.Size\((\[[^\]]*\])\)")
+_DTYPES = lazy_compile(r"(?:Dtypes|dtype) (torch\.\w+) and (torch\.\w+)")
 
 
 def custom_ops_named(text: str) -> list[str]:

@@ -5,14 +5,13 @@ never inferred from another variant (a prefill's empty cache has no key length a
 
 from __future__ import annotations
 
-import re
-
 import orjson
 
 from pt2doctor.analysis.sources import human_source, index_pattern
+from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import CompileRecord
 
-_SIZE = re.compile(r"size=\[([^\]]*)\]")
+_SIZE = lazy_compile(r"size=\[([^\]]*)\]")
 _VALUE_KINDS = frozenset({"TRUE_MATCH", "FALSE_MATCH", "EQUALS_MATCH", "CONSTANT_MATCH"})
 _GLOBALS = {"grad_mode": "grad mode"}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import click
 
@@ -18,8 +18,7 @@ from pt2doctor import __version__
 from pt2doctor.errors import Pt2DoctorError
 
 
-@dataclass(frozen=True)
-class LazyCommand:
+class LazyCommand(NamedTuple):
     """Where a command lives, and the summary the ``--help`` listing shows for it (the start of
     the command's own help text; a test keeps the two in step)."""
 

@@ -15,14 +15,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pt2doctor.report.types import Kind, report_kind
-
 if TYPE_CHECKING:  # rich is imported when a summary is printed (not for --format json)
     from rich.console import Console
 
     from pt2doctor.ablate.types import AblateReport
     from pt2doctor.check.types import CheckReport
-    from pt2doctor.report.types import RunReport
+    from pt2doctor.report.types import Kind, RunReport
 
 Rendering = Literal["term", "md", "html"]
 
@@ -125,4 +123,6 @@ RENDERERS: dict[tuple[Kind, Rendering], Renderer] = {
 
 def render(report: Mapping[str, Any], rendering: Rendering, context: RenderContext) -> str:
     """``report`` rendered as ``rendering`` by the renderer of its kind."""
+    from pt2doctor.report.types import report_kind  # here: `report --help` skips the TypedDicts
+
     return RENDERERS[(report_kind(report), rendering)](report, context)

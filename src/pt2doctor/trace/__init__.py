@@ -1,9 +1,27 @@
-"""TORCH_TRACE logs: discovery, the streaming reader, typed records and parse stats."""
+"""TORCH_TRACE logs: discovery, the streaming reader, typed records and parse stats.
 
-from pt2doctor.trace.discover import find_trace_logs
-from pt2doctor.trace.reader import rank_from_filename, read_records
-from pt2doctor.trace.records import CompileId, ParseStats, TraceRecord
+The names below are imported on first use, so a module that needs only one part of the package
+(the trace model in ``trace.types``, ``trace.patterns``) does not import the reader.
+"""
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pt2doctor.trace.discover import find_trace_logs
+    from pt2doctor.trace.reader import rank_from_filename, read_records
+    from pt2doctor.trace.records import CompileId, ParseStats, TraceRecord
+
+_HOMES = {
+    "CompileId": "records",
+    "ParseStats": "records",
+    "TraceRecord": "records",
+    "find_trace_logs": "discover",
+    "rank_from_filename": "reader",
+    "read_records": "reader",
+}
 __all__ = [
     "CompileId",
     "ParseStats",
@@ -12,3 +30,10 @@ __all__ = [
     "rank_from_filename",
     "read_records",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'pt2doctor.trace' has no attribute {name!r}")
+    return getattr(import_module(f"pt2doctor.trace.{home}"), name)

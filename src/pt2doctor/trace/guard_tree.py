@@ -12,15 +12,14 @@ Each leaf guard gets the source of the nearest guard manager above it.
 
 from __future__ import annotations
 
-import re
-
+from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import Guard
 
-_NODE = re.compile(r"^((?:\| )*)\+- (.*)$")
-_MANAGER_SOURCE = re.compile(
+_NODE = lazy_compile(r"^((?:\| )*)\+- (.*)$")
+_MANAGER_SOURCE = lazy_compile(
     r"^[\w ]*Manager[\w]*: (?:.*?\b)?source=(.+?)(?:, (?:accessed_by|type)=.*)?$"
 )
-_LEAF = re.compile(r"^([A-Z][A-Z0-9_]+): (.*)$")
+_LEAF = lazy_compile(r"^([A-Z][A-Z0-9_]+): (.*)$")
 
 
 def parse_cpp_guards(text: str) -> list[Guard]:
@@ -52,7 +51,7 @@ def parse_cpp_guards(text: str) -> list[Guard]:
     return guards
 
 
-_SELF_TYPE = re.compile(r"Manager: source=L\['self'\], .*?type=<class '([\w.]+)'>")
+_SELF_TYPE = lazy_compile(r"Manager: source=L\['self'\], .*?type=<class '([\w.]+)'>")
 
 
 def self_type(text: str) -> str | None:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
+from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import GraphBreakEvent, SourceLine
 
-_USER_CODE_AT = re.compile(r"Graph break in user code at (.+):(\d+)")
-_TRACEBACK_FRAME = re.compile(r'^\s*File "(.+)", line (\d+), in (.+)$')
-_GB_ID = re.compile(r"/gb/(gb\d+)\.html")
-_REASON_HEAD = re.compile(r"^(?:Graph Break Reason|Reason):\s*(.*)$")
+_USER_CODE_AT = lazy_compile(r"Graph break in user code at (.+):(\d+)")
+_TRACEBACK_FRAME = lazy_compile(r'^\s*File "(.+)", line (\d+), in (.+)$')
+_GB_ID = lazy_compile(r"/gb/(gb\d+)\.html")
+_REASON_HEAD = lazy_compile(r"^(?:Graph Break Reason|Reason):\s*(.*)$")
 
 
 def parse_user_stack(lines: list[str]) -> list[SourceLine]:

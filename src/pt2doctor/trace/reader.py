@@ -141,13 +141,11 @@ _compile_ids: dict[tuple[Any, ...], CompileId | None] = {}
 _NO_ID = (None, None, None, None)
 
 
-def _compile_id(envelope: dict[str, Any]) -> CompileId | None:
-    """The envelope's compile id (interned: a log has few distinct ones and many records).
+def _compile_id(raw: tuple[Any, ...]) -> CompileId | None:
+    """The compile id of an envelope's four id fields (interned: few ids, many records).
 
     The cache is keyed by the raw values and their types (``true`` and ``1.0`` equal ``1`` as
     keys but are not ids), so a hit costs four lookups and no conversion."""
-    get = envelope.get
-    raw = (get("frame_id"), get("frame_compile_id"), get("attempt"), get("compiled_autograd_id"))
     if raw == _NO_ID:
         return None
     key = (*raw, *map(type, raw))
@@ -185,6 +183,8 @@ class _FileReader:
         self.stream = stream
         self.lineno = 1
         self.digests = payload_checker(path, path.stat().st_size, stats)
+        # The previous record's compile id fields and CompileId: most records repeat them.
+        self.last_id: tuple[tuple[Any, ...], CompileId | None] = (_NO_ID, None)
 
     def records(self, stream: BinaryIO) -> Iterator[TraceRecord]:
         stats = self.stats
@@ -330,14 +330,30 @@ class _FileReader:
         header: bytes,
         lineno: int,
     ) -> TraceRecord:
-        envelope_rank = _as_int(envelope.get("rank"))
+        get = envelope.get
+        envelope_rank = _as_int(get("rank"))
         rank = self.name_rank if envelope_rank is None else envelope_rank
         if envelope_rank is not None and self.name_rank is not None and rank != self.name_rank:
             self.stats.other_rank += 1
+        raw = (
+            get("frame_id"),
+            get("frame_compile_id"),
+            get("attempt"),
+            get("compiled_autograd_id"),
+        )
+        last_raw, compile_id = self.last_id  # the same objects (small ints, None): the same id
+        if not (
+            raw[0] is last_raw[0]
+            and raw[1] is last_raw[1]
+            and raw[2] is last_raw[2]
+            and raw[3] is last_raw[3]
+        ):
+            compile_id = _compile_id(raw)
+            self.last_id = (raw, compile_id)
         return TraceRecord(  # positional: the fields' order (faster than keywords)
             kind,
             meta,
-            _compile_id(envelope),
+            compile_id,
             rank,
             self.stream,
             lineno,

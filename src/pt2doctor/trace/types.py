@@ -7,14 +7,16 @@ and never look at the log again. Everything is plain data so a unit test can bui
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pt2doctor.trace.records import CompileId, ParseStats
 
 
-@dataclass(frozen=True, slots=True)
-class SourceLine:
-    """A line of user code: file, line number, function and (when logged) the code itself."""
+class SourceLine(NamedTuple):
+    """A line of user code: file, line number, function and (when logged) the code itself.
+
+    NamedTuples (here and :class:`Guard`) rather than frozen dataclasses: the same immutable,
+    hashable values, created at import in a fraction of the time."""
 
     file: str | None
     line: int | None
@@ -48,8 +50,7 @@ class GraphBreakEvent:
     """The break's id in the graph-break site (``gb0124``) where torch gives one."""
 
 
-@dataclass(frozen=True, slots=True)
-class Guard:
+class Guard(NamedTuple):
     """One leaf guard of a compiled variant, from ``dynamo_cpp_guards_str``."""
 
     source: str
@@ -79,53 +80,155 @@ class CacheEvent:
     """What the entry cost to build (a miss) or saved (a hit), as torch measured it."""
 
 
-@dataclass(slots=True)
 class CompileRecord:
-    """Everything the trace says about one Dynamo compile (a frame id / frame compile id)."""
+    """Everything the trace says about one Dynamo compile (a frame id / frame compile id).
+
+    A plain class with slots rather than a dataclass: with thirty fields, making the dataclass
+    took ~3 ms of every ``pt2doctor report`` start."""
+
+    __slots__ = (
+        "attempts",
+        "cache",
+        "cache_events",
+        "caller",
+        "compile_id",
+        "compile_time_s",
+        "counters",
+        "dynamo_error",
+        "fail_reason",
+        "fail_type",
+        "fail_user_frame",
+        "file",
+        "function",
+        "graph_breaks",
+        "graph_count",
+        "graph_op_count",
+        "guards",
+        "has_guarded_code",
+        "has_metrics",
+        "line",
+        "raised_in",
+        "rank",
+        "recompile_reasons",
+        "restart_reasons",
+        "self_type",
+        "specializations",
+        "start_time",
+        "stream",
+        "symbols",
+        "timings",
+    )
 
     compile_id: CompileId
     stream: str
-    rank: int | None = None
-    function: str | None = None
-    file: str | None = None
-    line: int | None = None
-    caller: SourceLine | None = None
+    rank: int | None
+    function: str | None
+    file: str | None
+    line: int | None
+    caller: SourceLine | None
     """The frame that called the compiled one (``dynamo_start``'s stack, one up)."""
-    self_type: str | None = None
+    self_type: str | None
     """The class of the frame's ``self`` (``pkg.mod.Cls``), from the guard tree."""
-    attempts: int = 1
-    start_time: float | None = None
-    compile_time_s: float | None = None
-    timings: dict[str, float] = field(default_factory=dict)
+    attempts: int
+    start_time: float | None
+    compile_time_s: float | None
+    timings: dict[str, float]
     """Raw timers in seconds: ``total``, ``backend``, ``inductor``, ``codegen`` (nested in that
     order), ``cpp_build``, ``triton_build``; from compilation_metrics, else chromium events."""
-    graph_op_count: int | None = None
-    graph_count: int = 0
+    graph_op_count: int | None
+    graph_count: int
     """How many FX graphs Dynamo produced for this compile (0: the frame ran eagerly)."""
-    has_guarded_code: bool | None = None
-    fail_type: str | None = None
-    fail_reason: str | None = None
-    fail_user_frame: SourceLine | None = None
-    restart_reasons: list[str] = field(default_factory=list)
-    recompile_reasons: list[str] = field(default_factory=list)
+    has_guarded_code: bool | None
+    fail_type: str | None
+    fail_reason: str | None
+    fail_user_frame: SourceLine | None
+    restart_reasons: list[str]
+    recompile_reasons: list[str]
     """Dynamo's guard-failure text, one entry per earlier variant (``0/1: ...``)."""
-    guards: list[Guard] | None = None
-    cache: dict[str, str] = field(default_factory=dict)
+    guards: list[Guard] | None
+    cache: dict[str, str]
     """Cache outcome per cache: ``{"fx_graph": "hit", "aotautograd": "miss"}``."""
-    cache_events: list[CacheEvent] = field(default_factory=list)
+    cache_events: list[CacheEvent]
     """Every cache lookup with its key, components and bypass reason, in log order."""
-    counters: dict[str, float] = field(default_factory=dict)
+    counters: dict[str, float]
     """compilation_metrics counters: ``guard_latency_us``, ``guard_count``, ``cache_size``,
     and every per-phase ``*_us`` timer torch logs (raw, microseconds)."""
-    symbols: dict[str, tuple[str, str]] = field(default_factory=dict)
+    symbols: dict[str, tuple[str, str]]
     """Dynamic symbols created: symbol -> (source, value at creation)."""
-    specializations: list[str] = field(default_factory=list)
-    graph_breaks: list[GraphBreakEvent] = field(default_factory=list)
-    dynamo_error: str | None = None
-    raised_in: SourceLine | None = None
+    specializations: list[str]
+    graph_breaks: list[GraphBreakEvent]
+    dynamo_error: str | None
+    raised_in: SourceLine | None
     """The innermost frame of the user's code in the compile error's traceback (a user
     compiler pass, a custom op's kernel), from the ``dynamo_error`` artifact."""
-    has_metrics: bool = False
+    has_metrics: bool
+
+    def __init__(
+        self,
+        compile_id: CompileId,
+        stream: str,
+        rank: int | None = None,
+        function: str | None = None,
+        file: str | None = None,
+        line: int | None = None,
+        caller: SourceLine | None = None,
+        self_type: str | None = None,
+        attempts: int = 1,
+        start_time: float | None = None,
+        compile_time_s: float | None = None,
+        timings: dict[str, float] | None = None,
+        graph_op_count: int | None = None,
+        graph_count: int = 0,
+        has_guarded_code: bool | None = None,
+        fail_type: str | None = None,
+        fail_reason: str | None = None,
+        fail_user_frame: SourceLine | None = None,
+        restart_reasons: list[str] | None = None,
+        recompile_reasons: list[str] | None = None,
+        guards: list[Guard] | None = None,
+        cache: dict[str, str] | None = None,
+        cache_events: list[CacheEvent] | None = None,
+        counters: dict[str, float] | None = None,
+        symbols: dict[str, tuple[str, str]] | None = None,
+        specializations: list[str] | None = None,
+        graph_breaks: list[GraphBreakEvent] | None = None,
+        dynamo_error: str | None = None,
+        raised_in: SourceLine | None = None,
+        has_metrics: bool = False,
+    ) -> None:
+        self.compile_id = compile_id
+        self.stream = stream
+        self.rank = rank
+        self.function = function
+        self.file = file
+        self.line = line
+        self.caller = caller
+        self.self_type = self_type
+        self.attempts = attempts
+        self.start_time = start_time
+        self.compile_time_s = compile_time_s
+        self.timings = {} if timings is None else timings
+        self.graph_op_count = graph_op_count
+        self.graph_count = graph_count
+        self.has_guarded_code = has_guarded_code
+        self.fail_type = fail_type
+        self.fail_reason = fail_reason
+        self.fail_user_frame = fail_user_frame
+        self.restart_reasons = [] if restart_reasons is None else restart_reasons
+        self.recompile_reasons = [] if recompile_reasons is None else recompile_reasons
+        self.guards = guards
+        self.cache = {} if cache is None else cache
+        self.cache_events = [] if cache_events is None else cache_events
+        self.counters = {} if counters is None else counters
+        self.symbols = {} if symbols is None else symbols
+        self.specializations = [] if specializations is None else specializations
+        self.graph_breaks = [] if graph_breaks is None else graph_breaks
+        self.dynamo_error = dynamo_error
+        self.raised_in = raised_in
+        self.has_metrics = has_metrics
+
+    def __repr__(self) -> str:
+        return f"CompileRecord({str(self.compile_id)!r}, {self.stream!r}, {self.function!r})"
 
 
 @dataclass(slots=True)
