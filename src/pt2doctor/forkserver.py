@@ -212,10 +212,9 @@ def _child(request: dict[str, Any], closing: list[int]) -> None:
     except BaseException:
         traceback.print_exc()
     finally:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
+        from pt2doctor.workers import exit_now
+
+        exit_now(code)
 
 
 def _reap(out: int) -> None:

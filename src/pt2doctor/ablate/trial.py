@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from pt2doctor.ablate.classify import same_failure, smallest_failing
 from pt2doctor.capture.frames import user_frames
 from pt2doctor.cases.align import align_cell, run_cell
 from pt2doctor.cases.case import Case, Cell, cells
-from pt2doctor.workers import Emit, one_line, serve, spec_case
+from pt2doctor.workers import Emit, exit_now, one_line, serve, spec_case
 
 # A toggle's name -> the compiler setting it changes for one trial.
 TOGGLES = ("fallback_random", "emulate_precision_casts", "no_user_hooks")
@@ -237,4 +236,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

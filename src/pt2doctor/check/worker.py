@@ -5,7 +5,6 @@ loses only the cell in flight: the parent attributes it from the last ``cell_sta
 
 from __future__ import annotations
 
-import sys
 import time
 import traceback
 from pathlib import Path
@@ -18,7 +17,7 @@ from pt2doctor.cases.align import align_cell
 from pt2doctor.cases.case import Case, Cell, cells
 from pt2doctor.cases.variants import CompileVariant, compile_model
 from pt2doctor.check.timing import GroupModels, memory_now, timed_step
-from pt2doctor.workers import Emit, one_line, serve, spec_case
+from pt2doctor.workers import Emit, exit_now, one_line, serve, spec_case
 
 
 def _case_and_cells(spec: dict[str, Any]) -> tuple[Case, list[Cell]]:
@@ -262,4 +261,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

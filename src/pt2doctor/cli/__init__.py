@@ -90,7 +90,15 @@ def _silence_stdout() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (0 ok, 1 findings/strict failures, 2 bad input)."""
-    args = sys.argv[1:] if argv is None else argv
+    code = _run(sys.argv[1:] if argv is None else argv)
+    if argv is None and "torch" in sys.modules:  # a finished command: skip the teardown
+        from pt2doctor.workers import exit_now
+
+        exit_now(code)
+    return code
+
+
+def _run(args: list[str]) -> int:
     try:
         if not args:
             with click.Context(cli, info_name="pt2doctor") as ctx:
