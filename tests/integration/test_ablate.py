@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -307,3 +308,31 @@ def test_fullgraph_incompleteness_is_dynamo_and_the_untraceable_submodule(
     reproduced = run_repro(report, run_env)
     assert reproduced.returncode == 1 and "REPRODUCED" in reproduced.stdout, reproduced.stderr
     assert "Unsupported" in reproduced.stdout + reproduced.stderr
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("Z", "X")  # a zombie waiting for init to reap it is dead
+
+
+def test_script_mode_timeout_stops_the_whole_process_group(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """A rung that hangs is a timeout; the program's grandchild goes with it."""
+    pid_file = tmp_path / "grandchild.pid"
+    program = ABLATE_DIR / "script_hang.py"
+    report, done = ablate(
+        tmp_path, run_env, "--timeout", "10", "--", sys.executable, str(program), str(pid_file)
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    first = report["ladder"][0]
+    assert (first["backend"], first["status"], first["error"]) == ("eager", "crash", "timed out")
+    assert [row["status"] for row in report["ladder"][1:]] == ["not run"] * 3
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while not _gone(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(grandchild)

@@ -21,6 +21,7 @@ from pt2doctor.ablate.script_repro import write_script_repro
 from pt2doctor.capture.rundir import PROBES_FILE, read_jsonl
 from pt2doctor.capture.runner import RunOptions, child_env
 from pt2doctor.errors import UsageError
+from pt2doctor.workers import Deadlines, supervise
 
 BACKEND_VAR = "PT2DOCTOR_ABLATE_BACKEND"  # tells the accuracy check which rung it judges
 
@@ -44,16 +45,21 @@ def _hooks(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def _run(argv: list[str], env: dict[str, str], run_dir: Path, timeout: float, name: str) -> Any:
+    """The command's exit code, or None when it outlasted ``timeout``: then its whole process
+    group is stopped (compile workers, ranks, anything it started), not only the command."""
     with (
         (run_dir / f"{name}.stdout.log").open("wb") as out,
         (run_dir / f"{name}.stderr.log").open("wb") as err,
     ):
         try:
-            return subprocess.run(argv, env=env, stdout=out, stderr=err, timeout=timeout).returncode
-        except subprocess.TimeoutExpired:
-            return None
+            process = subprocess.Popen(
+                argv, env=env, stdout=out, stderr=err, start_new_session=True
+            )
         except OSError as error:
             raise UsageError(f"cannot run {argv[0]}: {error.strerror}") from error
+    if supervise(process, Deadlines(None, timeout, time.monotonic)) == "timeout":
+        return None
+    return process.wait()
 
 
 def script_rung(
