@@ -2,14 +2,14 @@
 forks a child per worker, so each check group and ablate trial starts in ~0.1 s instead of the
 ~5 s (CPU) that importing torch, Dynamo and Inductor costs a fresh interpreter.
 
-A forked worker is still its own process in its own session: a segfault, an OOM kill or a hang
-costs only that worker, and :func:`pt2doctor.workers.kill_group` stops it and what it started.
+A forked worker is still its own process, leading its own process group (not a session: the
+server has no terminal to leave): a segfault, an OOM kill or a hang costs only that worker, and
+:func:`pt2doctor.workers.kill_group` stops it and what it started.
 What it does not have is a fresh interpreter, so what must be measured in one (check's cold
 starts) and every job with its own environment (a variable can be read at import) still gets
 ``python -m``; so does every job when ``PT2DOCTOR_FRESH_WORKERS=1``.
 
-A forked worker leads its own process group (not a session: the server has no terminal to
-leave). Forking is safe here because the server never runs a torch operation: no CUDA context, no
+Forking is safe here because the server never runs a torch operation: no CUDA context, no
 OpenMP pool, no compile workers exist to be copied half-alive (torch's DataLoader forks after
 far more). The server talks to its parent over its stdin and stdout, one JSON object a line:
 ``{"module", "args", "cwd", "stdout", "stderr", "warm"}`` in, ``{"pid"}`` back, and
@@ -25,6 +25,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -54,20 +55,14 @@ class ForkedProcess:
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else _now() + timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            left = None if deadline is None else deadline - _now()
+            left = None if deadline is None else deadline - time.monotonic()
             returncode = self.poll(0.05 if left is None else max(min(left, 0.05), 0))
             if returncode is not None:
                 return returncode
             if left is not None and left <= 0:
                 raise subprocess.TimeoutExpired(f"forked worker {self.pid}", timeout or 0)
-
-
-def _now() -> float:
-    import time
-
-    return time.monotonic()
 
 
 class ForkServer:
@@ -100,8 +95,7 @@ class ForkServer:
         self, module: str, args: list[str], stdout: Path, stderr: Path, warm: str | None = None
     ) -> ForkedProcess:
         """Fork a worker running ``python -m module args``. ``warm="inductor"``: the server
-        first does Inductor's once-per-process CPU probe, if it has not yet (its children
-        inherit the result)."""
+        first does Inductor's CPU probe (once: torch caches it; its children inherit it)."""
         try:
             self._wait_ready()
         except OSError:
@@ -196,7 +190,7 @@ def _child(request: dict[str, Any], closing: list[int]) -> None:
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
-            target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(target, fd)
             os.close(target)
         sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 (the process's own stdout)
@@ -252,7 +246,6 @@ def serve() -> int:
     selector = selectors.DefaultSelector()
     selector.register(0, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
-    warmed = False
     while True:
         for key, _ in selector.select():
             if key.fd == wake_read:
@@ -264,9 +257,8 @@ def serve() -> int:
             if not line:  # the parent is done: no interpreter teardown (~2 s with torch)
                 os._exit(0)
             request = orjson.loads(line)
-            if request.get("warm") == "inductor" and not warmed:
+            if request.get("warm") == "inductor":  # a no-op after the first time
                 torchcompat.warm_inductor_cpu()
-                warmed = True
             try:
                 pid = os.fork()
             except OSError as error:

@@ -308,7 +308,7 @@ def launch(
     ``idle_timeout``; pass each event to ``on_event`` as it arrives."""
     out.mkdir(parents=True, exist_ok=True)
     write_spec(out, {**spec, "out": str(out), "spawn_time": time.time()})
-    process = start_worker(module, out, env)
+    process = start_worker(module, out, env, compiles_with(spec))
     flight = Flight(EventTail(out / EVENTS), on_event)
     deadlines = Deadlines(idle_timeout, total_timeout, time.monotonic)
     if supervise(process, deadlines, flight.follow) == "timeout":
@@ -318,21 +318,22 @@ def launch(
     return worker_ending(returncode, flight.tail.events, flight.current, out)
 
 
-def start_worker(module: str, out: Path, env: Mapping[str, str] | None) -> Process:
-    """The worker forked by the fork server (torch already imported), or, for a job with its
-    own environment or when the server is unavailable, ``python -m module`` afresh."""
+def start_worker(
+    module: str, out: Path, env: Mapping[str, str] | None, backend: str | None
+) -> Process:
+    """The worker forked by the fork server (torch already imported; the server first runs
+    Inductor's CPU probe when ``backend`` is inductor), or, for a job with its own environment
+    or when the server is unavailable, ``python -m module`` afresh."""
     from pt2doctor.forkserver import fork_server
 
-    (out / "stdout.log").write_bytes(b"")
-    (out / "stderr.log").write_bytes(b"")
     server = None if env else fork_server()
     if server is not None:
-        warm = "inductor" if compiles_with(read_spec(out / SPEC)) == "inductor" else None
+        warm = "inductor" if backend == "inductor" else None
         with contextlib.suppress(OSError):  # the server died: start afresh
             return server.spawn(
                 module, [str(out / SPEC)], out / "stdout.log", out / "stderr.log", warm
             )
-    with (out / "stdout.log").open("ab") as stdout, (out / "stderr.log").open("ab") as stderr:
+    with (out / "stdout.log").open("wb") as stdout, (out / "stderr.log").open("wb") as stderr:
         return subprocess.Popen(
             [sys.executable, "-m", module, str(out / SPEC)],
             env={**os.environ, **(env or {})},
