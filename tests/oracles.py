@@ -4,6 +4,7 @@ compare pt2doctor's report with the log itself, not with a stored copy of pt2doc
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,3 +37,17 @@ def marker_in(path: Path, marker: str) -> int:
     hits = [i for i, line in enumerate(lines, 1) if line.rstrip().endswith(f"# MARK:{marker}")]
     assert len(hits) == 1, f"marker {marker!r} in {path.name}: {hits}"
     return hits[0]
+
+
+def gone_within(pid: int, seconds: float = 10) -> bool:
+    """Whether process ``pid`` is dead within ``seconds``, as /proc says (a zombie waiting for
+    init to reap it is dead)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        if state in ("Z", "X") or time.monotonic() >= deadline:
+            return state in ("Z", "X")
+        time.sleep(0.05)

@@ -13,12 +13,12 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from oracles import gone_within
 from pt2doctor.cli import main
 
 pytestmark = pytest.mark.torch_run
@@ -310,14 +310,6 @@ def test_fullgraph_incompleteness_is_dynamo_and_the_untraceable_submodule(
     assert "Unsupported" in reproduced.stdout + reproduced.stderr
 
 
-def _gone(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state in ("Z", "X")  # a zombie waiting for init to reap it is dead
-
-
 def test_script_mode_timeout_stops_the_whole_process_group(
     tmp_path: Path, run_env: dict[str, str]
 ) -> None:
@@ -331,8 +323,4 @@ def test_script_mode_timeout_stops_the_whole_process_group(
     first = report["ladder"][0]
     assert (first["backend"], first["status"], first["error"]) == ("eager", "crash", "timed out")
     assert [row["status"] for row in report["ladder"][1:]] == ["not run"] * 3
-    grandchild = int(pid_file.read_text())
-    deadline = time.monotonic() + 10
-    while not _gone(grandchild) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _gone(grandchild)
+    assert gone_within(int(pid_file.read_text()))

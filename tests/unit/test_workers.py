@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
+from oracles import gone_within
 from pt2doctor import forkserver
 from pt2doctor.workers import SPEC, Deadlines, Outcome, launch
 
@@ -157,14 +158,6 @@ def test_a_worker_that_never_starts_is_a_crash_with_no_events(tmp_path: Path, mo
     assert "No module named pt2doctor_no_such_worker" in outcome.detail
 
 
-def _gone(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state in ("Z", "X")  # a zombie waiting for init to reap it is dead
-
-
 def test_a_hang_in_steady_state_stops_the_whole_process_group(tmp_path: Path, play: Play) -> None:
     pid_file = tmp_path / "grandchild.pid"
     script = [
@@ -177,11 +170,7 @@ def test_a_hang_in_steady_state_stops_the_whole_process_group(tmp_path: Path, pl
     assert time.monotonic() - started < 60  # stopped, not slept out
     assert (outcome.status, outcome.detail) == ("timeout", "timed out after 3 s")
     assert outcome.in_flight is not None and outcome.in_flight["phase"] == "steady"
-    grandchild = int(pid_file.read_text())
-    deadline = time.monotonic() + 10
-    while not _gone(grandchild) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _gone(grandchild)
+    assert gone_within(int(pid_file.read_text()))
 
 
 def test_a_worker_that_never_writes_an_event_hits_the_total_timeout(
