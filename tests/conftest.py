@@ -217,7 +217,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         yield
         return
     before = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
-    started = time.monotonic()
+    started, t0 = time.monotonic(), time.time()
     yield
     after = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     cpu = sum(
@@ -228,6 +228,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         "test": item.nodeid,
         "cpu_s": round(cpu, 3),
         "wall_s": round(time.monotonic() - started, 3),
+        "t0": round(t0, 3),
+        "worker": os.environ.get("PYTEST_XDIST_WORKER", ""),
     }
     with open(path, "a") as stream:
         stream.write(json.dumps(line) + "\n")

@@ -123,7 +123,7 @@ def test_relu_backends_localize_to_the_backend_and_the_relu_submodule(
         assert report["repro"]["verified"]["reproduces"] is True
     reproduced = run_repro(report, run_env)
     assert reproduced.returncode == 1 and "REPRODUCED" in reproduced.stdout, reproduced.stderr
-    if failure == "crash":  # the same repro, compiled with a backend that works, passes
+    if root_type == "ReluCompileError":  # the same repro, with a backend that works, passes
         passed = run_repro(report, run_env, "--backend", "aot_eager")
         assert passed.returncode == 0, passed.stdout + passed.stderr[-2000:]
 
@@ -145,8 +145,6 @@ def test_inductor_pass_that_perturbs_one_submodule(tmp_path: Path, run_env: dict
     assert {t["name"]: t["status"] for t in report["toggles"]} == {"without user hooks": "ok"}
     assert report["repro"]["verified"]["reproduces"] is True
     assert_plain_torch(report)
-    assert run_repro(report, run_env).returncode == 1
-    assert run_repro(report, run_env, "--backend", "aot_eager").returncode == 0
     copied = run_copied_repro(report, tmp_path, run_env)
     assert copied.returncode == 1 and "REPRODUCED" in copied.stdout, copied.stderr[-2000:]
 
@@ -239,8 +237,6 @@ def test_inductor_pass_that_raises(tmp_path: Path, run_env: dict[str, str]) -> N
         "the error was raised in raise_on_tanh (inductor_raise.py:"
     )
     assert toggles["without user hooks"]["status"] == "ok"
-    reproduced = run_repro(report, run_env)
-    assert reproduced.returncode == 1 and "planted post-grad pass failure" in reproduced.stdout
     copied = run_copied_repro(report, tmp_path, run_env)
     assert copied.returncode == 1 and "planted post-grad pass failure" in copied.stdout
 

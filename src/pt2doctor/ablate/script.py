@@ -101,8 +101,12 @@ def ablate_script(
     timeout: float,
     check: str | None,
     progress: Callable[[str], None] | None = None,
+    *,
+    repro: bool = True,
+    verify: bool = True,
 ) -> dict[str, Any]:
-    """The ladder on a program, stopped at the first rung that fails."""
+    """The ladder on a program, stopped at the first rung that fails; after a crash, the repro
+    (unless ``repro`` is off), run once to confirm it fails (unless ``verify`` is off)."""
     rungs: list[dict[str, Any]] = []
     for name in ladder(backend):
         outcome: dict[str, Any] = {"status": "not run"}
@@ -117,7 +121,8 @@ def ablate_script(
     failing = first_failure(rungs)
     if failing is not None and failing["status"] == "crash":
         pieces["hooks"] = failing.get("hooks") or []
-        pieces["repro"] = _script_repro(command, failing, out, timeout, progress)
+        if repro:
+            pieces["repro"] = _script_repro(command, failing, out, timeout, verify, progress)
     return pieces
 
 
@@ -126,13 +131,14 @@ def _script_repro(
     failing: dict[str, Any],
     out: Path,
     timeout: float,
+    verify: bool,
     progress: Callable[[str], None] | None,
 ) -> dict[str, Any]:
     """The repro from the failing rung's runnable graph, run once to confirm it fails."""
     sentence = conclusion([failing], None, None)["sentence"]
     trace = out / "rungs" / failing["backend"] / "trace"
     repro = write_script_repro(out / "repro", trace, command, failing.get("hooks") or [], sentence)
-    if repro["written"]:
+    if repro["written"] and verify:
         if progress:
             progress("running the repro")
         repro["verified"] = verify_repro(Path(repro["path"]), timeout)

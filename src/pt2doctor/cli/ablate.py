@@ -114,7 +114,9 @@ def ablate_command(
             timeout=timeout, bisect_timeout=bisect_timeout,
         )  # fmt: skip
     else:
-        pieces, what = _script_pieces(list(target), cell_id, out, backend, timeout, accuracy_check)
+        pieces, what = _script_pieces(
+            list(target), cell_id, out, backend, timeout, accuracy_check, repro, verify_repro
+        )
     from pt2doctor import torchcompat
 
     report = build_ablate_report(pieces, what, settings, str(out), torchcompat.environment())
@@ -124,7 +126,7 @@ def ablate_command(
 
 def _script_pieces(
     command: list[str], cell_id: str | None, out: Path, backend: str, timeout: float,
-    check: str | None,
+    check: str | None, repro: bool, verify: bool,
 ) -> Any:  # fmt: skip
     from pt2doctor.ablate.script import ablate_script
 
@@ -134,8 +136,9 @@ def _script_pieces(
         raise UsageError(f"no such case file: {command[0]}")
     console = Console(stderr=True, highlight=False)
     pieces = ablate_script(
-        command, backend, out, timeout, check, lambda m: console.print(f"[dim]ablate: {m}[/]")
-    )
+        command, backend, out, timeout, check, lambda m: console.print(f"[dim]ablate: {m}[/]"),
+        repro=repro, verify=verify,
+    )  # fmt: skip
     return pieces, {"mode": "script", "command": command, "accuracy_check": check}
 
 
