@@ -9,17 +9,22 @@ What it does not have is a fresh interpreter, so what must be measured in one (c
 starts) and every job with its own environment (a variable can be read at import) still gets
 ``python -m``; so does every job when ``PT2DOCTOR_FRESH_WORKERS=1``.
 
-Forking is safe here because the server never runs a torch operation: no CUDA context, no
-OpenMP pool, no compile workers exist to be copied half-alive (torch's DataLoader forks after
-far more). The server talks to its parent over its stdin and stdout, one JSON object a line:
-``{"module", "args", "cwd", "stdout", "stderr", "warm"}`` in, ``{"pid"}`` back, and
-``{"exited": pid, "returncode"}`` when a child ends (it is the child's parent, so it reaps it).
+The server is itself forked from the command, right after the command has imported torch, Dynamo
+and Inductor (which it needs anyway) and before it runs the user's case file: the imports are
+paid once, and no worker inherits the user's module (its custom ops register again in each).
+Forking is safe because neither the command before that point nor the server runs a torch
+operation: no CUDA context, no OpenMP pool, no compile workers exist to be copied half-alive
+(torch's DataLoader forks after far more). The server talks to its parent over two pipes, one
+JSON object a line: ``{"module", "args", "cwd", "stdout", "stderr", "warm"}`` in, ``{"pid"}``
+back, and ``{"exited": pid, "returncode"}`` when a child ends (it is the child's parent, so it
+reaps it).
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import os
 import selectors
 import signal
@@ -28,7 +33,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -65,19 +70,58 @@ class ForkedProcess:
                 raise subprocess.TimeoutExpired(f"forked worker {self.pid}", timeout or 0)
 
 
+class ServerProcess:
+    """The forked server as its parent sees it: the part of ``subprocess.Popen`` that
+    :class:`ForkServer` uses (``pid``, ``poll``, ``wait``, ``kill``)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: gone all the same
+                self.returncode = -signal.SIGKILL
+            else:
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while (returncode := self.poll()) is None:
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"fork server {self.pid}", timeout)
+            time.sleep(0.01)
+        return returncode
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+
+
 class ForkServer:
-    """The parent's handle on one fork server process (started on first use, closed at exit)."""
+    """The parent's handle on one fork server process (closed at exit). Creating it imports
+    torch's compiler in this process, then forks the server from it."""
 
     def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "pt2doctor.forkserver"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # a Ctrl-C in the terminal reaches the parent only
-        )
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.stdin, self.stdout = self.process.stdin, self.process.stdout
+        from pt2doctor import torchcompat
+
+        torchcompat.preload_compiler()  # here, so that the server and this process share it
+        requests, to_server = os.pipe()
+        from_server, replies = os.pipe()
+        for stream in (sys.stdout, sys.stderr):  # nothing buffered may be written twice
+            with contextlib.suppress(Exception):
+                stream.flush()
+        pid = os.fork()
+        if pid == 0:
+            _become_server(requests, replies, [to_server, from_server])
+        os.close(requests)
+        os.close(replies)
+        self.process = ServerProcess(pid)
+        self.stdin, self.stdout = os.fdopen(to_server, "wb"), os.fdopen(from_server, "rb")
         self.buffer = b""
         self.replies: list[dict[str, Any]] = []
         self.exits: dict[int, int] = {}
@@ -147,21 +191,19 @@ class ForkServer:
             self.process.wait(timeout=1)
         if self.process.poll() is None:
             self.process.kill()
-            self.process.wait()
+            self.process.wait(timeout=5)
 
 
 _SERVER: list[ForkServer] = []
 
 
-def fork_server() -> ForkServer | None:
-    """This process's fork server, started on first use (or early, by a command that will
-    launch workers, so its imports overlap the command's own); None when fresh workers are
-    asked for or the server cannot start (workers then start with ``python -m``)."""
-    if os.environ.get(FRESH_ENV) == "1":
-        return None
-    if _SERVER:  # one per process: a server that failed or died is not started again
-        server = _SERVER[0]
-        return None if server.failed or server.process.poll() is not None else server
+def start_fork_server() -> ForkServer | None:
+    """Start this process's fork server, once: called by a command that will launch workers,
+    as soon as its input is known to be good and before it runs the user's case file. None
+    when fresh workers are asked for or the server cannot start (workers then start with
+    ``python -m``)."""
+    if os.environ.get(FRESH_ENV) == "1" or _SERVER:
+        return fork_server()
     try:
         server = ForkServer()
     except OSError:
@@ -169,6 +211,15 @@ def fork_server() -> ForkServer | None:
     _SERVER[:] = [server]
     atexit.register(server.close)
     return server
+
+
+def fork_server() -> ForkServer | None:
+    """This process's fork server, if it started one and the server still runs (None also when
+    fresh workers are asked for)."""
+    if os.environ.get(FRESH_ENV) == "1" or not _SERVER:
+        return None
+    server = _SERVER[0]  # one per process: a server that failed or died is not started again
+    return None if server.failed or server.process.poll() is not None else server
 
 
 # ---- the server side ---------------------------------------------------------------------
@@ -223,15 +274,32 @@ def _reap(out: int) -> None:
         os.write(out, orjson.dumps(notice) + b"\n")
 
 
-def serve() -> int:
-    """The server: preload torch's compiler, then fork a child per request until stdin ends."""
-    out = os.dup(1)  # replies go here; nothing else may write to the parent's pipe
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+def _become_server(requests: int, replies: int, closing: list[int]) -> NoReturn:
+    """In the child just forked from the command: leave its session (a Ctrl-C in the terminal
+    reaches the command only) and its standard streams, serve, and never return."""
+    code = 1
+    try:
+        os.setsid()
+        for fd in closing:
+            os.close(fd)
+        # The pipes must not sit on 0-2, which become /dev/null.
+        requests, replies = (fcntl.fcntl(fd, fcntl.F_DUPFD, 3) for fd in (requests, replies))
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        code = serve(requests, replies)
+    finally:
+        os._exit(code)
+
+
+def serve(requests_fd: int, out: int) -> int:
+    """The server: fork a child per request read from ``requests_fd`` until it ends; replies
+    and exit notices go to ``out``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         from pt2doctor import torchcompat
 
-        torchcompat.preload_compiler()
+        torchcompat.preload_compiler()  # a no-op: the command imported it before forking
         import pt2doctor.ablate.trial  # what the workers run
         import pt2doctor.check.worker  # noqa: F401
     except Exception as error:  # workers then start fresh
@@ -242,9 +310,9 @@ def serve() -> int:
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda number, frame: None)
     os.write(out, b'{"ready": true}\n')
-    requests = os.fdopen(0, "rb")
+    requests = os.fdopen(requests_fd, "rb")
     selector = selectors.DefaultSelector()
-    selector.register(0, selectors.EVENT_READ)
+    selector.register(requests_fd, selectors.EVENT_READ)
     selector.register(wake_read, selectors.EVENT_READ)
     while True:
         for key, _ in selector.select():
@@ -265,11 +333,7 @@ def serve() -> int:
                 os.write(out, orjson.dumps({"error": str(error)}) + b"\n")
                 continue
             if pid == 0:
-                _child(request, [out, wake_read, wake_write, selector.fileno()])
+                _child(request, [requests_fd, out, wake_read, wake_write, selector.fileno()])
             with contextlib.suppress(OSError):  # its own group before the parent can kill it
                 os.setpgid(pid, pid)
             os.write(out, orjson.dumps({"pid": pid}) + b"\n")
-
-
-if __name__ == "__main__":
-    sys.exit(serve())

@@ -5,6 +5,7 @@ whole process group. The deadline arithmetic is tested on a fake clock."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,14 +27,14 @@ Play = Callable[..., tuple[Outcome, list[str]]]
 
 @pytest.fixture(scope="module")
 def script_server() -> Iterator[forkserver.ForkServer]:
-    """A fork server that can import the scripted worker (its PYTHONPATH has the folder),
-    installed as this process's server while the module's tests run."""
-    before = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = ENV["PYTHONPATH"]
+    """A fork server that can import the scripted worker (forked from this process while the
+    worker's folder is on sys.path), installed as this process's server while the module's
+    tests run."""
+    sys.path.insert(0, str(WORKER_DIR))
     try:
         server = forkserver.ForkServer()
     finally:
-        os.environ.pop("PYTHONPATH") if before is None else os.environ.update(PYTHONPATH=before)
+        sys.path.remove(str(WORKER_DIR))
     saved = list(forkserver._SERVER)
     forkserver._SERVER[:] = [server]
     yield server

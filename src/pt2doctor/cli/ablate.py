@@ -40,11 +40,11 @@ def _check_backend(backend: str) -> None:
 
 def _case_pieces(case_file: Path, cell_id: str | None, out: Path, **kw: Any) -> Any:
     from pt2doctor.ablate.driver import AblateOptions, run_ablation
-    from pt2doctor.forkserver import fork_server
+    from pt2doctor.forkserver import start_fork_server
 
+    start_fork_server()  # before the case file runs: no worker inherits the user's module
     cell = _pick_cell(case_file, cell_id)
     _check_backend(kw["backend"])
-    fork_server()  # the input is good: workers will run (its imports overlap what follows)
     console = Console(stderr=True, highlight=False)
     options = AblateOptions(case_file, cell, out, **kw)
     pieces = run_ablation(options, lambda message: console.print(f"[dim]ablate: {message}[/]"))

@@ -22,7 +22,7 @@ from pt2doctor.check.orchestrate import RESULTS, CheckOptions, Orchestrator
 from pt2doctor.check.report import build_check_report
 from pt2doctor.cli.outputs import OutputPlan, document_options, emit
 from pt2doctor.errors import UsageError
-from pt2doctor.forkserver import fork_server
+from pt2doctor.forkserver import start_fork_server
 from pt2doctor.workers import UNIT_RESULTS, EventName
 
 # --quick: a smoke run of the protocol (no cold starts, no regional variant, few samples).
@@ -155,12 +155,14 @@ def check_command(
     started = time.time()  # check's own time (loading the cases, planning) counts from here
     budget = load_budget(case_file, budget_file)
     expected = _expected_env(expect_env)
+    out = out or default_run_dir("checks")
+    require_fresh_dir(out)
+    if not case_file.is_file():
+        raise UsageError(f"no such case file: {case_file}")
+    start_fork_server()  # before the case file runs: no worker inherits the user's module
     cases = load_cases(case_file)
     cells = select_cells(cases, cell_patterns)
     variants = requested_variants([m.strip() for m in modes.split(",") if m.strip()], backend)
-    out = out or default_run_dir("checks")
-    require_fresh_dir(out)
-    fork_server()  # the input is good: workers will run (its imports overlap what follows)
     out.mkdir(parents=True, exist_ok=True)
     options = CheckOptions(
         case_file,
