@@ -32,10 +32,10 @@ demo: $(STAMP) ## `pt2doctor run` on a serving loop, then `check` of a transform
 		--out $(DEMO_DIR)-check
 
 test: $(STAMP) ## run the whole test suite (unit + real torch.compile runs: several minutes)
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 --dist worksteal -q
 
 test-fast: $(STAMP) ## the edit loop (< 60 s): unit tests and in-process tests, no torch program runs
-	$(PY) -m pytest -n 2 -q -m "not torch_run"
+	$(PY) -m pytest -n 2 --dist worksteal -q -m "not torch_run"
 
 chromium: ## install Chromium (Debian, as root) for the HTML report's browser test; tests never install
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium

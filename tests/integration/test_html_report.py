@@ -101,7 +101,7 @@ def test_no_script_from_the_trace_runs_in_a_browser(hostile, chromium, tmp_path)
     for tag, attrs in parsed.elements:
         assert not [name for name in attrs if name.startswith("on") or name == "data-pwned"], tag
         if tag == "img":
-            assert (attrs.get("src") or "").startswith("data:image/png;base64,")
+            assert (attrs.get("src") or "").startswith("data:image/svg+xml;base64,")
     # The payloads are there, as text.
     assert "PWNED-3" in dom and "&lt;script&gt;document.title='PWNED-3'" in dom
 
