@@ -129,7 +129,11 @@ def test_relu_backends_localize_to_the_backend_and_the_relu_submodule(
 
 
 def test_inductor_pass_that_perturbs_one_submodule(tmp_path: Path, run_env: dict[str, str]) -> None:
-    report, done = ablate(tmp_path, run_env, str(ABLATE_DIR / "inductor_perturb.py"))
+    # The copied repro below is the check that it reproduces (the tool's own run of it, in
+    # place, is asserted on the relu and script-mode tests).
+    report, done = ablate(
+        tmp_path, run_env, str(ABLATE_DIR / "inductor_perturb.py"), "--no-verify-repro"
+    )
     assert done.returncode == 1, done.stderr[-3000:]
     assert [row["status"] for row in report["ladder"]] == ["ok", "ok", "ok", "diverged"]
     assert report["conclusion"]["layer"] == "inductor"
@@ -143,7 +147,6 @@ def test_inductor_pass_that_perturbs_one_submodule(tmp_path: Path, run_env: dict
     user = assert_user_pass(report, "inductor_perturb.py", "perturb_sigmoid")
     assert "compiler_bisector points at post_grad_custom_post_pass" in " ".join(user["evidence"])
     assert {t["name"]: t["status"] for t in report["toggles"]} == {"without user hooks": "ok"}
-    assert report["repro"]["verified"]["reproduces"] is True
     assert_plain_torch(report)
     copied = run_copied_repro(report, tmp_path, run_env)
     assert copied.returncode == 1 and "REPRODUCED" in copied.stdout, copied.stderr[-2000:]

@@ -1,9 +1,13 @@
 """Pure ablation analyses on hand-built outcomes: classification, the first failing layer,
-module bisection over a toy tree, workarounds, and the repro's import stubs."""
+module bisection over a toy tree, workarounds, and the repro's import stubs; and what a
+repro's run said, on stand-in scripts run for real."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from pt2doctor.ablate.classify import (
     classify,
@@ -13,6 +17,7 @@ from pt2doctor.ablate.classify import (
     smallest_failing,
     workarounds,
 )
+from pt2doctor.ablate.driver import verify_repro
 from pt2doctor.ablate.repro import stub_imports
 
 
@@ -87,3 +92,24 @@ def test_stub_imports_removes_pt2doctor() -> None:
     namespace: dict[str, Any] = {}
     exec(compile(stubbed.replace("import torch\n", ""), "<stub>", "exec"), namespace)
     assert namespace["Built"]() is None and namespace["C"]() is None and namespace["x"] == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "output"),
+    [
+        # tqdm-like progress on stderr comes last: the verdict line is what is kept.
+        ("print('REPRODUCED: output 0 differs'); sys.stderr.write('Loading: 100%|#|\\n')", 1,
+         "REPRODUCED: output 0 differs"),
+        ("print('not reproduced: matches eager')", 0, "not reproduced: matches eager"),
+        ("print('building'); raise ValueError('bad input')", 1, "ValueError: bad input"),
+    ],
+)  # fmt: skip
+def test_verify_repro_keeps_what_the_repro_said(
+    tmp_path: Path, body: str, code: int, output: str
+) -> None:
+    """A real run of a stand-in repro script (plain python, no torch)."""
+    script = tmp_path / "repro.py"
+    script.write_text(f"import sys\n{body}\nsys.exit({code})\n")
+    verified = verify_repro(script, timeout=60)
+    assert (verified["exit_code"], verified["output"]) == (code, output)
+    assert verified["reproduces"] is (code == 1 and output.startswith("REPRODUCED"))

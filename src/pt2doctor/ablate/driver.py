@@ -275,12 +275,28 @@ def verify_repro(path: Path, timeout: float) -> dict[str, Any]:
         )
     except subprocess.TimeoutExpired:
         return {"reproduces": False, "exit_code": None, "output": f"timed out after {timeout:g} s"}
-    lines = (done.stdout + done.stderr).strip().splitlines()
     return {
         "reproduces": done.returncode == 1 and "REPRODUCED" in done.stdout,
         "exit_code": done.returncode,
-        "output": lines[-1][:500] if lines else "",
+        "output": _verdict_line(done.stdout, done.stderr)[:500],
     }
+
+
+def _verdict_line(stdout: str, stderr: str) -> str:
+    """What the repro said: its REPRODUCED / not reproduced line, else the last line of its
+    stderr (where a traceback ends with the error), else of its stdout (not a progress bar
+    that happened to come last)."""
+    said = [line for line in stdout.splitlines() if line.startswith(VERDICTS)]
+    if said:
+        return said[-1]
+    for stream in (stderr, stdout):
+        lines = stream.strip().splitlines()
+        if lines:
+            return lines[-1]
+    return ""
+
+
+VERDICTS = ("REPRODUCED", "not reproduced")
 
 
 def run_ablation(options: AblateOptions, progress: Progress | None = None) -> dict[str, Any]:
