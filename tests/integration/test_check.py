@@ -272,6 +272,14 @@ def test_variant_budget_and_recompile_after_warmup(tmp_path: Path, run_env: dict
     assert len(late) == 1
     guard = late[0]["failed_guards"][0]
     assert "double_output" in guard["text"] and guard["category"] == "attribute_value"
+    # Named as the user knows it (the module's class), in the report and what renders it.
+    frames = groups["grow/float32/eval/cpu"]["frames"]
+    assert [(f["function"], f["display_name"]) for f in frames] == [("forward", "Scaled.forward")]
+    assert late[0]["display_name"] == "Scaled.forward"
+    assert (
+        "<code>Scaled.forward</code> recompiled after warmup" in (run.out / "report.md").read_text()
+    )
+    assert "Scaled.forward" in run.stdout
     source = (CHECK_DIR / "variants_budget.py").read_text().splitlines()
     assert "self.double_output else" in source[guard["source"]["line"] - 1]
     recompiles = run.clause("recompiles_after_warmup")

@@ -9,7 +9,7 @@ from typing import Any
 from pt2doctor.check.cost import cost_line
 from pt2doctor.check.types import ALIGNED, CheckReport, Distribution, Steady, VariantRow
 from pt2doctor.check.views import shown_value, worst_tensor
-from pt2doctor.report.format import ms_text, seconds_text
+from pt2doctor.report.format import frame_name, ms_text, seconds_text
 from pt2doctor.report.markdown import md_code, md_table, md_text
 
 Report = CheckReport
@@ -128,7 +128,7 @@ def _late(report: Report) -> list[str]:
             for late in group.get("late_compiles", []):
                 where = f"{variant['name']} {group['group']}"
                 guards = "; ".join(f"{g['category']}: {g['text']}" for g in late["failed_guards"])
-                lines.append(f"- {md_code(where)}: {md_code(late['function'])} recompiled after "
+                lines.append(f"- {md_code(where)}: {md_code(frame_name(late))} recompiled after "
                              f"warmup, failed guards: {md_code(guards or 'none')}")  # fmt: skip
     return ["### Recompiles after warmup", "", *lines, ""] if lines else []
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pt2doctor.check.samples import Latencies, latency_key
 from pt2doctor.check.types import CheckReport, Distribution, GroupRow, Steady, VariantRow
-from pt2doctor.report.format import cut, ms_value, source_where
+from pt2doctor.report.format import cut, frame_name, ms_value, source_where
 from pt2doctor.report.sections import Section
 
 Report = CheckReport
@@ -88,7 +88,7 @@ def warmup(report: Report, latencies: Latencies) -> Section | None:
             "max_variants_per_frame": group["max_variants_per_frame"],
             "frames": [
                 {
-                    "function": f["function"],
+                    "function": frame_name(f),
                     "where": cut(f"{f['file']}:{f['line']}", 200),
                     "variants": f["variants"],
                 }
@@ -184,7 +184,7 @@ def late_compiles(report: Report, latencies: Latencies) -> Section | None:
         {
             "where": _group_label(variant, group),
             "compile_id": late.get("compile_id"),
-            "function": late.get("function"),
+            "function": frame_name(late),
             "source": cut(f"{late.get('file')}:{late.get('line')}", 200),
             "guards": [
                 {

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from pt2doctor.check.cost import cost_line
 from pt2doctor.check.types import Alignment, CheckReport, GroupRow, VariantRow, verdict_rank
-from pt2doctor.report.format import ms_text, seconds_text
+from pt2doctor.report.format import frame_name, ms_text, seconds_text
 
 _STYLE = {
     "pass": "green",
@@ -115,7 +115,7 @@ def _details(report: CheckReport, console: Console) -> None:
             for late in group.get("late_compiles", []):
                 console.print(
                     f"[red]recompile after warmup[/] {escape(where)}: "
-                    f"{escape(str(late['function']))} ({escape(str(late['file']))}:"
+                    f"{escape(frame_name(late))} ({escape(str(late['file']))}:"
                     f"{late['line']})"
                 )
                 for guard in late["failed_guards"]:

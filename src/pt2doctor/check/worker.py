@@ -143,10 +143,12 @@ def _compile_facts(report: dict[str, Any], models: GroupModels) -> dict[str, Any
         for f in report["frames"]
         for r in f["recompiles"]
     }
+    names = {(f["stream"], f["frame_id"]): f["display_name"] for f in report["frames"]}
     late = [
         {
             "compile_id": c["compile_id"],
             "function": c["function"],
+            "display_name": names.get((c["stream"], c["frame_id"]), c["function"]),
             "file": c["file"],
             "line": c["line"],
             "cause": c["cause"],
@@ -158,7 +160,16 @@ def _compile_facts(report: dict[str, Any], models: GroupModels) -> dict[str, Any
     frames = [
         {
             key: frame[key]
-            for key in ("function", "file", "line", "variants", "limit_hit", "skipped", "is_resume")
+            for key in (
+                "function",
+                "display_name",
+                "file",
+                "line",
+                "variants",
+                "limit_hit",
+                "skipped",
+                "is_resume",
+            )
         }
         for frame in report["frames"]
     ]

@@ -41,6 +41,13 @@ def source_where(item: Mapping[str, Any] | None) -> str:
     return f"{item.get('file')}:{item.get('line')} {item.get('function') or ''}".strip()
 
 
+def frame_name(frame: Mapping[str, Any]) -> str:
+    """The name a user knows a frame (or a compile of it) by: its ``display_name``
+    (``Cls.method``, a wrapped method with its wrapper) where the report has one, else the
+    function name."""
+    return str(frame.get("display_name") or frame.get("function"))
+
+
 def function_where(frame: Mapping[str, Any] | None) -> str:
     """``function (file:line)`` of a frame, function first (the cross-rank tables), or ''."""
     return "" if not frame else f"{frame['function']} ({frame['file']}:{frame['line']})"
