@@ -28,14 +28,15 @@ def test_a_wrapped_forward_is_named_after_its_module_and_wrapper(traced, tmp_pat
         for env, _ in raw_records(trace_dir)
         if "compilation_metrics" in env
     }
-    assert co_names == {"wrapper", "forward"}  # what Dynamo itself calls the two frames
+    assert co_names == {"wrapper", "forward"}  # what Dynamo itself calls the three frames
     out = tmp_path / "report.json"
     assert main(["report", str(trace_dir), "--json", str(out), "--format", "json"]) == 0
-    frames = {f["function"]: f for f in json.loads(out.read_text())["frames"]}
-    wrapper_line = marker_in(PROGRAM, "wrapper")
-    assert frames["wrapper"]["line"] == wrapper_line
-    assert frames["wrapper"]["display_name"] == (
-        f"Net.forward (through wrapper at wrapped_forward.py:{wrapper_line})"
-    )
-    assert frames["forward"]["line"] == marker_in(PROGRAM, "plain")
-    assert frames["forward"]["display_name"] == "Plain.forward"
+    names = {(f["function"], f["line"]): f["display_name"]
+             for f in json.loads(out.read_text())["frames"]}  # fmt: skip
+    wrapper, whole = marker_in(PROGRAM, "wrapper"), marker_in(PROGRAM, "whole")
+    assert names == {
+        ("wrapper", wrapper): f"Net.forward (through wrapper at wrapped_forward.py:{wrapper})",
+        ("forward", marker_in(PROGRAM, "plain")): "Plain.forward",
+        # torch.compile(model): past torch's compile_wrapper, the caller is Module.__call__.
+        ("wrapper", whole): f"Whole.forward (through wrapper at wrapped_forward.py:{whole})",
+    }

@@ -61,6 +61,8 @@ _COUNTERS = frozenset(
     {"guard_count", "cache_size", "accumulated_cache_size", "shape_env_guard_count"}
 )
 _PAYLOAD_KINDS = frozenset({"dynamo_cpp_guards_str", "chromium_event"})
+# Where torch.compile's own wrapper of a module (compile_wrapper) lives.
+_EVAL_FRAME = "/torch/_dynamo/eval_frame.py"
 
 
 def wants_payload(kind: str, meta: Any) -> bool:
@@ -138,6 +140,17 @@ def _integer(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _caller(stack: list[Any]) -> dict[str, Any] | None:
+    """The frame that called the compiled one, past the wrapper ``torch.compile(module)`` puts
+    between ``nn.Module.__call__`` and ``forward`` (``compile_wrapper`` in eval_frame.py)."""
+    for frame in reversed(stack[:-1]):
+        if not isinstance(frame, dict):
+            return None
+        if not str(frame.get("filename") or "").endswith(_EVAL_FRAME):
+            return frame
+    return None
+
+
 def _on_dynamo_start(col: _Collector, record: TraceRecord) -> None:
     entry = col.compile_for(record)
     stack = record.meta.get("stack") if isinstance(record.meta, dict) else None
@@ -148,8 +161,8 @@ def _on_dynamo_start(col: _Collector, record: TraceRecord) -> None:
         entry.function = _text(last.get("name"))
         entry.file = _text(last.get("filename"))
         entry.line = _integer(last.get("line"))
-        caller = stack[-2] if len(stack) > 1 else None
-        if isinstance(caller, dict):
+        caller = _caller(stack)
+        if caller is not None:
             entry.caller = SourceLine(
                 _text(caller.get("filename")),
                 _integer(caller.get("line")),
