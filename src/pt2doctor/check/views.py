@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
+from pt2doctor.check.cost import cost_line
 from pt2doctor.check.perf_views import cold_start, late_compiles, steady_state, warmup
 from pt2doctor.check.samples import Latencies
 from pt2doctor.check.types import Alignment, CheckReport, verdict_rank
@@ -48,6 +49,7 @@ def check_headline(report: Report, latencies: Latencies) -> Section:
         "clauses": clauses,
         "interrupted": report["interrupted"],
         "redacted": bool(report.get("redacted")),
+        "cost": cost_line(cost) if (cost := report.get("cost")) else None,
     }
     return Section("summary", "Summary and contract", "check_headline", data)
 
