@@ -90,10 +90,11 @@ class Svg:
 
 class Scale:
     """Values ``low``..``high`` onto pixels ``start``..``end``, linear or logarithmic, with
-    round tick values across it."""
+    round tick values across it (whole numbers only for ``counts``)."""
 
-    def __init__(self, low: float, high: float, start: float, end: float, log: bool = False):
-        self.log = log
+    def __init__(self, low: float, high: float, start: float, end: float, log: bool = False,
+                 counts: bool = False) -> None:  # fmt: skip
+        self.log, self.counts = log, counts
         if log:
             low, high = 10 ** math.floor(math.log10(low)), 10 ** math.ceil(math.log10(high))
             high = high * 10 if high <= low else high
@@ -115,13 +116,15 @@ class Scale:
     def ticks(self) -> list[float]:
         if self.log:
             decades = range(round(math.log10(self.low)), round(math.log10(self.high)) + 1)
-            steps = (1, 2, 5) if len(decades) <= 3 else (1,)
-            return [s * 10.0**d for d in decades for s in steps if s * 10.0**d <= self.high]
+            marks = (1.0, 2.0, 5.0) if len(decades) <= 3 else (1.0,)
+            return [m * 10.0**d for d in decades for m in marks if m * 10.0**d <= self.high]
         raw = (self.high - self.low) / 5
         magnitude = 10 ** math.floor(math.log10(raw))
-        step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+        steps = (1.0, 2.0, 5.0, 10.0) if self.counts else (1.0, 2.0, 2.5, 5.0, 10.0)
+        step = next(m * magnitude for m in steps if m * magnitude >= raw)
+        step = max(step, 1.0) if self.counts else step
         first = math.ceil(self.low / step - 1e-9)
-        return [i * step for i in range(first, int(self.high / step + 1e-9) + 1)]
+        return [round(i * step, 12) for i in range(first, int(self.high / step + 1e-9) + 1)]
 
 
 def _tick(value: float) -> str:
@@ -155,7 +158,8 @@ class Rows:
     an x scale over ``values`` below."""
 
     def __init__(self, spec: Spec, labels: Sequence[str], values: Sequence[float], *,
-                 log: bool = False, zero: bool = False, legend: bool = False) -> None:  # fmt: skip
+                 log: bool = False, zero: bool = False, legend: bool = False,
+                 counts: bool = False) -> None:  # fmt: skip
         self.top = TOP + (16 if legend else 0)
         self.bottom = self.top + ROW * max(len(labels), 1)
         self.svg = Svg(self.bottom + BOTTOM)
@@ -171,7 +175,7 @@ class Rows:
             low = min(low, 0.0)
         pad = 0 if log else (high - low) * 0.06
         self.scale = Scale(low if zero or log else low - pad, high + pad, left, WIDTH - RIGHT,
-                           log=log)  # fmt: skip
+                           log=log, counts=counts)  # fmt: skip
         _x_axis(self.svg, self.scale, self.top, self.bottom, spec["xlabel"])
 
     def center(self, index: int) -> float:
@@ -181,7 +185,8 @@ class Rows:
 def _hbar(spec: Spec) -> Svg:
     """Horizontal bars, first on top, each with its value; highlighted ones in red."""
     values = spec["values"]
-    rows = Rows(spec, spec["labels"], [*values, 0], zero=True)
+    counts = all(isinstance(value, int) for value in values)
+    rows = Rows(spec, spec["labels"], [*values, 0], zero=True, counts=counts)
     for index, (value, hot) in enumerate(zip(values, spec["highlight"], strict=True)):
         y, end = rows.center(index), rows.scale(value)
         rows.svg.rect(rows.scale(0), y - ROW * 0.35, end - rows.scale(0), ROW * 0.7,
@@ -223,7 +228,7 @@ def _steps(spec: Spec) -> Svg:
     low, high = min(marks, default=0.0), max(marks, default=1.0)
     pad = (high - low) * 0.05 or 0.5
     x_scale = Scale(low - pad, high + pad, left, WIDTH - RIGHT)
-    y_scale = Scale(0, max(ys, default=1) * 1.08, bottom, top)
+    y_scale = Scale(0, max(ys, default=1) * 1.08, bottom, top, counts=True)
     _x_axis(svg, x_scale, top, bottom, spec["xlabel"])
     for value in y_scale.ticks():
         svg.line(left, y_scale(value), WIDTH - RIGHT, y_scale(value), GRID)
