@@ -206,7 +206,7 @@ def start_fork_server() -> ForkServer | None:
         return fork_server()
     try:
         server = ForkServer()
-    except OSError:
+    except (OSError, ImportError):  # no fork, no pipes, or torch does not import: start fresh
         return None
     _SERVER[:] = [server]
     atexit.register(server.close)
