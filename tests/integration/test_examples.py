@@ -76,6 +76,9 @@ def test_serving_loop_shows_its_planted_problems(tmp_path: Path, run_env: dict[s
     # PLANTED (3) and (4): recompiles of the forward, on the sequence length and on `causal`.
     assert [c["cause"] for c in forward].count("recompile") >= 2
     assert sum(c["calls"] for c in forward) == len(requests)
+    # Compiles after the 3 warmup calls: named as the user knows the frame, like its recompiles.
+    late = [f for f in report["findings"] if f["code"] == "unexplained_recompile_after_warmup"]
+    assert late and all(f["title"].startswith("TinyLM.forward (") for f in late), late
 
 
 def test_transformer_example_quick_check_and_its_memory_budget(

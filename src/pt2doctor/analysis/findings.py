@@ -45,7 +45,7 @@ def frame_label(function: str | None, file: str | None, line: int | None) -> str
     return f"{function} ({file}:{line})"
 
 
-def _where(frame: FrameEntry) -> str:
+def frame_where(frame: FrameEntry) -> str:
     """The frame as a user knows it (:func:`display_name`), with its location."""
     name = display_name(frame)
     if frame.is_resume or name == frame.function:
@@ -79,7 +79,7 @@ def _recompile_severity(frame: FrameEntry, explanation: FrameExplanation) -> Sev
 
 
 def _recompile_title(frame: FrameEntry, explanation: FrameExplanation) -> str:
-    count = f"{_where(frame)} recompiled {len(frame.recompiles)} time(s)"
+    count = f"{frame_where(frame)} recompiled {len(frame.recompiles)} time(s)"
     if frame.refused is not None:
         count += " + 1 refused"
     bounded = explanation.outlook.bounded
@@ -130,7 +130,7 @@ def _frame_findings(frame: FrameEntry, explanation: FrameExplanation) -> list[Fi
             Finding(
                 "error",
                 "recompile_limit_hit",
-                f"{_where(frame)} hit the recompile limit",
+                f"{frame_where(frame)} hit the recompile limit",
                 LIMIT_HIT_ADVICE,
                 ids,
             )
@@ -141,7 +141,7 @@ def _frame_findings(frame: FrameEntry, explanation: FrameExplanation) -> list[Fi
             Finding(
                 "error",
                 "frame_skipped",
-                f"{_where(frame)} runs eagerly: Dynamo skipped the whole frame",
+                f"{frame_where(frame)} runs eagerly: Dynamo skipped the whole frame",
                 SKIPPED_FRAME_ADVICE,
                 ids + reason[:1],
             )
@@ -156,7 +156,7 @@ def _frame_findings(frame: FrameEntry, explanation: FrameExplanation) -> list[Fi
                 Finding(
                     "info",
                     "large_graph",
-                    f"{_where(frame)}: graph of {ops} ops",
+                    f"{frame_where(frame)}: graph of {ops} ops",
                     LARGE_GRAPH_ADVICE,
                     [entry.compile_id],
                 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pt2doctor.analysis.findings import Finding, frame_label
+from pt2doctor.analysis.findings import Finding, frame_label, frame_where
 from pt2doctor.analysis.heat import Heat
 from pt2doctor.analysis.ledger import Ledger
 from pt2doctor.analysis.user_side import custom_op_advice
@@ -98,6 +98,7 @@ def run_findings(
             )
         )
     if heat is not None:
+        frame_of = {id(entry): frame for frame in ledger.frames for entry in frame.compiles}
         for entry in ledger.compiles:
             item = heat.compiles.get((entry.record.stream, entry.compile_id))
             if item is None or not item.after_warmup:
@@ -108,12 +109,17 @@ def run_findings(
             evidence = evidence or [f"{entry.compile_id}: {entry.cause}"]
             when = f"at {item.t_s:.1f} s" if item.t_s is not None else ""
             calls = f", after {item.frame_calls} calls of its frame" if item.frame_calls else ""
+            frame = frame_of.get(id(entry))
+            where = (
+                frame_where(frame)
+                if frame is not None
+                else frame_label(entry.function, entry.record.file, entry.record.line)
+            )
             findings.append(
                 Finding(
                     "error",
                     "unexplained_recompile_after_warmup",
-                    f"{frame_label(entry.function, entry.record.file, entry.record.line)} "
-                    f"compiled after warmup ({when}{calls})",
+                    f"{where} compiled after warmup ({when}{calls})",
                     AFTER_WARMUP_ADVICE,
                     evidence[:8],
                 )
