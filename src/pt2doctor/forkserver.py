@@ -296,12 +296,10 @@ def serve(requests_fd: int, out: int) -> int:
     """The server: fork a child per request read from ``requests_fd`` until it ends; replies
     and exit notices go to ``out``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        from pt2doctor import torchcompat
-
-        torchcompat.preload_compiler()  # a no-op: the command imported it before forking
+    try:  # torch's compiler is here already: the command imported it before forking
         import pt2doctor.ablate.trial  # what the workers run
         import pt2doctor.check.worker  # noqa: F401
+        from pt2doctor import torchcompat
     except Exception as error:  # workers then start fresh
         os.write(out, orjson.dumps({"error": f"{type(error).__name__}: {error}"}) + b"\n")
         return 1

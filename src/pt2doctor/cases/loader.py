@@ -10,10 +10,15 @@ from pt2doctor.cases.case import Case, Cell, cells, matches
 from pt2doctor.errors import UsageError
 
 
-def load_cases(path: Path) -> list[Case]:
-    """Run ``path`` and return its ``CASES`` (a list of :class:`Case`)."""
+def require_case_file(path: Path) -> None:
+    """A one-line error unless ``path`` is a file (checked before anything is started)."""
     if not path.is_file():
         raise UsageError(f"no such case file: {path}")
+
+
+def load_cases(path: Path) -> list[Case]:
+    """Run ``path`` and return its ``CASES`` (a list of :class:`Case`)."""
+    require_case_file(path)
     try:
         namespace = runpy.run_path(str(path), run_name="__pt2doctor_cases__")
     except Exception as error:  # the user's file: say what broke, in one line

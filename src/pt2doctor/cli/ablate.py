@@ -129,11 +129,12 @@ def _script_pieces(
     check: str | None, repro: bool, verify: bool,
 ) -> Any:  # fmt: skip
     from pt2doctor.ablate.script import ablate_script
+    from pt2doctor.cases.loader import require_case_file
 
     if cell_id is not None:
         raise UsageError("--cell needs a case file: pt2doctor ablate CASES.py --cell ID")
-    if Path(command[0]).suffix == ".py" and not Path(command[0]).is_file():
-        raise UsageError(f"no such case file: {command[0]}")
+    if Path(command[0]).suffix == ".py":
+        require_case_file(Path(command[0]))
     console = Console(stderr=True, highlight=False)
     pieces = ablate_script(
         command, backend, out, timeout, check, lambda m: console.print(f"[dim]ablate: {m}[/]"),

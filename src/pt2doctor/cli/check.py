@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pt2doctor.capture.rundir import default_run_dir, read_jsonl, require_fresh_dir
-from pt2doctor.cases.loader import load_cases, select_cells
+from pt2doctor.cases.loader import load_cases, require_case_file, select_cells
 from pt2doctor.cases.variants import requested_variants
 from pt2doctor.check.budget import load_budget
 from pt2doctor.check.contract import Budget
@@ -157,8 +157,7 @@ def check_command(
     expected = _expected_env(expect_env)
     out = out or default_run_dir("checks")
     require_fresh_dir(out)
-    if not case_file.is_file():
-        raise UsageError(f"no such case file: {case_file}")
+    require_case_file(case_file)
     start_fork_server()  # before the case file runs: no worker inherits the user's module
     cases = load_cases(case_file)
     cells = select_cells(cases, cell_patterns)

@@ -37,11 +37,13 @@ MAX_LABEL = 72  # longer labels are cut with an ellipsis
 
 
 class Svg:
-    """One chart: elements appended in drawing order, then the document as a data URI."""
+    """One chart under its title: elements appended in drawing order, then the document as a
+    data URI."""
 
-    def __init__(self, height: float) -> None:
+    def __init__(self, height: float, title: str) -> None:
         self.height = height
         self.parts: list[str] = []
+        self.text(WIDTH / 2, 18, title, size=13, anchor="middle")
 
     def text(self, x: float, y: float, text: str, *, size: int = 11, anchor: str = "start",
              rotate: bool = False) -> None:  # fmt: skip
@@ -51,10 +53,12 @@ class Svg:
             f"{turn}>{escape(text)}</text>"
         )
 
-    def rect(self, x: float, y: float, width: float, height: float, fill: str) -> None:
+    def rect(self, x: float, y: float, width: float, height: float, fill: str,
+             stroke: str | None = None) -> None:  # fmt: skip
+        outline = f' stroke="{stroke}"' if stroke else ""
         self.parts.append(
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(width, 0):.1f}" '
-            f'height="{height:.1f}" fill="{fill}"/>'
+            f'height="{height:.1f}" fill="{fill}"{outline}/>'
         )
 
     def line(self, x1: float, y1: float, x2: float, y2: float, color: str = INK,
@@ -162,8 +166,7 @@ class Rows:
                  counts: bool = False) -> None:  # fmt: skip
         self.top = TOP + (16 if legend else 0)
         self.bottom = self.top + ROW * max(len(labels), 1)
-        self.svg = Svg(self.bottom + BOTTOM)
-        self.svg.text(WIDTH / 2, 18, spec["title"], size=13, anchor="middle")
+        self.svg = Svg(self.bottom + BOTTOM, spec["title"])
         cut = [_cut(label) for label in labels]
         left = min(max((len(label) for label in cut), default=0) * CHAR + 16, WIDTH * 0.55)
         for index, label in enumerate(cut):
@@ -222,8 +225,7 @@ def _steps(spec: Spec) -> Svg:
     """A cumulative step line; compiles after warmup marked red, warmup's end dashed."""
     xs, ys = spec["x"], spec["y"]
     top, bottom, left = TOP, TOP + 170, 64
-    svg = Svg(bottom + BOTTOM)
-    svg.text(WIDTH / 2, 18, spec["title"], size=13, anchor="middle")
+    svg = Svg(bottom + BOTTOM, spec["title"])
     marks = [*xs, *([spec["warmup_end"]] if spec.get("warmup_end") is not None else [])]
     low, high = min(marks, default=0.0), max(marks, default=1.0)
     pad = (high - low) * 0.05 or 0.5
@@ -265,11 +267,7 @@ def _box(rows: Rows, index: int, values: Sequence[float], color: str) -> None:
     svg.line(scale(q3), y, scale(high), y)
     for end in (low, high):
         svg.line(scale(end), y - ROW * 0.15, scale(end), y + ROW * 0.15)
-    box = f'fill="#ffffff" stroke="{INK}"'
-    svg.parts.append(
-        f'<rect x="{scale(q1):.1f}" y="{y - ROW * 0.3:.1f}" width="{scale(q3) - scale(q1):.1f}" '
-        f'height="{ROW * 0.6:.1f}" {box}/>'
-    )
+    svg.rect(scale(q1), y - ROW * 0.3, scale(q3) - scale(q1), ROW * 0.6, "#ffffff", INK)
     svg.line(scale(median), y - ROW * 0.3, scale(median), y + ROW * 0.3, color, width=2)
     for value in ordered:
         svg.dot(scale(value), y, color, radius=2, opacity=0.5)
