@@ -13,6 +13,7 @@ from pt2doctor.cases.accuracy import compare_tensor, default_tolerance, same_run
 from pt2doctor.cases.align import make_optimizer
 from pt2doctor.cases.case import cells, matches
 from pt2doctor.check.contract import BudgetError, evaluate, parse_budget
+from pt2doctor.check.perf_views import frame_place
 from pt2doctor.check.statistics import percentile, speedup_interval, steady_summary
 from pt2doctor.check.timing import ModelRunner, timed_step
 
@@ -190,3 +191,15 @@ def test_an_eval_call_is_one_timed_part() -> None:
     cell = Cell("m", "s", 2, id="m/s/eval")
     runner = ModelRunner(built.model, {cell.id: built}, clock=ScriptedClock(3.0, 3.5))
     assert timed_step(runner, cell) == {"call": 0.5}
+
+
+def test_a_wrapped_frame_is_not_placed_twice() -> None:
+    """A display name that names its wrapper already says where; a plain one gets file:line."""
+    wrapped = {"function": "wrapper", "file": "/x/site-packages/transformers/utils/generic.py",
+               "line": 1030, "display_name": "GPT2LMHeadModel.forward (through transformers' "
+               "wrapper at utils/generic.py:1030)"}  # fmt: skip
+    plain = {"function": "forward", "file": "/w/model.py", "line": 21,
+             "display_name": "Scaled.forward"}  # fmt: skip
+    assert frame_place(wrapped) == ""
+    assert frame_place(plain) == "/w/model.py:21"
+    assert frame_place({"function": "forward", "file": "/w/old.py", "line": 3}) == "/w/old.py:3"

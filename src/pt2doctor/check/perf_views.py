@@ -4,8 +4,10 @@ happened after warmup. Builders of check/views.py ``CHECK_SECTIONS``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
+from pt2doctor.analysis.frame_names import names_its_wrapper
 from pt2doctor.check.samples import Latencies, latency_key
 from pt2doctor.check.types import CheckReport, Distribution, GroupRow, Steady, VariantRow
 from pt2doctor.report.format import cut, frame_name, ms_value, source_where
@@ -75,6 +77,14 @@ def cold_start(report: Report, latencies: Latencies) -> Section | None:
     return Section("cold", "Cold start (fresh process)", "check_cold", {"rows": rows})
 
 
+def frame_place(frame: Mapping[str, Any]) -> str:
+    """``file:line`` of a frame or a compile of it; '' when its display name already says where
+    (a wrapped method: ``... (through transformers' wrapper at utils/generic.py:1030)``)."""
+    if names_its_wrapper(frame_name(frame)):
+        return ""
+    return cut(f"{frame.get('file')}:{frame.get('line')}", 200)
+
+
 def warmup(report: Report, latencies: Latencies) -> Section | None:
     """Per variant and group: warmup seconds, per cell, and the most variants of one frame."""
     rows = [
@@ -89,7 +99,7 @@ def warmup(report: Report, latencies: Latencies) -> Section | None:
             "frames": [
                 {
                     "function": frame_name(f),
-                    "where": cut(f"{f['file']}:{f['line']}", 200),
+                    "where": frame_place(f),
                     "variants": f["variants"],
                 }
                 for f in group.get("frames", [])
@@ -185,7 +195,7 @@ def late_compiles(report: Report, latencies: Latencies) -> Section | None:
             "where": _group_label(variant, group),
             "compile_id": late.get("compile_id"),
             "function": frame_name(late),
-            "source": cut(f"{late.get('file')}:{late.get('line')}", 200),
+            "source": frame_place(late),
             "guards": [
                 {
                     "category": guard["category"],

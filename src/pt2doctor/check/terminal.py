@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from pt2doctor.check.cost import cost_line
+from pt2doctor.check.perf_views import frame_place
 from pt2doctor.check.types import Alignment, CheckReport, GroupRow, VariantRow, verdict_rank
 from pt2doctor.report.format import frame_name, ms_text, seconds_text
 
@@ -113,10 +114,10 @@ def _details(report: CheckReport, console: Console) -> None:
         for group in variant["groups"]:
             where = f"{variant['name']} {group['group']}"
             for late in group.get("late_compiles", []):
+                place = frame_place(late)
                 console.print(
                     f"[red]recompile after warmup[/] {escape(where)}: "
-                    f"{escape(frame_name(late))} ({escape(str(late['file']))}:"
-                    f"{late['line']})"
+                    f"{escape(frame_name(late))}" + (f" ({escape(place)})" if place else "")
                 )
                 for guard in late["failed_guards"]:
                     console.print("    " + escape(f"[{guard['category']}] {guard['text']}"))
