@@ -138,6 +138,17 @@ def test_guard_overhead_of_few_variants_is_information() -> None:
     assert (finding.severity, "up to 60.0 ms" in finding.title) == ("info", True)
 
 
+def test_guard_overhead_of_a_frame_called_a_few_times_is_not_flagged() -> None:
+    """A one-variant function called 3 times, whose one cold guard evaluation took 581 us (as
+    torch measured a lambda's single tensor guard on this machine): 1.7 ms of "guards" against
+    1.7 ms in its graph is over both thresholds, and says nothing about the frame."""
+    ledger = _ledger(_record(0, 0, {"total": 0.1}, None, guard_latency_us=581.0))
+    assert guard_overhead_findings(ledger, _heat(ledger, 3, 0.0017)) == []
+    # The same frame called 200 times (116 ms of bound against 0.11 s in its graph) is.
+    (finding,) = guard_overhead_findings(ledger, _heat(ledger, 200, 0.11))
+    assert "200 call(s)" in finding.title
+
+
 def test_differing_components_name_changed_and_missing_ones() -> None:
     a = {"inductor_config[cpp.simdlen]": ["aaaa", "None"], "gm": ["g1", "def forward"],
          "torch_version": ["t1", "<bytes>"]}  # fmt: skip

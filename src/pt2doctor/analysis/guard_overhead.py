@@ -9,7 +9,8 @@ is a list searched in order), so the estimate is calls x latency x (1 + (n - 1) 
 
 That is an upper bound, and is worded as one: torch measures ``guard_latency_us`` with one
 evaluation right after flushing the CPU caches, and moves the variant that passed to the front
-of the list, so a warm steady state checks fewer guards, faster. Few variants: ``info`` (worth a
+of the list, so a warm steady state checks fewer guards, faster. A frame called fewer than
+``MIN_CALLS`` times is never flagged: there the cold measurement is all the bound says. Few variants: ``info`` (worth a
 look, not an alarm); from ``MANY_VARIANTS`` on, where the search itself grows: ``warning``.
 """
 
@@ -22,8 +23,12 @@ from pt2doctor.analysis.ledger import FrameEntry, Ledger
 # A frame is flagged when guard checks cost at least this share of its time in compiled graphs
 # (the time the probes measure around each graph call, guards excluded) ...
 GUARD_SHARE_WARNING = 0.10
-# ... and at least this much in total: below it no user will see the difference.
+# ... and at least this much in total: below it no user will see the difference ...
 MIN_GUARD_S = 0.001
+# ... over at least this many calls: a cold evaluation is often 100x a warm one (hundreds of us
+# for one tensor guard on a loaded machine), so for a frame called a few times the bound says
+# more about the measurement than about the frame (a 3-call function read "up to 1.7 ms").
+MIN_CALLS = 100
 # From this many variants the guard search is a cost to act on (warning), below it: info.
 MANY_VARIANTS = 4
 GUARD_ADVICE = (
@@ -66,7 +71,7 @@ def guard_overhead_findings(ledger: Ledger, heat: Heat | None) -> list[Finding]:
             continue
         guard_s, graph_s, calls = measured
         share = guard_s / graph_s if graph_s else float("inf")
-        if guard_s < MIN_GUARD_S or share < GUARD_SHARE_WARNING:
+        if calls < MIN_CALLS or guard_s < MIN_GUARD_S or share < GUARD_SHARE_WARNING:
             continue
         latencies = [e.record.counters.get("guard_latency_us") for e in frame.compiles]
         known = [latency for latency in latencies if latency is not None]
