@@ -215,6 +215,10 @@ def test_recompile_after_warmup_calls_is_flagged(doctor_run) -> None:
     ]
     assert finding["severity"] == "error"
     assert _evidence_names_the_size_change(finding["evidence"], late, guard["text"])
+    # The frame's recompiles finding names the late compile, and is not a second error for it.
+    (recompiles,) = [f for f in report["findings"] if f["code"] == "recompiles"]
+    assert f"compile {late} came after warmup" in recompiles["title"]
+    assert recompiles["severity"] != "error"
     assert report["run"]["warmup_calls"] == 4
 
 

@@ -67,9 +67,10 @@ def _benign(frame: FrameEntry) -> bool:
 
 
 def _recompile_severity(frame: FrameEntry, explanation: FrameExplanation) -> Severity:
-    """Bounded before warmup: info; unbounded: warning; limit hit or compile after warmup:
-    error. Unknown outlook: warning, unless it is one recompile that went dynamic."""
-    if frame.limit_hit or explanation.after_warmup:
+    """Bounded: info; unbounded: warning; limit hit: error. Unknown outlook: warning, unless it
+    is one recompile that went dynamic. A compile after warmup is an error of its own
+    (``unexplained_recompile_after_warmup``, one per compile): this finding only names it."""
+    if frame.limit_hit:
         return "error"
     if explanation.outlook.bounded is True or (
         explanation.outlook.bounded is None and _benign(frame)
@@ -93,9 +94,10 @@ def _recompile_title(frame: FrameEntry, explanation: FrameExplanation) -> str:
         summary = ", ".join(f"{cause} x{n}" for cause, n in causes.most_common()) or "other"
         state = f"{frame.variants} variant(s): {summary}"
     late = explanation.after_warmup
-    if late:
+    if late:  # compile ids: "compile 2/2", never "2/2" alone (it reads as a fraction)
         state = state.replace("; pre-warm them", "")
-        return f"{count}: {state}, but {', '.join(late)} compiled after warmup: pre-warm them"
+        which = f"compile{'s' if len(late) > 1 else ''} {', '.join(late)}"
+        return f"{count}: {state}; {which} came after warmup: pre-warm them"
     return f"{count}: {state}"
 
 
