@@ -11,6 +11,8 @@ turns run by run:
     ``python -m pt2doctor report --help``, which a busy machine stretches far less than wall
     time (``-X importtime`` reports wall time).
 Minimum and median of N runs; the minimum is the least disturbed by other load on the machine.
+Every tree is byte-compiled first, as bench_report.py does (an editable install under
+PYTHONDONTWRITEBYTECODE would otherwise compile pt2doctor from source on each run).
 
 Usage: python benchmarks/bench_startup.py [--runs 15] [--src OTHER/src ...]
 """
@@ -25,6 +27,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from bench_report import REPO, byte_compile
 
 _LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 
@@ -74,7 +78,9 @@ def main() -> int:
     parser.add_argument("--src", type=Path, action="append", default=[])
     args = parser.parse_args()
     trees: dict[str, dict[str, str]] = {"installed": dict(os.environ)}
+    byte_compile(REPO / "src")
     for src in args.src:
+        byte_compile(src)
         trees[str(src)] = {**os.environ, "PYTHONPATH": str(src.resolve())}
     samples: dict[str, list[tuple[float, ...]]] = {name: [] for name in trees}
     load = " ".join(f"{value:.1f}" for value in os.getloadavg())

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pt2doctor.trace import ParseStats, payload_checks, read_records
-from pt2doctor.trace import reader as reader_module
+from pt2doctor.trace import units as units_module
 
 INPUTS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "tlparse-inputs"
 INPUTS = INPUTS / "inputs"
@@ -64,12 +64,12 @@ def test_block_boundaries_change_nothing(
 ) -> None:
     path = tmp_path / name
     path.write_bytes(VARIANTS[name]((INPUTS / name).read_bytes()))
-    monkeypatch.setattr(reader_module, "BLOCK_SIZE", 1 << 30)
+    monkeypatch.setattr(units_module, "BLOCK_SIZE", 1 << 30)
     whole = _read(path)
     assert whole[0]["records"] > 0 and whole[1]
     for block, join_first in ((1, 1), (2, 1), (3, 2), (7, 64), (97, 1), (4096, 512), (65536, 1)):
-        monkeypatch.setattr(reader_module, "BLOCK_SIZE", block)
-        monkeypatch.setattr(reader_module, "JOIN_FIRST", join_first)
+        monkeypatch.setattr(units_module, "BLOCK_SIZE", block)
+        monkeypatch.setattr(units_module, "JOIN_FIRST", join_first)
         assert _read(path) == whole, (block, join_first)
 
 
@@ -82,5 +82,5 @@ def test_helper_process_finds_payloads_across_blocks(
     whole = _read(path)
     monkeypatch.setattr(payload_checks, "PROCESS_MIN_BYTES", 0)
     for block in (5, 333, 8192):
-        monkeypatch.setattr(reader_module, "BLOCK_SIZE", block)
+        monkeypatch.setattr(units_module, "BLOCK_SIZE", block)
         assert _read(path) == whole, block

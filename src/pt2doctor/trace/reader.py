@@ -1,7 +1,7 @@
 """Streaming, tolerant TORCH_TRACE reader.
 
-The log is read in large binary blocks and cut into *units*: an envelope line plus the
-tab-indented payload lines after it. Every payload's md5 is checked (a big log's by a helper
+The log is read in large binary blocks and cut into *units* (:mod:`pt2doctor.trace.units`): an
+envelope line plus the tab-indented payload lines after it. Every payload's md5 is checked (a big log's by a helper
 process, see :mod:`pt2doctor.trace.payload_checks`); a payload is assembled and kept only when
 the consumer asks for it, so a payload nobody reads costs little more than finding where it
 ends, and memory does not grow with the log's size (a 200 MB log is read with one 8 MB block in
@@ -11,7 +11,7 @@ flight). Nothing in a log is fatal: what cannot be read is counted in :class:`Pa
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -26,16 +26,11 @@ from pt2doctor.trace.records import (
     ParseStats,
     TraceRecord,
 )
+from pt2doctor.trace.units import units
 
 # glog prefix: level, MMDD, time, thread id, source path:line, "] ".
 GLOG_PREFIX = re.compile(rb"[VIWEC](\d{4}) (\d{2}:\d{2}:\d{2}\.\d+) +\d+ [^\]\n]*\] ")
-# A unit ends at a newline that is not followed by a tab (the next line is not payload).
-# A unit ends at a newline not followed by (blank lines and then) a payload tab. Blank lines are
-# skipped like tlparse skips them: log shippers sometimes stutter one in, even inside a payload.
-_UNIT_END = re.compile(rb"\n(?!\n*\t)")
-_BLANK_LINES = re.compile(rb"\n{2,}")
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
-BLOCK_SIZE = 8 << 20
 
 WantsPayload = Callable[[str, Any], bool]
 PayloadPeek = Callable[[str, bytes], bool]
@@ -48,78 +43,6 @@ def rank_from_filename(path: Path) -> int | None:
     """The rank a per-rank log's name gives (``dedicated_log_torch_trace_rank_3_x.log`` -> 3)."""
     match = _RANK_IN_NAME.search(path.name)
     return int(match.group(1)) if match else None
-
-
-def _units(stream: BinaryIO) -> Iterator[tuple[bytes, int, int, int, bool]]:
-    """Yield (buffer, its file offset, start, end, complete) for each unit, without copying it
-    out of the block.
-
-    ``complete`` is False only for a last unit with no final newline (a cut-off log). Only the
-    unit that straddles two blocks is copied (with the start of the next block); the blocks
-    themselves are searched where they lie.
-    """
-    carry = b""
-    carry_at = 0  # the file offset of carry's first byte
-    while True:
-        block = stream.read(BLOCK_SIZE)
-        if not block:
-            break
-        start = 0
-        if carry:
-            start, carry, carry_at = yield from _straddling(carry, carry_at, block)
-            if start < 0:  # no unit ended in this block: it is all carried to the next
-                continue
-        block_at = carry_at + len(carry)  # the file offset of the block's first byte
-        tail = _content_end(block)
-        for match in _UNIT_END.finditer(block, start):
-            end = match.start()
-            if end >= tail:  # newlines at the end may be followed by a tab in the next block
-                break
-            yield block, block_at, start, end, True
-            start = end + 1
-        carry, carry_at = block[start:], block_at + start
-    if carry:
-        if carry.endswith(b"\n"):
-            yield carry, carry_at, 0, len(carry) - 1, True
-        else:
-            yield carry, carry_at, 0, len(carry), False
-
-
-def _content_end(buf: bytes) -> int:
-    """The length of ``buf`` without its final newlines (``len(buf.rstrip(b"\\n"))`` uncopied)."""
-    end = len(buf)
-    while end and buf[end - 1] == 10:
-        end -= 1
-    return end
-
-
-# How much of the next block is joined to a carried unit at first (grown until a unit ends).
-JOIN_FIRST = 1 << 16
-
-
-def _straddling(
-    carry: bytes, carry_at: int, block: bytes
-) -> Generator[tuple[bytes, int, int, int, bool], None, tuple[int, bytes, int]]:
-    """Yield the units that begin in ``carry`` (the unfinished end of the block before), joined
-    to as much of ``block`` as they need. Returns (where the first unit that begins in
-    ``block`` starts, or -1 when none does, the carry, its file offset)."""
-    start = 0
-    search_from = max(_content_end(carry) - 1, 0)
-    size = JOIN_FIRST
-    while True:
-        joined = carry + block[:size]
-        tail = _content_end(joined)
-        for match in _UNIT_END.finditer(joined, max(search_from, start)):
-            end = match.start()
-            if end >= tail:
-                break
-            yield joined, carry_at, start, end, True
-            start = end + 1
-            if start >= len(carry):
-                return start - len(carry), carry, carry_at
-        if size >= len(block):
-            return -1, joined[start:], carry_at + start
-        size *= 4
 
 
 def _resolve_stack(frames: Any, strings: dict[int, str]) -> None:
@@ -188,7 +111,7 @@ class _FileReader:
 
     def records(self, stream: BinaryIO) -> Iterator[TraceRecord]:
         stats = self.stats
-        for buf, offset, start, end, complete in _units(stream):
+        for buf, offset, start, end, complete in units(stream):
             lineno = self.lineno
             if start == end:  # a blank line
                 stats.blank_lines += 1
