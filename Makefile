@@ -7,9 +7,9 @@ STAMP := $(VENV)/.pt2doctor-installed
 DEMO_DIR ?= build/demo
 # One persisted Inductor cache for the whole test session: a warm cache makes a cold process ~7x faster.
 export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-cache
-# Byte-compile the sources first: with PYTHONDONTWRITEBYTECODE set (common on CI machines) every
-# process would otherwise compile pt2doctor from source again (~0.3 s of CPU per CLI run, and
-# the suite starts hundreds of processes). Stale .pyc files are only ignored, never wrong.
+# Byte-compile the sources first: with PYTHONDONTWRITEBYTECODE set every process would otherwise
+# compile pt2doctor from source again (`report` of a 3.6 MB log: 0.15 s of CPU instead of 0.12 s),
+# and the suite starts hundreds of them. Stale .pyc files are only ignored, never wrong.
 BYTECODE := $(PY) -m compileall -q src tests examples
 
 .DEFAULT_GOAL := help
