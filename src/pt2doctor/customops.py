@@ -162,9 +162,12 @@ def check_recorded_call(
     ]
     passed, message = _alignment(op, args, backend, kwargs)
     checks.append({"name": "eager_vs_compiled", "passed": passed, "message": message})
+    from pt2doctor import torchcompat
+
     return {
         "op": name,
         "inputs": describe_inputs(args, kwargs),
+        "arguments": torchcompat.op_argument_names(op),
         "backend": backend,
         "checks": checks,
         "passed": all(check["passed"] for check in checks),

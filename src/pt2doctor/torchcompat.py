@@ -382,6 +382,16 @@ def original_module(model: Any) -> Any:
     return getattr(model, "_orig_mod", model) if isinstance(model, OptimizedModule) else model
 
 
+def op_argument_names(op: Any) -> list[str] | None:
+    """The argument names of an operator overload's schema (``op._schema``, a private
+    attribute), or None when ``op`` has none."""
+    schema = getattr(op, "_schema", None)
+    arguments = getattr(schema, "arguments", None)
+    if not isinstance(arguments, (list, tuple)):
+        return None
+    return [str(getattr(argument, "name", "")) for argument in arguments]
+
+
 def bisect_compiler(passes: Callable[[], bool]) -> dict[str, Any]:
     """Run torch's ``compiler_bisector`` in process: it reruns ``passes`` (True: no failure;
     it must compile with ``backend="inductor"``, which the bisector overrides) with backends,

@@ -385,8 +385,10 @@ def spec_case(spec: Spec) -> Case:
 
 
 def one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text}"[:500]
+    """``Type: message`` on one line, at most 500 characters (see ``error_summary``)."""
+    from pt2doctor.trace.messages import error_summary
+
+    return f"{type(error).__name__}: {error_summary(str(error))}"[:500]
 
 
 def event_emitter(stream: IO[bytes]) -> Emit:

@@ -4,6 +4,7 @@ steady-state statistics and the per-tensor accuracy rules."""
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +13,7 @@ from pt2doctor.cases import Built, Case, Cell, Matrix
 from pt2doctor.cases.accuracy import compare_tensor, default_tolerance, same_run
 from pt2doctor.cases.align import make_optimizer
 from pt2doctor.cases.case import cells, matches
+from pt2doctor.cases.loader import load_cases
 from pt2doctor.check.contract import BudgetError, evaluate, parse_budget
 from pt2doctor.check.perf_views import frame_place
 from pt2doctor.check.statistics import percentile, speedup_interval, steady_summary
@@ -203,3 +205,37 @@ def test_a_wrapped_frame_is_not_placed_twice() -> None:
     assert frame_place(wrapped) == ""
     assert frame_place(plain) == "/w/model.py:21"
     assert frame_place({"function": "forward", "file": "/w/old.py", "line": 3}) == "/w/old.py:3"
+
+
+LIBRARY_ROOT_CASE = """
+import torch
+
+from pt2doctor.cases import Built, Case, Matrix
+
+
+class Scale(torch.nn.Module):
+    def forward(self, x):
+        return torch.tanh(x) * 2
+
+
+def build(cell):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), Scale())
+    return Built(model, (torch.randn(cell.shape, 4),), {})
+
+
+CASES = [Case("seq", build, Matrix(shapes={"b2": 2}, train=(False,)))]
+"""
+
+
+def test_a_case_files_module_inside_a_library_module_compiles(tmp_path: Path) -> None:
+    """nn.Sequential's forward is the compiled frame, and Dynamo inlines the case file's
+    Scale.forward, whose globals are the case file's: Dynamo then imports that module by name.
+    Loaded with runpy it was in no sys.modules, and every such cell crashed with
+    ``ModuleNotFoundError: No module named '__pt2doctor_cases__'`` (in check and in ablate)."""
+    path = tmp_path / "seq_case.py"
+    path.write_text(LIBRARY_ROOT_CASE)
+    (case,) = load_cases(path)
+    (cell,) = cells(case)
+    built = case.build(cell)
+    compiled = torch.compile(built.model, backend="eager")
+    torch.testing.assert_close(compiled(*built.inputs), built.model(*built.inputs))

@@ -29,10 +29,11 @@ Python 3.11; the tab that indents payload lines removed), produced by
 from __future__ import annotations
 
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pt2doctor.trace.messages import parse_graph_break, parse_user_stack
+from pt2doctor.trace.messages import error_summary, parse_graph_break, parse_user_stack
 from pt2doctor.trace.types import SourceLine
 
 ITEM_BREAK = """\
@@ -465,3 +466,30 @@ def test_parse_user_stack_skips_caret_lines_and_internal_lines() -> None:
         SourceLine("/tmp/gen/prog_breaks.py", 7, "g", None),
         SourceLine("/tmp/gen/prog_breaks.py", 8, "h", None),
     ]
+
+
+# --- one-line error summaries (check cells, ablate rungs) -------------------------------------
+
+
+def _reshape(x: torch.Tensor) -> torch.Tensor:
+    return x.view(-1, 3)
+
+
+def test_error_summary_keeps_the_message_and_the_line_that_raised() -> None:
+    """A real Dynamo error (a view that fails on fake tensors, in an inlined helper): its
+    message as torch 2.13 writes it, then on one line without the boilerplate."""
+    compiled = torch.compile(lambda x: _reshape(x) + 1, backend="eager")
+    with pytest.raises(Exception) as caught:
+        compiled(torch.randn(4))
+    text = str(caught.value)
+    assert "Hint:" in text and "from user code:" in text and "TORCHDYNAMO_VERBOSE" in text
+    summary = error_summary(text)
+    assert "\n" not in summary and "invalid for input of size 4" in summary
+    for boilerplate in ("Hint:", "Developer debug context", "TORCHDYNAMO_VERBOSE", "gb/gb"):
+        assert boilerplate not in summary
+    line = _reshape.__code__.co_firstlineno + 1
+    assert summary.endswith(f"(at {__file__}:{line} in _reshape: return x.view(-1, 3))")
+
+
+def test_error_summary_of_a_plain_message_is_that_message() -> None:
+    assert error_summary("boom:\n  a second line") == "boom: a second line"

@@ -9,11 +9,13 @@ from typing import Any
 from pt2doctor.ablate.classify import conclusion, workarounds
 from pt2doctor.ablate.repro import config_lines
 from pt2doctor.analysis.user_side import (
+    GENERIC_SHAPE,
     custom_op_advice,
     custom_op_verdict,
     custom_ops_named,
     diagnose,
     hook_verdict,
+    shape_example,
     toggle_verdict,
 )
 from pt2doctor.trace.messages import innermost_user_frame
@@ -53,6 +55,29 @@ def test_a_wrong_fake_names_the_op_the_test_the_numbers_and_the_fix() -> None:
     assert "(the kernel returns shape [10], register_fake [10, 24])" in verdict["detail"]
     assert "torch.ops.ns.rms_score.default's register_fake" in verdict["fix"]
     assert "Tensor[10, 24] float32" in verdict["evidence"][0]
+
+
+def test_the_fakes_example_fits_the_shapes_the_kernel_returned() -> None:
+    """The example in the fix is written from the kernel's output shape and the op's argument
+    names (its schema): an input's shape, that shape without its last dim, or the rule."""
+    message = "Shapes torch.Size([{}]) and torch.Size([1, 8]) are not equal!"
+    inputs, names = ["Tensor[1, 8, 64] float32", "Tensor[64] float32"], ["x", "weight"]
+    same = shape_example(message.format("1, 8, 64"), inputs, names)
+    assert same == "the kernel returns x's shape: torch.empty_like(x)"
+    dropped = shape_example(message.format("1, 8"), inputs, names)
+    assert dropped == "the kernel drops x's last dim: x.new_empty(x.shape[:-1])"
+    assert shape_example(message.format("64"), inputs, names) == (
+        "the kernel returns weight's shape: torch.empty_like(weight)"
+    )
+    assert shape_example(message.format("3"), inputs, names) == GENERIC_SHAPE
+    assert shape_example(message.format("1, 8, 64"), inputs, None) == GENERIC_SHAPE
+    with_names = {**op("ns.rms.default", {"test_faketensor": message.format("1, 8, 64")})}
+    with_names.update(inputs=inputs, arguments=names)
+    verdict = custom_op_verdict([with_names])
+    assert (
+        verdict is not None
+        and "(the kernel returns x's shape: torch.empty_like(x))" in (verdict["fix"])
+    )
 
 
 def test_schema_failures_come_before_fake_failures_and_passing_ops_prove_nothing() -> None:

@@ -3,8 +3,8 @@ piece as ``module.pt`` (a pickled module), its inputs as ``inputs.pt`` (captured
 pre-hook during an eager run of the cell) and ``model_source.py`` (the case file, its pt2doctor
 imports replaced by stubs, so the pickled classes load without pt2doctor).
 
-The case file is loaded under the module name ``__pt2doctor_cases__``, which nothing can import
-later; while pickling, its classes are registered as module ``model_source`` instead.
+The case file is loaded under the module name ``__pt2doctor_cases__``, which no other process can
+import; while pickling, its classes are registered as module ``model_source`` instead.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any
 from pt2doctor import torchcompat
 from pt2doctor.cases.align import run_cell
 from pt2doctor.cases.case import Case, Cell
+from pt2doctor.cases.loader import CASES_MODULE
 
 SOURCE_MODULE = "model_source"
-CASES_MODULE = "__pt2doctor_cases__"
 
 REPRO = '''\
 """Repro written by pt2doctor ablate: {sentence}

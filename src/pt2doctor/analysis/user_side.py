@@ -26,8 +26,7 @@ OPCHECK_KINDS = (
 FIXES = {
     "custom_op_fake": (
         "Make {op}'s register_fake return what its kernel returns: the same shape, dtype and "
-        "strides for the same inputs{numbers} (compute the output shape from the inputs' "
-        "shapes, e.g. x.new_empty(x.shape[:-1]))."
+        "strides for the same inputs{numbers} ({shape})."
     ),
     "custom_op_schema": (
         "Declare what {op} mutates: torch.library.custom_op(..., mutates_args=(...)) must name "
@@ -109,6 +108,33 @@ def where(frame: dict[str, Any]) -> str:
     return f"{os.path.basename(str(frame.get('file')))}:{frame.get('line')}"
 
 
+_TENSOR_SHAPE = lazy_compile(r"^Tensor\[([\d, ]*)\]")
+GENERIC_SHAPE = "compute the output shape from the inputs' shapes"
+
+
+def _dims(text: str) -> list[int]:
+    return [int(part) for part in text.strip("[]").split(",") if part.strip()]
+
+
+def shape_example(message: str, inputs: Sequence[str], names: Sequence[str] | None) -> str:
+    """How this op's register_fake can make its output, when the kernel's output shape (from
+    opcheck's message) is an input's shape or that shape without its last dim; else the rule."""
+    shapes = _SHAPES.search(message)
+    if shapes is None or not names:
+        return GENERIC_SHAPE
+    kernel = _dims(shapes[1])
+    for text, name in zip(inputs, names, strict=False):
+        match = _TENSOR_SHAPE.match(text)
+        if match is None or not name:
+            continue
+        dims = _dims(match[1])
+        if kernel == dims:
+            return f"the kernel returns {name}'s shape: torch.empty_like({name})"
+        if dims and kernel == dims[:-1]:
+            return f"the kernel drops {name}'s last dim: {name}.new_empty({name}.shape[:-1])"
+    return GENERIC_SHAPE
+
+
 def _numbers(message: str) -> str:
     """``: the kernel returns [10], register_fake [10, 24]`` from opcheck's message."""
     shapes = _SHAPES.search(message)
@@ -144,7 +170,10 @@ def custom_op_verdict(ops: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         message = " ".join(str(check.get("message", "")).split())
         numbers = _numbers(message)
         op_name = name.removesuffix(".default").replace(".", "::", 1)
-        fix = FIXES[kind].format(op=f"torch.ops.{name}", op_name=op_name, numbers=numbers)
+        shape = shape_example(message, op.get("inputs") or [], op.get("arguments"))
+        fix = FIXES[kind].format(
+            op=f"torch.ops.{name}", op_name=op_name, numbers=numbers, shape=shape
+        )
         inputs = ", ".join(op.get("inputs", []))
         return {
             "kind": kind,

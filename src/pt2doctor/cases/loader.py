@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-import runpy
+import sys
+import types
 from collections.abc import Sequence
 from pathlib import Path
 
 from pt2doctor.cases.case import Case, Cell, cells, matches
 from pt2doctor.errors import UsageError
+
+# The module name a case file runs under. It is registered in sys.modules, as an imported module
+# is: Dynamo imports a function's module by name when it inlines a function whose globals are
+# not the compiled frame's (a case file's module inside nn.Sequential or a Hugging Face model).
+CASES_MODULE = "__pt2doctor_cases__"
 
 
 def require_case_file(path: Path) -> None:
@@ -20,7 +26,7 @@ def load_cases(path: Path) -> list[Case]:
     """Run ``path`` and return its ``CASES`` (a list of :class:`Case`)."""
     require_case_file(path)
     try:
-        namespace = runpy.run_path(str(path), run_name="__pt2doctor_cases__")
+        namespace = _run_case_file(path)
     except Exception as error:  # the user's file: say what broke, in one line
         raise UsageError(f"cannot load {path}: {type(error).__name__}: {error}") from error
     found = namespace.get("CASES")
@@ -33,6 +39,17 @@ def load_cases(path: Path) -> list[Case]:
     if len(set(names)) != len(names):
         raise UsageError(f"{path}: case names must be unique, got {names}")
     return list(found)
+
+
+def _run_case_file(path: Path) -> dict[str, object]:
+    """Run the case file as module ``CASES_MODULE`` (kept in sys.modules; no .pyc written
+    beside the user's file) and return its namespace."""
+    module = types.ModuleType(CASES_MODULE)
+    module.__file__ = str(path)
+    sys.modules[CASES_MODULE] = module
+    code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+    exec(code, module.__dict__)
+    return module.__dict__
 
 
 def select_cells(cases: Sequence[Case], patterns: Sequence[str] = ()) -> list[Cell]:

@@ -27,6 +27,33 @@ def parse_user_stack(lines: list[str]) -> list[SourceLine]:
     return frames
 
 
+# What Dynamo appends to every error alike (generic hints, its debug context, a link, how to get
+# more logs): left out of the one-line summary, where it crowded out the message itself.
+_BOILERPLATE = (
+    "Hint:",
+    "Developer debug context:",
+    "For more details about this graph break",
+    "Set TORCHDYNAMO_VERBOSE=1",
+)
+
+
+def error_summary(text: str) -> str:
+    """A torch error message on one line: Dynamo's boilerplate left out, and its ``from user
+    code:`` traceback (outermost frame first) reduced to the innermost frame, the line that
+    raised."""
+    lines = text.splitlines()
+    cut = next((i for i, line in enumerate(lines) if line.strip() == "from user code:"), None)
+    head = lines if cut is None else lines[:cut]
+    kept = [line for line in head if not line.strip().startswith(_BOILERPLATE)]
+    summary = " ".join(" ".join(kept).split())
+    frames = [] if cut is None else parse_user_stack(lines[cut + 1 :])
+    if frames:
+        last = frames[-1]
+        code = f": {last.code}" if last.code else ""
+        summary += f" (at {last.file}:{last.line} in {last.function}{code})"
+    return summary
+
+
 def _is_user_file(path: str) -> bool:
     normalized = path.replace("\\", "/")
     foreign = ("site-packages/", "dist-packages/", "/lib/python3", "/pt2doctor/", "/torch/")
