@@ -197,6 +197,8 @@ def test_train_eval_is_two_variants_by_design(explained, traced) -> None:
     assert finding["severity"] == "info"
     assert "2 variants by design; pre-warm them" in finding["title"]
     assert "Pre-warm" in finding["advice"]
+    # Each change said once: the grad mode's kind is its name ("grad mode grad mode" before).
+    assert "0/1 vs 0/0: grad mode True → False" in finding["evidence"]
     assert_readable(terminal)
 
 

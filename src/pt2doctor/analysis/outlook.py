@@ -275,6 +275,6 @@ def change_line(compile_id: str, compared_with: str | None, change: SourceChange
     against = f" vs {compared_with}" if compared_with else ""
     values = f"{change.old} → {change.new}" if change.old or change.new else "changed"
     dynamic = " (now dynamic)" if change.dynamic else ""
-    return (
-        f"{compile_id}{against}: {change.label} {change.kind.replace('_', ' ')} {values}{dynamic}"
-    )
+    kind = change.kind.replace("_", " ")
+    kind = "" if kind == change.source else f"{kind} "  # "grad mode False → True", said once
+    return f"{compile_id}{against}: {change.label} {kind}{values}{dynamic}"
