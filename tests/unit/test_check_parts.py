@@ -4,6 +4,7 @@ steady-state statistics and the per-tensor accuracy rules."""
 from __future__ import annotations
 
 import statistics
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,11 +12,12 @@ import torch
 
 from pt2doctor.cases import Built, Case, Cell, Matrix
 from pt2doctor.cases.accuracy import compare_tensor, default_tolerance, same_run
-from pt2doctor.cases.align import make_optimizer
+from pt2doctor.cases.align import align_cell, make_optimizer
 from pt2doctor.cases.case import cells, matches
 from pt2doctor.cases.loader import load_cases
 from pt2doctor.check.contract import BudgetError, evaluate, parse_budget
 from pt2doctor.check.perf_views import frame_place
+from pt2doctor.check.report import cell_notes
 from pt2doctor.check.statistics import percentile, speedup_interval, steady_summary
 from pt2doctor.check.timing import ModelRunner, timed_step
 
@@ -227,11 +229,14 @@ CASES = [Case("seq", build, Matrix(shapes={"b2": 2}, train=(False,)))]
 """
 
 
-def test_a_case_files_module_inside_a_library_module_compiles(tmp_path: Path) -> None:
+def test_a_case_files_module_inside_a_library_module_compiles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """nn.Sequential's forward is the compiled frame, and Dynamo inlines the case file's
     Scale.forward, whose globals are the case file's: Dynamo then imports that module by name.
     Loaded with runpy it was in no sys.modules, and every such cell crashed with
     ``ModuleNotFoundError: No module named '__pt2doctor_cases__'`` (in check and in ablate)."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
     path = tmp_path / "seq_case.py"
     path.write_text(LIBRARY_ROOT_CASE)
     (case,) = load_cases(path)
@@ -239,3 +244,47 @@ def test_a_case_files_module_inside_a_library_module_compiles(tmp_path: Path) ->
     built = case.build(cell)
     compiled = torch.compile(built.model, backend="eager")
     torch.testing.assert_close(compiled(*built.inputs), built.model(*built.inputs))
+
+
+def test_a_case_file_imports_the_modules_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a script does: the case file's folder is on sys.path while it loads and after (the
+    workers build the model from it later)."""
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the loader's entry goes with the test
+    (tmp_path / "mymodels_beside.py").write_text("import torch\nNet = torch.nn.Linear\n")
+    path = tmp_path / "cases_beside.py"
+    path.write_text(
+        "import torch\nfrom mymodels_beside import Net\n"
+        "from pt2doctor.cases import Built, Case, Matrix\n"
+        "def build(cell):\n    return Built(Net(4, 2), (torch.randn(cell.shape, 4),), {})\n"
+        "CASES = [Case('net', build, Matrix(shapes={'b3': 3}, train=(False,)))]\n"
+    )
+    (case,) = load_cases(path)
+    (cell,) = cells(case)
+    assert case.build(cell).model(torch.randn(3, 4)).shape == (3, 2)
+
+
+def test_an_eval_cell_whose_model_was_built_in_training_mode_gets_a_note() -> None:
+    """A freshly made nn.Module is in training mode: an eval cell whose build forgot
+    model.train(cell.train) ran dropout, which only the random-ops note said before."""
+
+    def build(cell: Cell) -> Built:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))
+        fixed = model.train(cell.train) if cell.state["fixed"] else model
+        return Built(fixed, (torch.randn(2, 4),))
+
+    case = Case(
+        "drop", build, Matrix(shapes={"b2": 2}, train=(False,), state={"fixed": [False, True]})
+    )
+    notes = {}
+    for cell in cells(case):
+        alignment = align_cell(case, cell, lambda m: torch.compile(m, backend="eager"))
+        row = {"id": cell.id, "axes": {"train": cell.train}, "verdict": alignment["verdict"],
+               "variants": {"default": alignment}}  # fmt: skip
+        notes[cell.state["fixed"]] = (alignment["module_training"], cell_notes(row, []))
+    training, forgot = notes[False]
+    assert training is True
+    assert any("built in training mode for an eval cell" in note for note in forgot), forgot
+    assert notes[True] == (False, [])

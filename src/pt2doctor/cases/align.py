@@ -210,7 +210,15 @@ def align_cell(
         "fp64_reference": bool(fp64),
         "seconds": seconds,
         "random_ops": drew[0],
+        "module_training": _training_flag(built.model),
     }
+
+
+def _training_flag(model: Any) -> bool | None:
+    """The built model's ``.training`` (None for a function): an eval cell whose model was
+    left in training mode runs dropout and batch-norm updates as in training."""
+    flag = getattr(model, "training", None)
+    return flag if isinstance(flag, bool) else None
 
 
 def _fp64_reference(built: Built, pristine: Any, cell: Cell, case: Case) -> dict[str, Any]:

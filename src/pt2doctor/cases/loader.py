@@ -43,7 +43,11 @@ def load_cases(path: Path) -> list[Case]:
 
 def _run_case_file(path: Path) -> dict[str, object]:
     """Run the case file as module ``CASES_MODULE`` (kept in sys.modules; no .pyc written
-    beside the user's file) and return its namespace."""
+    beside the user's file) and return its namespace. Its folder goes first on sys.path, as
+    Python puts a script's: ``from train import GPT`` finds train.py beside the case file."""
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     module = types.ModuleType(CASES_MODULE)
     module.__file__ = str(path)
     sys.modules[CASES_MODULE] = module

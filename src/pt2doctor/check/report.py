@@ -74,6 +74,14 @@ def cell_notes(cell: dict[str, Any], custom_ops: list[dict[str, Any]]) -> list[s
                 f"by design (precision): {name} matches eager with "
                 f"emulate_precision_casts=True; {FIXES['precision']}"
             )
+    train = (cell.get("axes") or {}).get("train")
+    flags = {entry.get("module_training") for entry in cell["variants"].values()} - {None}
+    if isinstance(train, bool) and flags and flags != {train}:
+        built, wanted = ("training", "an eval") if not train else ("eval", "a training")
+        notes.append(
+            f"the model was built in {built} mode for {wanted} cell (dropout and batch norm "
+            f"act as in {built}): in the case's build, call model.train(cell.train)"
+        )
     if any(entry.get("random_ops") for entry in cell["variants"].values()):
         notes.append(
             "random ops (dropout...): compared under fallback_random=True; without it compiled "

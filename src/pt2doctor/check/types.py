@@ -62,6 +62,8 @@ class Alignment(TypedDict, total=False):
     stride_mismatches: list[str]
     eager_nondeterministic: list[str]
     fp64_reference: bool
+    random_ops: bool
+    module_training: bool | None
     error: str | None
     phase: str
     warmup_error: str | None
