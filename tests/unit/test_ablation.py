@@ -55,6 +55,10 @@ def test_layers_and_first_failure() -> None:
     )
     assert "blocks.1" in verdict["sentence"]
     assert conclusion(rungs[:1], None, None)["layer"] is None
+    # A command that exits 0 everywhere, without --accuracy-check: nothing compared its outputs.
+    assert "matches eager" in conclusion(rungs[:1], None, None)["sentence"]
+    unchecked = conclusion(rungs[:1], None, None, compared=False)["sentence"]
+    assert "matches eager" not in unchecked and "--accuracy-check" in unchecked
 
 
 def test_same_failure_needs_the_same_kind_and_crash_type() -> None:
@@ -113,3 +117,14 @@ def test_verify_repro_keeps_what_the_repro_said(
     verified = verify_repro(script, timeout=60)
     assert (verified["exit_code"], verified["output"]) == (code, output)
     assert verified["reproduces"] is (code == 1 and output.startswith("REPRODUCED"))
+
+
+def test_verify_repro_of_a_relative_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--out ab1`` gives ``ab1/repro/repro.py``; the repro runs in its own folder, where that
+    relative path led to ``ab1/repro/ab1/repro/repro.py`` (exit 2, "does NOT reproduce")."""
+    (tmp_path / "ab1" / "repro").mkdir(parents=True)
+    script = tmp_path / "ab1" / "repro" / "repro.py"
+    script.write_text("import sys\nprint('REPRODUCED: x')\nsys.exit(1)\n")
+    monkeypatch.chdir(tmp_path)
+    verified = verify_repro(Path("ab1/repro/repro.py"), timeout=60)
+    assert (verified["reproduces"], verified["exit_code"]) == (True, 1), verified

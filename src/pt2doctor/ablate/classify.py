@@ -173,10 +173,12 @@ def conclusion(
     module: str | None,
     bisected: dict[str, Any] | None,
     user_side: dict[str, Any] | None = None,
+    compared: bool = True,
 ) -> Conclusion:
     """The verdict: layer, failure kind, category and one sentence saying it; ``user_side``
     (from :mod:`pt2doctor.ablate.userside`) makes the category ``user_side`` and names the
-    user's code."""
+    user's code. ``compared``: False for a command run without ``--accuracy-check`` (then a
+    rung that exits 0 ran, and nothing says its outputs matched)."""
     first = first_failure(rungs)
     eager_error = next((r for r in rungs if r.get("status") == "eager_error"), None)
     if eager_error is not None:
@@ -186,7 +188,12 @@ def conclusion(
             "user_side": None,
         }  # fmt: skip
     if first is None:
-        sentence = "No layer fails: every rung of the ladder matches eager."
+        sentence = (
+            "No layer fails: every rung of the ladder matches eager."
+            if compared
+            else "No layer crashes: the command exits 0 under every rung. Its outputs were not "
+            "compared: --accuracy-check CMD says whether they match."
+        )
         return {
             "layer": None, "failure": None, "category": None, "sentence": sentence,
             "user_side": None,

@@ -261,7 +261,9 @@ class Ablation:
 
 
 def verify_repro(path: Path, timeout: float) -> dict[str, Any]:
-    """Run the written repro with plain python in a fresh process: does it fail (exit 1)?"""
+    """Run the written repro with plain python in a fresh process, in its own folder: does it
+    fail (exit 1)?"""
+    path = path.resolve()  # it runs in its folder: a relative --out would be joined twice
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     try:
         done = subprocess.run(

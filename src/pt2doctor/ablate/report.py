@@ -72,7 +72,8 @@ def build_ablate_report(
     bisected = pieces.get("bisect")
     failing = first_failure(rungs)
     user_side = diagnose(pieces, failing)
-    verdict = conclusion(rungs, module, bisected, user_side)
+    unchecked = target.get("mode") == "script" and not target.get("accuracy_check")
+    verdict = conclusion(rungs, module, bisected, user_side, compared=not unchecked)
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "ablate",
