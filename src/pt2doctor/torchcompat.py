@@ -429,23 +429,31 @@ COMPILER_HOOKS = (
 )
 
 
-def _clone_inputs(value: Any) -> Any:
+def _clone_inputs(value: Any, grad: bool = True) -> Any:
+    """Detached copies of the tensors in ``value``; a floating-point copy requires grad where
+    the original did, unless ``grad`` is False."""
     import torch
 
     if isinstance(value, torch.Tensor):
         copy = value.detach().clone()
-        return copy.requires_grad_(value.requires_grad) if copy.is_floating_point() else copy
+        wanted = grad and value.requires_grad
+        return copy.requires_grad_(wanted) if copy.is_floating_point() else copy
     if isinstance(value, (list, tuple)):
-        return type(value)(_clone_inputs(item) for item in value)
+        return type(value)(_clone_inputs(item, grad) for item in value)
     if isinstance(value, dict):
-        return {key: _clone_inputs(item) for key, item in value.items()}
+        return {key: _clone_inputs(item, grad) for key, item in value.items()}
     return value
 
 
-def record_custom_op_calls(fn: Callable[[], Any]) -> dict[str, tuple[Any, Any, Any]]:
+def record_custom_op_calls(
+    fn: Callable[[], Any], grad: bool = True
+) -> dict[str, tuple[Any, Any, Any]]:
     """Run ``fn`` eagerly under a TorchDispatchMode (private module) and return, for each op
     outside torch's own namespaces, ``{qualname: (op overload, args, kwargs)}`` with the inputs
-    of its first call, cloned before the call (an op may mutate them). {} where unavailable."""
+    of its first call, cloned before the call (an op may mutate them). ``grad``: whether ``fn``
+    runs with grad on (a cell's grad mode); off, no copy requires grad (a parameter passed into
+    an op under no_grad needs no backward; grad mode cannot be read inside the mode). {} where
+    unavailable."""
     try:
         from torch.utils._python_dispatch import TorchDispatchMode
     except ImportError:
@@ -460,7 +468,11 @@ def record_custom_op_calls(fn: Callable[[], Any]) -> dict[str, tuple[Any, Any, A
 
             namespace = getattr(func, "namespace", "aten")
             if namespace not in TORCH_NAMESPACES and str(func) not in seen:
-                seen[str(func)] = (func, _clone_inputs(args), _clone_inputs(kwargs or {}))
+                seen[str(func)] = (
+                    func,
+                    _clone_inputs(args, grad),
+                    _clone_inputs(kwargs or {}, grad),
+                )
             return func(*args, **(kwargs or {}))
 
     with CustomOpRecorder():  # type: ignore[no-untyped-call]

@@ -104,3 +104,50 @@ def test_cli_rejects_a_file_without_cases(tmp_path, capsys) -> None:
     assert main(["opcheck", str(empty)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("pt2doctor: error:") and "OPCHECK_CASES" in err[0]
+
+
+def test_cli_checks_the_ops_a_check_case_file_calls(capsys) -> None:
+    """ablate's custom_op_fake.py (CASES, no OPCHECK_CASES): its eval cell calls
+    pt2doctor_test.rms_score, whose fake returns the input's shape where the kernel drops the
+    last dim. The op is checked on the inputs of that call, and only the fake fails."""
+    from pathlib import Path
+
+    from pt2doctor.cli import main
+
+    case_file = Path(__file__).resolve().parents[1] / "programs" / "ablate" / "custom_op_fake.py"
+    assert main(["opcheck", str(case_file)]) == 1
+    out = capsys.readouterr().out
+    assert "pt2doctor_test.rms_score.default: FAILED" in out, out[-3000:]
+    failing = {line.split("│")[1].strip() for line in out.splitlines() if "FAIL " in line}
+    assert failing == {"test_faketensor"}, out[-3000:]
+
+
+@torch.library.custom_op("pt2doctor_test::scaled_by", mutates_args=())
+def scaled_by(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return x * weight
+
+
+@scaled_by.register_fake
+def _scaled_by_fake(x, weight):
+    return torch.empty_like(x)
+
+
+def test_inputs_recorded_under_no_grad_do_not_require_grad() -> None:
+    """A parameter passed straight into a custom op (a norm's weight) in a cell without grad:
+    its copy does not require grad, so opcheck does not fail the op for a backward nothing
+    needs (the op has no autograd registration); in a cell with grad, it does."""
+    from pt2doctor import torchcompat
+
+    weight = torch.nn.Parameter(torch.ones(4))
+
+    def call() -> None:
+        torch.ops.pt2doctor_test.scaled_by(torch.randn(2, 4), weight)
+
+    with torch.no_grad():
+        ((_, (_, no_grad), _),) = torchcompat.record_custom_op_calls(call, grad=False).values()
+    ((_, (_, with_grad), _),) = torchcompat.record_custom_op_calls(call, grad=True).values()
+    assert (no_grad.requires_grad, with_grad.requires_grad) == (False, True)
+    result = pt2doctor.opcheck(
+        torch.ops.pt2doctor_test.scaled_by.default, [(torch.randn(2, 4), no_grad)]
+    )
+    assert result.passed, [(c.name, c.message[:200]) for c in result.failures]

@@ -216,7 +216,9 @@ def run_custom_ops(spec: dict[str, Any], out: Path, emit: Emit) -> None:
     case, cell = _case_cell(spec)
     built = case.build(cell)
     emit("trial_start", target="custom ops")
-    calls = torchcompat.record_custom_op_calls(lambda: run_cell(built, built.model, cell, case))
+    calls = torchcompat.record_custom_op_calls(
+        lambda: run_cell(built, built.model, cell, case), grad=cell.grad
+    )
     for name, (op, args, kwargs) in calls.items():
         emit("trial_start", target=f"opcheck {name}")
         emit("custom_op", **check_recorded_call(name, op, args, kwargs, spec["backend"]))

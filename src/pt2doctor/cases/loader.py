@@ -24,11 +24,20 @@ def require_case_file(path: Path) -> None:
 
 def load_cases(path: Path) -> list[Case]:
     """Run ``path`` and return its ``CASES`` (a list of :class:`Case`)."""
+    return cases_of(load_namespace(path), path)
+
+
+def load_namespace(path: Path) -> dict[str, object]:
+    """Run the case file ``path`` once; its namespace (see :func:`_run_case_file`)."""
     require_case_file(path)
     try:
-        namespace = _run_case_file(path)
+        return _run_case_file(path)
     except Exception as error:  # the user's file: say what broke, in one line
         raise UsageError(f"cannot load {path}: {type(error).__name__}: {error}") from error
+
+
+def cases_of(namespace: dict[str, object], path: Path) -> list[Case]:
+    """The ``CASES`` a case file's namespace defines, checked (one-line errors)."""
     found = namespace.get("CASES")
     if not isinstance(found, (list, tuple)) or not found:
         raise UsageError(f"{path} must define CASES = [pt2doctor.cases.Case(...), ...]")

@@ -39,7 +39,9 @@ def custom_ops_phase(case: Case, cell: Cell, variant: CompileVariant, emit: Emit
     emit("cell_start", cell=cell.id, phase="align")
     try:
         built = case.build(cell)
-        calls = torchcompat.record_custom_op_calls(lambda: run_cell(built, built.model, cell, case))
+        calls = torchcompat.record_custom_op_calls(
+            lambda: run_cell(built, built.model, cell, case), grad=cell.grad
+        )
     except Exception:  # the factory or the eager model fails: the cell's alignment says so
         return
     if calls:

@@ -1,14 +1,17 @@
-"""``pt2doctor opcheck CASES.py``: check the custom ops a file declares.
+"""``pt2doctor opcheck CASES.py``: check the custom ops a file declares, or the ones its check
+cases call.
 
 CASES.py defines ``OPCHECK_CASES``: a list of ``(op, samples)`` pairs, ``op`` a registered custom
-op (``torch.ops.ns.name.default``), ``samples`` a list of argument tuples. Exit 1 if any check
-fails."""
+op (``torch.ops.ns.name.default``), ``samples`` a list of argument tuples. Or it is a case file
+of ``check`` and ``ablate`` (``CASES``): the first cell of each case runs eagerly, and every op
+outside torch's namespaces it calls is checked on the inputs of its first call. Exit 1 if any
+check fails."""
 
 from __future__ import annotations
 
-import runpy
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -17,20 +20,54 @@ from rich.table import Table
 
 from pt2doctor.errors import UsageError
 
+if TYPE_CHECKING:
+    from pt2doctor.cases.case import Case
+
 
 def _cases(path: Path) -> list[tuple[Any, list[Any]]]:
-    if not path.is_file():
-        raise UsageError(f"no such file: {path}")
-    try:
-        namespace = runpy.run_path(str(path))
-    except Exception as error:  # the user's file: say what broke, in one line
-        raise UsageError(f"cannot load {path}: {type(error).__name__}: {error}") from error
+    from pt2doctor.cases.loader import cases_of, load_namespace
+
+    namespace = load_namespace(path)  # run once: a second run would register its ops again
     cases = namespace.get("OPCHECK_CASES")
+    if cases is None and "CASES" in namespace:
+        return _called_ops(cases_of(namespace, path))
     if not isinstance(cases, list) or not all(
         isinstance(case, tuple) and len(case) == 2 for case in cases
     ):
-        raise UsageError(f"{path} must define OPCHECK_CASES = [(op, [sample_args, ...]), ...]")
+        raise UsageError(
+            f"{path} must define OPCHECK_CASES = [(op, [sample_args, ...]), ...] "
+            "or CASES (check's cases: the ops they call are checked)"
+        )
     return cases
+
+
+def _called_ops(check_cases: list[Case]) -> list[tuple[Any, list[Any]]]:
+    """The custom ops the first cell of each case calls in an eager run, each with the
+    positional inputs of its first call (an op first called with keyword inputs is left out:
+    opcheck's samples are positional)."""
+    from pt2doctor import torchcompat
+    from pt2doctor.cases.align import run_cell
+    from pt2doctor.cases.loader import select_cells
+
+    found: dict[str, tuple[Any, list[Any]]] = {}
+    for case in check_cases:
+        cell = select_cells([case])[0]
+        try:
+            built = case.build(cell)
+            calls = torchcompat.record_custom_op_calls(
+                partial(run_cell, built, built.model, cell, case), grad=cell.grad
+            )
+        except Exception as error:  # the user's model: one line, as check says it
+            raise UsageError(
+                f"case {case.name!r}, cell {cell.id}: the eager run failed: "
+                f"{type(error).__name__}: {error}"
+            ) from error
+        for name, (op, args, kwargs) in calls.items():
+            if name not in found and not kwargs:
+                found[name] = (op, [tuple(args)])
+    if not found:
+        raise UsageError("the cases call no custom op (no op outside torch's namespaces)")
+    return list(found.values())
 
 
 @click.command("opcheck")
