@@ -132,3 +132,49 @@ def test_report_renders_escaped_html_and_terminal_text() -> None:
     assert "pt2doctor report" in text and "print_or_logging" in text
     assert report["graph_breaks"][0]["site"]["function"] == "with_markup"  # still the dict
     w.close()
+
+
+class Net(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x).relu()
+
+
+def test_ddps_own_wrapper_break_splits_nothing(tmp_path: Path) -> None:
+    """``torch.compile(DDP(model))`` (one gloo rank in this process): Dynamo skips DDP's
+    ``_inside_ddp_forward`` on purpose and breaks there (in contextlib, which wraps it), in
+    frames that compile no ops, while the model's forward compiles whole. That break is
+    information, without torch's hint to force tracing into DDP; a break between ops
+    (``with_item_break``) still splits a graph."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    store = f"file://{tmp_path / 'store'}"
+    dist.init_process_group("gloo", init_method=store, rank=0, world_size=1)
+    try:
+        model = torch.compile(DistributedDataParallel(Net()), backend="eager")
+        item = torch.compile(with_item_break, backend="eager")
+        with pt2doctor.watch() as w:
+            for _ in range(3):
+                model(torch.randn(2, 4)).sum().backward()
+                item(torch.ones(3))
+        report = w.report()
+    finally:
+        dist.destroy_process_group()
+    sites = {site["site"]["function"]: site for site in report["graph_breaks"]}
+    wrapper = sites["__init__"]  # contextlib's _GeneratorContextManager, around DDP's wrapper
+    assert wrapper["site"]["file"].endswith("contextlib.py") and wrapper["hits"] == 3
+    assert wrapper["splits_nothing"] is True and "dont_skip_tracing" not in wrapper["advice"]
+    assert sites["with_item_break"]["splits_nothing"] is False
+    severity = {
+        function: next(
+            f["severity"] for f in report["findings"] if f" in {function} (" in f["title"]
+        )
+        for function in ("__init__", "with_item_break")
+    }
+    assert severity == {"__init__": "info", "with_item_break": "warning"}
+    forward = [c for c in report["compiles"] if c["function"] == "forward"]
+    assert [(c["graph_count"], c["calls"]) for c in forward] == [(1, 3)]

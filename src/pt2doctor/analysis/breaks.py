@@ -86,6 +86,9 @@ class GraphBreakSite:
     """pt2doctor's paragraph for this break's category, specialized to its text and code."""
     frame_skipped: bool = False
     """The break made Dynamo skip its whole frame (e.g. a break inside a loop)."""
+    splits_nothing: bool = False
+    """The frames that broke here and their resumes all compiled no graph: the break splits no
+    ops (e.g. torch's own DistributedDataParallel wrapper, which Dynamo skips on purpose)."""
 
 
 def categorize_break(event: GraphBreakEvent) -> BreakCategory:
@@ -162,6 +165,7 @@ def graph_break_sites(ledger: Ledger) -> list[GraphBreakSite]:
     }
     events += [("", event) for event in _resume_events(ledger, seen)]
     sites: dict[tuple[str | None, int | None, str | None], GraphBreakSite] = {}
+    broke: dict[tuple[str | None, int | None, str | None], set[tuple[str, str]]] = {}
     for stream, event in events:
         where = event.site or SourceLine(None, None, None)
         key = (where.file, where.line, where.function)
@@ -179,14 +183,29 @@ def graph_break_sites(ledger: Ledger) -> list[GraphBreakSite]:
                 fix=break_advice(category, event),
             )
             sites[key] = site
+        broke.setdefault(key, set()).add((stream, event.compile_id))
         if event.compile_id not in site.compile_ids:
             site.compile_ids.append(event.compile_id)
         if stream and stream not in site.streams:
             site.streams.append(stream)
         site.frame_skipped = site.frame_skipped or (stream, event.compile_id) in skipped
-    for site in sites.values():
+    for key, site in sites.items():
+        site.splits_nothing = _splits_nothing(site, broke[key], ledger)
         site.advice = site_advice(site)
     return list(sites.values())
+
+
+def _splits_nothing(site: GraphBreakSite, broke: set[tuple[str, str]], ledger: Ledger) -> bool:
+    """Dynamo finished every frame that broke at ``site`` and at least one resume after it, and
+    none of them produced a graph (a skipped frame is not this: its ops run eagerly)."""
+    if site.frame_skipped or site.site.function is None:
+        return False
+    here = (site.site.function, site.site.line)
+    around = [e for e in ledger.compiles if (e.record.stream, e.compile_id) in broke]
+    resumes = [e for e in ledger.compiles if e.resumes_after == here]
+    return bool(around and resumes) and all(
+        e.record.has_metrics and e.record.graph_count == 0 for e in around + resumes
+    )
 
 
 # Hints that are not advice for this site: torch's request for a bug report, and the note that
@@ -240,7 +259,16 @@ def _site_facts(site: GraphBreakSite) -> str:
     return facts + "."
 
 
+SPLITS_NOTHING = (
+    "It splits no graph: the frames on both sides of it compiled no ops, so no fusion is lost "
+    "here and there is nothing to fix (torch's hints for this break do not apply)."
+)
+
+
 def site_advice(site: GraphBreakSite) -> str:
-    """The advice of one site: torch's hints and link, the site's facts, pt2doctor's fix.
+    """The advice of one site: torch's hints and link, the site's facts, pt2doctor's fix (for
+    a break that splits nothing: the facts and that).
     Called again once heat is known (:func:`pt2doctor.analysis.heat.break_heat`)."""
+    if site.splits_nothing:
+        return f"{_site_facts(site)} {SPLITS_NOTHING}"
     return " ".join(part for part in (_torch_says(site), _site_facts(site), site.fix) if part)

@@ -169,8 +169,9 @@ def _frame_findings(frame: FrameEntry, explanation: FrameExplanation) -> list[Fi
 def _break_finding(site: GraphBreakSite) -> Finding:
     where = f"{site.site.file}:{site.site.line} in {site.site.function}"
     heat = "" if site.hits is None else f", ran {site.hits} times"
-    # Heat known: a break that ran at most once (startup) is not worth a rewrite.
-    severity: Severity = "info" if site.hot is False else "warning"
+    # Heat known: a break that ran at most once (startup) is not worth a rewrite; a break
+    # between frames that compiled no ops splits nothing.
+    severity: Severity = "info" if site.hot is False or site.splits_nothing else "warning"
     evidence = [f"compile ids: {', '.join(site.compile_ids)}"]
     if site.site.code:
         evidence.insert(0, site.site.code)

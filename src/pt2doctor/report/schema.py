@@ -168,6 +168,7 @@ def _graph_break(site: GraphBreakSite) -> GraphBreak:
         "hits": site.hits,
         "hot": site.hot,
         "frame_skipped": site.frame_skipped,
+        "splits_nothing": site.splits_nothing,
         "advice": site.advice,
     }
 

@@ -101,6 +101,7 @@ class GraphBreak(TypedDict):
     hits: int | None
     hot: bool | None
     frame_skipped: bool
+    splits_nothing: bool  # absent in reports before 2026-11-30: renderers do not read it
     advice: str
 
 
