@@ -10,6 +10,7 @@ from pt2doctor.analysis.findings import Finding, frame_label, frame_where
 from pt2doctor.analysis.heat import Heat
 from pt2doctor.analysis.ledger import Ledger
 from pt2doctor.analysis.user_side import custom_op_advice
+from pt2doctor.trace.messages import error_summary
 from pt2doctor.trace.types import ProbeData
 
 TRIAGE_NOT_COVERED = [
@@ -40,21 +41,52 @@ def ending(manifest: dict[str, Any]) -> str | None:
     return None
 
 
+# torchrun's own exception when a rank failed: its banner repeats what the ranks raised.
+_LAUNCHER_ERRORS = frozenset({"ChildFailedError"})
+
+
+def _program_exceptions(probes: ProbeData | None) -> list[dict[str, Any]]:
+    """The exceptions the program raised, torchrun's summary left out when a rank's own
+    exception is there."""
+    exceptions = list(probes.exceptions) if probes else []
+    if any(e.get("rank") is not None for e in exceptions):
+        exceptions = [e for e in exceptions if str(e.get("type")) not in _LAUNCHER_ERRORS]
+    return exceptions
+
+
+def _exception_lines(exceptions: list[dict[str, Any]]) -> list[str]:
+    """One line per distinct exception (type and message on one line), with the ranks that
+    raised it: ``AssertionError: ... (ranks 0, 1)``."""
+    ranks: dict[str, list[int]] = {}
+    for e in exceptions:
+        line = f"{e.get('type')}: {error_summary(str(e.get('message') or ''))}"[:500]
+        rank = e.get("rank")
+        ranks.setdefault(line, [])
+        if isinstance(rank, int) and rank not in ranks[line]:
+            ranks[line].append(rank)
+    return [
+        f"{line} (rank{'s' if len(found) > 1 else ''} {', '.join(map(str, sorted(found)))})"
+        if found
+        else line
+        for line, found in ranks.items()
+    ]
+
+
 def _failure_finding(ledger: Ledger, manifest: dict[str, Any], probes: ProbeData | None) -> Finding:
     how = ending(manifest) or ""
-    exceptions = probes.exceptions if probes else []
-    evidence = [f"{e.get('type')}: {e.get('message')}" for e in exceptions]
+    exceptions = _program_exceptions(probes)
+    evidence = _exception_lines(exceptions)
+    root = min(exceptions, key=lambda e: e.get("t") or 0.0, default=None)  # the first raised
     evidence += [
         f"raised in {frame['function']} ({os.path.basename(str(frame['file']))}:{frame['line']})"
-        for e in exceptions[-1:]
-        for frame in (e.get("frames") or [])[:1]
+        for frame in ((root or {}).get("frames") or [])[:1]
     ]
     evidence += probes.fatal_error if probes else []
     evidence += [
         f"raised inside compiled graph {e.get('compile_id')}: {e.get('type')}: {e.get('message')}"
         for e in (probes.graph_exceptions[-1:] if probes else [])
     ]
-    exception_types = {str(e.get("type")) for e in (probes.exceptions if probes else [])}
+    exception_types = {str(e.get("type")) for e in exceptions}
     for failure in ledger.failures:
         if failure.kind == "compile_error" and (
             not exception_types or any(t in failure.fail_type for t in exception_types)
