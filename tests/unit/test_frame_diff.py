@@ -54,3 +54,36 @@ def test_fewer_variants_with_the_same_causes_is_not_a_regression() -> None:
     (change,) = [c for c in diff.changes if c.kind == "frame"]
     assert change.regression is False
     assert change.detail.endswith("unbounded → bounded")
+
+
+def _moved(report_: dict[str, Any], lines: int) -> dict[str, Any]:
+    """The same report after ``lines`` lines were added above the frame (and its break)."""
+    for frame in report_["frames"]:
+        frame["line"] += lines
+    for row in report_["compiles"]:
+        row["line"] += lines
+    for row in report_["graph_breaks"]:
+        row["site"]["line"] += lines
+    return report_
+
+
+def _with_break(report_: dict[str, Any], line: int) -> dict[str, Any]:
+    site = {"file": "/a/prog.py", "line": line, "function": "step", "code": "print(x)"}
+    report_["graph_breaks"] = [{"site": site, "category": "print_or_logging", "gb_type": "g"}]
+    return report_
+
+
+def test_a_frame_and_a_break_that_moved_down_are_the_same() -> None:
+    """An edit above the code (a comment, an import) shifts every line: the frame and its break
+    are matched by file name, function and code when exactly one candidate is left on each
+    side, so they are not reported as removed and new."""
+    before = _with_break(report(2, ["size"], 4.0, True), 7)
+    after = _moved(_with_break(report(2, ["size"], 4.0, True), 7), 3)
+    assert diff_reports(before, after).changes == []
+    # A second break with the same code in the same function: ambiguous, so not matched.
+    twice = _moved(_with_break(report(2, ["size"], 4.0, True), 7), 3)
+    twice["graph_breaks"].append(
+        {**twice["graph_breaks"][0], "site": {**twice["graph_breaks"][0]["site"], "line": 20}}
+    )
+    kinds = sorted(c.kind for c in diff_reports(before, twice).changes)
+    assert kinds == ["new_break_site", "new_break_site", "removed_break_site"]

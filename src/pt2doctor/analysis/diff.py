@@ -10,6 +10,8 @@ runs (2 CPU cores, torch 2.13), hence the defaults.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import PurePath
 from typing import Any
@@ -73,18 +75,54 @@ def _frame_key(frame: dict[str, Any]) -> str:
     return f"{frame['function']} ({_name(frame['file'])}:{frame['line']})"
 
 
+_RESUME_LINE = re.compile(r"_at_\d+$")
+
+
+def _site_identity(site: dict[str, Any]) -> tuple[str, str, str]:
+    """A site without its line: file name, function, code (an edit above it moves the line)."""
+    return (_name(site.get("file")), str(site.get("function")), str(site.get("code") or ""))
+
+
+def _frame_identity(frame: dict[str, Any]) -> tuple[str, str]:
+    """A frame without its line: file name, function (a resume's ``_at_<line>`` dropped)."""
+    return (_name(frame.get("file")), _RESUME_LINE.sub("", str(frame.get("function"))))
+
+
+def _matched(
+    before: dict[str, dict[str, Any]],
+    after: dict[str, dict[str, Any]],
+    identity: Callable[[dict[str, Any]], Any],
+) -> dict[str, str]:
+    """after key -> before key: the same key, else the one unmatched entry on each side with
+    the same identity (the code moved, e.g. lines added above it)."""
+    pairs = {key: key for key in after if key in before}
+    left = [key for key in before if key not in pairs.values()]
+    for key in (key for key in after if key not in pairs):
+        same = [old for old in left if identity(before[old]) == identity(after[key])]
+        rivals = [
+            new
+            for new in after
+            if new not in pairs and identity(after[new]) == identity(after[key])
+        ]
+        if len(same) == 1 and len(rivals) == 1:
+            pairs[key] = same[0]
+            left.remove(same[0])
+    return pairs
+
+
 def _break_changes(a: Report, b: Report) -> list[Change]:
     before = {_site_key(row["site"]): row for row in a["graph_breaks"]}
     after = {_site_key(row["site"]): row for row in b["graph_breaks"]}
+    pairs = _matched(before, after, lambda row: _site_identity(row["site"]))
     changes = [
         Change("new_break_site", key, None, after[key]["category"], True, after[key]["gb_type"])
         for key in after
-        if key not in before
+        if key not in pairs
     ]
     changes += [
         Change("removed_break_site", key, before[key]["category"], None, False)
         for key in before
-        if key not in after
+        if key not in pairs.values()
     ]
     return changes
 
@@ -126,10 +164,12 @@ def _frame_line(a: Report, b: Report, old: dict[str, Any] | None, new: dict[str,
 def _frame_changes(a: Report, b: Report) -> list[Change]:
     """One ``frame`` change per frame whose variants or recompile causes differ."""
     before = {_frame_key(frame): frame for frame in a["frames"]}
+    after = {_frame_key(frame): frame for frame in b["frames"]}
+    pairs = _matched(before, after, _frame_identity)
     changes = []
     for frame in b["frames"]:
         key = _frame_key(frame)
-        old = before.get(key)
+        old = before.get(pairs.get(key, key))
         old_variants = 0 if old is None else old["variants"]
         old_causes = set() if old is None else _causes(old)
         variants_differ = frame["variants"] != old_variants and (
