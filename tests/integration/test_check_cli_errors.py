@@ -74,7 +74,7 @@ def test_bad_case_file(
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--cells", "float64"], "no cell matches --cells float64"),
+        (["--cells", "float64"], "no cell matches --cells float64; the cells are "),
         (["--modes", "fastest"], "unknown compile mode 'fastest'"),
         (["--backend", "eager", "--modes", "max-autotune"], "apply to the inductor backend only"),
         (["--backend", "tensorrtx"], "unknown backend 'tensorrtx'"),

@@ -67,13 +67,15 @@ def _run_case_file(path: Path) -> dict[str, object]:
 
 def select_cells(cases: Sequence[Case], patterns: Sequence[str] = ()) -> list[Cell]:
     """The cells of all cases, filtered by ``--cells`` patterns when given."""
-    selected = []
+    selected, every = [], []
     for case in cases:
         try:
             case_cells = cells(case)
         except (ValueError, TypeError) as error:
             raise UsageError(str(error)) from error
+        every += [cell.id for cell in case_cells]
         selected += [cell for cell in case_cells if not patterns or matches(cell.id, patterns)]
     if not selected:
-        raise UsageError(f"no cell matches --cells {' '.join(patterns)}")
+        shown = ", ".join(every[:6]) + (f" (+{len(every) - 6} more)" if len(every) > 6 else "")
+        raise UsageError(f"no cell matches --cells {' '.join(patterns)}; the cells are {shown}")
     return selected
