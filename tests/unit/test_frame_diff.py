@@ -87,3 +87,20 @@ def test_a_frame_and_a_break_that_moved_down_are_the_same() -> None:
     )
     kinds = sorted(c.kind for c in diff_reports(before, twice).changes)
     assert kinds == ["new_break_site", "new_break_site", "removed_break_site"]
+
+
+def test_diff_values_are_read_at_three_significant_digits() -> None:
+    """The total compile time of a cold and a warm nanoGPT run, as diff_reports gives it."""
+    import io
+
+    from rich.console import Console
+
+    from pt2doctor.report.diff_view import render_diff_markdown, render_diff_terminal
+
+    change = {"kind": "compile_time_s", "subject": "total compile time", "before": 25.016381,
+              "after": 3.386329, "regression": False, "detail": "faster beyond noise"}  # fmt: skip
+    diff = {"a": "warm1", "b": "warm2", "changes": [change], "regressions": 0}
+    out = io.StringIO()
+    render_diff_terminal(diff, Console(file=out, width=200))
+    assert "total compile time: 25 → 3.39 (faster beyond noise)" in out.getvalue()
+    assert "25.016381" not in render_diff_markdown(diff)

@@ -36,7 +36,10 @@ KIND_LABELS = {
 
 
 def _value(value: Any) -> str:
-    return "none" if value is None else str(value)
+    """A change's value as read: floats to 3 significant digits (25.0, not 25.016381)."""
+    if value is None:
+        return "none"
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
 def _ordered(diff: DiffDict) -> list[dict[str, Any]]:
