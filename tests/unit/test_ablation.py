@@ -128,3 +128,17 @@ def test_verify_repro_of_a_relative_path(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.chdir(tmp_path)
     verified = verify_repro(Path("ab1/repro/repro.py"), timeout=60)
     assert (verified["reproduces"], verified["exit_code"]) == (True, 1), verified
+
+
+def test_the_ladder_shows_an_installed_packages_file_from_its_package() -> None:
+    """The GPT-2 custom-op ablate's eager rung, as one_line wrote it."""
+    from pt2doctor.ablate.views import ablate_ladder
+
+    error = (
+        "TorchRuntimeError: RuntimeError when making fake tensor call (at /work/main/.venv/lib/"
+        "python3.11/site-packages/transformers/models/gpt2/modeling_gpt2.py:621 in forward: "
+        "hidden_states = hidden_states.view(output_shape))"
+    )
+    row = {"backend": "eager", "layer": "dynamo", "status": "crash", "error": error}
+    (shown,) = ablate_ladder({"ladder": [row]}).data["rows"]  # type: ignore[typeddict-item]
+    assert "(at transformers/models/gpt2/modeling_gpt2.py:621 in forward:" in shown["error"]

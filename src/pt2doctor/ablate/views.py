@@ -14,6 +14,7 @@ from dataclasses import asdict
 from typing import Any
 
 from pt2doctor.ablate.types import FAILURE_STATUSES, AblateReport, Rung, Target
+from pt2doctor.analysis.paths import shorten_paths
 from pt2doctor.report.format import cut
 from pt2doctor.report.sections import Section, environment_rows
 
@@ -67,6 +68,12 @@ def ablate_conclusion(report: Report) -> Section:
     return Section("conclusion", "Conclusion", "ablate_conclusion", data)
 
 
+def _error(text: str | None) -> str:
+    """An error as the page shows it: an installed package's file relative to site-packages
+    (``transformers/models/gpt2/modeling_gpt2.py:621``), then cut to the cell's length."""
+    return cut(shorten_paths(text or ""))
+
+
 def _rung(row: Rung) -> dict[str, Any]:
     seconds = row.get("seconds")
     return {
@@ -75,8 +82,8 @@ def _rung(row: Rung) -> dict[str, Any]:
         "status": row["status"],
         "failed": row["status"] in FAILURE_STATUSES,
         "root_type": row.get("root_type"),
-        "numbers": cut(row.get("numbers") or ""),
-        "error": cut(row.get("error") or ""),
+        "numbers": _error(row.get("numbers")),
+        "error": _error(row.get("error")),
         "seconds": None if seconds is None else round(seconds, 1),
     }
 
@@ -97,7 +104,7 @@ def ablate_toggles(report: Report) -> Section | None:
             "backend": toggle["backend"],
             "status": toggle["status"],
             "failed": toggle["status"] in FAILURE_STATUSES,
-            "detail": cut(toggle.get("numbers") or toggle.get("error") or ""),
+            "detail": _error(toggle.get("numbers") or toggle.get("error")),
         }
         for toggle in report["toggles"]
     ]
@@ -114,7 +121,7 @@ def ablate_modules(report: Report) -> Section | None:
             "module": cut(trial["module"], 200),
             "reproduced": trial["reproduced"],
             "status": trial["status"],
-            "error": cut(trial.get("error") or ""),
+            "error": _error(trial.get("error")),
         }
         for trial in module.get("trials") or []
     ]
