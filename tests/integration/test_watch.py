@@ -168,6 +168,9 @@ def test_ddps_own_wrapper_break_splits_nothing(tmp_path: Path) -> None:
     wrapper = sites["__init__"]  # contextlib's _GeneratorContextManager, around DDP's wrapper
     assert wrapper["site"]["file"].endswith("contextlib.py") and wrapper["hits"] == 3
     assert wrapper["splits_nothing"] is True and "dont_skip_tracing" not in wrapper["advice"]
+    # Not the user's code: the advice names the user's line that led there.
+    here = "in library code, reached from your test_ddps_own_wrapper_break_splits_nothing"
+    assert f"{here} (test_watch.py:" in wrapper["advice"], wrapper["advice"]
     assert sites["with_item_break"]["splits_nothing"] is False
     severity = {
         function: next(

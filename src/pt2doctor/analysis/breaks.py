@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from pt2doctor.analysis.advice import break_advice
 from pt2doctor.analysis.ledger import RESUME_NAME, FrameEntry, Ledger
-from pt2doctor.trace.messages import explanation_and_hints
+from pt2doctor.trace.messages import explanation_and_hints, is_user_file
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import GraphBreakEvent, SourceLine
 
@@ -242,6 +243,15 @@ def _heat_fact(site: GraphBreakSite) -> str:
     return f"ran {site.hits} time(s) (cold: a startup-only break is not worth a rewrite)"
 
 
+def _user_caller(site: GraphBreakSite) -> SourceLine | None:
+    """For a break in library code (torch, an installed package, the standard library): the
+    innermost frame of the user's own code that led to it; None for a break in the user's code."""
+    if site.site.file is None or is_user_file(site.site.file):
+        return None
+    mine = [frame for frame in site.user_stack if frame.file and is_user_file(frame.file)]
+    return mine[-1] if mine else None
+
+
 def _site_facts(site: GraphBreakSite) -> str:
     """What this site is and does: its code, its heat, and a loop that makes a frame eager."""
     code = (site.site.code or "").split("  # ")[0].strip()
@@ -251,6 +261,12 @@ def _site_facts(site: GraphBreakSite) -> str:
     # In a frame Dynamo skipped, the break never runs compiled: no heat to state.
     heat = "" if site.hits is None and site.frame_skipped else f" {_heat_fact(site)}"
     facts = f"Here `{code}`{heat}" if code else f"Here the break{heat}"
+    caller = _user_caller(site)
+    if caller is not None:
+        facts += (
+            f"{';' if heat else ','} in library code, reached from your {caller.function} "
+            f"({os.path.basename(str(caller.file))}:{caller.line})"
+        )
     if loop is not None:
         facts += (
             f"{'; it' if heat else ''} is reached inside a for/while loop of {loop.group(1)} "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import GraphBreakEvent, SourceLine
 
@@ -54,16 +56,24 @@ def error_summary(text: str) -> str:
     return summary
 
 
-def _is_user_file(path: str) -> bool:
+# pt2doctor's own package folder (a source checkout's src/pt2doctor, or site-packages').
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))).replace("\\", "/") + "/"
+
+
+def is_user_file(path: str) -> bool:
+    """Not torch, an installed package, the standard library or pt2doctor itself (its package
+    folder: a user's project that happens to be named pt2doctor is still the user's)."""
     normalized = path.replace("\\", "/")
-    foreign = ("site-packages/", "dist-packages/", "/lib/python3", "/pt2doctor/", "/torch/")
-    return not normalized.startswith("<") and not any(part in normalized for part in foreign)
+    foreign = ("site-packages/", "dist-packages/", "/lib/python3", "/torch/")
+    return not normalized.startswith(("<", _PACKAGE_DIR)) and not any(
+        part in normalized for part in foreign
+    )
 
 
 def innermost_user_frame(lines: list[str]) -> SourceLine | None:
     """The last frame of the user's own code in a traceback (torch, installed packages, the
     standard library and pt2doctor are not the user's): where a user pass or kernel raised."""
-    frames = [f for f in parse_user_stack(lines) if f.file and _is_user_file(f.file)]
+    frames = [f for f in parse_user_stack(lines) if f.file and is_user_file(f.file)]
     return frames[-1] if frames else None
 
 
