@@ -70,6 +70,7 @@ class Watch:
         if self._recorder is not None:
             torchcompat.unwrap(self._recorder.count_graph)
             torchcompat.unwrap(self._recorder.count_resume)
+            torchcompat.unwrap(self._recorder.guards_timed)
             self._recorder.close()
             self._recorder = None
         if self._detach is not None:

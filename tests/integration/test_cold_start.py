@@ -151,5 +151,11 @@ def test_hot_guards_are_flagged_and_cheap_ones_are_not(tmp_path: Path) -> None:
     assert "8 variant(s)" in flagged[0]["title"]
     pick_calls = sum(row["calls"] or 0 for row in report["compiles"] if row["function"] == "pick")
     assert f"{pick_calls} call(s)" in flagged[0]["title"]
+    # The probes timed each variant's guards warm: an estimate, not torch's cold bound (which
+    # made this frame's guards "up to 4307 ms" of a 5 s run).
+    assert "guard checks take about" in flagged[0]["title"]
+    assert flagged[0]["evidence"][0].startswith("one check per variant, timed warm")
+    guard_ms = float(flagged[0]["title"].split("take about ")[1].split(" ms")[0])
+    assert guard_ms / 1e3 < report["run"]["wall_s"]
     assert all("heavy" not in f["title"] for f in flagged)
     assert report["cold_start"]["state"] == "no_cache"

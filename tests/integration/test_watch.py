@@ -15,6 +15,7 @@ from oracles import marker_in
 torch = pytest.importorskip("torch")
 
 import pt2doctor  # noqa: E402
+from pt2doctor.capture.rundir import load_probes  # noqa: E402
 
 pytestmark = pytest.mark.torch_run
 
@@ -181,3 +182,25 @@ def test_ddps_own_wrapper_break_splits_nothing(tmp_path: Path) -> None:
     assert severity == {"__init__": "info", "with_item_break": "warning"}
     forward = [c for c in report["compiles"] if c["function"] == "forward"]
     assert [(c["graph_count"], c["calls"]) for c in forward] == [(1, 3)]
+
+
+def test_guards_are_timed_once_per_variant_however_many_watches_ran() -> None:
+    """Each watch registers its guard timing and removes it when it closes: after three
+    watches one compile is timed once, by the open watch only."""
+    from pt2doctor import torchcompat
+
+    for _ in range(2):
+        with pt2doctor.watch():
+            pass
+    compiled = torch.compile(pure, backend="eager")
+    with pt2doctor.watch() as w:
+        compiled(torch.ones(3))
+        assert len(torchcompat._guard_hooks) == 1
+    report = w.report()
+    assert torchcompat._guard_hooks == []
+    (row,) = report["compiles"]
+    assert row["function"] == "pure"
+    probes = load_probes(w.dir)
+    assert probes is not None
+    timed = probes.guard_check_us
+    assert set(timed) == {row["compile_id"]} and 0 < timed[row["compile_id"]] < 1000, timed

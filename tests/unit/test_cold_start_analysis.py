@@ -138,6 +138,20 @@ def test_guard_overhead_of_few_variants_is_information() -> None:
     assert (finding.severity, "up to 60.0 ms" in finding.title) == ("info", True)
 
 
+def test_guard_overhead_prefers_the_probes_warm_timing() -> None:
+    """torch's guard_latency_us (cold, 581 us) against the probes' warm check (0.8 us) of the
+    same variant: the estimate uses the warm one and says so."""
+    ledger = _ledger(_record(0, 0, {"total": 0.1}, None, guard_latency_us=581.0))
+    heat = _heat(ledger, 3200, 0.001)
+    for item in heat.compiles.values():
+        item.guard_check_us = 0.8
+    (finding,) = guard_overhead_findings(ledger, heat)
+    # 3200 calls x 0.8 us = 2.56 ms against 1 ms in the graph.
+    assert "guard checks take about 2.6 ms, 256% of its 1.0 ms" in finding.title
+    assert finding.evidence[0].startswith("one check per variant, timed warm")
+    assert "0.8 us" in finding.evidence[0]
+
+
 def test_guard_overhead_of_a_frame_called_a_few_times_is_not_flagged() -> None:
     """A one-variant function called 3 times, whose one cold guard evaluation took 581 us (as
     torch measured a lambda's single tensor guard on this machine): 1.7 ms of "guards" against

@@ -1,24 +1,28 @@
 """Guard overhead: frames whose guard checks cost a visible share of their compiled time.
 
 Every call of a compiled frame first runs the guards of its cached variants until one passes.
-Dynamo measures one evaluation of each variant's guards when it builds them
-(``guard_latency_us`` in compilation_metrics); the probes of ``pt2doctor run`` count each
-variant's calls and time inside its graph. A call that ran variant *i* evaluated at least *i*'s
-guards; with *n* variants it evaluates on average about half of the others first (the cache
-is a list searched in order), so the estimate is calls x latency x (1 + (n - 1) / 2).
+The probes of ``pt2doctor run`` (and ``watch``) time one check of each variant's guards warm,
+right after Dynamo builds them (``torchcompat.time_guards``: 200 checks against the frame's own
+locals), and count each variant's calls and time inside its graph. A call that ran variant *i*
+evaluated at least *i*'s guards; with *n* variants it evaluates on average about half of the
+others first (the cache is a list searched in order), so the estimate is calls x latency x
+(1 + (n - 1) / 2).
 
-That is an upper bound, and is worded as one: torch measures ``guard_latency_us`` with one
-evaluation right after flushing the CPU caches, and moves the variant that passed to the front
-of the list, so a warm steady state checks fewer guards, faster. A frame called fewer than
-``MIN_CALLS`` times is never flagged: there the cold measurement is all the bound says. Few variants: ``info`` (worth a
+Without that timing (a run on a torch without the hook), the latency is torch's own
+``guard_latency_us``: one evaluation right after flushing the CPU caches, 50-600 us here where a
+warm check of the same guards takes about 1 us, so the estimate is worded as an upper bound. A
+frame called fewer than ``MIN_CALLS`` times is never flagged. Few variants: ``info`` (worth a
 look, not an alarm); from ``MANY_VARIANTS`` on, where the search itself grows: ``warning``.
 """
 
 from __future__ import annotations
 
 from pt2doctor.analysis.findings import Finding, frame_label
-from pt2doctor.analysis.heat import Heat
-from pt2doctor.analysis.ledger import FrameEntry, Ledger
+from pt2doctor.analysis.heat import CompileHeat, Heat
+from pt2doctor.analysis.ledger import CompileEntry, FrameEntry, Ledger
+
+# How the probes time a variant's guards (torchcompat.time_guards), as the evidence says it.
+GUARD_TIMING = "up to 200 checks against the frame's locals right after Dynamo built them"
 
 # A frame is flagged when guard checks cost at least this share of its time in compiled graphs
 # (the time the probes measure around each graph call, guards excluded) ...
@@ -42,22 +46,39 @@ GUARD_ADVICE = (
 )
 
 
-def _frame_guard_seconds(frame: FrameEntry, heat: Heat) -> tuple[float, float, int] | None:
-    """(estimated guard seconds, seconds in compiled graphs, calls) of a frame."""
+def _latency_us(entry: CompileEntry, item: CompileHeat) -> tuple[float | None, bool]:
+    """One check of a variant's guards in microseconds, and whether it was timed warm (the
+    probes' own timing; else torch's one evaluation after a cache flush)."""
+    if item.guard_check_us is not None:
+        return item.guard_check_us, True
+    return entry.record.counters.get("guard_latency_us"), False
+
+
+def _frame_guard_seconds(
+    frame: FrameEntry, heat: Heat
+) -> tuple[float, float, int, list[tuple[float, bool]]] | None:
+    """(estimated guard seconds, seconds in compiled graphs, calls, (latency, warm) per
+    variant) of a frame."""
     guard_s = graph_s = 0.0
     calls_total = 0
     variants = max(frame.variants, 1)
+    latencies = []
     for entry in frame.compiles:
         item = heat.compiles.get((entry.record.stream, entry.compile_id))
-        latency_us = entry.record.counters.get("guard_latency_us")
-        if item is None or not item.calls or latency_us is None:
+        if item is None:
+            continue
+        latency_us, warm = _latency_us(entry, item)
+        if latency_us is None:
+            continue
+        latencies.append((latency_us, warm))
+        if not item.calls:
             continue
         calls_total += item.calls
         guard_s += item.calls * latency_us / 1e6 * (1 + (variants - 1) / 2)
         graph_s += item.seconds_in_graph or 0.0
     if not calls_total:
         return None
-    return guard_s, graph_s, calls_total
+    return guard_s, graph_s, calls_total, latencies
 
 
 def guard_overhead_findings(ledger: Ledger, heat: Heat | None) -> list[Finding]:
@@ -69,27 +90,29 @@ def guard_overhead_findings(ledger: Ledger, heat: Heat | None) -> list[Finding]:
         measured = _frame_guard_seconds(frame, heat)
         if measured is None:
             continue
-        guard_s, graph_s, calls = measured
+        guard_s, graph_s, calls, latencies = measured
         share = guard_s / graph_s if graph_s else float("inf")
         if calls < MIN_CALLS or guard_s < MIN_GUARD_S or share < GUARD_SHARE_WARNING:
             continue
-        latencies = [e.record.counters.get("guard_latency_us") for e in frame.compiles]
-        known = [latency for latency in latencies if latency is not None]
+        warm = all(timed_warm for _, timed_warm in latencies)
+        known = ", ".join(f"{latency:.3g}" for latency, _ in latencies)
         share_text = f"{100 * share:.0f}%" if graph_s else "more than all"
+        how = (
+            f"one check per variant, timed warm ({GUARD_TIMING}): {known} us"
+            if warm
+            else f"guard_latency_us per variant: {known} (one evaluation after a cache flush, "
+            "when the guards were built: an upper bound of a warm check)"
+        )
         findings.append(
             Finding(
                 "warning" if frame.variants >= MANY_VARIANTS else "info",
                 "guard_overhead",
-                f"{frame_label(frame.function, frame.file, frame.line)}: guard checks may cost "
-                f"up to {guard_s * 1e3:.1f} ms, {share_text} of its {graph_s * 1e3:.1f} ms "
-                f"in compiled graphs ({frame.variants} variant(s), {calls} call(s))",
+                f"{frame_label(frame.function, frame.file, frame.line)}: guard checks "
+                f"{'take about' if warm else 'may cost up to'} {guard_s * 1e3:.1f} ms, "
+                f"{share_text} of its {graph_s * 1e3:.1f} ms in compiled graphs "
+                f"({frame.variants} variant(s), {calls} call(s))",
                 GUARD_ADVICE,
-                [
-                    f"guard_latency_us per variant: {', '.join(f'{v:.0f}' for v in known)} "
-                    "(one evaluation after a cache flush, when the guards were built: an upper "
-                    "bound of a warm check)",
-                    f"{calls} call(s), {frame.variants} variant(s) searched in order",
-                ],
+                [how, f"{calls} call(s), {frame.variants} variant(s) searched in order"],
             )
         )
     return findings

@@ -25,6 +25,8 @@ class CompileHeat:
     frame_calls: int | None = None
     """Calls its frame had made into compiled graphs when it compiled."""
     after_warmup: bool = False
+    guard_check_us: float | None = None
+    """One warm check of this variant's guards (the probes time it when Dynamo builds them)."""
 
 
 @dataclass(slots=True)
@@ -104,6 +106,7 @@ def compile_heat(ledger: Ledger, probes: ProbeData, manifest: dict[str, Any]) ->
             seconds_in_graph=own.graph_seconds.get(entry.compile_id) if measured else None,
             t_s=_start_time(entry, own, run_start),
             frame_calls=None if compiled is None else compiled.get("frame_calls"),
+            guard_check_us=own.guard_check_us.get(entry.compile_id),
         )
         by_calls = warmup_calls is not None and (item.frame_calls or 0) >= warmup_calls
         by_time = steady_after is not None and item.t_s is not None and item.t_s >= steady_after

@@ -130,6 +130,10 @@ class ProbeRecorder:
                 self.stream.close()
 
     # -- wrappers -----------------------------------------------------------------------------
+    def guards_timed(self, compile_id: str, microseconds: float) -> None:
+        """One warm check of a new variant's guards took ``microseconds``."""
+        self.event("guard_check", compile_id=compile_id, us=microseconds)
+
     def count_graph(self, compile_id: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Wrap a compiled graph so each call is counted and timed."""
         self.event(
@@ -216,5 +220,8 @@ def install_torch_probes(recorder: ProbeRecorder) -> None:
 
     graphs = torchcompat.wrap_compiled_graphs(recorder.count_graph, on_error)
     resumes = torchcompat.wrap_resume_functions(recorder.count_resume, on_error)
-    recorder.event("probes", graphs=graphs, breaks=resumes, torch=torchcompat.torch_version())
+    timed = torchcompat.time_guards(recorder.guards_timed, on_error)
+    recorder.event(
+        "probes", graphs=graphs, breaks=resumes, guards=timed, torch=torchcompat.torch_version()
+    )
     recorder.event("environment", **torchcompat.environment())

@@ -143,6 +143,10 @@ def _add_event(data: ProbeData, event: dict[str, Any]) -> None:
     kind = event.get("kind")
     if kind == "compiled" and isinstance(event.get("compile_id"), str):
         data.compiled.setdefault(event["compile_id"], event)
+    elif kind == "guard_check" and isinstance(event.get("compile_id"), str):
+        microseconds = event.get("us")
+        if isinstance(microseconds, (int, float)) and not isinstance(microseconds, bool):
+            data.guard_check_us[event["compile_id"]] = float(microseconds)
     elif kind == "exception":
         data.exceptions.append(event)
     elif kind == "graph_exception":

@@ -272,6 +272,8 @@ class ProbeData:
     """Executions of each graph break: (file, function, line) of the break's resume point."""
     compiled: dict[str, dict[str, Any]] = field(default_factory=dict)
     """When each graph was compiled: compile id -> {t, wall_time, frame_calls}."""
+    guard_check_us: dict[str, float] = field(default_factory=dict)
+    """One warm check of each variant's guards, timed right after they were built (us)."""
     exceptions: list[dict[str, Any]] = field(default_factory=list)
     graph_exceptions: list[dict[str, Any]] = field(default_factory=list)
     """Exceptions raised inside a compiled graph: ``compile_id``, ``type``, ``message``."""
