@@ -453,6 +453,8 @@ def test_a_raising_user_pass_is_named_with_its_frame(doctor_run) -> None:
     line = next(n for n, text in enumerate(source, 1) if "# MARK: raise" in text)
     (failed,) = [f for f in run.report["findings"] if f["code"] == "program_failed"]
     assert f"raised in channels_last_prep_pass (user_passes.py:{line})" in failed["evidence"]
+    assert any(e.startswith("raised while compiling ") for e in failed["evidence"])
+    assert failed["advice"].startswith("See the exception and the compile id above;")
     (compile_failure,) = [f for f in run.report["findings"] if f["code"] == "compile_failure"]
     assert (
         f"raised in channels_last_prep_pass (user_passes.py:{line})" in compile_failure["evidence"]

@@ -83,7 +83,8 @@ def _failure_finding(ledger: Ledger, manifest: dict[str, Any], probes: ProbeData
     ]
     evidence += probes.fatal_error if probes else []
     evidence += [
-        f"raised inside compiled graph {e.get('compile_id')}: {e.get('type')}: {e.get('message')}"
+        f"raised inside compiled graph {e.get('compile_id')}: {e.get('type')}: "
+        f"{error_summary(str(e.get('message') or ''))}"[:500]
         for e in (probes.graph_exceptions[-1:] if probes else [])
     ]
     exception_types = {str(e.get("type")) for e in exceptions}
@@ -93,13 +94,17 @@ def _failure_finding(ledger: Ledger, manifest: dict[str, Any], probes: ProbeData
         ):
             evidence.append(f"raised while compiling {failure.compile_id} ({failure.function})")
     advice = custom_op_advice(" ".join(str(e.get("message")) for e in exceptions))
+    compiled = any(
+        line.startswith(("raised inside compiled", "raised while compiling")) for line in evidence
+    )
+    above = "the exception and the compile id above" if compiled else "the exception above"
     return Finding(
         "error",
         "program_failed",
         f"The program {how}; everything captured until then is reported",
         (f"{advice} " if advice else "")
-        + "See the exception and the compile id above; stdout.log, stderr.log and "
-        "faulthandler.*.log in the run directory keep the program's output.",
+        + f"See {above}; stdout.log, stderr.log and faulthandler.*.log in the run directory keep "
+        "the program's output.",
         evidence[:7],
     )
 
