@@ -119,7 +119,11 @@ def test_program_output_streams_to_stdout_and_the_run_dir(doctor_run) -> None:
     assert "Graph break" in stderr_log  # Dynamo's own warning, from the program's stderr
     assert run.stderr.startswith(stderr_log)
     # (rich wraps the terminal summary: compare without whitespace)
-    assert f"reportwrittento{run.run_dir / 'report.json'}" in "".join(run.stderr.split())
+    summary = "".join(run.stderr.split())
+    assert f"reportwrittento{run.run_dir / 'report.json'}" in summary
+    # The probes time the compiled forward graphs (a backward runs from autograd, untimed).
+    seconds = run.report["run"]["in_compiled_s"]
+    assert f"{seconds:.2f}sinsidecompiledforwardgraphs" in summary
 
 
 def test_clean_exit_is_recorded(doctor_run) -> None:
