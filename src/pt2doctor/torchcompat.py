@@ -213,8 +213,8 @@ _guard_hooks: list[tuple[GuardsCallback, ErrorCallback]] = []
 
 def time_guards(on_timed: GuardsCallback, on_error: ErrorCallback = _ignore_error) -> bool:
     """Time every new variant's guards warm, right after Dynamo builds them: GUARD_TIMING_CHECKS
-    checks (fewer past GUARD_TIMING_BUDGET_S) against the frame's own locals, then ``on_timed(compile_id, microseconds per
-    check)``. torch's own ``guard_latency_us`` is one evaluation after a cache flush, 50-600 us
+    checks (fewer past GUARD_TIMING_BUDGET_S) against the frame's own locals, then
+    ``on_timed(compile_id, microseconds per check)``. torch's own ``guard_latency_us`` is one evaluation after a cache flush, 50-600 us
     where a warm check of the same guards takes ~1 us. Uses guards.py's
     ``guard_manager_testing_hook_fn`` (a private hook; one set before is still called), installed
     once; :func:`unwrap` removes ``on_timed``. False where unavailable."""

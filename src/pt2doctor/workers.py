@@ -385,10 +385,10 @@ def spec_case(spec: Spec) -> Case:
 
 
 def one_line(error: BaseException) -> str:
-    """``Type: message`` on one line, at most 500 characters (see ``error_summary``)."""
-    from pt2doctor.trace.messages import error_summary
+    """``Type: message`` on one line, at most 500 characters (see ``error_line``)."""
+    from pt2doctor.trace.messages import error_line
 
-    return f"{type(error).__name__}: {error_summary(str(error))}"[:500]
+    return error_line(type(error).__name__, str(error))
 
 
 def event_emitter(stream: IO[bytes]) -> Emit:

@@ -21,7 +21,7 @@ from pt2doctor.ablate.script_repro import write_script_repro
 from pt2doctor.capture.rundir import PROBES_FILE, read_jsonl
 from pt2doctor.capture.runner import RunOptions, child_env
 from pt2doctor.errors import UsageError
-from pt2doctor.trace.messages import error_summary
+from pt2doctor.trace.messages import error_line
 from pt2doctor.workers import Deadlines, supervise
 
 BACKEND_VAR = "PT2DOCTOR_ABLATE_BACKEND"  # tells the accuracy check which rung it judges
@@ -75,8 +75,7 @@ def script_rung(
         errors = _exceptions(run_dir)
         last = errors[-1] if errors else {}
         what = "timed out" if code is None else f"exit {code}"
-        summary = error_summary(str(last.get("message", ""))) if last else ""
-        message = f"{last['type']}: {summary}"[:500] if last else what
+        message = error_line(last["type"], str(last.get("message", ""))) if last else what
         return {
             "status": "crash",
             "exit_code": code,

@@ -15,7 +15,7 @@ from typing import Any
 from pt2doctor import torchcompat
 from pt2doctor.ablate.classify import same_failure, smallest_failing
 from pt2doctor.capture.frames import user_frames
-from pt2doctor.cases.align import align_cell, run_cell
+from pt2doctor.cases.align import align_cell, custom_op_calls, run_cell
 from pt2doctor.cases.case import Case, Cell, cells
 from pt2doctor.workers import Emit, exit_now, one_line, serve, spec_case
 
@@ -210,15 +210,11 @@ def run_trial(spec: dict[str, Any], out: Path, emit: Emit) -> None:
 def run_custom_ops(spec: dict[str, Any], out: Path, emit: Emit) -> None:
     """Every custom op the cell's eager run calls, checked alone on the inputs it received:
     torch.library.opcheck and eager vs compiled with the failing rung's backend."""
-    from pt2doctor.cases.align import run_cell
     from pt2doctor.customops import check_recorded_call
 
     case, cell = _case_cell(spec)
-    built = case.build(cell)
     emit("trial_start", target="custom ops")
-    calls = torchcompat.record_custom_op_calls(
-        lambda: run_cell(built, built.model, cell, case), grad=cell.grad
-    )
+    calls = custom_op_calls(case, cell)
     for name, (op, args, kwargs) in calls.items():
         emit("trial_start", target=f"opcheck {name}")
         emit("custom_op", **check_recorded_call(name, op, args, kwargs, spec["backend"]))

@@ -9,7 +9,7 @@ from typing import Literal, get_args
 
 from pt2doctor.analysis.advice import break_advice
 from pt2doctor.analysis.ledger import RESUME_NAME, FrameEntry, Ledger
-from pt2doctor.trace.messages import explanation_and_hints, is_user_file
+from pt2doctor.trace.messages import explanation_and_hints, innermost_user, is_user_file
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import GraphBreakEvent, SourceLine
 
@@ -248,8 +248,7 @@ def _user_caller(site: GraphBreakSite) -> SourceLine | None:
     innermost frame of the user's own code that led to it; None for a break in the user's code."""
     if site.site.file is None or is_user_file(site.site.file):
         return None
-    mine = [frame for frame in site.user_stack if frame.file and is_user_file(frame.file)]
-    return mine[-1] if mine else None
+    return innermost_user(site.user_stack)
 
 
 def _site_facts(site: GraphBreakSite) -> str:

@@ -20,9 +20,12 @@ from __future__ import annotations
 from pt2doctor.analysis.findings import Finding, frame_label
 from pt2doctor.analysis.heat import CompileHeat, Heat
 from pt2doctor.analysis.ledger import CompileEntry, FrameEntry, Ledger
+from pt2doctor.torchcompat import GUARD_TIMING_CHECKS
 
 # How the probes time a variant's guards (torchcompat.time_guards), as the evidence says it.
-GUARD_TIMING = "up to 200 checks against the frame's locals right after Dynamo built them"
+GUARD_TIMING = (
+    f"up to {GUARD_TIMING_CHECKS} checks against the frame's locals right after Dynamo built them"
+)
 
 # A frame is flagged when guard checks cost at least this share of its time in compiled graphs
 # (the time the probes measure around each graph call, guards excluded) ...

@@ -3,15 +3,14 @@ how the program ended, recompiles after warmup, triage-run limits, time in compi
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from pt2doctor.analysis.findings import Finding, frame_label, frame_where
+from pt2doctor.analysis.findings import Finding, frame_label, frame_where, raised_in_label
 from pt2doctor.analysis.heat import Heat
 from pt2doctor.analysis.ledger import Ledger
 from pt2doctor.analysis.user_side import custom_op_advice
-from pt2doctor.trace.messages import error_summary
-from pt2doctor.trace.types import ProbeData
+from pt2doctor.trace.messages import error_line
+from pt2doctor.trace.types import ProbeData, SourceLine
 
 TRIAGE_NOT_COVERED = [
     "accuracy (eager vs compiled)",
@@ -59,7 +58,7 @@ def _exception_lines(exceptions: list[dict[str, Any]]) -> list[str]:
     raised it: ``AssertionError: ... (ranks 0, 1)``."""
     ranks: dict[str, list[int]] = {}
     for e in exceptions:
-        line = f"{e.get('type')}: {error_summary(str(e.get('message') or ''))}"[:500]
+        line = error_line(str(e.get("type")), str(e.get("message") or ""))
         rank = e.get("rank")
         ranks.setdefault(line, [])
         if isinstance(rank, int) and rank not in ranks[line]:
@@ -77,14 +76,17 @@ def _failure_finding(ledger: Ledger, manifest: dict[str, Any], probes: ProbeData
     exceptions = _program_exceptions(probes)
     evidence = _exception_lines(exceptions)
     root = min(exceptions, key=lambda e: e.get("t") or 0.0, default=None)  # the first raised
-    evidence += [
-        f"raised in {frame['function']} ({os.path.basename(str(frame['file']))}:{frame['line']})"
-        for frame in ((root or {}).get("frames") or [])[:1]
-    ]
+    frames = (root or {}).get("frames") or []
+    if frames:
+        top = frames[0]  # the innermost frame of the user's code
+        label = raised_in_label(SourceLine(top["file"], top["line"], top["function"]))
+        evidence += [label] if label else []
     evidence += probes.fatal_error if probes else []
     evidence += [
-        f"raised inside compiled graph {e.get('compile_id')}: {e.get('type')}: "
-        f"{error_summary(str(e.get('message') or ''))}"[:500]
+        (
+            f"raised inside compiled graph {e.get('compile_id')}: "
+            + error_line(str(e.get("type")), str(e.get("message") or ""))
+        )[:500]
         for e in (probes.graph_exceptions[-1:] if probes else [])
     ]
     exception_types = {str(e.get("type")) for e in exceptions}

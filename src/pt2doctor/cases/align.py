@@ -214,6 +214,15 @@ def align_cell(
     }
 
 
+def custom_op_calls(case: Case, cell: Cell) -> dict[str, tuple[Any, Any, Any]]:
+    """The custom ops one eager run of the cell calls, each with the inputs of its first call
+    (:func:`pt2doctor.torchcompat.record_custom_op_calls`, in the cell's grad mode)."""
+    built = case.build(cell)
+    return torchcompat.record_custom_op_calls(
+        lambda: run_cell(built, built.model, cell, case), grad=cell.grad
+    )
+
+
 def _training_flag(model: Any) -> bool | None:
     """The built model's ``.training`` (None for a function): an eval cell whose model was
     left in training mode runs dropout and batch-norm updates as in training."""

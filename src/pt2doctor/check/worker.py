@@ -33,15 +33,12 @@ def custom_ops_phase(case: Case, cell: Cell, variant: CompileVariant, emit: Emit
     """Every custom op the cell's eager run calls, checked alone on the inputs it received
     (torch.library.opcheck, eager vs compiled with the variant's backend): the
     ``custom_ops`` event, only when the model calls one."""
-    from pt2doctor.cases.align import run_cell
+    from pt2doctor.cases.align import custom_op_calls
     from pt2doctor.customops import check_recorded_call
 
     emit("cell_start", cell=cell.id, phase="align")
     try:
-        built = case.build(cell)
-        calls = torchcompat.record_custom_op_calls(
-            lambda: run_cell(built, built.model, cell, case), grad=cell.grad
-        )
+        calls = custom_op_calls(case, cell)
     except Exception:  # the factory or the eager model fails: the cell's alignment says so
         return
     if calls:

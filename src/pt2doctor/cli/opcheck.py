@@ -9,7 +9,6 @@ check fails."""
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,18 +44,14 @@ def _called_ops(check_cases: list[Case]) -> list[tuple[Any, list[Any]]]:
     """The custom ops the first cell of each case calls in an eager run, each with the
     positional inputs of its first call (an op first called with keyword inputs is left out:
     opcheck's samples are positional)."""
-    from pt2doctor import torchcompat
-    from pt2doctor.cases.align import run_cell
+    from pt2doctor.cases.align import custom_op_calls
     from pt2doctor.cases.loader import select_cells
 
     found: dict[str, tuple[Any, list[Any]]] = {}
     for case in check_cases:
         cell = select_cells([case])[0]
         try:
-            built = case.build(cell)
-            calls = torchcompat.record_custom_op_calls(
-                partial(run_cell, built, built.model, cell, case), grad=cell.grad
-            )
+            calls = custom_op_calls(case, cell)
         except Exception as error:  # the user's model: one line, as check says it
             raise UsageError(
                 f"case {case.name!r}, cell {cell.id}: the eager run failed: "

@@ -56,6 +56,11 @@ def error_summary(text: str) -> str:
     return summary
 
 
+def error_line(kind: str, message: str) -> str:
+    """``Type: message`` on one line (:func:`error_summary`), at most 500 characters."""
+    return f"{kind}: {error_summary(message)}"[:500]
+
+
 # pt2doctor's own package folder (a source checkout's src/pt2doctor, or site-packages').
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))).replace("\\", "/") + "/"
 
@@ -73,8 +78,13 @@ def is_user_file(path: str) -> bool:
 def innermost_user_frame(lines: list[str]) -> SourceLine | None:
     """The last frame of the user's own code in a traceback (torch, installed packages, the
     standard library and pt2doctor are not the user's): where a user pass or kernel raised."""
-    frames = [f for f in parse_user_stack(lines) if f.file and is_user_file(f.file)]
-    return frames[-1] if frames else None
+    return innermost_user(parse_user_stack(lines))
+
+
+def innermost_user(frames: list[SourceLine]) -> SourceLine | None:
+    """The last of ``frames`` (outermost first) in the user's own code (:func:`is_user_file`)."""
+    mine = [frame for frame in frames if frame.file and is_user_file(frame.file)]
+    return mine[-1] if mine else None
 
 
 def _section(lines: list[str], start: str, stop: tuple[str, ...]) -> list[str]:
