@@ -36,6 +36,13 @@ _TENSOR_KINDS = {"dispatch key set": "dispatch_keys"}
 _GLOBAL_NAMES = {"grad_mode": "grad mode", "autocast": "autocast"}
 
 
+def kind_words(kind: str, source: str) -> str:
+    """The change's kind as words before its values, or nothing when the source already says
+    it (``grad mode: True → False``, not ``grad mode grad mode``)."""
+    words = kind.replace("_", " ")
+    return "" if words == source else f"{words} "
+
+
 @dataclass(slots=True)
 class SourceChange:
     """One value that differs between a new variant and the earlier one it is compared with."""

@@ -19,7 +19,13 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pt2doctor.analysis.changes import FLAG_KINDS, SourceChange, dynamic_sources, nearest_changes
+from pt2doctor.analysis.changes import (
+    FLAG_KINDS,
+    SourceChange,
+    dynamic_sources,
+    kind_words,
+    nearest_changes,
+)
 from pt2doctor.analysis.ledger import FrameEntry, produced_code
 from pt2doctor.analysis.sources import index_pattern
 from pt2doctor.analysis.variant_values import guard_values, value_of
@@ -275,6 +281,5 @@ def change_line(compile_id: str, compared_with: str | None, change: SourceChange
     against = f" vs {compared_with}" if compared_with else ""
     values = f"{change.old} → {change.new}" if change.old or change.new else "changed"
     dynamic = " (now dynamic)" if change.dynamic else ""
-    kind = change.kind.replace("_", " ")
-    kind = "" if kind == change.source else f"{kind} "  # "grad mode False → True", said once
+    kind = kind_words(change.kind, change.source)
     return f"{compile_id}{against}: {change.label} {kind}{values}{dynamic}"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
+from pt2doctor.analysis.changes import kind_words
 from pt2doctor.analysis.frame_names import names_its_wrapper
 from pt2doctor.analysis.paths import display_path
 from pt2doctor.report.markdown import md_code, md_table, md_text
@@ -35,9 +36,7 @@ def change_text(change: dict[str, Any]) -> str:
     old, new = change.get("old"), change.get("new")
     values = f"{old or 'a value'} → {new or 'a new value'}" if old or new else "changed"
     dynamic = " (now dynamic)" if change.get("dynamic") else ""
-    kind = change["kind"].replace("_", " ")
-    kind = "" if kind == change["source"] else f"{kind} "  # "grad mode: True → False"
-    return f"{_label(change)}: {kind}{values}{dynamic}"
+    return f"{_label(change)}: {kind_words(change['kind'], change['source'])}{values}{dynamic}"
 
 
 def _shown(dynamic: str, serves: dict[str, str]) -> bool:
