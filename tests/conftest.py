@@ -90,7 +90,7 @@ def _run_program(name: str, trace_dir: Path, cache_dir: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def traced(tmp_path_factory: pytest.TempPathFactory) -> Traced:
+def traced(tmp_path_factory: pytest.TempPathFactory, vec_isa_trusted: None) -> Traced:
     """A function ``traced(name) -> trace dir`` that runs tests/programs/<name>.py under
     TORCH_TRACE (once per session, shared by xdist workers) and returns its trace directory."""
     root = _shared_root(tmp_path_factory) / "traced"
@@ -144,8 +144,56 @@ class DoctorRun:
         return json.loads(line.removeprefix("COUNTS "))
 
 
+# Inductor probes each CPU vector ISA in every process that compiles: it builds a test library
+# (cached) and starts one `python -c` per ISA to load it, ~0.4 s of CPU per process. The suite
+# starts dozens of such processes, so one probe per session decides whether the probe can be
+# skipped: only when every ISA the CPU's flags name really builds and loads, the case in which
+# skipping it changes nothing (TORCHINDUCTOR_VEC_ISA_OK=1 trusts the flags).
+_VEC_ISA_PROBE = """
+from torch._inductor import config, cpu_vec_isa
+probed = [str(isa) for isa in cpu_vec_isa.valid_vec_isa_list()]
+config.cpp.vec_isa_ok = True
+cpu_vec_isa.valid_vec_isa_list.cache_clear()
+print(int(bool(probed) and probed == [str(isa) for isa in cpu_vec_isa.valid_vec_isa_list()]))
+"""
+_VEC_ISA_VAR = "TORCHINDUCTOR_VEC_ISA_OK"
+
+
+def _trust_vec_isa_flags(root: Path) -> None:
+    """Set TORCHINDUCTOR_VEC_ISA_OK=1 in this process (its children inherit it) when the
+    session's one real probe found what the CPU flags promise; otherwise leave the probe on."""
+    if _VEC_ISA_VAR in os.environ:
+        return
+    verdict = root / "vec-isa-ok"
+    with FileLock(str(root / "vec-isa-ok.lock")):
+        if not verdict.exists():
+            done = subprocess.run(
+                [sys.executable, "-c", _VEC_ISA_PROBE],
+                capture_output=True,
+                text=True,
+                timeout=PROGRAM_TIMEOUT_S,
+                check=False,
+            )
+            verdict.write_text(done.stdout.strip() if done.returncode == 0 else "0")
+    if verdict.read_text() == "1":
+        os.environ[_VEC_ISA_VAR] = "1"
+
+
 @pytest.fixture(scope="session")
-def run_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def vec_isa_trusted(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Once per worker: see ``_trust_vec_isa_flags``. Fixtures that start torch programs ask
+    for it; so does every torch_run test (``_vec_isa_before_torch_runs``)."""
+    _trust_vec_isa_flags(_shared_root(tmp_path_factory))
+
+
+@pytest.fixture(autouse=True)
+def _vec_isa_before_torch_runs(request: pytest.FixtureRequest) -> None:
+    if request.node.get_closest_marker("torch_run") is not None:
+        request.getfixturevalue("vec_isa_trusted")
+
+
+@pytest.fixture(scope="session")
+def run_env(tmp_path_factory: pytest.TempPathFactory, vec_isa_trusted: None) -> dict[str, str]:
     """Environment for the programs under tests/programs/run (and for ``pt2doctor run``): torch
     logging variables removed, the session's Inductor cache (shared with ``traced``)."""
     env = {k: v for k, v in os.environ.items() if k not in _TORCH_LOG_VARS}

@@ -45,7 +45,9 @@ def _run(run_dir: Path, cache_dir: Path, program: str, *flags: str, **env: str) 
 
 
 @pytest.fixture(scope="module")
-def cold_warm(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Report]]:
+def cold_warm(
+    tmp_path_factory: pytest.TempPathFactory, vec_isa_trusted: None
+) -> dict[str, tuple[Path, Report]]:
     """Three runs of run_cold_start.py in one private cache dir: cold, warm, cpp.simdlen=8."""
     root = tmp_path_factory.mktemp("cold-start")
     cache = root / "inductor-cache"
