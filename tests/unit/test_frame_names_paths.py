@@ -139,3 +139,19 @@ def first_column_cells(text: str) -> list[str]:
             cells.append(current)
             current = ""
     return cells
+
+
+def test_documents_show_an_installed_packages_file_from_the_package() -> None:
+    """HTML and Markdown name a library file from its package, as the terminal does; the user's
+    own file keeps its absolute path (a document outlives the working directory)."""
+    from pt2doctor.report.format import function_where, source_where
+
+    site = {"file": f"{SITE}/transformers/models/gpt2/modeling_gpt2.py", "line": 621}
+    assert source_where({**site, "function": "forward"}) == (
+        "transformers/models/gpt2/modeling_gpt2.py:621 forward"
+    )
+    assert function_where({**site, "function": "forward"}) == (
+        "forward (transformers/models/gpt2/modeling_gpt2.py:621)"
+    )
+    mine = {"file": "/app/train.py", "line": 7, "function": "step"}
+    assert source_where(mine) == "/app/train.py:7 step"

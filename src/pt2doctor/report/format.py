@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pt2doctor.analysis.paths import library_path
+
 # Longest text shown in a table cell before it is cut (the full text stays in report.json).
 MAX_CELL = 400
 
@@ -34,11 +36,24 @@ def ms_value(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds * 1e3, 6)
 
 
+def hot_break(row: Mapping[str, Any]) -> bool:
+    """A graph-break site to flag as hot: it ran more than once and splits a graph. A hot
+    break that splits nothing (``splits_nothing``, absent before 2026-11-30) costs no fusion
+    and is not flagged."""
+    return bool(row.get("hot")) and not row.get("splits_nothing")
+
+
 def source_where(item: Mapping[str, Any] | None) -> str:
-    """``file:line function`` of a source location (a site, a frame, a guard's source), or ''."""
+    """``file:line function`` of a source location (a site, a frame, a guard's source), or ''.
+    An installed package's file reads from the package (``torch/nn/modules/module.py``)."""
     if not item:
         return ""
-    return f"{item.get('file')}:{item.get('line')} {item.get('function') or ''}".strip()
+    file = _file(item.get("file"))
+    return f"{file}:{item.get('line')} {item.get('function') or ''}".strip()
+
+
+def _file(path: Any) -> Any:
+    return (library_path(path) or path) if isinstance(path, str) else path
 
 
 def frame_name(frame: Mapping[str, Any]) -> str:
@@ -50,4 +65,4 @@ def frame_name(frame: Mapping[str, Any]) -> str:
 
 def function_where(frame: Mapping[str, Any] | None) -> str:
     """``function (file:line)`` of a frame, function first (the cross-rank tables), or ''."""
-    return "" if not frame else f"{frame['function']} ({frame['file']}:{frame['line']})"
+    return "" if not frame else f"{frame['function']} ({_file(frame['file'])}:{frame['line']})"

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from pt2doctor.analysis.cold_start import PHASE_LABELS, phases_in_order
-from pt2doctor.report.format import source_where
-from pt2doctor.report.types import RunReport, Source
+from pt2doctor.report.format import hot_break, source_where
+from pt2doctor.report.types import GraphBreak, RunReport, Source
 
 Report = RunReport
 MAX_FINDINGS = 20
@@ -92,13 +92,21 @@ def _breaks(report: Report) -> list[str]:
             _where(row["site"]),
             md_code(row["site"].get("code") or ""),
             md_text(row["category"]),
-            "-" if row["hits"] is None else f"{row['hits']}{' 🔥' if row['hot'] else ''}",
+            _hits(row),
             md_text(", ".join(row["compile_ids"])),
         ]
         for row in rows[:MAX_ROWS]
     ]
     header = ["site", "code", "category", "hits", "compiles"]
     return ["### Graph-break sites (hottest first)", "", *md_table(header, table)]
+
+
+def _hits(row: GraphBreak) -> str:
+    if row["hits"] is None:
+        return "-"
+    if row.get("splits_nothing"):
+        return f"{row['hits']} (splits nothing)"
+    return f"{row['hits']}{' 🔥' if hot_break(row) else ''}"
 
 
 def _frames(report: Report) -> list[str]:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, Literal
 
-from pt2doctor.report.format import cut, source_where
+from pt2doctor.report.format import cut, hot_break, source_where
 from pt2doctor.report.rank_views import ranks
 from pt2doctor.report.sections import Section, environment_rows
 from pt2doctor.report.types import Compile, FailedGuard, RunReport
@@ -82,7 +82,8 @@ def graph_breaks(report: Report) -> Section | None:
             "gb_type": cut(row["gb_type"], 160),
             "compile_ids": row["compile_ids"],
             "hits": row["hits"],
-            "hot": row["hot"],
+            "hot": hot_break(row),
+            "splits_nothing": bool(row.get("splits_nothing")),
             "frame_skipped": row["frame_skipped"],
             "advice": row["advice"],
         }
@@ -96,7 +97,7 @@ def graph_breaks(report: Report) -> Section | None:
         "xlabel": "hits" if measured else "compiles",
         "labels": [cut(source_where(row["site"]), 60) for row in ranked],
         "values": [row[heat_key] or 0 for row in ranked],
-        "highlight": [bool(row["hot"]) for row in ranked],
+        "highlight": [hot_break(row) for row in ranked],
     }
     data = {"sites": sites, "measured": measured}
     return Section("breaks", "Graph-break sites by heat", "breaks", data, [chart])
