@@ -97,6 +97,31 @@ def test_without_marking_sizes_cost_a_static_and_a_dynamic_compile(counter: Grap
     assert counter.graphs == 2
 
 
+def test_a_second_layout_compiles_its_own_variant_and_contiguous_removes_it(
+    counter: GraphCounter,
+) -> None:
+    """The layout fix: a transposed tensor of the same sizes is a new variant, marking its
+    sizes dynamic does not help, and .contiguous() where it is made does."""
+    compiled = torch.compile(_double, backend=counter)
+    compiled(torch.ones(4, 8))
+    compiled(torch.ones(8, 4).t())
+    assert counter.graphs == 2
+    torch._dynamo.reset()
+    marked = GraphCounter()
+    compiled = torch.compile(_double, backend=marked)
+    for x in (torch.ones(4, 8), torch.ones(8, 4).t()):
+        torch._dynamo.mark_dynamic(x, 0)
+        torch._dynamo.mark_dynamic(x, 1)
+        compiled(x)
+    assert marked.graphs == 2
+    torch._dynamo.reset()
+    fixed = GraphCounter()
+    compiled = torch.compile(_double, backend=fixed)
+    compiled(torch.ones(4, 8))
+    compiled(torch.ones(8, 4).t().contiguous())
+    assert fixed.graphs == 1
+
+
 SCALES = {n: float(n) for n in range(1, 64)}
 
 

@@ -155,3 +155,29 @@ def test_documents_show_an_installed_packages_file_from_the_package() -> None:
     )
     mine = {"file": "/app/train.py", "line": 7, "function": "step"}
     assert source_where(mine) == "/app/train.py:7 step"
+
+
+def test_a_wrapper_taking_args_names_the_class_of_args_0() -> None:
+    """``model.forward = torch.compile(model.forward)`` on a forward decorated with
+    transformers' ``deprecate_kwarg``: the frame is ``wrapped_func(*args, **kwargs)`` and self
+    is ``args[0]``, which the guard tree types."""
+    from pt2doctor.trace.guard_tree import first_arg_type
+
+    llama = "transformers.models.llama.modeling_llama.LlamaForCausalLM"
+    tree = (
+        "+- RootGuardManager\n"
+        "| +- GuardManager: source=L['args'], accessed_by=FrameLocalsGuardAccessor(key='args', "
+        "framelocals_idx=0), type=<class 'tuple'>, tag_safe=(False, False)\n"
+        "| | +- GuardManager: source=L['args'][0], accessed_by=TupleGetItemGuardAccessor(0), "
+        f"type=<class '{llama}'>, tag_safe=(False, False)\n"
+    )
+    assert first_arg_type(tree) == llama and self_type(tree) is None
+    wrapper = frame("wrapped_func", f"{SITE}/transformers/utils/deprecation.py", MODULE_CALL, None)
+    wrapper.compiles[0].record.first_arg_type = llama
+    assert display_name(wrapper) == (
+        "LlamaForCausalLM.forward (through transformers' wrapped_func at utils/deprecation.py:1030)"
+    )
+    # A function of the user's that takes *args is not a method of its first argument's class.
+    step = frame("step", "/app/train.py", SourceLine("/app/main.py", 3, "main"), None)
+    step.compiles[0].record.first_arg_type = llama
+    assert display_name(step) == "step"

@@ -724,3 +724,33 @@ def test_merge_dedupes_attribute_text_with_the_diff() -> None:
     merged = merge_failed_guards(dynamo + diff)
 
     assert len(merged) == 1
+
+
+# --- nearest_changes --------------------------------------------------------------------------
+
+
+def test_the_nearest_variant_is_one_in_the_same_state() -> None:
+    """A decode step that recompiles because the KV cache's strides changed (Llama generate()
+    after a dynamic prefill, torch 2.13): against the prefill it differs in one flag, against
+    the earlier decode step in two strides. The decode step is the nearest: the strides are
+    the news, the flag is the prefill/decode state each variant serves by design."""
+    from pt2doctor.analysis.changes import nearest_changes
+    from pt2doctor.trace.records import CompileId
+    from pt2doctor.trace.types import CompileRecord
+
+    prefill, decode = CompileRecord(CompileId(0, 0), "s"), CompileRecord(CompileId(0, 1), "s")
+    record = CompileRecord(CompileId(0, 2), "s")
+    record.recompile_reasons = [
+        "0/1: tensor 'k' stride mismatch at index 2. expected 16, actual 32; "
+        "tensor 'v' stride mismatch at index 2. expected 16, actual 32",
+        "0/0: cache.ready == False                                # if not cache.ready:  "
+        "# prog.py:7 in f",
+    ]
+    against, changes = nearest_changes(record, [prefill, decode])
+    assert against == "0/1"
+    assert [(c.kind, c.old, c.new) for c in changes] == [("stride", "16", "32")] * 2
+    # Without the stride news, the flag is all that differs from the prefill: it is nearest.
+    record.recompile_reasons = [
+        "0/0: cache.ready == False  # if not cache.ready:  # prog.py:7 in f"
+    ]
+    assert nearest_changes(record, [prefill, decode])[0] == "0/0"

@@ -54,3 +54,30 @@ def test_a_string_constant_is_not_called_a_counter() -> None:
     (fix,) = recompile_fixes(explanation([], varying=[row], bounded=False))
     assert "allow_unspec_int_on_nn_module" not in fix
     assert "Pass it as a tensor" in fix
+
+
+def test_a_stride_that_changed_once_is_a_second_layout_bounded_with_one_fix() -> None:
+    """Llama generate() after a dynamic prefill (torch 2.13): the decode step recompiled for
+    the KV cache's strides alone. Two layouts are bounded, and one fix names both tensors."""
+    from pt2doctor.analysis.ledger import FrameEntry
+    from pt2doctor.analysis.outlook import outlook
+
+    keys = SourceChange("cache.keys.stride()[2]", "stride", "16", "32")
+    values = SourceChange("cache.values.stride()[2]", "stride", "16", "32")
+    frame = FrameEntry("s", 0, "forward", "/app/model.py", 3)
+    look = outlook(frame, [RecompileExplanation("0/1", "0/0", [keys, values])], 8)
+    assert look.bounded is True
+    assert "a second memory layout (cache.keys.stride()[2]: 16 / 32" in look.reason
+    fixes = recompile_fixes(
+        FrameExplanation([RecompileExplanation("0/1", "0/0", [keys, values])], None, [], look)
+    )
+    (fix,) = [f for f in fixes if "layout" in f]
+    assert fix.startswith("cache.keys.stride()[2]: 16 → 32, cache.values.stride()[2]: 16 → 32")
+    assert ".contiguous()" in fix
+    # A stride that took a new value at every one of two recompiles is not a second layout.
+    again = SourceChange("cache.keys.stride()[2]", "stride", "32", "64")
+    twice = [
+        RecompileExplanation("0/1", "0/0", [keys]),
+        RecompileExplanation("0/2", "0/1", [again]),
+    ]
+    assert outlook(frame, twice, 8).bounded is False

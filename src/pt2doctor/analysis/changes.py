@@ -27,6 +27,10 @@ from pt2doctor.trace.types import CompileRecord, SourceLine
 FLAG_KINDS = frozenset(
     {"flag", "grad_mode", "autocast", "dtype", "device", "requires_grad", "type", "none", "rank"}
 )
+# A tensor's memory layout (its strides at the same sizes): layouts come from a small set
+# (contiguous, transposed, channels_last, a view of a bigger buffer), each compiling its own
+# variant; a stride that changed once is bounded like a flag.
+LAYOUT_KINDS = frozenset({"stride"})
 _EXPECTED = lazy_compile(r"expected (.+?), actual (.+?)\.?$")
 _NOW = lazy_compile(r"^(?P<old>.+?) \(now (?P<new>.+)\)$", re.S)
 _TENSOR_TYPE = lazy_compile(r"expected type of '(.+)' to be a tensor type, ' but found (.+)$")
@@ -313,13 +317,20 @@ def dynamo_failures(record: CompileRecord) -> list[FailedGuard]:
 def nearest_changes(
     record: CompileRecord, earlier: list[CompileRecord]
 ) -> tuple[str | None, list[SourceChange]]:
-    """The earlier variant closest to ``record`` (fewest changes; the latest on a tie) and the
-    changes from it. A person reads "what changed" against the closest variant: a decode step
-    is compared with the previous decode step, not with the prefill."""
+    """The earlier variant closest to ``record`` and the changes from it: the fewest changes of
+    state (a flag, grad mode, a type: values from a small set, each variant serving its own
+    state by design), then the fewest changes, the latest on a tie. A person reads "what
+    changed" against the closest variant: a decode step is compared with the previous decode
+    step, not with the prefill, even when the prefill differs in one flag only and the decode
+    step in two strides (the strides are the news)."""
     failures = dynamo_failures(record)
     best: tuple[str | None, list[SourceChange]] = (None, [])
     for old in earlier:
         changes = changes_against(record, old, failures)
-        if changes and (best[0] is None or len(changes) <= len(best[1])):
+        if changes and (best[0] is None or _distance(changes) <= _distance(best[1])):
             best = (str(old.compile_id), changes)
     return best
+
+
+def _distance(changes: list[SourceChange]) -> tuple[int, int]:
+    return sum(change.kind in FLAG_KINDS for change in changes), len(changes)

@@ -58,16 +58,25 @@ def _through(frame: FrameEntry) -> str:
     return f"{owner} {frame.function} at {rest or where}:{frame.line}"
 
 
+def _class_name(frame: FrameEntry, field: str) -> str | None:
+    """``Cls`` of the first compile whose record has the type ``field`` names."""
+    found = next(
+        (getattr(e.record, field) for e in frame.compiles if getattr(e.record, field)), None
+    )
+    return str(found).rsplit(".", 1)[-1] if found else None
+
+
 def display_name(frame: FrameEntry) -> str:
     """The name to show for a frame: ``Cls.method`` when ``self``'s class is known, the wrapped
     method with the wrapper it goes through for a generic wrapper, else the function name."""
     function = frame.function or "?"
     if frame.is_resume:
         return function
-    self_type = next((e.record.self_type for e in frame.compiles if e.record.self_type), None)
-    cls = self_type.rsplit(".", 1)[-1] if self_type else None
+    cls = _class_name(frame, "self_type")
     if _GENERIC_WRAPPER.search(function):
         method = _wrapped_method(frame)
+        # A wrapper(*args, **kwargs) called as a bound method has self in args[0].
+        cls = cls or _class_name(frame, "first_arg_type")
         if cls and method:
             return f"{cls}.{method}{THROUGH}{_through(frame)})"
         return function

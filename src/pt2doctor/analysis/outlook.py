@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pt2doctor.analysis.changes import (
     FLAG_KINDS,
+    LAYOUT_KINDS,
     SourceChange,
     dynamic_sources,
     kind_words,
@@ -189,9 +190,20 @@ def _unbounded(row: Varying) -> bool:
     return not row.dynamic and row.kind not in FLAG_KINDS and row.changes >= 2
 
 
+def _layout(row: Varying) -> bool:
+    """A stride that changed once at the same sizes: a second memory layout (bounded)."""
+    return not row.dynamic and row.kind in LAYOUT_KINDS and row.changes < 2
+
+
+def _settled(row: Varying) -> bool:
+    """A varying value whose variants are bounded: dynamic, a flag, or a second layout."""
+    return row.dynamic or row.kind in FLAG_KINDS or _layout(row)
+
+
 def _bounded_reason(varying: list[Varying], variants: int) -> str:
     dynamic = [v.source for v in varying if v.dynamic]
     flags = [v for v in varying if not v.dynamic and v.kind in FLAG_KINDS]
+    layouts = [v for v in varying if _layout(v)]
     parts = []
     if dynamic:
         parts.append(f"{len(dynamic)} value(s) became dynamic and serve new values")
@@ -199,6 +211,9 @@ def _bounded_reason(varying: list[Varying], variants: int) -> str:
         most = math.prod(max(len(v.values), 2) for v in flags)
         names = ", ".join(f"{v.source}: {' / '.join(v.values)}" for v in flags)
         parts.append(f"flags ({names}) give at most {most} combinations")
+    if layouts:
+        names = ", ".join(f"{v.source}: {' / '.join(v.values)}" for v in layouts)
+        parts.append(f"a second memory layout ({names}) compiles its own variant")
     return f"{variants} variants: " + "; ".join(parts) if parts else f"{variants} variants"
 
 
@@ -220,13 +235,13 @@ def outlook(frame: FrameEntry, explained: list[RecompileExplanation], limit: int
             when = f"the recompile limit was raised above {frame.variants} (the log does not say how far)"
         reason = f"{names} took a new value at every recompile and never became dynamic; {when}"
         return Outlook(False, reason, varying, left, limit)
-    if varying and all(v.dynamic or v.kind in FLAG_KINDS for v in varying):
+    if varying and all(_settled(v) for v in varying):
         return Outlook(True, _bounded_reason(varying, frame.variants), varying, None, limit)
     if not explained and frame.variants <= 1:
         return Outlook(True, f"{frame.variants} variant: no recompiles", varying, None, limit)
     if not varying:
         return Outlook(None, "the trace does not say what changed", varying, None, limit)
-    unclear = ", ".join(v.source for v in varying if not (v.dynamic or v.kind in FLAG_KINDS))
+    unclear = ", ".join(v.source for v in varying if not _settled(v))
     reason = f"{unclear} changed once: too few recompiles to tell a counter from a few values"
     return Outlook(None, reason, varying, None, limit)
 

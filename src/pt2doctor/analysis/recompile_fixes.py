@@ -19,7 +19,7 @@ installed torch. Measured on torch 2.13 with ``backend="eager"``:
 
 from __future__ import annotations
 
-from pt2doctor.analysis.changes import FLAG_KINDS, SourceChange
+from pt2doctor.analysis.changes import FLAG_KINDS, LAYOUT_KINDS, SourceChange
 from pt2doctor.analysis.outlook import FrameExplanation, Varying
 from pt2doctor.analysis.sources import argument_of, tensor_and_dim
 from pt2doctor.trace.patterns import lazy_compile
@@ -164,6 +164,18 @@ def _flags_fix(flags: list[Varying], variants: int) -> str:
     )
 
 
+def _layout_fix(rows: list[Varying]) -> str:
+    names = ", ".join(f"{row.source}: {' → '.join(row.values)}" for row in rows)
+    one = len(rows) == 1
+    return (
+        f"{names} changed at the same sizes: the tensor{'' if one else 's'} came with another "
+        "memory layout (a transposed or sliced view, or made by another compiled graph), and "
+        "each layout compiles its own variant; marking the sizes dynamic does not help. Give "
+        f"{'it' if one else 'them'} one layout where {'it is' if one else 'they are'} made or "
+        "stored (.contiguous()), or pre-warm both layouts."
+    )
+
+
 def recompile_fixes(explanation: FrameExplanation) -> list[str]:
     """The fixes for one frame, most specific first; Dynamo's own hints last, verbatim."""
     fixes = [HF_GENERATE_FIX] if hf_generate_pattern(explanation) else []
@@ -178,6 +190,9 @@ def recompile_fixes(explanation: FrameExplanation) -> list[str]:
             fix = None
         if fix is not None:
             fixes.append(fix)
+    layouts = [row for row in outlook.varying if row.kind in LAYOUT_KINDS and not row.dynamic]
+    if layouts and outlook.bounded is not False:
+        fixes.append(_layout_fix(layouts))
     flags = [row for row in outlook.varying if row.kind in FLAG_KINDS and not row.dynamic]
     if outlook.bounded and flags and not fixes:
         fixes.append(_flags_fix(flags, len(explanation.variants)))

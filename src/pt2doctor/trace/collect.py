@@ -21,7 +21,7 @@ from pt2doctor.trace.cache_records import (
     decode_autotune_event,
     decode_cache_event,
 )
-from pt2doctor.trace.guard_tree import parse_cpp_guards, self_type
+from pt2doctor.trace.guard_tree import first_arg_type, parse_cpp_guards, self_type
 from pt2doctor.trace.messages import innermost_user_frame, parse_graph_break
 from pt2doctor.trace.reader import rank_from_filename, read_records, stream_names
 from pt2doctor.trace.records import CompileId, ParseStats, TraceRecord
@@ -182,6 +182,7 @@ def _on_cpp_guards(col: _Collector, record: TraceRecord) -> None:
     if entry is not None and record.payload is not None:
         entry.guards = parse_cpp_guards(record.payload)
         entry.self_type = self_type(record.payload)
+        entry.first_arg_type = first_arg_type(record.payload)
 
 
 def _number(metrics: dict[str, Any], key: str) -> float | None:

@@ -52,10 +52,17 @@ def parse_cpp_guards(text: str) -> list[Guard]:
 
 
 _SELF_TYPE = lazy_compile(r"Manager: source=L\['self'\], .*?type=<class '([\w.]+)'>")
+_FIRST_ARG_TYPE = lazy_compile(r"Manager: source=L\['args'\]\[0\], .*?type=<class '([\w.]+)'>")
 
 
 def self_type(text: str) -> str | None:
     """The class of the compiled frame's ``self`` (``pkg.mod.Cls``), from its guard manager
     line; None for a function without ``self`` or a tree that does not name the type."""
     match = _SELF_TYPE.search(text)
+    return match.group(1) if match else None
+
+
+def first_arg_type(text: str) -> str | None:
+    """The class of ``args[0]`` of a frame that takes ``*args`` (None when not guarded)."""
+    match = _FIRST_ARG_TYPE.search(text)
     return match.group(1) if match else None

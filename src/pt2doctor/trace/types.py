@@ -99,6 +99,7 @@ class CompileRecord:
         "fail_type",
         "fail_user_frame",
         "file",
+        "first_arg_type",
         "function",
         "graph_breaks",
         "graph_count",
@@ -129,6 +130,9 @@ class CompileRecord:
     """The frame that called the compiled one (``dynamo_start``'s stack, one up)."""
     self_type: str | None
     """The class of the frame's ``self`` (``pkg.mod.Cls``), from the guard tree."""
+    first_arg_type: str | None
+    """The class of ``args[0]`` for a frame taking ``*args`` (a generic decorator's wrapper
+    called as a bound method gets ``self`` there), from the guard tree."""
     attempts: int
     start_time: float | None
     compile_time_s: float | None
@@ -195,6 +199,7 @@ class CompileRecord:
         dynamo_error: str | None = None,
         raised_in: SourceLine | None = None,
         has_metrics: bool = False,
+        first_arg_type: str | None = None,
     ) -> None:
         self.compile_id = compile_id
         self.stream = stream
@@ -204,6 +209,7 @@ class CompileRecord:
         self.line = line
         self.caller = caller
         self.self_type = self_type
+        self.first_arg_type = first_arg_type
         self.attempts = attempts
         self.start_time = start_time
         self.compile_time_s = compile_time_s
