@@ -202,6 +202,35 @@ def test_train_eval_is_two_variants_by_design(explained, traced) -> None:
     assert_readable(terminal)
 
 
+# --- a second memory layout ---------------------------------------------------------------------
+
+
+def test_a_transposed_view_of_the_same_sizes_is_a_second_layout(explained, traced) -> None:
+    name = "recompiles/layout"
+    heads, seq, dim = (constant(name, v) for v in ("HEADS", "SEQ", "DIM"))
+    report, terminal = explained(name)
+    frame = only_frame(report)
+    assert "stride mismatch" in raw_reasons(traced(name))["0/1"]
+    # Strides of a contiguous (heads, seq, dim) tensor, then of a (seq, heads, dim) one
+    # transposed to the same sizes: only strides change, never a size.
+    contiguous, transposed = (seq * dim, dim), (dim, heads * dim)
+    (recompile,) = frame["recompiles"]
+    by_source = {c["source"]: c for c in recompile["changes"]}
+    assert {c["kind"] for c in recompile["changes"]} == {"stride"}
+    first = by_source["keys.stride()[0]"]
+    assert (first["old"], first["new"]) == (str(contiguous[0]), str(transposed[0]))
+    assert [row["serves"]["keys.stride()[0]"] for row in frame["variants_table"]] == [
+        str(contiguous[0]),
+        str(transposed[0]),
+    ]
+    assert frame["outlook"]["bounded"] is True
+    assert "a second memory layout (keys.stride()[0]" in frame["outlook"]["reason"]
+    finding = recompile_finding(report)
+    assert finding["severity"] == "info"
+    assert ".contiguous()" in finding["advice"] and "keys.stride()[0]" in finding["advice"]
+    assert_readable(terminal)
+
+
 # --- a recompile-limit hit ------------------------------------------------------------------
 
 

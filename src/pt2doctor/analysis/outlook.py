@@ -134,7 +134,8 @@ def _serves(
 ) -> dict[str, dict[str, str]]:
     """Each variant's values of the sources that change between variants, from its own guards;
     from the changes (``new`` of its own, ``old`` when a later one is compared with it) where
-    the guards are not in the log. A source absent from a variant is left out."""
+    the guards are not in the log or do not give the value. A source absent from a variant is
+    left out."""
     sources = list(dict.fromkeys(c.source for item in explained for c in item.changes))
     told: dict[str, dict[str, str]] = {e.compile_id: {} for e in frame.compiles}
     for item in explained:
@@ -148,7 +149,9 @@ def _serves(
         own = guard_values(entry.record)
         values = {}
         for source in sources:
-            value = value_of(own, source) if own else told[entry.compile_id].get(source)
+            value = value_of(own, source) if own else None
+            if value is None:  # not in its guards as a value (a stride): what a change told
+                value = told[entry.compile_id].get(source)
             if index_pattern(source) in dynamic[entry.compile_id]:
                 value = "dynamic"
             if value is not None:
