@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from pt2doctor.errors import UsageError
 
 if TYPE_CHECKING:  # the trace model is not needed to tell a run directory apart (report --help)
@@ -37,8 +39,6 @@ def require_fresh_dir(out: Path, what: str = "run directory") -> None:
 def read_jsonl(path: Path) -> list[Any] | None:
     """Every complete JSON line of ``path``, in order; a line a crash cut short (or any other
     line that does not decode) is skipped. None when the file cannot be read."""
-    import orjson  # here: `report --help` and a log's report need no run-dir JSON (~20 ms)
-
     try:
         lines = path.read_bytes().splitlines()
     except OSError:
@@ -61,8 +61,6 @@ def is_check_dir(path: Path) -> bool:
 
 
 def load_manifest(run_dir: Path) -> dict[str, Any]:
-    import orjson
-
     try:
         data = orjson.loads((run_dir / MANIFEST).read_bytes())
     except (OSError, orjson.JSONDecodeError):
@@ -124,8 +122,6 @@ def _fatal_error(run_dir: Path) -> list[str]:
 
 def _counter_files(run_dir: Path) -> list[dict[str, Any]]:
     """The snapshot in each counters/<pid>.json (one per process); unreadable ones skipped."""
-    import orjson
-
     found = []
     for path in sorted((run_dir / COUNTERS_DIR).glob("*.json")):
         try:
@@ -176,8 +172,6 @@ def load_probes(run_dir: Path) -> ProbeData | None:
     path = run_dir / PROBES_FILE
     if not path.is_file():
         return None
-    import orjson
-
     data = ProbeData()
     snapshots: dict[Any, dict[str, Any]] = {}
     rank_snapshots: dict[int, dict[Any, dict[str, Any]]] = {}
