@@ -81,3 +81,38 @@ def test_a_stride_that_changed_once_is_a_second_layout_bounded_with_one_fix() ->
         RecompileExplanation("0/2", "0/1", [again]),
     ]
     assert outlook(frame, twice, 8).bounded is False
+
+
+def test_the_findings_evidence_names_every_recompile_before_the_second_change_of_one() -> None:
+    """Views show the first few evidence lines: each recompile's first change comes first, so
+    a decode step's layout change is not pushed out by the prefill's three changes."""
+    from pt2doctor.analysis.findings import _recompile_finding
+    from pt2doctor.analysis.ledger import CompileEntry, FrameEntry
+    from pt2doctor.trace.records import CompileId
+    from pt2doctor.trace.types import CompileRecord
+
+    prefill = [
+        SourceChange("input_ids.shape[1]", "size", "5", "1"),
+        SourceChange("position_ids.shape[1]", "size", "5", "1"),
+        SourceChange("cache.ready", "flag", "False", "True"),
+    ]
+    layout = [SourceChange("cache.keys.stride()[2]", "stride", "16", "32")]
+    items = [
+        RecompileExplanation("0/1", "0/0", prefill),
+        RecompileExplanation("0/2", "0/1", layout),
+    ]
+    compiles = [
+        CompileEntry(
+            CompileRecord(CompileId(0, i), "s"), "first_compile" if i == 0 else "recompile"
+        )
+        for i in range(3)
+    ]
+    frame = FrameEntry("s", 0, "forward", "/app/model.py", 3, compiles=compiles)
+    finding = _recompile_finding(frame, FrameExplanation(items, None, [], Outlook(True, "ok")))
+    assert finding is not None
+    assert [line.split(":")[0] for line in finding.evidence[1:]] == [
+        "0/1 vs 0/0",
+        "0/2 vs 0/1",
+        "0/1 vs 0/0",
+        "0/1 vs 0/0",
+    ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -110,10 +112,15 @@ def _recompile_finding(frame: FrameEntry, explanation: FrameExplanation) -> Find
         fixes = [RECOMPILE_ADVICE.get(c, RECOMPILE_ADVICE["other"]) for c in categories[:1]]
     evidence = [f"outlook: {explanation.outlook.reason}"]
     items = [*explanation.recompiles, *([explanation.refused] if explanation.refused else [])]
+    # Each recompile's first change, then each one's second, ...: a view that shows only the
+    # first lines still names every recompile (a decode step's layout change, not only the
+    # prefill's three changes).
+    rounds = itertools.zip_longest(*(item.changes for item in items))
     evidence += [
         change_line(item.compile_id, item.compared_with, change)
-        for item in items
-        for change in item.changes
+        for row in rounds
+        for item, change in zip(items, row, strict=True)
+        if change is not None
     ][:11]
     return Finding(
         severity=_recompile_severity(frame, explanation),
