@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-
 import os
 from collections import Counter
 from dataclasses import dataclass, field
