@@ -288,3 +288,30 @@ def test_an_eval_cell_whose_model_was_built_in_training_mode_gets_a_note() -> No
     assert training is True
     assert any("built in training mode for an eval cell" in note for note in forgot), forgot
     assert notes[True] == (False, [])
+
+
+def test_the_terminal_says_noise_once_for_every_noisy_group() -> None:
+    """check_budget's two groups are both noisy (8 iterations): one line, with the widest
+    spread and interval (computed here from the samples' summaries), not five."""
+    import io
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from pt2doctor.check.terminal import render_check
+
+    data = Path(__file__).resolve().parents[1] / "data" / "checks" / "check_budget.json"
+    report = json.loads(data.read_text())
+    steadies = [g["steady"] for v in report["variants"] for g in v["groups"] if g.get("steady")]
+    assert len(steadies) == 2 and all(s["noise_warnings"] for s in steadies)
+    widest = max(
+        s[side]["iqr_s"] / s[side]["p50_s"] for s in steadies for side in ("eager", "compiled")
+    )
+    half = max((s["speedup_ci95"][1] - s["speedup_ci95"][0]) / 2 / s["speedup"] for s in steadies)
+    out = io.StringIO()
+    render_check(report, Console(file=out, width=400, color_system=None))
+    (line,) = [text for text in out.getvalue().splitlines() if text.startswith("noise")]
+    assert line.startswith("noise in every group (8 iterations)")
+    assert f"latency IQR up to {widest:.0%} of the median" in line
+    assert f"speedup interval up to ±{half:.0%}" in line and line.endswith("raise --iterations")

@@ -8,7 +8,15 @@ from rich.table import Table
 
 from pt2doctor.check.cost import cost_line
 from pt2doctor.check.perf_views import frame_place
-from pt2doctor.check.types import Alignment, CheckReport, GroupRow, VariantRow, verdict_rank
+from pt2doctor.check.types import (
+    Alignment,
+    CheckReport,
+    Distribution,
+    GroupRow,
+    Steady,
+    VariantRow,
+    verdict_rank,
+)
 from pt2doctor.report.format import frame_name, ms_text, seconds_text
 
 _STYLE = {
@@ -109,7 +117,48 @@ def _render_variants(report: CheckReport, console: Console) -> None:
             console.print(_group_line(variant, group))
 
 
+def _spread(dist: Distribution) -> float | None:
+    iqr, p50 = dist.get("iqr_s"), dist.get("p50_s")
+    return iqr / p50 if iqr is not None and p50 else None
+
+
+def _half_interval(steady: Steady) -> float | None:
+    speedup, interval = steady.get("speedup"), steady.get("speedup_ci95")
+    return (interval[1] - interval[0]) / 2 / speedup if speedup and interval else None
+
+
+def _noise(report: CheckReport, console: Console) -> None:
+    """One line for every group whose timings are too noisy to trust to a few percent (the
+    JSON keeps each group's warnings): which groups, and how wide at worst."""
+    groups: list[tuple[str, Steady]] = []
+    for variant in report["variants"]:
+        for group in variant["groups"]:
+            steady = group.get("steady")
+            if steady:
+                groups.append((f"{variant['name']} {group['group']}", steady))
+    noisy = [(where, steady) for where, steady in groups if steady.get("noise_warnings")]
+    if not noisy:
+        return
+    spreads = [
+        spread
+        for _, steady in noisy
+        for dist in (steady.get("eager"), steady.get("compiled"))
+        if dist is not None and (spread := _spread(dist)) is not None
+    ]
+    halves = [half for _, steady in noisy if (half := _half_interval(steady)) is not None]
+    which = "every group" if len(noisy) == len(groups) else ", ".join(w for w, _ in noisy)
+    runs = sorted({steady["iterations"] for _, steady in noisy if "iterations" in steady})
+    worst = [f"latency IQR up to {max(spreads):.0%} of the median"] if spreads else []
+    worst += [f"speedup interval up to ±{max(halves):.0%}"] if halves else []
+    console.print(
+        f"[yellow]noise[/] in {escape(which)} ({'/'.join(map(str, runs))} iterations): "
+        f"{', '.join(worst)}: the timings are indicative only (a busy machine or too few "
+        "samples); raise --iterations"
+    )
+
+
 def _details(report: CheckReport, console: Console) -> None:
+    _noise(report, console)
     for variant in report["variants"]:
         for group in variant["groups"]:
             where = f"{variant['name']} {group['group']}"
@@ -121,8 +170,6 @@ def _details(report: CheckReport, console: Console) -> None:
                 )
                 for guard in late["failed_guards"]:
                     console.print("    " + escape(f"[{guard['category']}] {guard['text']}"))
-            for warning in (group.get("steady") or {}).get("noise_warnings", []):
-                console.print(f"[yellow]noise[/] {escape(where)}: {escape(warning)}")
             regional = group.get("regional")
             if regional:
                 shared = "share one compiled artifact" if regional["shared"] else "do NOT share"
