@@ -315,3 +315,35 @@ def test_the_terminal_says_noise_once_for_every_noisy_group() -> None:
     assert line.startswith("noise in every group (8 iterations)")
     assert f"latency IQR up to {widest:.0%} of the median" in line
     assert f"speedup interval up to ±{half:.0%}" in line and line.endswith("raise --iterations")
+
+
+def test_the_cells_table_shows_whole_cell_ids_and_notes_only_when_there_are_some() -> None:
+    import copy
+    import io
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from pt2doctor.check.terminal import render_check
+
+    data = Path(__file__).resolve().parents[1] / "data" / "checks" / "check_accuracy.json"
+    report = json.loads(data.read_text())
+
+    def table_of(report: dict) -> str:
+        out = io.StringIO()
+        render_check(report, Console(file=out, width=80, color_system=None))
+        text = out.getvalue()
+        return text[text.index("Alignment per cell") : text.index("Compile variants")]
+
+    quiet = copy.deepcopy(report)
+    for cell in quiet["cells"]:
+        cell["notes"] = []
+        for entry in cell["variants"].values():
+            entry.pop("stride_mismatches", None)
+            entry.pop("eager_nondeterministic", None)
+    table = table_of(quiet)
+    assert all(cell["id"] in table for cell in quiet["cells"]), table
+    assert "notes" not in table
+    quiet["cells"][0]["notes"] = ["a note"]
+    assert "notes" in table_of(quiet)

@@ -43,10 +43,10 @@ def _worst_tensor(entry: Alignment) -> str:
 
 
 def _cells_table(report: CheckReport) -> Table:
-    """One row per cell; the worst variant's numbers when any variant is not a pass."""
-    table = Table(title="Alignment per cell (eager vs compiled)", title_justify="left")
-    for column in ("cell", "verdict", "variants", "worst tensor / error", "notes"):
-        table.add_column(column)
+    """One row per cell; the worst variant's numbers when any variant is not a pass. A cell id
+    folds onto the next line rather than being cut (``llama/s16/float32/e…`` hid eval/train);
+    the notes column is there when a cell has notes."""
+    rows = []
     for cell in report["cells"]:
         entries = cell["variants"]
         worst_name = max(
@@ -64,13 +64,25 @@ def _cells_table(report: CheckReport) -> Table:
         notes += cell.get("notes", [])
         verdict = cell["verdict"]
         labels = ", ".join(f"{n}={e.get('verdict', 'not run')}" for n, e in entries.items())
-        table.add_row(
-            escape(cell["id"]),
-            f"[{_STYLE.get(verdict, 'white')}]{verdict}[/]",
-            escape(labels),
-            _worst_tensor(worst) if worst else "",
-            escape("; ".join(notes)),
+        rows.append(
+            [
+                escape(cell["id"]),
+                f"[{_STYLE.get(verdict, 'white')}]{verdict}[/]",
+                escape(labels),
+                _worst_tensor(worst) if worst else "",
+                escape("; ".join(notes)),
+            ]
         )
+    with_notes = any(row[-1] for row in rows)
+    table = Table(title="Alignment per cell (eager vs compiled)", title_justify="left")
+    table.add_column("cell", overflow="fold")
+    for column in ("verdict", "variants"):
+        table.add_column(column)
+    table.add_column("worst tensor / error", overflow="fold")
+    if with_notes:
+        table.add_column("notes")
+    for row in rows:
+        table.add_row(*(row if with_notes else row[:-1]))
     return table
 
 
