@@ -260,6 +260,71 @@ def _time_guard_check(guard_manager: Any, local_scope: Any) -> None:
         hook(compile_id, microseconds)
 
 
+# The first calls of torch.compile a run records (a program that compiles per request would
+# otherwise write one event per call).
+MAX_COMPILE_CALLS = 20
+
+
+def compiled_target(model: Any) -> dict[str, str]:
+    """What a ``torch.compile`` call compiles, as a person names it: ``{"target": "module",
+    "name": "T5ForConditionalGeneration"}``; ``nn.Module.compile()`` compiles the module's
+    ``_call_impl`` (target ``module.compile()``); a bound method is ``Class.method``."""
+    owner = getattr(model, "__self__", None)
+    function = getattr(model, "__func__", None)
+    if owner is not None and function is not None:
+        cls = type(owner).__qualname__
+        if function.__name__ == "_call_impl":
+            return {"target": "module.compile()", "name": cls}
+        return {"target": "method", "name": f"{cls}.{function.__name__}"}
+    try:
+        import torch
+
+        if isinstance(model, torch.nn.Module):
+            return {"target": "module", "name": type(model).__qualname__}
+    except ImportError:
+        pass
+    name = getattr(model, "__qualname__", None) or type(model).__qualname__
+    return {"target": "function", "name": str(name)}
+
+
+def record_compile_calls(on_call: Callable[[dict[str, Any]], None]) -> bool:
+    """Report each ``torch.compile(model)`` call (the first MAX_COMPILE_CALLS) to ``on_call``:
+    what it compiles (:func:`compiled_target`) and the user's line that called it (for
+    ``@torch.compile(backend=...)``, the line where the decorator is applied). False when torch
+    is not importable."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    original = torch.compile
+    if getattr(original, "_pt2doctor_records", False):
+        return True
+    from pt2doctor.capture.frames import caller_frame
+
+    seen = [0]
+
+    def report(model: Any) -> None:
+        seen[0] += 1
+        if seen[0] > MAX_COMPILE_CALLS:
+            return
+        try:
+            on_call({**compiled_target(model), **(caller_frame() or {}), "n": seen[0]})
+        except Exception:  # recording must never break the program's torch.compile call
+            pass
+
+    @functools.wraps(original)
+    def compile_and_record(model: Any = None, **kwargs: Any) -> Any:
+        # @torch.compile(...) with options returns a decorator that calls torch.compile again
+        # (this wrapper) with the function it decorates: that call is the one reported.
+        if model is not None:
+            report(model)
+        return original(model, **kwargs)
+
+    compile_and_record._pt2doctor_records = True  # type: ignore[attr-defined]
+    torch.compile = compile_and_record
+    return True
+
+
 def override_backend(backend: str) -> bool:
     """Make every ``torch.compile`` use ``backend`` (fast triage); mode/options are dropped
     since other backends reject them."""

@@ -379,6 +379,21 @@ def test_backend_eager_overrides_the_programs_backend(doctor_run) -> None:
     assert calls_by_function(run.report)["forward"] == run.counts["calls"]
 
 
+def test_a_compiled_module_never_called_is_a_warning_that_names_the_call(doctor_run) -> None:
+    """torch.compile(model) then model.generate(): nothing compiles, and the report says which
+    torch.compile call was in vain, and where, instead of only 0 compiles."""
+    run = doctor_run("never_called", EAGER, "run_never_called")
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert not raw_artifacts(run.run_dir, "dynamo_output_graph")  # really nothing compiled
+    (finding,) = [f for f in run.report["findings"] if f["code"] == "compiled_but_never_called"]
+    line = marker_line("run_never_called", "compile")
+    assert finding["severity"] == "warning"
+    assert finding["title"].startswith(f"torch.compile(Decoder) at run_never_called.py:{line}")
+    assert "model.compile()" in finding["advice"] and "generate" in finding["advice"]
+    # A program that calls what it compiled has no such finding.
+    assert "compiled_but_never_called" not in codes(hot_break(doctor_run).report)
+
+
 # --- programs that end badly -----------------------------------------------------------------
 
 # key: (pt2doctor flags, program args, exit code of `run`, run.exit_code, run.signal, stopped_by)

@@ -60,3 +60,45 @@ def test_snapshots_appended_to_probes_jsonl_still_load(tmp_path: Path) -> None:
     probes = load_probes(tmp_path)
     assert probes is not None
     assert (probes.graph_calls, probes.complete, probes.snapshot_t) == ({"0/0": 9}, True, 1.0)
+
+
+def test_torch_compile_calls_are_recorded_with_what_they_compile_and_the_users_line() -> None:
+    """What `run` records of each torch.compile call (the program's own line that called it),
+    in process with torch's real torch.compile, put back afterwards."""
+    import sys
+
+    import torch
+
+    from pt2doctor import torchcompat
+
+    original, calls = torch.compile, []
+    try:
+        assert torchcompat.record_compile_calls(calls.append)
+        module = torch.nn.Linear(2, 2)
+        line = sys._getframe().f_lineno + 1
+        torch.compile(module, backend="eager")
+        torch.compile(lambda x: x + 1, backend="eager")
+        module.compile(backend="eager")  # nn.Module.compile calls torch.compile itself
+
+        @torch.compile(backend="eager")
+        def decorated(x: torch.Tensor) -> torch.Tensor:
+            return x * 2
+
+    finally:
+        torch.compile = original
+    assert [(c["target"], c["name"]) for c in calls] == [
+        ("module", "Linear"),
+        (
+            "function",
+            "test_torch_compile_calls_are_recorded_with_what_they_compile_and_the_users_line.<locals>.<lambda>",
+        ),
+        ("module.compile()", "Linear"),
+        (
+            "function",
+            "test_torch_compile_calls_are_recorded_with_what_they_compile_and_the_users_line.<locals>.decorated",
+        ),
+    ]
+    # The line is the test's own (the user's code), not torch's nn.Module.compile.
+    assert [c["line"] for c in calls[:3]] == [line, line + 1, line + 2]
+    assert all(c["file"] == __file__ for c in calls)
+    assert [c["n"] for c in calls] == [1, 2, 3, 4]

@@ -3,6 +3,7 @@ how the program ended, recompiles after warmup, triage-run limits, time in compi
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from pt2doctor.analysis.findings import Finding, frame_label, frame_where, raised_in_label
@@ -125,6 +126,8 @@ def run_findings(
     if ending(manifest) is not None:
         findings.append(_failure_finding(ledger, manifest, probes))
     findings += _probe_findings(probes)
+    if probes is not None and probes.compile_calls and not ledger.compiles:
+        findings.append(_never_called(probes.compile_calls))
     if manifest.get("backend_override"):
         findings.append(
             Finding(
@@ -164,6 +167,55 @@ def run_findings(
                 )
             )
     return findings
+
+
+NEVER_CALLED_ADVICE = {
+    "module": (
+        "torch.compile(model) returns a new module that compiles when it is called: call what it "
+        "returned (`model = torch.compile(model)`, then `model(x)`). The original module, and any "
+        "method other than forward (Hugging Face `model.generate(...)`, which calls the original "
+        "module inside), run eagerly. To compile every call of the module in place, generate()'s "
+        "included, use `model.compile()`; or compile the method that runs: "
+        "`model.forward = torch.compile(model.forward)`."
+    ),
+    "module.compile()": (
+        "model.compile() compiles the module's own calls, and none came after it on the path that "
+        "ran: call it before the loop that calls the module."
+    ),
+    "function": (
+        "torch.compile(fn) returns a compiled function and leaves fn as it was: call what it "
+        "returned (`fn = torch.compile(fn)`, or `@torch.compile` on its definition)."
+    ),
+}
+
+
+def _never_called(calls: list[dict[str, Any]]) -> Finding:
+    """torch.compile was called, yet Dynamo compiled nothing: what it returned never ran."""
+
+    def where(call: dict[str, Any]) -> str:
+        name = call.get("name")
+        what = (
+            f"{name}.compile()"
+            if call.get("target") == "module.compile()"
+            else f"torch.compile({name})"
+        )
+        if not isinstance(call.get("file"), str):
+            return what
+        return f"{what} at {os.path.basename(call['file'])}:{call.get('line')}"
+
+    first = calls[0]
+    kind = "function" if first.get("target") == "method" else str(first.get("target"))
+    called = {
+        "module": "the compiled module itself was never called",
+        "module.compile()": "the module was not called after it",
+    }.get(kind, "the function it returned was never called")
+    return Finding(
+        "warning",
+        "compiled_but_never_called",
+        f"{where(first)} compiled nothing: {called}",
+        NEVER_CALLED_ADVICE.get(kind, NEVER_CALLED_ADVICE["function"]),
+        [where(call) for call in calls[:5]],
+    )
 
 
 def _probe_findings(probes: ProbeData | None) -> list[Finding]:

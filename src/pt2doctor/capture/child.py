@@ -133,16 +133,25 @@ def start() -> ProbeRecorder | None:
     after_import(
         "torch._dynamo", _guarded(recorder, "torch", lambda: install_torch_probes(recorder))
     )
-    backend = os.environ.get(BACKEND_ENV)
-    if backend:
-        after_import(
-            "torch",
-            _guarded(
-                recorder,
-                "backend",
-                lambda: recorder.event(
-                    "backend_override", backend=backend, ok=torchcompat.override_backend(backend)
-                ),
-            ),
-        )
+    after_import("torch", lambda: _on_torch(recorder, os.environ.get(BACKEND_ENV)))
     return recorder
+
+
+def _on_torch(recorder: ProbeRecorder, backend: str | None) -> None:
+    """Once torch is imported: record what torch.compile is called on (a compiled object that
+    is never called compiles nothing), and force ``backend`` when the run asks for one."""
+    _guarded(
+        recorder,
+        "compile calls",
+        lambda: torchcompat.record_compile_calls(
+            lambda call: recorder.event("compile_call", **call)
+        ),
+    )()
+    if backend:
+        _guarded(
+            recorder,
+            "backend",
+            lambda: recorder.event(
+                "backend_override", backend=backend, ok=torchcompat.override_backend(backend)
+            ),
+        )()

@@ -5,8 +5,10 @@ installed packages are not the user's code."""
 from __future__ import annotations
 
 import os
+import sys
 import sysconfig
 import traceback
+import types
 from typing import Any
 
 _NOT_USER = tuple(
@@ -26,6 +28,20 @@ def is_user_file(filename: str) -> bool:
     if filename.startswith("<"):  # <string>, <frozen ...>, generated code
         return False
     return not os.path.realpath(filename).startswith(_NOT_USER)
+
+
+def caller_frame(limit: int = 64) -> dict[str, Any] | None:
+    """``{function, file, line}`` of the innermost frame of the user's code on the current
+    stack (the line that called into torch), None when there is none within ``limit``."""
+    frame: types.FrameType | None = sys._getframe(1)
+    for _ in range(limit):
+        if frame is None:
+            return None
+        code = frame.f_code
+        if is_user_file(code.co_filename):
+            return {"function": code.co_name, "file": code.co_filename, "line": frame.f_lineno}
+        frame = frame.f_back
+    return None
 
 
 def error_chain(error: BaseException) -> list[BaseException]:

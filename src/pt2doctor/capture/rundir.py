@@ -151,6 +151,8 @@ def _add_event(data: ProbeData, event: dict[str, Any]) -> None:
         data.exceptions.append(event)
     elif kind == "graph_exception":
         data.graph_exceptions = [*data.graph_exceptions[-19:], event]  # the last 20
+    elif kind == "compile_call" and len(data.compile_calls) < 100:
+        data.compile_calls.append({k: v for k, v in event.items() if k not in ("kind", "t")})
     elif kind == "environment":
         data.environment = {k: v for k, v in event.items() if k not in ("kind", "t", "rank")}
     elif kind in ("probes", "probe_error", "backend_override"):

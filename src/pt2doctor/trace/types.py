@@ -284,6 +284,9 @@ class ProbeData:
     graph_exceptions: list[dict[str, Any]] = field(default_factory=list)
     """Exceptions raised inside a compiled graph: ``compile_id``, ``type``, ``message``."""
     environment: dict[str, Any] = field(default_factory=dict)
+    compile_calls: list[dict[str, Any]] = field(default_factory=list)
+    """The program's first torch.compile calls: ``target`` (module, module.compile(), method,
+    function), ``name``, and the user's ``file``/``line``/``function`` that called it."""
     hooks: dict[str, Any] = field(default_factory=dict)
     """Which probes were installed (``graphs``, ``breaks``) and probe errors."""
     bad_lines: int = 0
