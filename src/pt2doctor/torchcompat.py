@@ -307,10 +307,9 @@ def record_compile_calls(on_call: Callable[[dict[str, Any]], None]) -> bool:
         seen[0] += 1
         if seen[0] > MAX_COMPILE_CALLS:
             return
-        try:
+        # Recording must never break the program's torch.compile call.
+        with contextlib.suppress(Exception):
             on_call({**compiled_target(model), **(caller_frame() or {}), "n": seen[0]})
-        except Exception:  # recording must never break the program's torch.compile call
-            pass
 
     @functools.wraps(original)
     def compile_and_record(model: Any = None, **kwargs: Any) -> Any:
