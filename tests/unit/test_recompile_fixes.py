@@ -116,3 +116,17 @@ def test_the_findings_evidence_names_every_recompile_before_the_second_change_of
         "0/1 vs 0/0",
         "0/1 vs 0/0",
     ]
+
+
+def test_the_flags_fix_names_each_flag_with_its_values_once() -> None:
+    """T5 generate(): a collapsed source already ends in ``(2 items)``; its values do not get a
+    second pair of parentheses."""
+    rows = [
+        Varying("kwargs['cache'].is_updated[*] (2 items)", "flag", ["False", "True"], False, 1),
+        Varying("grad mode", "grad_mode", ["True", "False"], False, 1),
+    ]
+    (fix,) = recompile_fixes(explanation([], varying=rows))
+    assert fix.startswith(
+        "kwargs['cache'].is_updated[*] (2 items) = False / True, grad mode = True / False: "
+    )
+    assert "grad on / torch.no_grad()" in fix

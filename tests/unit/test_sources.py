@@ -33,6 +33,10 @@ from pt2doctor.analysis.sources import (
         ("G['__import_torch_dot_nn_dot_modules_dot_module']._global_hooks",
          "torch.nn.modules.module._global_hooks"),
         ("L['self'].__dict__['_buffers']", "self._buffers"),
+        # A Hugging Face ModelOutput read by position (T5's encoder_outputs[0], torch 2.13).
+        ("dict.__getitem__(L['kwargs']['encoder_outputs'], "
+         "list(dict.keys(L['kwargs']['encoder_outputs']))[0]).size()[1]",
+         "list(kwargs['encoder_outputs'].values())[0].shape[1]"),
     ],
 )  # fmt: skip
 def test_human_source(raw: str, human: str) -> None:

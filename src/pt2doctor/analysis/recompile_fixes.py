@@ -151,7 +151,7 @@ def _unbounded_fix(row: Varying, change: SourceChange | None) -> str | None:
 
 
 def _flags_fix(flags: list[Varying], variants: int) -> str:
-    names = ", ".join(f"{row.source} ({' / '.join(row.values)})" for row in flags)
+    names = ", ".join(f"{row.source} = {' / '.join(row.values)}" for row in flags)
     states = []
     if any(".training" in row.source for row in flags):
         states.append("model.train() / model.eval()")

@@ -23,6 +23,8 @@ _MODULE_ITEM = lazy_compile(r"\._(?:modules|parameters|buffers)\['([^']+)'\]")
 _SIZE_OR_STRIDE = lazy_compile(r"\.(size|stride)\(\)\[(\d+)\]")
 _DICT_ACCESS = lazy_compile(r"\.__dict__\['(\w+)'\]")
 _STACK = lazy_compile(r"\b___stack(\d+)\b")
+# A dict's Nth value as Dynamo reaches it (a Hugging Face ModelOutput indexed by position).
+_DICT_NTH = lazy_compile(r"\bdict\.__getitem__\((.+?), list\(dict\.keys\(\1\)\)\[(\d+)\]\)")
 _INDEX = lazy_compile(r"(?<!\.shape)(?<!\.stride\(\))\[(\d+)\]")
 
 
@@ -36,7 +38,8 @@ def human_source(source: str) -> str:
     """The expression the user wrote for a Dynamo guard source.
 
     ``L['x']`` -> ``x``; ``L['kwargs']['x']`` -> ``kwargs['x']``; ``G['name']`` -> ``name``;
-    ``._modules['h']._modules['0']`` -> ``.h[0]``; ``.size()[1]`` -> ``.shape[1]``.
+    ``._modules['h']._modules['0']`` -> ``.h[0]``; ``.size()[1]`` -> ``.shape[1]``;
+    ``dict.__getitem__(d, list(dict.keys(d))[0])`` -> ``list(d.values())[0]``.
     """
     text = source.strip()
     text = _BUILTIN.sub(r"\1", text)
@@ -45,6 +48,7 @@ def human_source(source: str) -> str:
     text = _GLOBAL.sub(r"\1", text)
     text = _MODULE_ITEM.sub(_module_item, text)
     text = _DICT_ACCESS.sub(r".\1", text)
+    text = _DICT_NTH.sub(r"list(\1.values())[\2]", text)
     text = _STACK.sub(r"(value carried over the graph break, #\1)", text)
     return _SIZE_OR_STRIDE.sub(lambda m: f".{'shape' if m[1] == 'size' else 'stride()'}[{m[2]}]",
                                text)  # fmt: skip
