@@ -287,18 +287,27 @@ def compiled_target(model: Any) -> dict[str, str]:
     return {"target": "function", "name": str(name)}
 
 
-def record_compile_calls(on_call: Callable[[dict[str, Any]], None]) -> bool:
-    """Report each ``torch.compile(model)`` call (the first MAX_COMPILE_CALLS) to ``on_call``:
-    what it compiles (:func:`compiled_target`) and the user's line that called it (for
-    ``@torch.compile(backend=...)``, the line where the decorator is applied). False when torch
-    is not importable."""
+def _wrap_torch_compile(marker: str, wrap: Callable[[Any], Callable[..., Any]]) -> bool:
+    """Replace ``torch.compile`` with ``wrap(torch.compile)``, once per ``marker`` (pt2doctor's
+    wrappers can stack); False when torch is not importable."""
     try:
         import torch
     except ImportError:
         return False
     original = torch.compile
-    if getattr(original, "_pt2doctor_records", False):
+    if getattr(original, marker, False):
         return True
+    wrapper = functools.wraps(original)(wrap(original))
+    setattr(wrapper, marker, True)
+    torch.compile = wrapper
+    return True
+
+
+def record_compile_calls(on_call: Callable[[dict[str, Any]], None]) -> bool:
+    """Report each ``torch.compile(model)`` call (the first MAX_COMPILE_CALLS) to ``on_call``:
+    what it compiles (:func:`compiled_target`) and the user's line that called it (for
+    ``@torch.compile(backend=...)``, the line where the decorator is applied). False when torch
+    is not importable."""
     from pt2doctor.capture.frames import caller_frame
 
     seen = [0]
@@ -311,41 +320,34 @@ def record_compile_calls(on_call: Callable[[dict[str, Any]], None]) -> bool:
         with contextlib.suppress(Exception):
             on_call({**compiled_target(model), **(caller_frame() or {}), "n": seen[0]})
 
-    @functools.wraps(original)
-    def compile_and_record(model: Any = None, **kwargs: Any) -> Any:
-        # @torch.compile(...) with options returns a decorator that calls torch.compile again
-        # (this wrapper) with the function it decorates: that call is the one reported.
-        if model is not None:
-            report(model)
-        return original(model, **kwargs)
+    def wrap(original: Any) -> Callable[..., Any]:
+        def compile_and_record(model: Any = None, **kwargs: Any) -> Any:
+            # @torch.compile(...) with options returns a decorator that calls torch.compile
+            # again (this wrapper) with the function it decorates: that call is reported.
+            if model is not None:
+                report(model)
+            return original(model, **kwargs)
 
-    compile_and_record._pt2doctor_records = True  # type: ignore[attr-defined]
-    torch.compile = compile_and_record
-    return True
+        return compile_and_record
+
+    return _wrap_torch_compile("_pt2doctor_records", wrap)
 
 
 def override_backend(backend: str) -> bool:
     """Make every ``torch.compile`` use ``backend`` (fast triage); mode/options are dropped
     since other backends reject them."""
-    try:
-        import torch
-    except ImportError:
-        return False
-    original = torch.compile
-    if getattr(original, "_pt2doctor", False):
-        return True
 
-    @functools.wraps(original)
-    def compile_with_backend(model: Any = None, **kwargs: Any) -> Any:
-        kwargs["backend"] = backend
-        if backend != "inductor":  # other backends reject Inductor's mode and options
-            kwargs.pop("mode", None)
-            kwargs.pop("options", None)
-        return original(model, **kwargs)
+    def wrap(original: Any) -> Callable[..., Any]:
+        def compile_with_backend(model: Any = None, **kwargs: Any) -> Any:
+            kwargs["backend"] = backend
+            if backend != "inductor":  # other backends reject Inductor's mode and options
+                kwargs.pop("mode", None)
+                kwargs.pop("options", None)
+            return original(model, **kwargs)
 
-    compile_with_backend._pt2doctor = True  # type: ignore[attr-defined]
-    torch.compile = compile_with_backend
-    return True
+        return compile_with_backend
+
+    return _wrap_torch_compile("_pt2doctor", wrap)
 
 
 def _config_changes(module: Any) -> dict[str, Any]:
