@@ -130,3 +130,23 @@ def test_the_flags_fix_names_each_flag_with_its_values_once() -> None:
         "kwargs['cache'].is_updated[*] (2 items) = False / True, grad mode = True / False: "
     )
     assert "grad on / torch.no_grad()" in fix
+
+
+def test_the_flags_fix_does_not_call_every_variant_a_state_when_sizes_went_dynamic() -> None:
+    """T5 generate(): 6 variants, 2 flags (4 states) and sizes that became dynamic."""
+    rows = [
+        Varying("cache.is_updated[*] (2 items)", "flag", ["False", "True"], False, 1),
+        Varying("cache.layers[*].is_initialized (2 layers)", "flag", ["False", "True"], False, 1),
+        Varying("cache.layers[*].keys.shape[2] (2 layers)", "size", ["1", "2"], True, 1),
+    ]
+    items = [RecompileExplanation(f"0/{i + 1}", f"0/{i}", []) for i in range(5)]
+    from pt2doctor.analysis.outlook import VariantRow
+
+    variants = [VariantRow(f"0/{i}", {}, [], None, None) for i in range(6)]
+    look = Outlook(True, "", rows)
+    (fix,) = recompile_fixes(FrameExplanation(items, None, variants, look))
+    assert "at most 4 states by design" in fix and "1 value(s) that became dynamic" in fix
+    assert "6 variants by design" not in fix
+    # As many variants as states: one per state.
+    (fix,) = recompile_fixes(FrameExplanation(items[:3], None, variants[:4], look))
+    assert "4 variants by design, one per state" in fix

@@ -19,6 +19,8 @@ installed torch. Measured on torch 2.13 with ``backend="eager"``:
 
 from __future__ import annotations
 
+import math
+
 from pt2doctor.analysis.changes import FLAG_KINDS, LAYOUT_KINDS, SourceChange
 from pt2doctor.analysis.outlook import FrameExplanation, Varying
 from pt2doctor.analysis.sources import argument_of, tensor_and_dim
@@ -150,7 +152,9 @@ def _unbounded_fix(row: Varying, change: SourceChange | None) -> str | None:
     return None
 
 
-def _flags_fix(flags: list[Varying], variants: int) -> str:
+def _flags_fix(flags: list[Varying], variants: int, dynamic: int) -> str:
+    """Pre-warm each state. When values that became dynamic made more variants than the flags
+    have states, say so: "6 variants, one per state" was wrong for 2 flags (4 states)."""
     names = ", ".join(f"{row.source} = {' / '.join(row.values)}" for row in flags)
     states = []
     if any(".training" in row.source for row in flags):
@@ -158,6 +162,14 @@ def _flags_fix(flags: list[Varying], variants: int) -> str:
     if any(row.kind == "grad_mode" for row in flags):
         states.append("grad on / torch.no_grad()")
     how = f" ({', '.join(states)})" if states else ""
+    most = math.prod(max(len(row.values), 2) for row in flags)
+    if dynamic and variants > most:
+        return (
+            f"{names}: at most {most} states by design{how}; the other variants came from "
+            f"{dynamic} value(s) that became dynamic after one static compile. Pre-warm them: "
+            "call the compiled code once in each state, and twice with different values of "
+            "what became dynamic, before timing or serving."
+        )
     return (
         f"{names}: {variants} variants by design, one per state{how}. Pre-warm them: call the "
         "compiled code once in each state before timing or serving."
@@ -195,7 +207,8 @@ def recompile_fixes(explanation: FrameExplanation) -> list[str]:
         fixes.append(_layout_fix(layouts))
     flags = [row for row in outlook.varying if row.kind in FLAG_KINDS and not row.dynamic]
     if outlook.bounded and flags and not fixes:
-        fixes.append(_flags_fix(flags, len(explanation.variants)))
+        went_dynamic = sum(1 for row in outlook.varying if row.dynamic)
+        fixes.append(_flags_fix(flags, len(explanation.variants), went_dynamic))
     dynamic = [row.source for row in outlook.varying if row.dynamic]
     if outlook.bounded and not fixes and dynamic:
         fixes.append(
