@@ -56,3 +56,21 @@ def test_a_single_process_keeps_its_exception_even_if_torchrun_would_name_it_ali
     manifest = {"exit_code": 1, "end_time": 2.0}
     (finding,) = _failed(run_findings(Ledger([], [], []), manifest, probes, None))
     assert finding.evidence == ["ChildFailedError: boom more"]
+
+
+def test_a_compile_call_with_nothing_compiled_is_named_unless_the_program_failed_first() -> None:
+    call = {"target": "module", "name": "Decoder", "file": "/app/serve.py", "line": 12, "n": 1}
+    probes = ProbeData(compile_calls=[call], hooks={"probes": {"graphs": True, "breaks": True}})
+    clean = {"exit_code": 0, "end_time": 2.0}
+    (finding,) = [
+        f
+        for f in run_findings(Ledger([], [], []), clean, probes, None)
+        if f.code == "compiled_but_never_called"
+    ]
+    assert finding.title == (
+        "torch.compile(Decoder) at serve.py:12 compiled nothing: "
+        "the compiled module itself was never called"
+    )
+    assert finding.evidence == ["torch.compile(Decoder) at serve.py:12"]
+    failed = run_findings(Ledger([], [], []), {"exit_code": 1, "end_time": 2.0}, probes, None)
+    assert "compiled_but_never_called" not in [f.code for f in failed]

@@ -123,10 +123,12 @@ def run_findings(
     what changed per (stream, compile id) in the user's names (analysis/outlook.py); Dynamo's
     guard text is the evidence where it is missing."""
     findings: list[Finding] = []
-    if ending(manifest) is not None:
+    ended_badly = ending(manifest) is not None
+    if ended_badly:
         findings.append(_failure_finding(ledger, manifest, probes))
     findings += _probe_findings(probes)
-    if probes is not None and probes.compile_calls and not ledger.compiles:
+    # A program that died before it called what it compiled has its failure to fix first.
+    if probes is not None and probes.compile_calls and not ledger.compiles and not ended_badly:
         findings.append(_never_called(probes.compile_calls))
     if manifest.get("backend_override"):
         findings.append(
