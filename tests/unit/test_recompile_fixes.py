@@ -150,3 +150,22 @@ def test_the_flags_fix_does_not_call_every_variant_a_state_when_sizes_went_dynam
     # As many variants as states: one per state.
     (fix,) = recompile_fixes(FrameExplanation(items[:3], None, variants[:4], look))
     assert "4 variants by design, one per state" in fix
+
+
+def test_a_title_with_an_unknown_bound_names_what_changed_once() -> None:
+    """Not "2 variant(s): python_constant x1": the value, by the user's name."""
+    from pt2doctor.analysis.findings import _recompile_title
+    from pt2doctor.analysis.ledger import CompileEntry, FrameEntry
+    from pt2doctor.trace.records import CompileId
+    from pt2doctor.trace.types import CompileRecord
+
+    records = [CompileRecord(CompileId(0, i), "s", has_guarded_code=True) for i in range(2)]
+    compiles = [
+        CompileEntry(record, "first_compile" if i == 0 else "recompile")
+        for i, record in enumerate(records)
+    ]
+    frame = FrameEntry("s", 0, "serve", "/app/serve.py", 3, compiles=compiles)
+    row = Varying("mode", "value", ["'a'", "'b'"], False, 1)
+    look = Outlook(None, "mode changed once: too few recompiles", [row])
+    title = _recompile_title(frame, FrameExplanation([], None, [], look))
+    assert title.endswith("recompiled 1 time(s): 2 variants, bound unknown (mode changed once)")

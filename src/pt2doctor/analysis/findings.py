@@ -18,7 +18,7 @@ from pt2doctor.analysis.advice import (
 from pt2doctor.analysis.breaks import GraphBreakSite
 from pt2doctor.analysis.frame_names import display_name
 from pt2doctor.analysis.ledger import RESUME_NAME, FailureEntry, FrameEntry, Ledger
-from pt2doctor.analysis.outlook import FrameExplanation, change_line, explain_frames
+from pt2doctor.analysis.outlook import FrameExplanation, change_line, explain_frames, settled
 from pt2doctor.analysis.recompile_fixes import recompile_fixes
 from pt2doctor.trace.records import ParseStats
 from pt2doctor.trace.types import SourceLine
@@ -91,9 +91,14 @@ def _recompile_title(frame: FrameEntry, explanation: FrameExplanation) -> str:
         growing = [v.source for v in explanation.outlook.varying if not v.dynamic]
         state = f"{frame.variants} variants, unbounded ({', '.join(growing[:3])} keeps changing)"
     else:
-        causes = Counter(g.category for e in frame.recompiles for g in e.failed_guards[:1])
-        summary = ", ".join(f"{cause} x{n}" for cause, n in causes.most_common()) or "other"
-        state = f"{frame.variants} variant(s): {summary}"
+        unclear = [v.source for v in explanation.outlook.varying if not settled(v)]
+        if unclear:  # what changed once, by name: the outlook cannot bound it yet
+            shown = ", ".join(unclear[:3]) + (", …" if len(unclear) > 3 else "")
+            state = f"{frame.variants} variants, bound unknown ({shown} changed once)"
+        else:
+            causes = Counter(g.category for e in frame.recompiles for g in e.failed_guards[:1])
+            summary = ", ".join(f"{cause} x{n}" for cause, n in causes.most_common()) or "other"
+            state = f"{frame.variants} variant(s): {summary}"
     late = explanation.after_warmup
     if late:  # compile ids: "compile 2/2", never "2/2" alone (it reads as a fraction)
         state = state.replace("; pre-warm them", "")

@@ -198,7 +198,7 @@ def _layout(row: Varying) -> bool:
     return not row.dynamic and row.kind in LAYOUT_KINDS and row.changes < 2
 
 
-def _settled(row: Varying) -> bool:
+def settled(row: Varying) -> bool:
     """A varying value whose variants are bounded: dynamic, a flag, or a second layout."""
     return row.dynamic or row.kind in FLAG_KINDS or _layout(row)
 
@@ -238,13 +238,13 @@ def outlook(frame: FrameEntry, explained: list[RecompileExplanation], limit: int
             when = f"the recompile limit was raised above {frame.variants} (the log does not say how far)"
         reason = f"{names} took a new value at every recompile and never became dynamic; {when}"
         return Outlook(False, reason, varying, left, limit)
-    if varying and all(_settled(v) for v in varying):
+    if varying and all(settled(v) for v in varying):
         return Outlook(True, _bounded_reason(varying, frame.variants), varying, None, limit)
     if not explained and frame.variants <= 1:
         return Outlook(True, f"{frame.variants} variant: no recompiles", varying, None, limit)
     if not varying:
         return Outlook(None, "the trace does not say what changed", varying, None, limit)
-    unclear = ", ".join(v.source for v in varying if not _settled(v))
+    unclear = ", ".join(v.source for v in varying if not settled(v))
     reason = f"{unclear} changed once: too few recompiles to tell a counter from a few values"
     return Outlook(None, reason, varying, None, limit)
 
