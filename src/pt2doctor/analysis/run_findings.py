@@ -3,13 +3,13 @@ how the program ended, recompiles after warmup, triage-run limits, time in compi
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from pt2doctor.analysis.findings import Finding, frame_label, frame_where, raised_in_label
 from pt2doctor.analysis.heat import Heat
 from pt2doctor.analysis.ledger import Ledger
 from pt2doctor.analysis.user_side import custom_op_advice
+from pt2doctor.analysis.user_side import where as file_line
 from pt2doctor.trace.messages import error_line
 from pt2doctor.trace.types import ProbeData, SourceLine
 
@@ -171,22 +171,26 @@ def run_findings(
     return findings
 
 
-NEVER_CALLED_ADVICE = {
+# What a torch.compile call that compiled nothing left undone, and the fix, by what it compiled.
+NEVER_CALLED: dict[str, tuple[str, str]] = {
     "module": (
+        "the compiled module itself was never called",
         "torch.compile(model) returns a new module that compiles when it is called: call what it "
         "returned (`model = torch.compile(model)`, then `model(x)`). The original module, and any "
         "method other than forward (Hugging Face `model.generate(...)`, which calls the original "
         "module inside), run eagerly. To compile every call of the module in place, generate()'s "
         "included, use `model.compile()`; or compile the method that runs: "
-        "`model.forward = torch.compile(model.forward)`."
+        "`model.forward = torch.compile(model.forward)`.",
     ),
     "module.compile()": (
+        "the module was not called after it",
         "model.compile() compiles the module's own calls, and none came after it on the path that "
-        "ran: call it before the loop that calls the module."
+        "ran: call it before the loop that calls the module.",
     ),
     "function": (
+        "the function it returned was never called",
         "torch.compile(fn) returns a compiled function and leaves fn as it was: call what it "
-        "returned (`fn = torch.compile(fn)`, or `@torch.compile` on its definition)."
+        "returned (`fn = torch.compile(fn)`, or `@torch.compile` on its definition).",
     ),
 }
 
@@ -194,29 +198,22 @@ NEVER_CALLED_ADVICE = {
 def _never_called(calls: list[dict[str, Any]]) -> Finding:
     """torch.compile was called, yet Dynamo compiled nothing: what it returned never ran."""
 
-    def where(call: dict[str, Any]) -> str:
+    def call_line(call: dict[str, Any]) -> str:
         name = call.get("name")
-        what = (
-            f"{name}.compile()"
-            if call.get("target") == "module.compile()"
-            else f"torch.compile({name})"
-        )
-        if not isinstance(call.get("file"), str):
-            return what
-        return f"{what} at {os.path.basename(call['file'])}:{call.get('line')}"
+        if call.get("target") == "module.compile()":
+            what = f"{name}.compile()"
+        else:
+            what = f"torch.compile({name})"
+        return f"{what} at {file_line(call)}" if isinstance(call.get("file"), str) else what
 
     first = calls[0]
-    kind = "function" if first.get("target") == "method" else str(first.get("target"))
-    called = {
-        "module": "the compiled module itself was never called",
-        "module.compile()": "the module was not called after it",
-    }.get(kind, "the function it returned was never called")
+    undone, advice = NEVER_CALLED.get(str(first.get("target")), NEVER_CALLED["function"])
     return Finding(
         "warning",
         "compiled_but_never_called",
-        f"{where(first)} compiled nothing: {called}",
-        NEVER_CALLED_ADVICE.get(kind, NEVER_CALLED_ADVICE["function"]),
-        [where(call) for call in calls[:5]],
+        f"{call_line(first)} compiled nothing: {undone}",
+        advice,
+        [call_line(call) for call in calls[:5]],
     )
 
 
