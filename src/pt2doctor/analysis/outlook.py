@@ -203,6 +203,12 @@ def settled(row: Varying) -> bool:
     return row.dynamic or row.kind in FLAG_KINDS or _layout(row)
 
 
+def flag_states(flags: list[Varying]) -> int:
+    """How many states flags give at most: the product of their values (a bool seen with one
+    value still has two)."""
+    return math.prod(max(len(v.values), 2) for v in flags)
+
+
 def _bounded_reason(varying: list[Varying], variants: int) -> str:
     dynamic = [v.source for v in varying if v.dynamic]
     flags = [v for v in varying if not v.dynamic and v.kind in FLAG_KINDS]
@@ -211,9 +217,8 @@ def _bounded_reason(varying: list[Varying], variants: int) -> str:
     if dynamic:
         parts.append(f"{len(dynamic)} value(s) became dynamic and serve new values")
     if flags:
-        most = math.prod(max(len(v.values), 2) for v in flags)
         names = ", ".join(f"{v.source}: {' / '.join(v.values)}" for v in flags)
-        parts.append(f"flags ({names}) give at most {most} combinations")
+        parts.append(f"flags ({names}) give at most {flag_states(flags)} combinations")
     if layouts:
         names = ", ".join(f"{v.source}: {' / '.join(v.values)}" for v in layouts)
         parts.append(f"a second memory layout ({names}) compiles its own variant")

@@ -19,10 +19,8 @@ installed torch. Measured on torch 2.13 with ``backend="eager"``:
 
 from __future__ import annotations
 
-import math
-
 from pt2doctor.analysis.changes import FLAG_KINDS, LAYOUT_KINDS, SourceChange
-from pt2doctor.analysis.outlook import FrameExplanation, Varying
+from pt2doctor.analysis.outlook import FrameExplanation, Varying, flag_states
 from pt2doctor.analysis.sources import argument_of, tensor_and_dim
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import SourceLine
@@ -162,7 +160,7 @@ def _flags_fix(flags: list[Varying], variants: int, dynamic: int) -> str:
     if any(row.kind == "grad_mode" for row in flags):
         states.append("grad on / torch.no_grad()")
     how = f" ({', '.join(states)})" if states else ""
-    most = math.prod(max(len(row.values), 2) for row in flags)
+    most = flag_states(flags)
     if dynamic and variants > most:
         return (
             f"{names}: at most {most} states by design{how}; the other variants came from "
