@@ -165,3 +165,42 @@ def test_static_cache_compiles_the_decode_step_once(counter: GraphCounter) -> No
     # Dynamic cache: prefill, decode (static length), decode (dynamic length), prefill (dynamic
     # prompt length). Static cache: the decode step's cache never changes size.
     assert (dynamic_cache, static_cache) == (4, 3)
+
+
+def _encoder_decoder_graphs(counter: GraphCounter, cache_implementation: str | None) -> int:
+    """A random-init T5 generating for two prompts padded to one length."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.T5Config(vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=1,
+                                   num_decoder_layers=1, num_heads=2, decoder_start_token_id=0,
+                                   pad_token_id=0)  # fmt: skip
+    model = transformers.T5ForConditionalGeneration(config).eval()
+    model.forward = torch.compile(model.forward, backend=counter)
+    extra = (
+        {"max_new_tokens": 5}
+        if cache_implementation is None
+        else {"cache_implementation": cache_implementation, "max_length": 6}
+    )
+    for _ in range(2):
+        with torch.no_grad():
+            model.generate(torch.randint(1, 64, (2, 8)), do_sample=False, **extra)
+    return counter.graphs
+
+
+def test_static_cache_and_one_prompt_length_leave_two_encoder_decoder_variants(
+    counter: GraphCounter,
+) -> None:
+    """The encoder-decoder generate() fix: the report on the dynamic cache's run gives it, and
+    a static cache with prompts of one length leaves the two variants it promises."""
+    import pt2doctor
+
+    with pt2doctor.watch() as watched:
+        dynamic_cache = _encoder_decoder_graphs(counter, None)
+    (finding,) = [f for f in watched.report()["findings"] if f["code"] == "recompiles"]
+    assert finding["advice"].startswith("This is Hugging Face generate() on an encoder-decoder")
+    torch._dynamo.reset()
+    counter.graphs = 0
+    static_cache = _encoder_decoder_graphs(counter, "static")
+    # Dynamic cache: first step, decode (static length), decode (dynamic length). Static cache:
+    # the first step and one decode step.
+    assert (dynamic_cache, static_cache) == (3, 2)

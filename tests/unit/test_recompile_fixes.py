@@ -29,6 +29,27 @@ def test_generate_pattern_needs_both_the_decode_step_and_the_cache_filling() -> 
     assert not hf_generate_pattern(explanation([longer, filled]))
 
 
+def test_generate_on_an_encoder_decoder_model_is_recognised_by_its_cache() -> None:
+    """T5 generate() (transformers 4.5x, torch 2.13): the decoder input is one token long from
+    the first step, so only the cache says it: EncoderDecoderCache.is_updated and the
+    self-attention layers become initialized in one recompile."""
+    updated = SourceChange("kwargs['cache'].is_updated[*]", "flag", "False", "True", count=2)
+    filled = SourceChange(
+        "kwargs['cache'].self_attention_cache.layers[*].is_initialized", "flag", "False", "True"
+    )
+    t5 = explanation([updated, filled])
+    assert hf_generate_pattern(t5) == "encoder_decoder"
+    fix = recompile_fixes(t5)[0]
+    assert 'cache_implementation="static"' in fix and 'padding="max_length"' in fix
+    assert "two variants in all" in fix
+    # A decoder-only model's cache filling, with no encoder anywhere: not this pattern.
+    plain = SourceChange("kwargs['cache'].layers[*].is_initialized", "flag", "False", "True")
+    assert hf_generate_pattern(explanation([plain])) is None
+    # Llama's prefill then decode stays the decoder pattern.
+    decode = SourceChange("kwargs['input_ids'].shape[1]", "size", "8", "1")
+    assert hf_generate_pattern(explanation([decode, plain])) == "decoder"
+
+
 def test_a_size_that_went_dynamic_names_the_argument_and_dim() -> None:
     row = Varying("x.shape[1]", "size", ["4", "5"], True, 1)
     fixes = recompile_fixes(explanation([], varying=[row]))

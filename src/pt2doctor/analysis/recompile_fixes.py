@@ -14,7 +14,9 @@ installed torch. Measured on torch 2.13 with ``backend="eager"``:
   is never called "baked in";
 - ``mark_dynamic`` on a size that Python code specializes raises ConstraintViolationError;
 - Hugging Face ``generate(cache_implementation="static", max_length=N)``: one graph fewer than
-  the dynamic cache (the decode step compiles once).
+  the dynamic cache (the decode step compiles once);
+- the same on an encoder-decoder model (T5), with prompts of one length: 2 graphs (the first
+  decoder step, the decode step) instead of 3; prompts of several lengths add two more.
 """
 
 from __future__ import annotations
@@ -45,25 +47,43 @@ def _changes(explanation: FrameExplanation) -> list[SourceChange]:
     return [change for item in explanation.recompiles for change in item.changes]
 
 
-def hf_generate_pattern(explanation: FrameExplanation) -> bool:
-    """Hugging Face ``generate()``'s prefill then decode: ``input_ids`` length goes to 1 while the
-    KV cache goes from None / uninitialized to initialized, in the same recompile."""
+def _cache_filled(change: SourceChange) -> bool:
+    """A KV cache going from None / uninitialized to initialized."""
+    return "cache" in change.source and (
+        (change.source.endswith("is_initialized") and (change.old, change.new) == ("False", "True"))
+        or (change.kind in ("none", "type") and change.old in ("None", "NoneType"))
+    )
+
+
+def _encoder_decoder(explanation: FrameExplanation) -> bool:
+    """An encoder-decoder cache or encoder output among what distinguishes the variants
+    (``EncoderDecoderCache.is_updated``, its cross-attention cache, ``encoder_outputs``)."""
+    sources = [c.source for c in _changes(explanation)]
+    sources += [source for row in explanation.variants for source in row.serves]
+    return any(
+        word in source
+        for source in sources
+        for word in ("is_updated", "cross_attention_cache", "encoder_outputs")
+    )
+
+
+def hf_generate_pattern(explanation: FrameExplanation) -> str | None:
+    """Hugging Face ``generate()``'s first step then decode, in one recompile: the KV cache goes
+    from None / uninitialized to initialized while ``input_ids`` goes to length 1 (a decoder
+    model: "decoder"), or while the decoder input stays one token long and the cache is an
+    encoder-decoder one ("encoder_decoder": T5, BART, Whisper). None when neither matches."""
     for item in explanation.recompiles:
-        to_one = any(
+        if not any(_cache_filled(c) for c in item.changes):
+            continue
+        if any(
             "input_ids" in c.source and c.kind == "size" and c.new == "1" and c.old != "1"
             for c in item.changes
-        )
-        cache_filled = any(
-            "cache" in c.source
-            and (
-                (c.source.endswith("is_initialized") and (c.old, c.new) == ("False", "True"))
-                or (c.kind in ("none", "type") and c.old in ("None", "NoneType"))
-            )
-            for c in item.changes
-        )
-        if to_one and cache_filled:
-            return True
-    return False
+        ):
+            return "decoder"
+        same_input = not any(c.kind == "size" and "input_ids" in c.source for c in item.changes)
+        if same_input and _encoder_decoder(explanation):
+            return "encoder_decoder"
+    return None
 
 
 HF_GENERATE_FIX = (
@@ -75,6 +95,18 @@ HF_GENERATE_FIX = (
     "and recompiles); or mark the prompt length and the cache length dynamic before the first "
     "call."
 )
+HF_ENCODER_DECODER_FIX = (
+    "This is Hugging Face generate() on an encoder-decoder model: the first decoder step "
+    "(empty self-attention cache) and the later steps (filled cache) are separate variants, "
+    "the self-attention cache grows every step (one static decode compile, then a dynamic "
+    "one), and each new prompt length changes the encoder output and the cross-attention "
+    "cache (static, then dynamic). Use a static cache, "
+    'model.generate(..., cache_implementation="static", max_length=N) with the same N on every '
+    "call, so the decode step compiles once; and pad prompts to one length "
+    '(tokenizer(..., padding="max_length", max_length=L)) so the encoder length never '
+    "changes: two variants in all (the first step and the decode step)."
+)
+_HF_FIXES = {"decoder": HF_GENERATE_FIX, "encoder_decoder": HF_ENCODER_DECODER_FIX}
 
 
 def _dynamic_size_fix(row: Varying) -> str | None:
@@ -188,7 +220,8 @@ def _layout_fix(rows: list[Varying]) -> str:
 
 def recompile_fixes(explanation: FrameExplanation) -> list[str]:
     """The fixes for one frame, most specific first; Dynamo's own hints last, verbatim."""
-    fixes = [HF_GENERATE_FIX] if hf_generate_pattern(explanation) else []
+    generate = hf_generate_pattern(explanation)
+    fixes = [_HF_FIXES[generate]] if generate else []
     outlook = explanation.outlook
     for row in outlook.varying:
         change = _first_change(explanation, row.source)
