@@ -8,6 +8,7 @@ the Inductor pass with compiler_bisector, ~40 s without it, ~25 s for the script
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import re
 import shutil
@@ -264,6 +265,10 @@ def test_script_ladder_with_an_accuracy_check(tmp_path: Path, run_env: dict[str,
     assert report["target"]["mode"] == "script"
     assert [row["status"] for row in report["ladder"]] == ["ok", "ok", "ok", "diverged"]
     assert report["conclusion"]["layer"] == "backend"
+    # The environment is the program's, as its rungs recorded it: its own config change.
+    environment = report["environment"]
+    assert environment["config_changes"] == {"dynamo": {"recompile_limit": "4"}}
+    assert environment["torch_version"] == importlib.metadata.version("torch")
 
 
 @pytest.mark.parametrize(

@@ -65,7 +65,8 @@ def build_ablate_report(
 ) -> AblateReport:
     """The report dict: ``target`` says what was ablated (a case cell or a command),
     ``settings`` how the user compiles (backend, dynamic, mode), ``environment`` the
-    fingerprint of the process that ran the ablation (torchcompat.environment())."""
+    fingerprint (torchcompat.environment()) of the process that ran the case file, or in script
+    mode of the program itself, as a rung recorded it."""
     rungs = pieces["rungs"]
     modules = pieces.get("modules") or None
     module = modules.get("module") if modules else None

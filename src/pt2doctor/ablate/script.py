@@ -39,6 +39,16 @@ def _exceptions(run_dir: Path) -> list[dict[str, Any]]:
     return _probe_events(run_dir, "exception")
 
 
+def _environment(rungs_dir: Path, rungs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The program's own environment (its python, torch, config changes, hooks), as the
+    highest rung that got as far as importing torch recorded it at exit; None when none did."""
+    for rung in reversed(rungs):
+        environments = _probe_events(rungs_dir / rung["backend"], "environment")
+        if environments:
+            return {k: v for k, v in environments[-1].items() if k not in ("kind", "t", "rank")}
+    return None
+
+
 def _hooks(run_dir: Path) -> list[dict[str, Any]]:
     """The compiler hooks the program had set when it exited (its environment probe)."""
     environments = _probe_events(run_dir, "environment")
@@ -107,7 +117,8 @@ def ablate_script(
     verify: bool = True,
 ) -> dict[str, Any]:
     """The ladder on a program, stopped at the first rung that fails; after a crash, the repro
-    (unless ``repro`` is off), run once to confirm it fails (unless ``verify`` is off)."""
+    (unless ``repro`` is off), run once to confirm it fails (unless ``verify`` is off). The
+    environment is the program's, as a rung recorded it (its interpreter may not be ours)."""
     rungs: list[dict[str, Any]] = []
     for name in ladder(backend):
         outcome: dict[str, Any] = {"status": "not run"}
@@ -119,6 +130,7 @@ def ablate_script(
             outcome["seconds"] = round(time.monotonic() - started, 2)
         rungs.append({"backend": name, "layer": layer_of(name, backend), **outcome})
     pieces: dict[str, Any] = {"rungs": rungs, "toggles": [], "modules": None, "bisect": None}
+    pieces["environment"] = _environment(out / "rungs", rungs)
     failing = first_failure(rungs)
     if failing is not None and failing["status"] == "crash":
         pieces["hooks"] = failing.get("hooks") or []

@@ -117,9 +117,12 @@ def ablate_command(
         pieces, what = _script_pieces(
             list(target), cell_id, out, backend, timeout, accuracy_check, repro, verify_repro
         )
-    from pt2doctor import torchcompat
+    environment = pieces.get("environment")
+    if environment is None:  # case mode, or no rung got as far as importing torch
+        from pt2doctor import torchcompat
 
-    report = build_ablate_report(pieces, what, settings, str(out), torchcompat.environment())
+        environment = torchcompat.environment()
+    report = build_ablate_report(pieces, what, settings, str(out), environment)
     emit(report, ablate_output_plan(out, fmt, md_path, html_path, redact))
     return 1 if failure_found(report) else 0
 
