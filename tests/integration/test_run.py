@@ -97,8 +97,24 @@ def hot_break(doctor_run):
     return doctor_run("hot_break", EAGER, "run_hot_break", "6", "3")
 
 
-def warmup_run(doctor_run, key: str, *flags: str):
-    return doctor_run(key, (*EAGER, *flags), "run_warmup", "4", "3")
+def warmup_run(doctor_run):
+    """run_warmup.py under ``--warmup-calls 4`` and a ``--steady-after`` that never comes: the
+    flags only reach the manifest (the program never sees them), so the other boundaries are
+    re-analysed offline from copies of this one run."""
+    flags = ("--warmup-calls", "4", "--steady-after", "86400")
+    return doctor_run("warmup_calls", (*EAGER, *flags), "run_warmup", "4", "3")
+
+
+def reanalysed(run_dir: Path, tmp_path: Path, **manifest_values: Any) -> Report:
+    """The report of a copy of ``run_dir`` whose manifest has ``manifest_values``."""
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    (copy / "manifest.json").write_text(json.dumps({**manifest, **manifest_values}))
+    out = tmp_path / "out.json"
+    assert main(["report", str(copy), "--json", str(out), "--format", "json"]) == 0
+    report: Report = json.loads(out.read_text())
+    return report
 
 
 # --- a clean run: output, heat, calls, offline re-render -------------------------------------
@@ -135,6 +151,7 @@ def test_clean_exit_is_recorded(doctor_run) -> None:
     assert section["returned"] == 0
     assert section["exceptions"] == []
     assert section["command"][-3:] == [str(PROGRAMS / "run_hot_break.py"), "6", "3"]
+    assert (section["warmup_calls"], section["steady_after_s"]) == (None, None)  # no flags
     assert "program_failed" not in codes(report)
     # Nothing crashed: faulthandler's empty logs were removed at exit.
     assert list(hot_break(doctor_run).run_dir.glob("faulthandler.*.log")) == []
@@ -201,7 +218,7 @@ def _size_guards(report: Report, compile_id: str) -> list[dict[str, Any]]:
 
 
 def test_recompile_after_warmup_calls_is_flagged(doctor_run) -> None:
-    run = warmup_run(doctor_run, "warmup_calls", "--warmup-calls", "4")
+    run = warmup_run(doctor_run)
     assert run.returncode == 0, run.stderr[-4000:]
     report, counts = run.report, run.counts
     assert counts["warmup_calls"] == 4
@@ -223,13 +240,7 @@ def test_recompile_after_warmup_calls_is_flagged(doctor_run) -> None:
     (recompiles,) = [f for f in report["findings"] if f["code"] == "recompiles"]
     assert f"compile {late} came after warmup" in recompiles["title"]
     assert recompiles["severity"] != "error"
-    assert report["run"]["warmup_calls"] == 4
-
-
-def test_no_warmup_flag_no_after_warmup_finding(doctor_run) -> None:
-    report = warmup_run(doctor_run, "warmup_plain").report
-    assert [c["after_warmup"] for c in _step_compiles(report)] == [False, False, False]
-    assert "unexplained_recompile_after_warmup" not in codes(report)
+    assert (report["run"]["warmup_calls"], report["run"]["steady_after_s"]) == (4, 86400)
 
 
 @pytest.mark.parametrize(
@@ -245,14 +256,9 @@ def test_warmup_boundary_is_reanalysed_offline(
     doctor_run, tmp_path: Path, warmup_calls: int | None, flagged: list[bool]
 ) -> None:
     """Warmup ends after a frame's N-th call: a compile at call N+1 is after it. Re-analysed
-    from a copy of the run directory with another ``warmup_calls`` in its manifest."""
-    copy = tmp_path / "run"
-    shutil.copytree(warmup_run(doctor_run, "warmup_calls", "--warmup-calls", "4").run_dir, copy)
-    manifest = json.loads((copy / "manifest.json").read_text())
-    (copy / "manifest.json").write_text(json.dumps({**manifest, "warmup_calls": warmup_calls}))
-    out = tmp_path / "out.json"
-    assert main(["report", str(copy), "--json", str(out), "--format", "json"]) == 0
-    report = json.loads(out.read_text())
+    from a copy of the run directory with another ``warmup_calls`` in its manifest (None: no
+    warmup flag, no compile after warmup and no finding)."""
+    report = reanalysed(warmup_run(doctor_run).run_dir, tmp_path, warmup_calls=warmup_calls)
     after = [c["after_warmup"] for c in _step_compiles(report)]
     assert after == flagged
     assert codes(report)["unexplained_recompile_after_warmup"] == sum(after)
@@ -280,17 +286,11 @@ def raw_compile_starts(run_dir: Path) -> dict[str, float]:
 def test_steady_after_seconds_splits_the_compiles_at_that_time(doctor_run, tmp_path: Path) -> None:
     """``steady_after_s`` is placed offline exactly at the start of the last compile (read from
     the raw trace): that compile, and only it, is after warmup. No sleep, no race with load."""
-    run = warmup_run(doctor_run, "warmup_plain")
+    run = warmup_run(doctor_run)
     starts = raw_compile_starts(run.run_dir)
     last = _step_compiles(run.report)[2]["compile_id"]
     steady_after = starts[last] - run.report["run"]["start_time"]
-    copy = tmp_path / "run"
-    shutil.copytree(run.run_dir, copy)
-    manifest = json.loads((copy / "manifest.json").read_text())
-    (copy / "manifest.json").write_text(json.dumps({**manifest, "steady_after_s": steady_after}))
-    out = tmp_path / "out.json"
-    assert main(["report", str(copy), "--json", str(out), "--format", "json"]) == 0
-    report = json.loads(out.read_text())
+    report = reanalysed(run.run_dir, tmp_path, warmup_calls=None, steady_after_s=steady_after)
     compiles = _step_compiles(report)
     assert [c["after_warmup"] for c in compiles] == [False, False, True]
     # t_s is rounded to the microsecond in the report; steady_after is that compile's start.
@@ -304,13 +304,14 @@ def test_steady_after_seconds_splits_the_compiles_at_that_time(doctor_run, tmp_p
     assert report["run"]["steady_after_s"] == steady_after
 
 
-def test_steady_after_flag_reaches_the_report(doctor_run) -> None:
-    """``--steady-after 0``: every compile comes after it, whatever the machine's speed."""
-    run = warmup_run(doctor_run, "warmup_steady", "--steady-after", "0")
-    assert run.returncode == 0, run.stderr[-4000:]
-    assert [c["after_warmup"] for c in _step_compiles(run.report)] == [True, True, True]
-    assert run.report["run"]["steady_after_s"] == 0
-    assert codes(run.report)["unexplained_recompile_after_warmup"] == 3
+def test_steady_after_zero_puts_every_compile_after_warmup(doctor_run, tmp_path: Path) -> None:
+    """``steady_after_s`` 0: every compile comes after it, whatever the machine's speed (the
+    flag's way into the manifest is test_recompile_after_warmup_calls_is_flagged's)."""
+    run = warmup_run(doctor_run)
+    report = reanalysed(run.run_dir, tmp_path, warmup_calls=None, steady_after_s=0)
+    assert [c["after_warmup"] for c in _step_compiles(report)] == [True, True, True]
+    assert report["run"]["steady_after_s"] == 0
+    assert codes(report)["unexplained_recompile_after_warmup"] == 3
 
 
 # --- results, backends, Inductor options -----------------------------------------------------
