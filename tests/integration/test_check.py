@@ -30,8 +30,10 @@ TIMEOUT_S = 900
 
 
 class CheckRun:
-    def __init__(self, out: Path, done: subprocess.CompletedProcess[str]) -> None:
-        self.out, self.returncode = out, done.returncode
+    def __init__(
+        self, out: Path, done: subprocess.CompletedProcess[str], elapsed: float = 0.0
+    ) -> None:
+        self.out, self.returncode, self.elapsed = out, done.returncode, elapsed
         self.stdout, self.stderr = done.stdout, done.stderr
         self.report: dict[str, Any] = json.loads((out / "report.json").read_text())
 
@@ -58,11 +60,13 @@ def run_check(tmp: Path, env: dict[str, str], case_file: str, *flags: str) -> Ch
         str(out),
         *flags,
     ]
+    started = time.monotonic()
     done = subprocess.run(
         command, cwd=tmp, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
     )
+    elapsed = time.monotonic() - started
     assert (out / "report.json").is_file(), done.stderr[-3000:]
-    return CheckRun(out, done)
+    return CheckRun(out, done, elapsed)
 
 
 @pytest.fixture(scope="module")
@@ -405,12 +409,16 @@ def test_layout_grad_mode_and_autocast_vary_inside_one_group(
     assert {"stride", "grad_mode", "autocast"} <= categories
 
 
-def test_regional_variant_compiles_each_repeated_block(
-    tmp_path: Path, run_env: dict[str, str]
-) -> None:
-    run = run_check(
-        tmp_path, run_env, "repeated_blocks.py", "--backend", "eager", "--iterations", "6"
-    )
+@pytest.fixture(scope="module")
+def regional_run(tmp_path_factory: pytest.TempPathFactory, run_env: dict[str, str]) -> CheckRun:
+    """``--backend eager``, cold starts on: two variants (whole model, regional), each with its
+    group worker and its two cold starts."""
+    tmp = tmp_path_factory.mktemp("regional-check")
+    return run_check(tmp, run_env, "repeated_blocks.py", "--backend", "eager", "--iterations", "6")
+
+
+def test_regional_variant_compiles_each_repeated_block(regional_run: CheckRun) -> None:
+    run = regional_run
     assert run.returncode == 0, run.stderr[-2000:]
     names = [v["name"] for v in run.report["variants"]]
     assert names == ["default", "regional:default"]
@@ -431,6 +439,37 @@ def test_regional_variant_compiles_each_repeated_block(
         assert set(variant["cold_start"]) == {"empty_cache", "warm_cache"}
         assert variant["cold_start"]["empty_cache"]["first_result_s"] > 0
     assert run.cell("stack/b4")["variants"].keys() == {"default", "regional:default"}
+
+
+def test_check_cost_accounts_for_its_wall_time(regional_run: CheckRun) -> None:
+    """``check`` reports where its own wall time went, compared with what the file system (the
+    worker directories) and this test's clock say independently."""
+    run, out, elapsed = regional_run, regional_run.out, regional_run.elapsed
+    cost = run.report["cost"]
+    workers = list(out.glob("groups/*/*/attempt-*")) + list(out.glob("cold/*/*/*_cache"))
+    assert cost["launches"] == len(workers) > 0
+    parts = [key for key in cost if key.endswith("_s") and key not in ("wall_s", "compile_s",
+             "warmup_compile_s", "command_s", "parent_s")]  # fmt: skip
+    assert sum(cost[key] for key in parts) == pytest.approx(cost["wall_s"], abs=1e-3)
+    for key in ("process_start_s", "align_eager_s", "fp64_reference_s", "align_compile_s",
+                "warmup_s", "measure_s", "cold_start_s"):  # fmt: skip
+        assert cost[key] > 0, key
+    # The workers are most of the check; the parent only plans, polls and writes the report.
+    assert 0.5 * elapsed <= cost["wall_s"] <= elapsed
+    # The command's own time: from its start (after the interpreter and pt2doctor's imports,
+    # which this test's clock also counts) to its last worker; the rest is the parent's.
+    assert cost["wall_s"] < cost["command_s"] <= elapsed
+    assert cost["parent_s"] == pytest.approx(cost["command_s"] - cost["wall_s"], abs=1e-5)
+    useful = cost["compile_s"] + cost["measure_s"]
+    assert cost["ratio"] == pytest.approx(cost["wall_s"] / useful, rel=1e-2)
+    printed = " ".join(run.stdout.split())
+    assert f"check took {cost['command_s']:.1f} s: its own process {cost['parent_s']:.1f} s" in (
+        printed
+    )
+    assert f"{cost['launches']} worker process(es) {cost['wall_s']:.1f} s" in printed
+    # The HTML page says it too, under the contract.
+    page = " ".join((out / "report.html").read_text().split())
+    assert f"check took {cost['command_s']:.1f} s: its own process {cost['parent_s']:.1f} s" in page
 
 
 def _marked_line(name: str, mark: str) -> int:
