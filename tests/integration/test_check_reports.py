@@ -13,6 +13,7 @@ Speedups of two runs always differ a little; each speedup change must agree with
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import re
 import subprocess
@@ -119,9 +120,37 @@ def _speedups_agree_with_intervals(a: Path, b: Path, speedups: list[dict]) -> No
 def accuracy_runs(tmp_path_factory: pytest.TempPathFactory, run_env: dict[str, str]):
     tmp = tmp_path_factory.mktemp("accuracy-diff")
     good = check(tmp, run_env, "good", "planted_accuracy.py", "--backend", "eager", *QUICK)
+    expected = tmp / "last-good.json"  # an earlier report's environment, another torch
+    expected.write_text(json.dumps({"environment": {"torch_version": "1.0.0"}}))
     bad = check(tmp, run_env, "bad", "planted_accuracy.py", "--backend",
-                "relu_accuracy_error_TESTING_ONLY", *QUICK)  # fmt: skip
+                "relu_accuracy_error_TESTING_ONLY", "--expect-env", str(expected),
+                *QUICK)  # fmt: skip
     return good, bad
+
+
+def test_planted_accuracy_error_fails_exactly_the_relu_cells(accuracy_runs) -> None:
+    _, bad = accuracy_runs
+    report = json.loads((bad / "report.json").read_text())
+    assert (bad / "returncode").read_text() == "1"
+    cells = {c["id"]: c for c in report["cells"]}
+    assert {cell: c["verdict"] for cell, c in cells.items()} == {
+        "net/b4/eval/act=relu": "fail",
+        "net/b4/eval/act=tanh": "pass",
+        "net/b4/train/act=relu": "fail",
+        "net/b4/train/act=tanh": "pass",
+    }
+    output = next(t for t in cells["net/b4/eval/act=relu"]["variants"]["default"]["tensors"])
+    # relu(y) became y + 1: where y > 0 the error is exactly 1.
+    assert output["max_abs_error"] == pytest.approx(1.0, abs=1e-5)
+    assert not output["passed"] and output["rule"] == "allclose and rmse failed"
+    (clause,) = [c for c in report["contract"]["clauses"] if c["name"] == "alignment"]
+    assert clause["ok"] is False
+    assert set(clause["detail"].split(", ")) == {"net/b4/eval/act=relu", "net/b4/train/act=relu"}
+    # --expect-env: the environment it found against the one expected.
+    found = report["environment"]["torch_version"]
+    assert found == importlib.metadata.version("torch")
+    assert report["environment_changes"] == [f"torch_version: expected '1.0.0', found '{found}'"]
+    assert "environment changed" in (bad / "stdout.txt").read_text()
 
 
 def test_diff_of_check_runs_names_the_planted_accuracy_failure(accuracy_runs, capsys):
