@@ -254,8 +254,8 @@ def test_crash_and_hang_become_cell_verdicts(tmp_path: Path, run_env: dict[str, 
         "--no-cold-start",
         "--iterations",
         "4",
-        "--cell-timeout",
-        "10",
+        "--cell-timeout",  # a good cell's unit of work takes well under 2 s in a forked worker
+        "6",
     )
     assert run.returncode == 1
     crashed = run.cell("fragile/bad/kind=segfault")
