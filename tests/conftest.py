@@ -31,6 +31,7 @@ from filelock import FileLock
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS_DIR = REPO_ROOT / "tests" / "programs"
+QUICK_EXIT = REPO_ROOT / "tests" / "quick_exit"  # its sitecustomize skips the teardown
 # A program that does not finish in this time is hung (the slowest takes ~10 s on 2 CPU cores).
 PROGRAM_TIMEOUT_S = 300
 # Env vars that change what torch logs; the programs must trace the same way on every machine.
@@ -73,6 +74,7 @@ def _run_program(name: str, trace_dir: Path, cache_dir: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in _TORCH_LOG_VARS}
     env["TORCH_TRACE"] = str(trace_dir)
     env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_dir))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(QUICK_EXIT), env.get("PYTHONPATH"))))
     done = subprocess.run(
         [sys.executable, str(program)],
         cwd=trace_dir.parent,
