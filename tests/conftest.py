@@ -142,8 +142,14 @@ class DoctorRun:
     @property
     def counts(self) -> dict[str, Any]:
         """The program's own counters: its ``COUNTS {json}`` line."""
-        (line,) = [x for x in self.stdout.splitlines() if x.startswith("COUNTS ")]
-        return json.loads(line.removeprefix("COUNTS "))
+        return self.counts_of("")
+
+    def counts_of(self, program: str) -> dict[str, Any]:
+        """The counters of one of several programs run in one process: ``COUNTS[program] {json}``
+        (``program`` empty: the one ``COUNTS {json}`` line)."""
+        prefix = f"COUNTS[{program}] " if program else "COUNTS "
+        (line,) = [x for x in self.stdout.splitlines() if x.startswith(prefix)]
+        return dict(json.loads(line.removeprefix(prefix)))
 
 
 # Inductor probes each CPU vector ISA in every process that compiles: it builds a test library

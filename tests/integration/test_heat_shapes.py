@@ -3,7 +3,8 @@
 Each program under tests/programs/run keeps an independent count of how often its break line
 ran (lines it wrote to a file, lines it printed, calls × blocks of its own loop) and prints it
 as ``COUNTS {json}``; the report's ``hits`` must equal it exactly. Lines come from ``# MARK:``
-comments. Each run is ``pt2doctor run --backend eager`` in a real subprocess (~4 s).
+comments. The four programs run one after the other in one ``pt2doctor run --backend eager``
+(run_heat_shapes.py, one torch start instead of four); each site is found by file and line.
 """
 
 from __future__ import annotations
@@ -23,30 +24,37 @@ RUN_PROGRAMS_DIR = Path(__file__).resolve().parents[1] / "programs" / "run"
 
 def site_at(report: dict[str, Any], program: str, marker: str) -> dict[str, Any]:
     line = marker_in(RUN_PROGRAMS_DIR / f"{program}.py", marker)
-    (row,) = [r for r in report["graph_breaks"] if r["site"]["line"] == line]
-    assert row["site"]["file"].endswith(f"programs/run/{program}.py"), row["site"]
+    (row,) = [
+        r
+        for r in report["graph_breaks"]
+        if r["site"]["line"] == line and r["site"]["file"].endswith(f"programs/run/{program}.py")
+    ]
     return row
+
+
+def heat_run(doctor_run):  # type: ignore[no-untyped-def]
+    run = doctor_run("heat_shapes", EAGER, "run_heat_shapes")
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run
 
 
 def test_a_file_write_inside_forward_has_exact_hits(doctor_run) -> None:
     """The resume function starts inside ``with open(...)`` and is itself skipped by Dynamo;
     its calls are still the write's executions (it used to read ``hits: null``)."""
-    run = doctor_run("heat_file_write", EAGER, "run_file_write", "5")
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = heat_run(doctor_run)
     row = site_at(run.report, "run_file_write", "write")
     assert row["category"] == "io"
-    assert row["hits"] == run.counts["writes"] == 5
+    assert row["hits"] == run.counts_of("run_file_write")["writes"] == 5
     assert row["hot"] is True
 
 
 def test_an_item_break_in_blocks_reached_from_a_loop_has_exact_hits(doctor_run) -> None:
     """The loop over ``self.blocks`` makes Dynamo skip the outer ``forward``; each block's
     ``forward`` compiles on its own and breaks at ``.item()``, once per block per call."""
-    run = doctor_run("heat_block_loop", EAGER, "run_block_loop", "4", "3")
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = heat_run(doctor_run)
     row = site_at(run.report, "run_block_loop", "item")
     assert row["category"] == "data_dependent_scalar"
-    assert row["hits"] == run.counts["item_reads"] == 12
+    assert row["hits"] == run.counts_of("run_block_loop")["item_reads"] == 12
     # The advice states the site's facts: its heat and the loop that made Stack.forward eager.
     stack_forward = marker_in(RUN_PROGRAMS_DIR / "run_block_loop.py", "stack")
     assert "ran 12 times (hot)" in row["advice"]
@@ -59,10 +67,9 @@ def test_an_item_break_in_blocks_reached_from_a_loop_has_exact_hits(doctor_run) 
 def test_a_helper_reached_from_three_call_sites_is_counted_once_per_run(doctor_run) -> None:
     """The caller also resumes after each call to the breaking helper; those resumes must not be
     added to the helper's own (it used to read about twice the real count)."""
-    run = doctor_run("heat_shared_helper", EAGER, "run_shared_helper", "5")
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = heat_run(doctor_run)
     printed = run.stdout.splitlines().count("pt2doctor run_shared_helper: helper ran")
-    assert printed == 3 * run.counts["calls"] == 15
+    assert printed == 3 * run.counts_of("run_shared_helper")["calls"] == 15
     row = site_at(run.report, "run_shared_helper", "helper")
     assert row["category"] == "print_or_logging"
     assert row["hits"] == printed
@@ -70,10 +77,9 @@ def test_a_helper_reached_from_three_call_sites_is_counted_once_per_run(doctor_r
 
 def test_warnings_warn_is_logging_not_a_c_extension(doctor_run) -> None:
     """torch 2.13 calls it ``_warnings.warn``, "marked as skipped"; it is still a warning."""
-    run = doctor_run("heat_warn", EAGER, "run_warn", "4")
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = heat_run(doctor_run)
     row = site_at(run.report, "run_warn", "warn")
     assert row["category"] == "print_or_logging"
-    assert row["hits"] == run.counts["warnings"] == 4
+    assert row["hits"] == run.counts_of("run_warn")["warnings"] == 4
     assert "reorderable_logging_functions" in row["advice"]
     assert "custom op" not in row["advice"]
