@@ -302,4 +302,5 @@ def test_hf_generate_prefill_and_decode(explained, traced) -> None:
     finding = recompile_finding(report)
     assert finding["severity"] == "info"
     assert 'cache_implementation="static"' in finding["advice"]
+    assert "(Hugging Face generate()); a static cache compiles fewer" in finding["title"]
     assert "L['" not in terminal and "_modules[" not in terminal

@@ -198,6 +198,9 @@ def test_static_cache_and_one_prompt_length_leave_two_encoder_decoder_variants(
         dynamic_cache = _encoder_decoder_graphs(counter, None)
     (finding,) = [f for f in watched.report()["findings"] if f["code"] == "recompiles"]
     assert finding["advice"].startswith("This is Hugging Face generate() on an encoder-decoder")
+    assert finding["title"].endswith(
+        "3 variants by design (Hugging Face generate()); a static cache compiles fewer"
+    )
     torch._dynamo.reset()
     counter.graphs = 0
     static_cache = _encoder_decoder_graphs(counter, "static")

@@ -19,7 +19,7 @@ from pt2doctor.analysis.breaks import GraphBreakSite
 from pt2doctor.analysis.frame_names import display_name
 from pt2doctor.analysis.ledger import RESUME_NAME, FailureEntry, FrameEntry, Ledger
 from pt2doctor.analysis.outlook import FrameExplanation, change_line, explain_frames, settled
-from pt2doctor.analysis.recompile_fixes import recompile_fixes
+from pt2doctor.analysis.recompile_fixes import hf_generate_pattern, recompile_fixes
 from pt2doctor.trace.records import ParseStats
 from pt2doctor.trace.types import SourceLine
 
@@ -85,7 +85,9 @@ def _recompile_title(frame: FrameEntry, explanation: FrameExplanation) -> str:
     if frame.refused is not None:
         count += " + 1 refused"
     bounded = explanation.outlook.bounded
-    if bounded is True:
+    if bounded is True and hf_generate_pattern(explanation):  # by design, yet fewer exist
+        state = f"{frame.variants} variants by design (Hugging Face generate()); a static cache compiles fewer"
+    elif bounded is True:
         state = f"{frame.variants} variants by design; pre-warm them"
     elif bounded is False:
         growing = [v.source for v in explanation.outlook.varying if not v.dynamic]
