@@ -1,6 +1,6 @@
 """For the test session's traced programs (tests/conftest.py puts this folder on PYTHONPATH):
-end the process without the interpreter's teardown, ~1 s of CPU once torch is loaded and 18
-programs a session. Registered before anything else, this handler runs after every other atexit
+end the process without the interpreter's teardown (~1.5 s of CPU once torch is loaded; 18
+programs a session). Registered before anything else, this handler runs after every other atexit
 handler (logging's flush of the TORCH_TRACE file included), then exits with the status the
 program would have had: 1 after an uncaught exception, sys.exit's code, else 0. The program
 runs as ``python PROGRAM`` ran it: same sys.path, same stacks in its trace."""
