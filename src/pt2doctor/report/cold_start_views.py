@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pt2doctor.analysis.cold_start import PHASE_LABELS, phases_in_order
+from pt2doctor.report.format import warm_start_estimate
 from pt2doctor.report.sections import Section
 
 Report = Mapping[str, Any]
@@ -42,7 +43,7 @@ def cold_start(report: Report) -> Section | None:
         "compile_s": section["compile_s"],
         "wall_s": section["wall_s"],
         "share": section["share"],
-        "warm_estimate_s": section["warm_estimate_s"],
+        "warm_estimate_s": warm_start_estimate(section),
         "lookups": section["lookups"],
         "bypass_reasons": section["bypass_reasons"],
         "phases": [

@@ -43,6 +43,14 @@ def hot_break(row: Mapping[str, Any]) -> bool:
     return bool(row.get("hot")) and not row.get("splits_nothing")
 
 
+def warm_start_estimate(cold_start: Mapping[str, Any]) -> float | None:
+    """The warm-start estimate worth stating: after a cold or partly cold start. A warm start
+    is what was measured, and without a compile cache there is nothing to warm."""
+    if cold_start.get("state") in ("cold", "partial"):
+        return float(cold_start["warm_estimate_s"])
+    return None
+
+
 def source_where(item: Mapping[str, Any] | None) -> str:
     """``file:line function`` of a source location (a site, a frame, a guard's source), or ''.
     An installed package's file reads from the package (``torch/nn/modules/module.py``)."""

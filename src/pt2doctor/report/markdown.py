@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pt2doctor.analysis.cold_start import PHASE_LABELS, phases_in_order
-from pt2doctor.report.format import hot_break, source_where
+from pt2doctor.report.format import hot_break, source_where, warm_start_estimate
 from pt2doctor.report.types import GraphBreak, RunReport, Source
 
 Report = RunReport
@@ -214,10 +214,9 @@ def _cold_start(report: Report) -> list[str]:
     if not section or not report["compiles"]:
         return []
     lines = ["## Cold start", "", md_text(section["verdict"]) + ".", ""]
-    lines += [
-        f"Next start with the same cache: about {section['warm_estimate_s']:.1f} s compiling.",
-        "",
-    ]
+    estimate = warm_start_estimate(section)
+    if estimate is not None:
+        lines += [f"Next start with the same cache: about {estimate:.1f} s compiling.", ""]
     if section["phases"]:
         rows = [
             [md_text(PHASE_LABELS.get(key, key)), f"{value:.3f}"]

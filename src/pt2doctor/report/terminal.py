@@ -11,6 +11,7 @@ from rich.table import Table
 
 from pt2doctor.analysis.frame_names import wrapped_name
 from pt2doctor.analysis.paths import display_path, shorten_paths
+from pt2doctor.report.format import warm_start_estimate
 from pt2doctor.report.frame_story import frame_stories, headline_counts, story_terminal
 from pt2doctor.report.types import Finding, Frame, GraphBreak, Ranks, RunReport, Summary
 
@@ -150,8 +151,9 @@ def _run_line(run: dict[str, Any]) -> str:
 def _cold_start_line(section: dict[str, Any]) -> str:
     """The cold-start verdict and the warm-start estimate, in one line."""
     line = f"cold start: {section['verdict']}"
-    if section["state"] in ("cold", "partial"):
-        line += f"; a warm start should take about {section['warm_estimate_s']:.1f} s"
+    estimate = warm_start_estimate(section)
+    if estimate is not None:
+        line += f"; a warm start should take about {estimate:.1f} s"
     return escape(line)
 
 
