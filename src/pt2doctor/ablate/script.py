@@ -18,41 +18,29 @@ from typing import Any
 from pt2doctor.ablate.classify import conclusion, first_failure, layer_of
 from pt2doctor.ablate.driver import ladder, verify_repro
 from pt2doctor.ablate.script_repro import write_script_repro
-from pt2doctor.capture.rundir import PROBES_FILE, read_jsonl
+from pt2doctor.capture.rundir import load_probes
 from pt2doctor.capture.runner import RunOptions, child_env
 from pt2doctor.errors import UsageError
 from pt2doctor.trace.messages import error_line
+from pt2doctor.trace.types import ProbeData
 from pt2doctor.workers import Deadlines, supervise
 
 BACKEND_VAR = "PT2DOCTOR_ABLATE_BACKEND"  # tells the accuracy check which rung it judges
 
 
-def _probe_events(run_dir: Path, kind: str) -> list[dict[str, Any]]:
-    return [
-        event
-        for event in read_jsonl(run_dir / PROBES_FILE) or []
-        if isinstance(event, dict) and event.get("kind", event.get("event")) == kind
-    ]
-
-
-def _exceptions(run_dir: Path) -> list[dict[str, Any]]:
-    return _probe_events(run_dir, "exception")
+def _probes(run_dir: Path) -> ProbeData:
+    """What the rung's probes recorded (empty when the rung never ran or wrote none)."""
+    return load_probes(run_dir) or ProbeData()
 
 
 def _environment(rungs_dir: Path, rungs: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The program's own environment (its python, torch, config changes, hooks), as the
     highest rung that got as far as importing torch recorded it at exit; None when none did."""
     for rung in reversed(rungs):
-        environments = _probe_events(rungs_dir / rung["backend"], "environment")
-        if environments:
-            return {k: v for k, v in environments[-1].items() if k not in ("kind", "t", "rank")}
+        environment = _probes(rungs_dir / rung["backend"]).environment
+        if environment:
+            return dict(environment)
     return None
-
-
-def _hooks(run_dir: Path) -> list[dict[str, Any]]:
-    """The compiler hooks the program had set when it exited (its environment probe)."""
-    environments = _probe_events(run_dir, "environment")
-    return list(environments[-1].get("compiler_hooks") or []) if environments else []
 
 
 def _run(argv: list[str], env: dict[str, str], run_dir: Path, timeout: float, name: str) -> Any:
@@ -82,7 +70,8 @@ def script_rung(
     env = {**child_env(RunOptions(command, run_dir, backend=backend)), BACKEND_VAR: backend}
     code = _run(command, env, run_dir, timeout, "program")
     if code != 0:
-        errors = _exceptions(run_dir)
+        probes = _probes(run_dir)
+        errors = probes.exceptions
         last = errors[-1] if errors else {}
         what = "timed out" if code is None else f"exit {code}"
         message = error_line(last["type"], str(last.get("message", ""))) if last else what
@@ -93,7 +82,8 @@ def script_rung(
             "root_type": last.get("type", what),
             "error_types": [last["type"]] if last else [],
             "user_frames": last.get("frames") or [],
-            "hooks": _hooks(run_dir),
+            # The compiler hooks the program had set when it exited (its environment probe).
+            "hooks": list(probes.environment.get("compiler_hooks") or []),
         }
     if check:
         plain = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
