@@ -3,8 +3,8 @@
 Each program under tests/programs/run keeps an independent count of how often its break line
 ran (lines it wrote to a file, lines it printed, calls × blocks of its own loop) and prints it
 as ``COUNTS {json}``; the report's ``hits`` must equal it exactly. Lines come from ``# MARK:``
-comments. The four programs run one after the other in one ``pt2doctor run --backend eager``
-(run_heat_shapes.py, one torch start instead of four); each site is found by file and line.
+comments. The five programs run one after the other in one ``pt2doctor run --backend eager``
+(run_heat_shapes.py, one torch start instead of five); each site is found by file and line.
 """
 
 from __future__ import annotations
@@ -83,3 +83,28 @@ def test_warnings_warn_is_logging_not_a_c_extension(doctor_run) -> None:
     assert row["hits"] == run.counts_of("run_warn")["warnings"] == 4
     assert "reorderable_logging_functions" in row["advice"]
     assert "custom op" not in row["advice"]
+
+
+def test_a_compiled_optimizer_step_breaks_by_design(doctor_run) -> None:
+    """torch's ``_use_grad`` breaks around every step on purpose: the finding is info, its
+    advice says why and not torch's "remove the call", and each step counts once (the user's
+    ``step`` and torch's ``wrapper`` both resume after it)."""
+    run = heat_run(doctor_run)
+    (row,) = [
+        r for r in run.report["graph_breaks"] if r["site"]["file"].endswith("optim/optimizer.py")
+    ]
+    assert row["site"]["function"] == "_use_grad"
+    assert row["category"] == "explicit_disable"
+    assert row["by_design"] is True
+    assert row["hits"] == run.counts_of("run_opt_step")["steps"] == 3
+    assert "pytorch/pytorch#104053" in row["advice"]
+    assert "Remove the" not in row["advice"]
+    step = marker_in(RUN_PROGRAMS_DIR / "run_opt_step.py", "step")
+    assert f"reached from your step (run_opt_step.py:{step})" in row["advice"]
+    (finding,) = [
+        f
+        for f in run.report["findings"]
+        if f["code"] == "graph_break" and "_use_grad" in f["title"]
+    ]
+    assert finding["severity"] == "info"
+    assert finding["title"].endswith("(PyTorch's, by design)")

@@ -207,3 +207,48 @@ def test_static_cache_and_one_prompt_length_leave_two_encoder_decoder_variants(
     # Dynamic cache: first step, decode (static length), decode (dynamic length). Static cache:
     # the first step and one decode step.
     assert (dynamic_cache, static_cache) == (3, 2)
+
+
+def _gpt2_training_graphs(counter: GraphCounter, loss_type: str | None) -> int:
+    """Two training steps of a random-init GPT2LMHeadModel compiled with ``model.compile()``
+    and labels given, as a fine-tuning loop calls it; the graphs Dynamo compiled."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64,
+                                     n_positions=32, bos_token_id=0, eos_token_id=0)  # fmt: skip
+    model = transformers.GPT2LMHeadModel(config)
+    if loss_type is not None:
+        model.loss_type = loss_type
+    model.compile(backend=counter)
+    for _ in range(2):
+        ids = torch.randint(0, 64, (2, 8))
+        model(input_ids=ids, labels=ids).loss.backward()
+    return counter.graphs
+
+
+def test_loss_type_joins_gpt2s_loss_to_its_forward(counter: GraphCounter) -> None:
+    """GPT2LMHeadModel's class name maps to no transformers loss type, so its `loss_function`
+    logs on every call with labels and breaks the graph there. The report names the fix for
+    this model, and the fix removes the break: forward and its loss become one graph."""
+    import pt2doctor
+
+    break_counts = torch._dynamo.utils.counters["graph_break"]
+    break_counts.clear()
+    with pt2doctor.watch() as watched:
+        unfixed = _gpt2_training_graphs(counter, None)
+    (site,) = [
+        row
+        for row in watched.report()["graph_breaks"]
+        if row["site"]["file"].endswith("transformers/modeling_utils.py")
+    ]
+    assert site["site"]["function"] == "loss_function"
+    assert site["category"] == "print_or_logging"
+    assert 'Set `model.loss_type = "ForCausalLM"`' in site["advice"]
+    assert sum(break_counts.values()) > 0
+    torch._dynamo.reset()
+    break_counts.clear()
+    counter.graphs = 0
+    fixed = _gpt2_training_graphs(counter, "ForCausalLM")
+    assert sum(break_counts.values()) == 0
+    # Unfixed: the model body and the loss, each its own graph. Fixed: one graph.
+    assert (unfixed, fixed) == (2, 1)

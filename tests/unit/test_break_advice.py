@@ -16,6 +16,7 @@ from pt2doctor.analysis.advice import (
 )
 from pt2doctor.analysis.breaks import GraphBreakSite, categorize_break, site_advice
 from pt2doctor.analysis.heat import break_heat
+from pt2doctor.analysis.library_breaks import known_break
 from pt2doctor.trace.messages import explanation_and_hints
 from pt2doctor.trace.types import GraphBreakEvent, ProbeData, SourceLine
 
@@ -188,3 +189,67 @@ def test_a_helper_counts_its_own_resume_not_its_callers() -> None:
     callers_only.break_hits = {(prog, "forward", 20): 5}  # the helper has no resume of its own
     break_heat([helper], callers_only)
     assert helper.hits == 5
+
+
+EXPLICIT_BREAK = """Call to `torch._dynamo.graph_break()`
+  Explanation: User-inserted graph break. Message: None
+  Hint: Remove the `torch._dynamo.graph_break()` call.
+
+  Developer debug context: Called `torch._dynamo.graph_break()` with args `[]`, kwargs `{}`"""
+
+
+def _explicit_break(path: str, function: str) -> GraphBreakEvent:
+    explanation, hints = explanation_and_hints(EXPLICIT_BREAK.splitlines())
+    return GraphBreakEvent(
+        compile_id="0/0",
+        site=SourceLine(path, 82, function, "torch._dynamo.graph_break()"),
+        gb_type=EXPLICIT_BREAK.splitlines()[0],
+        reason=EXPLICIT_BREAK,
+        explanation=explanation,
+        hints=hints,
+        gb_id="gb0025",
+    )
+
+
+def test_an_explicit_break_in_torchs_own_code_is_not_the_users_to_remove() -> None:
+    """The optimizer's break is by design; another explicit break in torch's own files is
+    torch's, not "remove the call"; the same break in the user's file keeps that advice."""
+    site_packages = "/venv/lib/python3.11/site-packages/"
+    optimizer = known_break(
+        site_packages + "torch/optim/optimizer.py",
+        "_use_grad",
+        _explicit_break(site_packages + "torch/optim/optimizer.py", "_use_grad"),
+    )
+    assert optimizer is not None and optimizer.by_design
+    assert "pytorch/pytorch#104053" in optimizer.fix
+    other = known_break(
+        site_packages + "torch/utils/checkpoint.py",
+        "forward",
+        _explicit_break(site_packages + "torch/utils/checkpoint.py", "forward"),
+    )
+    assert other is not None and not other.by_design
+    assert "(torch._dynamo.graph_break() in torch/utils/checkpoint.py)" in other.fix
+    assert (
+        known_break("/home/me/train.py", "step", _explicit_break("/home/me/train.py", "step"))
+        is None
+    )
+
+
+def test_a_by_design_site_drops_torchs_hints() -> None:
+    event = _explicit_break("/venv/site-packages/torch/optim/optimizer.py", "_use_grad")
+    known = known_break(event.site.file if event.site else None, "_use_grad", event)
+    assert known is not None
+    site = GraphBreakSite(
+        site=event.site or SourceLine(None, None, None),
+        category=categorize_break(event),
+        reason=event.reason,
+        gb_type=event.gb_type,
+        hints=event.hints,
+        user_stack=[],
+        gb_id=event.gb_id,
+        fix=known.fix,
+        by_design=known.by_design,
+    )
+    advice = site_advice(site)
+    assert "Remove the" not in advice and "gb0025" not in advice
+    assert advice.endswith(known.fix)

@@ -37,3 +37,15 @@ def test_a_break_that_splits_nothing_is_not_flagged_hot() -> None:
     markdown = render_markdown(changed)
     assert "10 (splits nothing)" in markdown and "🔥" not in markdown
     assert "10 🔥" in render_markdown(report)
+
+
+def test_pytorchs_by_design_break_is_not_flagged_hot() -> None:
+    report = load_fixture(DATA, "demo_eager")
+    changed = copy.deepcopy(report)
+    hot = next(row for row in changed["graph_breaks"] if row["hot"])
+    hot["by_design"] = True
+    after = _breaks_section(changed)
+    assert not any(s["hot"] for s in after["data"]["sites"])
+    assert [s["by_design"] for s in after["data"]["sites"]].count(True) == 1
+    markdown = render_markdown(changed)
+    assert "10 (PyTorch's, by design)" in markdown and "🔥" not in markdown

@@ -9,6 +9,7 @@ from typing import Literal, get_args
 
 from pt2doctor.analysis.advice import break_advice
 from pt2doctor.analysis.ledger import RESUME_NAME, FrameEntry, Ledger
+from pt2doctor.analysis.library_breaks import known_break
 from pt2doctor.trace.messages import explanation_and_hints, innermost_user, is_user_file
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import GraphBreakEvent, SourceLine
@@ -90,6 +91,9 @@ class GraphBreakSite:
     splits_nothing: bool = False
     """The frames that broke here and their resumes all compiled no graph: the break splits no
     ops (e.g. torch's own DistributedDataParallel wrapper, which Dynamo skips on purpose)."""
+    by_design: bool = False
+    """PyTorch breaks here on purpose (e.g. around every optimizer step): nothing to fix
+    (analysis/library_breaks.py)."""
 
 
 def categorize_break(event: GraphBreakEvent) -> BreakCategory:
@@ -173,6 +177,7 @@ def graph_break_sites(ledger: Ledger) -> list[GraphBreakSite]:
         site = sites.get(key)
         if site is None:
             category = categorize_break(event)
+            known = known_break(where.file, where.function, event)
             site = GraphBreakSite(
                 site=where,
                 category=category,
@@ -181,7 +186,8 @@ def graph_break_sites(ledger: Ledger) -> list[GraphBreakSite]:
                 hints=event.hints,
                 user_stack=event.user_stack,
                 gb_id=event.gb_id,
-                fix=break_advice(category, event),
+                fix=known.fix if known else break_advice(category, event),
+                by_design=bool(known and known.by_design),
             )
             sites[key] = site
         broke.setdefault(key, set()).add((stream, event.compile_id))
@@ -286,4 +292,6 @@ def site_advice(site: GraphBreakSite) -> str:
     Called again once heat is known (:func:`pt2doctor.analysis.heat.break_heat`)."""
     if site.splits_nothing:
         return f"{_site_facts(site)} {SPLITS_NOTHING}"
+    if site.by_design:  # torch's hints (e.g. "remove the graph_break() call") do not apply
+        return f"{_site_facts(site)} {site.fix}"
     return " ".join(part for part in (_torch_says(site), _site_facts(site), site.fix) if part)

@@ -183,15 +183,18 @@ def _break_finding(site: GraphBreakSite) -> Finding:
     where = f"{site.site.file}:{site.site.line} in {site.site.function}"
     heat = "" if site.hits is None else f", ran {site.hits} times"
     # Heat known: a break that ran at most once (startup) is not worth a rewrite; a break
-    # between frames that compiled no ops splits nothing.
-    severity: Severity = "info" if site.hot is False or site.splits_nothing else "warning"
+    # between frames that compiled no ops splits nothing; PyTorch's own by-design break is not
+    # the user's to fix.
+    quiet = site.hot is False or site.splits_nothing or site.by_design
+    severity: Severity = "info" if quiet else "warning"
     evidence = [f"compile ids: {', '.join(site.compile_ids)}"]
     if site.site.code:
         evidence.insert(0, site.site.code)
     return Finding(
         severity=severity,
         code="graph_break",
-        title=f"Graph break at {where} ({site.category}{heat}): {site.gb_type}",
+        title=f"Graph break at {where} ({site.category}{heat}): {site.gb_type}"
+        + (" (PyTorch's, by design)" if site.by_design else ""),
         advice=site.advice,
         evidence=evidence,
     )

@@ -47,12 +47,18 @@ def _resume_keys(
     inlined helper also makes its caller break at the call and resume after it, once per call
     site; counting those too doubled a helper reached from three call sites. So the callers'
     resume points (every user frame above the site) count only when the site has none of its own
-    (the helper was not compiled as a frame of its own)."""
+    (the helper was not compiled as a frame of its own), and then only the innermost one: each
+    execution resumes every frame on the stack once (a compiled ``optimizer.step()`` resumes
+    both the user's function and torch's ``wrapper`` per step), so the outer ones would count
+    it again."""
     own = (site.site.file, site.site.function, site.site.line)
     if own in measured:
         return [own]
-    callers = {(frame.file, frame.function, frame.line) for frame in site.user_stack}
-    return [key for key in measured if key in callers]
+    for frame in reversed(site.user_stack):
+        caller = (frame.file, frame.function, frame.line)
+        if caller != own and caller in measured:
+            return [caller]
+    return []
 
 
 def _lower_bound(count: int | None, probes: ProbeData, measured: bool) -> int | None:

@@ -39,8 +39,9 @@ def ms_value(seconds: float | None) -> float | None:
 def hot_break(row: Mapping[str, Any]) -> bool:
     """A graph-break site to flag as hot: it ran more than once and splits a graph. A hot
     break that splits nothing (``splits_nothing``, absent before 2026-11-30) costs no fusion
-    and is not flagged."""
-    return bool(row.get("hot")) and not row.get("splits_nothing")
+    and is not flagged; nor is PyTorch's own break by design (``by_design``, absent before
+    2026-12-01), which is not the user's to fix."""
+    return bool(row.get("hot")) and not row.get("splits_nothing") and not row.get("by_design")
 
 
 def warm_start_estimate(cold_start: Mapping[str, Any]) -> float | None:

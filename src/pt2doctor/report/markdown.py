@@ -106,6 +106,8 @@ def _hits(row: GraphBreak) -> str:
         return "-"
     if row.get("splits_nothing"):
         return f"{row['hits']} (splits nothing)"
+    if row.get("by_design"):
+        return f"{row['hits']} (PyTorch's, by design)"
     return f"{row['hits']}{' 🔥' if hot_break(row) else ''}"
 
 

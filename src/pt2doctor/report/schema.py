@@ -169,6 +169,7 @@ def _graph_break(site: GraphBreakSite) -> GraphBreak:
         "hot": site.hot,
         "frame_skipped": site.frame_skipped,
         "splits_nothing": site.splits_nothing,
+        "by_design": site.by_design,
         "advice": site.advice,
     }
 

@@ -102,6 +102,7 @@ class GraphBreak(TypedDict):
     hot: bool | None
     frame_skipped: bool
     splits_nothing: bool  # absent in reports before 2026-11-30: renderers do not read it
+    by_design: bool  # absent in reports before 2026-12-01: renderers do not read it
     advice: str
 
 

@@ -84,6 +84,7 @@ def graph_breaks(report: Report) -> Section | None:
             "hits": row["hits"],
             "hot": hot_break(row),
             "splits_nothing": bool(row.get("splits_nothing")),
+            "by_design": bool(row.get("by_design")),
             "frame_skipped": row["frame_skipped"],
             "advice": row["advice"],
         }

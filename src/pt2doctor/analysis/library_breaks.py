@@ -1,0 +1,70 @@
+"""Graph breaks in library code whose cause and fix are known: breaks PyTorch places on purpose,
+and a library's own break with a fix for the user's code.
+
+A site is matched by the file's path inside its package and the function, never by line (lines
+move between versions). Each fix was applied on torch 2.13 (tests/integration/test_advice.py and
+test_recompile_fixes_applied.py show it).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from pt2doctor.trace.patterns import lazy_compile
+from pt2doctor.trace.types import GraphBreakEvent
+
+
+class KnownBreak(NamedTuple):
+    """What pt2doctor knows of a library's break site."""
+
+    fix: str
+    """Replaces the category's paragraph (analysis/advice.py)."""
+    by_design: bool
+    """PyTorch breaks here on purpose: nothing to fix, torch's own hints do not apply."""
+
+
+OPTIMIZER_STEP = (
+    "PyTorch breaks the graph here on purpose, around every optimizer step: the step is traced "
+    "as a graph of its own under no_grad, so AOTAutograd treats it as inference and Inductor "
+    "updates the parameters in place instead of allocating a copy of each "
+    "(pytorch/pytorch#104053). A compiled `optimizer.step()` always has this break; it is not "
+    "yours to remove, and nothing needs fixing."
+)
+
+TORCH_ASKS = (
+    "PyTorch's own code asks for this break ({code} in {path}); it is not yours to remove. "
+    "If it is hot and splits your graph, call that torch API outside the compiled function."
+)
+
+HF_LOSS_TYPE = (
+    'transformers\' `loss_function` logs "loss_type=None ... unrecognized" from inside the '
+    "compiled forward on every call with labels: the model's class name maps to no loss type "
+    "(GPT2LMHeadModel is one), and Dynamo cannot trace the logger, so the loss becomes a graph "
+    "of its own and each wrapper of forward a frame of its own. Set "
+    '`model.loss_type = "{loss}"` (the loss it falls back to) before the first call: the '
+    "property then returns the loss without logging, and forward and its loss compile as one "
+    "graph."
+)
+
+_DEFAULT_LOSS = lazy_compile(r"default loss: `(\w+?)Loss`")
+_TORCH_FILE = lazy_compile(r"(?:^|/)(torch/[\w/]+\.py)$")
+
+
+def known_break(
+    path: str | None, function: str | None, event: GraphBreakEvent
+) -> KnownBreak | None:
+    """The known cause and fix of a break at ``function`` in ``path``; None when unknown."""
+    if path is None or function is None:
+        return None
+    path = path.replace("\\", "/")
+    if path.endswith("torch/optim/optimizer.py") and function == "_use_grad":
+        return KnownBreak(OPTIMIZER_STEP, True)
+    if path.endswith("transformers/modeling_utils.py") and function == "loss_function":
+        found = _DEFAULT_LOSS.search(event.reason)
+        if "warning_once" in event.reason or found:
+            return KnownBreak(HF_LOSS_TYPE.format(loss=found.group(1) if found else "..."), False)
+    torch_file = _TORCH_FILE.search(path)
+    if torch_file and "graph_break()" in event.gb_type:
+        code = (event.site.code if event.site else None) or "torch._dynamo.graph_break()"
+        return KnownBreak(TORCH_ASKS.format(code=code.strip(), path=torch_file.group(1)), False)
+    return None
