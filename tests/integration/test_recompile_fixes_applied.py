@@ -252,3 +252,51 @@ def test_loss_type_joins_gpt2s_loss_to_its_forward(counter: GraphCounter) -> Non
     assert sum(break_counts.values()) == 0
     # Unfixed: the model body and the loss, each its own graph. Fixed: one graph.
     assert (unfixed, fixed) == (2, 1)
+
+
+def _gpt2_checkpointed_graphs(counter: GraphCounter, use_cache: bool) -> int:
+    """Two training steps of a random-init GPT2LMHeadModel with gradient checkpointing on."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64,
+                                     n_positions=32, bos_token_id=0, eos_token_id=0)  # fmt: skip
+    model = transformers.GPT2LMHeadModel(config)
+    model.loss_type = "ForCausalLM"
+    # activation_checkpointing_enable replaces gradient_checkpointing_enable in later 5.x
+    enable = getattr(model, "activation_checkpointing_enable", None)
+    (enable or model.gradient_checkpointing_enable)()
+    model.config.use_cache = use_cache
+    model.compile(backend=counter)
+    for _ in range(2):
+        ids = torch.randint(0, 64, (2, 8))
+        model(input_ids=ids, labels=ids).loss.backward()
+    return counter.graphs
+
+
+def test_use_cache_false_compiles_a_checkpointed_gpt2_whole(counter: GraphCounter) -> None:
+    """Gradient checkpointing with the config's default use_cache=True: transformers warns from
+    a loop of its wrapper on every training call, so Dynamo skips that wrapper and the forward
+    compiles in pieces. The skipped frame's finding and the break's advice name the fix, and
+    the fix leaves one graph and no break."""
+    import pt2doctor
+
+    break_counts = torch._dynamo.utils.counters["graph_break"]
+    break_counts.clear()
+    with pt2doctor.watch() as watched:
+        unfixed = _gpt2_checkpointed_graphs(counter, True)
+    report = watched.report()
+    (site,) = [
+        row
+        for row in report["graph_breaks"]
+        if row["site"]["file"].endswith("transformers/utils/generic.py")
+    ]
+    assert "Set `model.config.use_cache = False` for training" in site["advice"]
+    skipped = [f for f in report["findings"] if f["code"] == "frame_skipped"]
+    assert skipped and all("model.config.use_cache = False" in f["advice"] for f in skipped)
+    assert sum(break_counts.values()) > 0
+    torch._dynamo.reset()
+    break_counts.clear()
+    counter.graphs = 0
+    fixed = _gpt2_checkpointed_graphs(counter, False)
+    assert sum(break_counts.values()) == 0
+    assert fixed == 1 < unfixed

@@ -91,6 +91,8 @@ class GraphBreakSite:
     splits_nothing: bool = False
     """The frames that broke here and their resumes all compiled no graph: the break splits no
     ops (e.g. torch's own DistributedDataParallel wrapper, which Dynamo skips on purpose)."""
+    known: bool = False
+    """A library site whose cause and fix pt2doctor knows: ``fix`` is that site's own."""
     by_design: bool = False
     """PyTorch breaks here on purpose (e.g. around every optimizer step): nothing to fix
     (analysis/library_breaks.py)."""
@@ -187,6 +189,7 @@ def graph_break_sites(ledger: Ledger) -> list[GraphBreakSite]:
                 user_stack=event.user_stack,
                 gb_id=event.gb_id,
                 fix=known.fix if known else break_advice(category, event),
+                known=known is not None,
                 by_design=bool(known and known.by_design),
             )
             sites[key] = site

@@ -137,7 +137,20 @@ def _recompile_finding(frame: FrameEntry, explanation: FrameExplanation) -> Find
     )
 
 
-def _frame_findings(frame: FrameEntry, explanation: FrameExplanation) -> list[Finding]:
+def _skipped_frame_advice(frame: FrameEntry, sites: list[GraphBreakSite]) -> str:
+    """The generic advice, or the known fix of the library break that made Dynamo skip it."""
+    ids = {entry.compile_id for entry in frame.compiles}
+    for site in sites:
+        same_stream = not site.streams or frame.stream in site.streams
+        if site.known and site.frame_skipped and same_stream and ids & set(site.compile_ids):
+            where = f"{os.path.basename(str(site.site.file))}:{site.site.line}"
+            return f"Dynamo runs this function eagerly because of its break at {where}. {site.fix}"
+    return SKIPPED_FRAME_ADVICE
+
+
+def _frame_findings(
+    frame: FrameEntry, explanation: FrameExplanation, sites: list[GraphBreakSite]
+) -> list[Finding]:
     findings = []
     ids = [entry.compile_id for entry in frame.compiles]
     if frame.limit_hit:
@@ -157,7 +170,7 @@ def _frame_findings(frame: FrameEntry, explanation: FrameExplanation) -> list[Fi
                 "error",
                 "frame_skipped",
                 f"{frame_where(frame)} runs eagerly: Dynamo skipped the whole frame",
-                SKIPPED_FRAME_ADVICE,
+                _skipped_frame_advice(frame, sites),
                 ids + reason[:1],
             )
         )
@@ -242,7 +255,7 @@ def find_findings(
         if failure.kind == "compile_error":
             findings.append(_compile_failure(failure))
     for frame, explanation in zip(ledger.frames, explanations, strict=True):
-        findings += _frame_findings(frame, explanation)
+        findings += _frame_findings(frame, explanation, sites)
     findings += [_break_finding(site) for site in sites]
     if stats.problems:
         findings.append(

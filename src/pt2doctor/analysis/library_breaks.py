@@ -46,6 +46,16 @@ HF_LOSS_TYPE = (
     "graph."
 )
 
+HF_USE_CACHE = (
+    'transformers warns "`use_cache=True` is incompatible with gradient checkpointing" from '
+    "inside the compiled forward on every training call: gradient checkpointing is on and the "
+    "config keeps `use_cache=True` (its default), and Dynamo cannot trace the logger. The "
+    "warning sits in a loop of transformers' wrapper, so Dynamo runs that wrapper eagerly and "
+    "the model's forward compiles in pieces. Set `model.config.use_cache = False` for training "
+    "(or pass `use_cache=False` to the call): nothing is logged, and forward compiles without "
+    "the break."
+)
+
 _DEFAULT_LOSS = lazy_compile(r"default loss: `(\w+?)Loss`")
 _TORCH_FILE = lazy_compile(r"(?:^|/)(torch/[\w/]+\.py)$")
 
@@ -63,6 +73,8 @@ def known_break(
         found = _DEFAULT_LOSS.search(event.reason)
         if "warning_once" in event.reason or found:
             return KnownBreak(HF_LOSS_TYPE.format(loss=found.group(1) if found else "..."), False)
+    if path.endswith("transformers/utils/generic.py") and "gradient checkpointing" in event.reason:
+        return KnownBreak(HF_USE_CACHE, False)
     torch_file = _TORCH_FILE.search(path)
     if torch_file and "graph_break()" in event.gb_type:
         code = (event.site.code if event.site else None) or "torch._dynamo.graph_break()"
