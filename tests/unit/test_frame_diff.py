@@ -104,3 +104,55 @@ def test_diff_values_are_read_at_three_significant_digits() -> None:
     render_diff_terminal(diff, Console(file=out, width=200))
     assert "total compile time: 25 → 3.39 (faster beyond noise)" in out.getvalue()
     assert "25.016381" not in render_diff_markdown(diff)
+
+
+def _with_frame(report_: dict[str, Any], function: str, causes: list[str]) -> dict[str, Any]:
+    """``report_`` with a second frame, ``function``, recompiled for ``causes``."""
+    ids = [f"1/{n}" for n in range(len(causes) + 1)]
+    report_["frames"].append(
+        {
+            "function": function, "file": "/a/lib.py", "line": 9, "stream": "s",
+            "variants": len(ids), "compile_ids": ids,
+            "recompiles": [
+                {"compile_id": cid, "failed_guards": [{"category": cause}]}
+                for cid, cause in zip(ids[1:], causes, strict=True)
+            ],
+            "outlook": {"bounded": True},
+        }
+    )  # fmt: skip
+    return report_
+
+
+def test_a_cause_that_moved_in_from_a_frame_gone_in_b_is_not_a_regression() -> None:
+    """A fixed graph break: the callee Dynamo compiled on its own (with a self.training cause)
+    joins its caller, whose causes grow by that one. The caller's line says where it came
+    from; a cause no gone frame had is still a regression."""
+    before = _with_frame(
+        report(3, ["size", "grad_mode"], 4.0, True), "forward", ["attribute_value"]
+    )
+    after = report(3, ["size", "attribute_value"], 9.0, True)
+    (change,) = [c for c in diff_reports(before, after).changes if c.kind == "frame"]
+    assert change.regression is False
+    assert change.detail.endswith("{attribute_value} were causes of frames that are gone in B")
+    worse = report(3, ["size", "python_constant"], 9.0, True)
+    (change,) = [c for c in diff_reports(before, worse).changes if c.kind == "frame"]
+    assert change.regression is True
+
+
+def test_a_stride_that_changed_with_its_tensors_size_is_not_a_cause() -> None:
+    def sized(with_stride: bool) -> dict[str, Any]:
+        report_ = report(2, ["size"], 2.0, True)
+        guards = report_["frames"][0]["recompiles"][0]["failed_guards"]
+        guards[0]["text"] = "tensor 'L['x']' size mismatch at index 1. expected 17, actual 40"
+        if with_stride:
+            text = "tensor 'L['x']' stride mismatch at index 0. expected 17, actual 40"
+            guards.append({"category": "stride", "text": text})
+        return report_
+
+    assert not [c for c in diff_reports(sized(False), sized(True)).changes if c.kind == "frame"]
+    other = sized(True)
+    other["frames"][0]["recompiles"][0]["failed_guards"][1]["text"] = (
+        "tensor 'L['y']' stride mismatch at index 0. expected 1, actual 2"
+    )
+    (change,) = [c for c in diff_reports(sized(False), other).changes if c.kind == "frame"]
+    assert change.regression is True

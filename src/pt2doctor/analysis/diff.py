@@ -127,8 +127,25 @@ def _break_changes(a: Report, b: Report) -> list[Change]:
     return changes
 
 
+_TENSOR = re.compile(r"tensor '(.+?)' (size|stride) mismatch")
+
+
 def _causes(frame: dict[str, Any]) -> set[str]:
-    return {g["category"] for r in frame["recompiles"] for g in r["failed_guards"]}
+    """The recompile causes of a frame. A stride that changed with its tensor's size (a
+    contiguous tensor of a new length) is that size change, not a cause of its own."""
+    causes = set()
+    for recompile in frame["recompiles"]:
+        sized = {
+            match.group(1)
+            for g in recompile["failed_guards"]
+            if (match := _TENSOR.search(str(g.get("text", "")))) and match.group(2) == "size"
+        }
+        for guard in recompile["failed_guards"]:
+            match = _TENSOR.search(str(guard.get("text", "")))
+            if guard["category"] == "stride" and match and match.group(1) in sized:
+                continue
+            causes.add(guard["category"])
+    return causes
 
 
 def _frame_compile_s(report: Report, frame: dict[str, Any]) -> float:
@@ -166,6 +183,11 @@ def _frame_changes(a: Report, b: Report) -> list[Change]:
     before = {_frame_key(frame): frame for frame in a["frames"]}
     after = {_frame_key(frame): frame for frame in b["frames"]}
     pairs = _matched(before, after, _frame_identity)
+    # Recompile causes of A's frames that are gone in B: when a graph break is fixed, the
+    # frames it made (the callees Dynamo compiled on their own) join their caller's frame, and
+    # their causes move with them; a cause that moved is not a new one.
+    gone = [before[key] for key in before if key not in pairs.values()]
+    moved = {cause for frame in gone for cause in _causes(frame)}
     changes = []
     for frame in b["frames"]:
         key = _frame_key(frame)
@@ -179,10 +201,13 @@ def _frame_changes(a: Report, b: Report) -> list[Change]:
             continue
         worse = (
             frame["variants"] > old_variants
-            or bool(_causes(frame) - old_causes)
+            or bool(_causes(frame) - old_causes - moved)
             or (_bounded(frame) == "unbounded" and _bounded(old) != "unbounded")
         )
         line = _frame_line(a, b, old, frame)
+        came = (_causes(frame) - old_causes) & moved
+        if came and old is not None:
+            line += f"; {_set(came)} were causes of frames that are gone in B"
         changes.append(Change("frame", key, old_variants, frame["variants"], worse, line))
     return changes
 
