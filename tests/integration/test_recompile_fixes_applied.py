@@ -209,9 +209,15 @@ def test_static_cache_and_one_prompt_length_leave_two_encoder_decoder_variants(
     assert (dynamic_cache, static_cache) == (3, 2)
 
 
-def _gpt2_training_graphs(counter: GraphCounter, loss_type: str | None) -> int:
+def _gpt2_training_graphs(
+    counter: GraphCounter,
+    loss_type: str | None,
+    checkpointing: bool = False,
+    use_cache: bool = True,
+) -> int:
     """Two training steps of a random-init GPT2LMHeadModel compiled with ``model.compile()``
-    and labels given, as a fine-tuning loop calls it; the graphs Dynamo compiled."""
+    and labels given, as a fine-tuning loop calls it (optionally with gradient checkpointing
+    and ``use_cache`` in its config); the graphs Dynamo compiled."""
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
     config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64,
@@ -219,6 +225,11 @@ def _gpt2_training_graphs(counter: GraphCounter, loss_type: str | None) -> int:
     model = transformers.GPT2LMHeadModel(config)
     if loss_type is not None:
         model.loss_type = loss_type
+    if checkpointing:
+        # activation_checkpointing_enable replaces gradient_checkpointing_enable in later 5.x
+        enable = getattr(model, "activation_checkpointing_enable", None)
+        (enable or model.gradient_checkpointing_enable)()
+    model.config.use_cache = use_cache
     model.compile(backend=counter)
     for _ in range(2):
         ids = torch.randint(0, 64, (2, 8))
@@ -254,25 +265,6 @@ def test_loss_type_joins_gpt2s_loss_to_its_forward(counter: GraphCounter) -> Non
     assert (unfixed, fixed) == (2, 1)
 
 
-def _gpt2_checkpointed_graphs(counter: GraphCounter, use_cache: bool) -> int:
-    """Two training steps of a random-init GPT2LMHeadModel with gradient checkpointing on."""
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(0)
-    config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64,
-                                     n_positions=32, bos_token_id=0, eos_token_id=0)  # fmt: skip
-    model = transformers.GPT2LMHeadModel(config)
-    model.loss_type = "ForCausalLM"
-    # activation_checkpointing_enable replaces gradient_checkpointing_enable in later 5.x
-    enable = getattr(model, "activation_checkpointing_enable", None)
-    (enable or model.gradient_checkpointing_enable)()
-    model.config.use_cache = use_cache
-    model.compile(backend=counter)
-    for _ in range(2):
-        ids = torch.randint(0, 64, (2, 8))
-        model(input_ids=ids, labels=ids).loss.backward()
-    return counter.graphs
-
-
 def test_use_cache_false_compiles_a_checkpointed_gpt2_whole(counter: GraphCounter) -> None:
     """Gradient checkpointing with the config's default use_cache=True: transformers warns from
     a loop of its wrapper on every training call, so Dynamo skips that wrapper and the forward
@@ -283,7 +275,7 @@ def test_use_cache_false_compiles_a_checkpointed_gpt2_whole(counter: GraphCounte
     break_counts = torch._dynamo.utils.counters["graph_break"]
     break_counts.clear()
     with pt2doctor.watch() as watched:
-        unfixed = _gpt2_checkpointed_graphs(counter, True)
+        unfixed = _gpt2_training_graphs(counter, "ForCausalLM", checkpointing=True)
     report = watched.report()
     (site,) = [
         row
@@ -297,6 +289,6 @@ def test_use_cache_false_compiles_a_checkpointed_gpt2_whole(counter: GraphCounte
     torch._dynamo.reset()
     break_counts.clear()
     counter.graphs = 0
-    fixed = _gpt2_checkpointed_graphs(counter, False)
+    fixed = _gpt2_training_graphs(counter, "ForCausalLM", checkpointing=True, use_cache=False)
     assert sum(break_counts.values()) == 0
     assert fixed == 1 < unfixed
