@@ -56,7 +56,7 @@ def _resume_keys(
         return [own]
     for frame in reversed(site.user_stack):
         caller = (frame.file, frame.function, frame.line)
-        if caller != own and caller in measured:
+        if caller in measured:
             return [caller]
     return []
 
