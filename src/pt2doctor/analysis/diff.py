@@ -166,13 +166,20 @@ def _set(causes: set[str]) -> str:
     return "{" + ", ".join(sorted(causes)) + "}"
 
 
-def _frame_line(a: Report, b: Report, old: dict[str, Any] | None, new: dict[str, Any]) -> str:
+def _frame_line(
+    a: Report,
+    b: Report,
+    old: dict[str, Any] | None,
+    new: dict[str, Any],
+    causes: tuple[set[str], set[str]],
+) -> str:
     """``variants 5 → 2; causes {size} → {python_constant}; compile time 77 s → 12 s;
-    bounded → bounded``: one frame's recompile story, before and after."""
+    bounded → bounded``: one frame's recompile story, before and after (``causes``: the
+    frame's in A and in B)."""
     before_s = 0.0 if old is None else _frame_compile_s(a, old)
     return (
         f"variants {0 if old is None else old['variants']} → {new['variants']}; "
-        f"causes {_set(set() if old is None else _causes(old))} → {_set(_causes(new))}; "
+        f"causes {_set(causes[0])} → {_set(causes[1])}; "
         f"compile time {before_s:.3g} s → {_frame_compile_s(b, new):.3g} s; "
         f"{_bounded(old)} → {_bounded(new)}"
     )
@@ -194,18 +201,19 @@ def _frame_changes(a: Report, b: Report) -> list[Change]:
         old = before.get(pairs.get(key, key))
         old_variants = 0 if old is None else old["variants"]
         old_causes = set() if old is None else _causes(old)
+        causes = _causes(frame)
         variants_differ = frame["variants"] != old_variants and (
             old is not None or frame["variants"] > 1
         )
-        if not variants_differ and _causes(frame) == old_causes:
+        if not variants_differ and causes == old_causes:
             continue
         worse = (
             frame["variants"] > old_variants
-            or bool(_causes(frame) - old_causes - moved)
+            or bool(causes - old_causes - moved)
             or (_bounded(frame) == "unbounded" and _bounded(old) != "unbounded")
         )
-        line = _frame_line(a, b, old, frame)
-        came = (_causes(frame) - old_causes) & moved
+        line = _frame_line(a, b, old, frame, (old_causes, causes))
+        came = (causes - old_causes) & moved
         if came and old is not None:
             line += f"; {_set(came)} were causes of frames that are gone in B"
         changes.append(Change("frame", key, old_variants, frame["variants"], worse, line))
