@@ -40,7 +40,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pt2doctor.capture.rundir import load_probes
+from pt2doctor.rundir.read import load_probes
 
 CASES = ("mlp", "break")
 MODES = ("plain", "probed")

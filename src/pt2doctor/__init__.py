@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+from pt2doctor._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from pt2doctor.inprocess.compilability import should_compile
+    from pt2doctor.inprocess.custom_ops import opcheck
+    from pt2doctor.inprocess.session import Watch, watch
 
 __version__ = "0.1.0"
 __all__ = ["Watch", "__version__", "opcheck", "should_compile", "watch"]
-
-
-def __getattr__(name: str) -> Any:
-    """``pt2doctor.watch`` / ``pt2doctor.Watch`` are imported on first use (the CLI's report
-    path never needs them)."""
-    import importlib
-
-    if name in ("watch", "Watch"):
-        return getattr(importlib.import_module("pt2doctor.inprocess"), name)
-    if name == "should_compile":
-        return importlib.import_module("pt2doctor.compilability").should_compile
-    if name == "opcheck":
-        return importlib.import_module("pt2doctor.customops").opcheck
-    raise AttributeError(f"module 'pt2doctor' has no attribute {name!r}")
+# The in-process API is imported on first use (the CLI's report path never needs it).
+__getattr__ = lazy_names(
+    "pt2doctor.inprocess",
+    {
+        "Watch": "session",
+        "opcheck": "custom_ops",
+        "should_compile": "compilability",
+        "watch": "session",
+    },
+)

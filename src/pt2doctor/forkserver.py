@@ -25,6 +25,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import importlib
 import os
 import selectors
 import signal
@@ -292,13 +293,20 @@ def _become_server(requests: int, replies: int, closing: list[int]) -> NoReturn:
         os._exit(code)
 
 
+def preload(module: str) -> None:
+    """Import the worker module a request names, here in the server, once: every later child
+    forked for it starts with it (and what it imports) loaded. The server knows no worker by
+    name; a module that fails to import fails in the child, where its traceback is kept."""
+    if module not in sys.modules:
+        with contextlib.suppress(Exception):
+            importlib.import_module(module)
+
+
 def serve(requests_fd: int, out: int) -> int:
     """The server: fork a child per request read from ``requests_fd`` until it ends; replies
     and exit notices go to ``out``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:  # torch's compiler is here already: the command imported it before forking
-        import pt2doctor.ablate.trial  # what the workers run
-        import pt2doctor.check.worker  # noqa: F401
         from pt2doctor import torchcompat
     except Exception as error:  # workers then start fresh
         os.write(out, orjson.dumps({"error": f"{type(error).__name__}: {error}"}) + b"\n")
@@ -325,6 +333,7 @@ def serve(requests_fd: int, out: int) -> int:
             request = orjson.loads(line)
             if request.get("warm") == "inductor":  # a no-op after the first time
                 torchcompat.warm_inductor_cpu()
+            preload(request["module"])
             try:
                 pid = os.fork()
             except OSError as error:

@@ -45,8 +45,8 @@ def _report_dir(node_id: str, root: Path) -> Path:
 
 @pytest.fixture
 def pt2doctor(request: pytest.FixtureRequest) -> Iterator[Any]:
-    """A :class:`pt2doctor.inprocess.Watch` capturing this test's compiles."""
-    from pt2doctor.inprocess import watch
+    """A :class:`pt2doctor.inprocess.session.Watch` capturing this test's compiles."""
+    from pt2doctor.inprocess.session import watch
 
     capture = watch()
     with capture:

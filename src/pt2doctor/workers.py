@@ -24,12 +24,9 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal, NoReturn, Protocol
+from typing import IO, Any, Literal, NoReturn, Protocol
 
 import orjson
-
-if TYPE_CHECKING:
-    from pt2doctor.cases.case import Case
 
 EVENTS = "events.jsonl"
 SPEC = "spec.json"
@@ -375,13 +372,6 @@ def read_spec(path: Path) -> Spec:
     """The spec :func:`launch` wrote (its ``out`` is where the worker writes)."""
     spec: Spec = orjson.loads(path.read_bytes())
     return spec
-
-
-def spec_case(spec: Spec) -> Case:
-    """The case a check or ablate spec names (``case`` in ``case_file``)."""
-    from pt2doctor.cases.loader import load_cases
-
-    return {case.name: case for case in load_cases(Path(spec["case_file"]))}[spec["case"]]
 
 
 def one_line(error: BaseException) -> str:

@@ -20,8 +20,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import pt2doctor  # noqa: E402
-from pt2doctor.analysis.advice import MARK_DYNAMIC_ADVICE, RECOMPILE_ADVICE  # noqa: E402
-from pt2doctor.analysis.rank_findings import RANK_RECOMPILE_ADVICE  # noqa: E402
+from pt2doctor.analysis.breaks.advice import MARK_DYNAMIC_ADVICE, RECOMPILE_ADVICE  # noqa: E402
+from pt2doctor.analysis.ranks.findings import RANK_RECOMPILE_ADVICE  # noqa: E402
 
 pytestmark = pytest.mark.torch_run
 
@@ -171,7 +171,7 @@ def prints_unless_compiling(x):
 def test_is_compiling_guard_removes_the_break_and_the_call(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    advice = pt2doctor.analysis.advice.BREAK_ADVICE["print_or_logging"]
+    advice = pt2doctor.analysis.breaks.advice.BREAK_ADVICE["print_or_logging"]
     assert "torch.compiler.is_compiling()" in advice and "skips the call while compiled" in advice
     capsys.readouterr()
     assert compiles_whole(prints_unless_compiling, torch.ones(3))
@@ -288,7 +288,7 @@ def mutates_python_state(x):
 def test_plain_python_side_effects_are_replayed_without_a_break() -> None:
     """What the python_side_effect paragraph says torch 2.13 replays: globals, plain-object
     attributes, list appends, generator loops; the mutations happen as in eager."""
-    advice = pt2doctor.analysis.advice.BREAK_ADVICE["python_side_effect"]
+    advice = pt2doctor.analysis.breaks.advice.BREAK_ADVICE["python_side_effect"]
     assert "replays most Python side effects" in advice
     assert compiles_whole(mutates_python_state, torch.ones(3))
     assert (COUNTER, STATE.calls, len(SEEN)) == (1, 1, 1)
@@ -304,7 +304,8 @@ def mutates_inside_cond(x):
 
 def test_a_side_effect_inside_a_higher_order_op_is_refused() -> None:
     assert (
-        "inside a higher-order op" in pt2doctor.analysis.advice.BREAK_ADVICE["python_side_effect"]
+        "inside a higher-order op"
+        in pt2doctor.analysis.breaks.advice.BREAK_ADVICE["python_side_effect"]
     )
     with pytest.raises(Exception, match="side effect"):
         torch.compile(mutates_inside_cond, backend="eager")(torch.ones(3))

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pt2doctor.analysis.cache_diff import differing_components
+from pt2doctor.analysis.coldstart.cache_diff import differing_components
 from pt2doctor.report import build_report
 from pt2doctor.trace.collect import collect_run
 

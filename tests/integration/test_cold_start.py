@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from oracles import raw_records
-from pt2doctor.analysis.diff import diff_reports
+from pt2doctor.analysis.diff.reports import diff_reports
 
 pytestmark = pytest.mark.torch_run
 

@@ -148,7 +148,7 @@ def test_redacted_reports_have_no_source_and_no_absolute_path(hostile, tmp_path)
 
 
 def test_tlparse_links_compile_ids_to_its_pages(hostile, tmp_path):
-    from pt2doctor.tlparse import find_tlparse
+    from pt2doctor.report.tlparse import find_tlparse
 
     if find_tlparse() is None:
         pytest.skip("tlparse is not installed")

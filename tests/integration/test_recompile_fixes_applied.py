@@ -1,4 +1,4 @@
-"""Every torch API or config that a recompile fix names (analysis/recompile_fixes.py), applied
+"""Every torch API or config that a recompile fix names (analysis/recompiles/fixes.py), applied
 to a small program on the installed torch: the recompiles it explains disappear.
 
 Compiles are counted by a backend that counts the graphs it is handed (``backend="eager"``

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from pt2doctor.analysis.ledger import compile_ledger
+from pt2doctor.analysis.recompiles.ledger import compile_ledger
 from pt2doctor.trace import CompileId, ParseStats, find_trace_logs, read_records
 from pt2doctor.trace.collect import collect_run
 

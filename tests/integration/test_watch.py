@@ -15,7 +15,7 @@ from oracles import marker_in
 torch = pytest.importorskip("torch")
 
 import pt2doctor  # noqa: E402
-from pt2doctor.capture.rundir import load_probes  # noqa: E402
+from pt2doctor.rundir.read import load_probes  # noqa: E402
 
 pytestmark = pytest.mark.torch_run
 

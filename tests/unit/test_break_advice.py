@@ -7,16 +7,16 @@ real ``backend="eager"`` runs; tests/integration/test_advice.py checks the fixes
 
 from __future__ import annotations
 
-from pt2doctor.analysis.advice import (
+from pt2doctor.analysis.breaks.advice import (
     BREAK_ADVICE,
     LOGGER_ADVICE,
     REORDER_REFUSED_ADVICE,
     WARNINGS_ADVICE,
     break_advice,
 )
-from pt2doctor.analysis.breaks import GraphBreakSite, categorize_break, site_advice
-from pt2doctor.analysis.heat import break_heat
-from pt2doctor.analysis.library_breaks import known_break
+from pt2doctor.analysis.breaks.heat import break_heat
+from pt2doctor.analysis.breaks.library_breaks import known_break
+from pt2doctor.analysis.breaks.sites import GraphBreakSite, categorize_break, site_advice
 from pt2doctor.trace.messages import explanation_and_hints
 from pt2doctor.trace.types import GraphBreakEvent, ProbeData, SourceLine
 

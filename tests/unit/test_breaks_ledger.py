@@ -18,8 +18,8 @@ from pt2doctor.analysis import (
     find_findings,
     graph_break_sites,
 )
-from pt2doctor.analysis.breaks import BREAK_CATEGORIES
-from pt2doctor.analysis.findings import SEVERITIES
+from pt2doctor.analysis.breaks.sites import BREAK_CATEGORIES
+from pt2doctor.analysis.findings.compiles import SEVERITIES
 from pt2doctor.trace.records import CompileId, ParseStats
 from pt2doctor.trace.types import CompileRecord, GraphBreakEvent, Guard, Run, SourceLine
 

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import pytest
 
-from pt2doctor.analysis.cache_diff import differing_components
-from pt2doctor.analysis.cold_start import (
+from pt2doctor.analysis.breaks.heat import CompileHeat, Heat
+from pt2doctor.analysis.coldstart.cache_diff import differing_components
+from pt2doctor.analysis.coldstart.explain import (
     LOAD_PER_GRAPH_S,
     cache_state,
     cold_start_phases,
     cold_start_section,
     warm_estimate,
 )
-from pt2doctor.analysis.guard_overhead import guard_overhead_findings
-from pt2doctor.analysis.heat import CompileHeat, Heat
-from pt2doctor.analysis.ledger import compile_ledger
+from pt2doctor.analysis.coldstart.guard_overhead import guard_overhead_findings
+from pt2doctor.analysis.recompiles.ledger import compile_ledger
 from pt2doctor.trace.records import CompileId, ParseStats
 from pt2doctor.trace.types import CacheEvent, CompileRecord, Run
 

@@ -1,4 +1,4 @@
-"""``pt2doctor diff`` per frame (analysis/diff.py): one line with variants, causes, compile time
+"""``pt2doctor diff`` per frame (analysis/diff/reports.py): one line with variants, causes, compile time
 and the outlook, before and after; causes are the whole set on each side (a frame that had size
 causes and now has python_constant ones does not read "none -> python_constant")."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.analysis.diff import diff_reports
+from pt2doctor.analysis.diff.reports import diff_reports
 
 
 def report(

@@ -6,9 +6,9 @@ import io
 
 from rich.console import Console
 
-from pt2doctor.analysis.frame_names import display_name
-from pt2doctor.analysis.ledger import CompileEntry, FrameEntry
 from pt2doctor.analysis.paths import display_path, library_path, shorten_paths
+from pt2doctor.analysis.recompiles.frame_names import display_name
+from pt2doctor.analysis.recompiles.ledger import CompileEntry, FrameEntry
 from pt2doctor.report.terminal import render_terminal
 from pt2doctor.trace.guard_tree import self_type
 from pt2doctor.trace.records import CompileId

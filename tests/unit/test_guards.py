@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from pt2doctor.analysis.guards import (
+from pt2doctor.analysis.recompiles.guards import (
     GUARD_CATEGORIES,
     FailedGuard,
     categorize_guard,
@@ -734,7 +734,7 @@ def test_the_nearest_variant_is_one_in_the_same_state() -> None:
     after a dynamic prefill, torch 2.13): against the prefill it differs in one flag, against
     the earlier decode step in two strides. The decode step is the nearest: the strides are
     the news, the flag is the prefill/decode state each variant serves by design."""
-    from pt2doctor.analysis.changes import nearest_changes
+    from pt2doctor.analysis.recompiles.changes import nearest_changes
     from pt2doctor.trace.records import CompileId
     from pt2doctor.trace.types import CompileRecord
 

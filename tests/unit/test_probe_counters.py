@@ -1,5 +1,5 @@
 """The probes' counter files (capture/probes.py) and how a run directory's heat is read back
-(capture/rundir.py): one file per process, replaced atomically; older run directories that
+(rundir/read.py): one file per process, replaced atomically; older run directories that
 appended snapshots to probes.jsonl still load. No torch: graphs are plain functions."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from pt2doctor.capture.probes import ProbeRecorder
-from pt2doctor.capture.rundir import load_probes
+from pt2doctor.rundir.read import load_probes
 
 
 def _clock() -> float:
@@ -70,10 +70,11 @@ def test_torch_compile_calls_are_recorded_with_what_they_compile_and_the_users_l
     import torch
 
     from pt2doctor import torchcompat
+    from pt2doctor.capture.frames import caller_frame
 
     original, calls = torch.compile, []
     try:
-        assert torchcompat.record_compile_calls(calls.append)
+        assert torchcompat.record_compile_calls(calls.append, where=caller_frame)
         module = torch.nn.Linear(2, 2)
         line = sys._getframe().f_lineno + 1
         torch.compile(module, backend="eager")

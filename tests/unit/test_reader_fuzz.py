@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pt2doctor.analysis.ledger import compile_ledger
+from pt2doctor.analysis.recompiles.ledger import compile_ledger
 from pt2doctor.trace import ParseStats, read_records
 from pt2doctor.trace.collect import collect_run
 from pt2doctor.trace.types import Run

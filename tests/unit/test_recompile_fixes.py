@@ -1,16 +1,16 @@
-"""The recompile fixes fire on their evidence only (analysis/recompile_fixes.py), and the outlook
-rules (analysis/outlook.py) on hand-built changes."""
+"""The recompile fixes fire on their evidence only (analysis/recompiles/fixes.py), and the outlook
+rules (analysis/recompiles/outlook.py) on hand-built changes."""
 
 from __future__ import annotations
 
-from pt2doctor.analysis.changes import SourceChange
-from pt2doctor.analysis.outlook import (
+from pt2doctor.analysis.recompiles.changes import SourceChange
+from pt2doctor.analysis.recompiles.fixes import hf_generate_pattern, recompile_fixes
+from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
     Outlook,
     RecompileExplanation,
     Varying,
 )
-from pt2doctor.analysis.recompile_fixes import hf_generate_pattern, recompile_fixes
 
 
 def explanation(*changes: list[SourceChange], varying: list[Varying] | None = None,
@@ -80,8 +80,8 @@ def test_a_string_constant_is_not_called_a_counter() -> None:
 def test_a_stride_that_changed_once_is_a_second_layout_bounded_with_one_fix() -> None:
     """Llama generate() after a dynamic prefill (torch 2.13): the decode step recompiled for
     the KV cache's strides alone. Two layouts are bounded, and one fix names both tensors."""
-    from pt2doctor.analysis.ledger import FrameEntry
-    from pt2doctor.analysis.outlook import outlook
+    from pt2doctor.analysis.recompiles.ledger import FrameEntry
+    from pt2doctor.analysis.recompiles.outlook import outlook
 
     keys = SourceChange("cache.keys.stride()[2]", "stride", "16", "32")
     values = SourceChange("cache.values.stride()[2]", "stride", "16", "32")
@@ -107,8 +107,8 @@ def test_a_stride_that_changed_once_is_a_second_layout_bounded_with_one_fix() ->
 def test_the_findings_evidence_names_every_recompile_before_the_second_change_of_one() -> None:
     """Views show the first few evidence lines: each recompile's first change comes first, so
     a decode step's layout change is not pushed out by the prefill's three changes."""
-    from pt2doctor.analysis.findings import _recompile_finding
-    from pt2doctor.analysis.ledger import CompileEntry, FrameEntry
+    from pt2doctor.analysis.findings.compiles import _recompile_finding
+    from pt2doctor.analysis.recompiles.ledger import CompileEntry, FrameEntry
     from pt2doctor.trace.records import CompileId
     from pt2doctor.trace.types import CompileRecord
 
@@ -161,7 +161,7 @@ def test_the_flags_fix_does_not_call_every_variant_a_state_when_sizes_went_dynam
         Varying("cache.layers[*].keys.shape[2] (2 layers)", "size", ["1", "2"], True, 1),
     ]
     items = [RecompileExplanation(f"0/{i + 1}", f"0/{i}", []) for i in range(5)]
-    from pt2doctor.analysis.outlook import VariantRow
+    from pt2doctor.analysis.recompiles.outlook import VariantRow
 
     variants = [VariantRow(f"0/{i}", {}, [], None, None) for i in range(6)]
     look = Outlook(True, "", rows)
@@ -175,8 +175,8 @@ def test_the_flags_fix_does_not_call_every_variant_a_state_when_sizes_went_dynam
 
 def test_a_title_with_an_unknown_bound_names_what_changed_once() -> None:
     """Not "2 variant(s): python_constant x1": the value, by the user's name."""
-    from pt2doctor.analysis.findings import _recompile_title
-    from pt2doctor.analysis.ledger import CompileEntry, FrameEntry
+    from pt2doctor.analysis.findings.compiles import _recompile_title
+    from pt2doctor.analysis.recompiles.ledger import CompileEntry, FrameEntry
     from pt2doctor.trace.records import CompileId
     from pt2doctor.trace.types import CompileRecord
 

@@ -68,34 +68,6 @@ def test_a_new_run_report_says_its_kind() -> None:
     assert report_kind(report) == "run"
 
 
-def test_the_core_report_package_imports_no_command_package() -> None:
-    offenders = {
-        f"{path.relative_to(PACKAGE)} imports {module}"
-        for path in (PACKAGE / "report").glob("*.py")
-        for module in _imports(path)
-        if module.startswith(("pt2doctor.check", "pt2doctor.ablate", "pt2doctor.cli"))
-    }
-    assert not offenders
-
-
-# The layers of the shared core, lowest first: each may import only the ones before it.
-CORE_LAYERS = ("trace", "analysis", "report")
-COMMAND_PACKAGES = ("cases", "check", "ablate", "cli", "harness")
-
-
-def test_nothing_in_the_core_imports_upward() -> None:
-    offenders = set()
-    for rank, layer in enumerate(CORE_LAYERS):
-        above = CORE_LAYERS[rank + 1 :] + COMMAND_PACKAGES
-        for path in (PACKAGE / layer).glob("*.py"):
-            offenders |= {
-                f"{path.relative_to(PACKAGE)} imports {module}"
-                for module in _imports(path)
-                if module.startswith(tuple(f"pt2doctor.{name}" for name in above))
-            }
-    assert not offenders
-
-
 def test_the_rank_views_do_not_import_the_run_views_back() -> None:
     assert "pt2doctor.report.views" not in _imports(PACKAGE / "report" / "rank_views.py")
 

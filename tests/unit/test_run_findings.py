@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.analysis.findings import Finding
-from pt2doctor.analysis.ledger import Ledger
-from pt2doctor.analysis.run_findings import run_findings
+from pt2doctor.analysis.findings.compiles import Finding
+from pt2doctor.analysis.findings.run import run_findings
+from pt2doctor.analysis.recompiles.ledger import Ledger
 from pt2doctor.trace.types import ProbeData
 
 FRAMES = [

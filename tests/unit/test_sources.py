@@ -1,12 +1,12 @@
-"""Guard sources rewritten as the user's expressions (analysis/sources.py) and the folding of
-changes that only follow another change (analysis/changes.py)."""
+"""Guard sources rewritten as the user's expressions (analysis/recompiles/sources.py) and the folding of
+changes that only follow another change (analysis/recompiles/changes.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pt2doctor.analysis.changes import SourceChange, fold_changes
-from pt2doctor.analysis.sources import (
+from pt2doctor.analysis.recompiles.changes import SourceChange, fold_changes
+from pt2doctor.analysis.recompiles.sources import (
     argument_of,
     collapsed_unit,
     human_source,

@@ -9,12 +9,12 @@ from typing import Any
 
 from fake_launcher import Script, ScriptedLauncher, event
 from pt2doctor.ablate.driver import AblateOptions, Ablation
-from pt2doctor.capture.rundir import read_jsonl
 from pt2doctor.cases import Case, Cell, Matrix
 from pt2doctor.cases.case import cells
 from pt2doctor.cases.variants import CompileVariant
 from pt2doctor.check.driver import run_check
 from pt2doctor.check.orchestrate import RESULTS, CheckOptions, Orchestrator
+from pt2doctor.rundir.read import read_jsonl
 
 SIGSEGV, SIGKILL = -11, -9
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pt2doctor.ablate.classify import conclusion, workarounds
 from pt2doctor.ablate.repro import config_lines
-from pt2doctor.analysis.user_side import (
+from pt2doctor.analysis.userside.causes import (
     GENERIC_SHAPE,
     custom_op_advice,
     custom_op_verdict,

@@ -17,7 +17,7 @@ from typing import Any
 from pt2doctor import torchcompat
 from pt2doctor.ablate.classify import LADDER, first_failure, layer_of
 from pt2doctor.ablate.types import LADDER_STOPS
-from pt2doctor.analysis.user_side import custom_op_verdict
+from pt2doctor.analysis.userside.causes import custom_op_verdict
 from pt2doctor.cases.case import Cell
 from pt2doctor.workers import EventName, Launcher, last_event
 from pt2doctor.workers import launch as launch_worker

@@ -16,7 +16,7 @@ from pt2doctor.ablate.classify import (
     workarounds,
 )
 from pt2doctor.ablate.types import AblateReport, Conclusion, Rung, Settings, Target, Toggle
-from pt2doctor.analysis.user_side import custom_op_advice, diagnose
+from pt2doctor.analysis.userside.causes import custom_op_advice, diagnose
 from pt2doctor.report.schema import SCHEMA_VERSION
 
 

@@ -18,9 +18,9 @@ from typing import Any
 from pt2doctor.ablate.classify import conclusion, first_failure, layer_of
 from pt2doctor.ablate.driver import ladder, verify_repro
 from pt2doctor.ablate.script_repro import write_script_repro
-from pt2doctor.capture.rundir import load_probes
 from pt2doctor.capture.runner import RunOptions, child_env
 from pt2doctor.errors import UsageError
+from pt2doctor.rundir.read import load_probes
 from pt2doctor.trace.messages import error_line
 from pt2doctor.trace.types import ProbeData
 from pt2doctor.workers import Deadlines, supervise

@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.analysis.user_side import custom_ops_named
+from pt2doctor.analysis.userside.causes import custom_ops_named
 from pt2doctor.trace.discover import find_trace_logs
 from pt2doctor.trace.reader import read_records
 from pt2doctor.trace.records import ParseStats

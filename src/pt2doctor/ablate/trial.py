@@ -17,7 +17,8 @@ from pt2doctor.ablate.classify import same_failure, smallest_failing
 from pt2doctor.capture.frames import user_frames
 from pt2doctor.cases.align import align_cell, custom_op_calls, run_cell
 from pt2doctor.cases.case import Case, Cell, cells
-from pt2doctor.workers import Emit, exit_now, one_line, serve, spec_case
+from pt2doctor.cases.loader import spec_case
+from pt2doctor.workers import Emit, exit_now, one_line, serve
 
 # A toggle's name -> the compiler setting it changes for one trial.
 TOGGLES = ("fallback_random", "emulate_precision_casts", "no_user_hooks")
@@ -210,7 +211,7 @@ def run_trial(spec: dict[str, Any], out: Path, emit: Emit) -> None:
 def run_custom_ops(spec: dict[str, Any], out: Path, emit: Emit) -> None:
     """Every custom op the cell's eager run calls, checked alone on the inputs it received:
     torch.library.opcheck and eager vs compiled with the failing rung's backend."""
-    from pt2doctor.customops import check_recorded_call
+    from pt2doctor.inprocess.custom_ops import check_recorded_call
 
     case, cell = _case_cell(spec)
     emit("trial_start", target="custom ops")

@@ -1,10 +1,36 @@
-"""Analyses: pure functions from the typed Run to typed results (no printing, no files)."""
+"""Analyses: pure functions from the typed Run to typed results (no printing, no files).
 
-from pt2doctor.analysis.breaks import GraphBreakSite, categorize_break, graph_break_sites
-from pt2doctor.analysis.findings import Finding, find_findings
-from pt2doctor.analysis.guards import FailedGuard, categorize_guard
-from pt2doctor.analysis.ledger import Ledger, compile_ledger
+One subpackage per question the report answers: ``recompiles`` (why each compile, what
+changed, is the variant set bounded, the fix), ``breaks`` (graph-break sites, categories, heat,
+advice), ``coldstart`` (where compile time went, which caches missed and why, guard overhead),
+``ranks`` (how the ranks of one distributed run diverge), ``userside`` (is a failure the user's
+own code), ``diff`` (what changed between two reports), ``findings`` (what to act on, by
+severity). ``paths`` (display paths) and ``op_sequences`` (``should_compile``) serve them all.
+"""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pt2doctor._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from pt2doctor.analysis.breaks.sites import GraphBreakSite, categorize_break, graph_break_sites
+    from pt2doctor.analysis.findings.compiles import Finding, find_findings
+    from pt2doctor.analysis.recompiles.guards import FailedGuard, categorize_guard
+    from pt2doctor.analysis.recompiles.ledger import Ledger, compile_ledger
+
+_HOMES = {
+    "FailedGuard": "recompiles.guards",
+    "Finding": "findings.compiles",
+    "GraphBreakSite": "breaks.sites",
+    "Ledger": "recompiles.ledger",
+    "categorize_break": "breaks.sites",
+    "categorize_guard": "recompiles.guards",
+    "compile_ledger": "recompiles.ledger",
+    "find_findings": "findings.compiles",
+    "graph_break_sites": "breaks.sites",
+}
 __all__ = [
     "FailedGuard",
     "Finding",
@@ -16,3 +42,4 @@ __all__ = [
     "find_findings",
     "graph_break_sites",
 ]
+__getattr__ = lazy_names(__name__, _HOMES)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor import torchcompat
-from pt2doctor.capture.frames import user_frames
+from pt2doctor.capture.frames import caller_frame, user_frames
 from pt2doctor.capture.probes import ProbeRecorder, flush_periodically, install_torch_probes
 
 RUN_DIR_ENV = "PT2DOCTOR_RUN_DIR"
@@ -144,7 +144,7 @@ def _on_torch(recorder: ProbeRecorder, backend: str | None) -> None:
         recorder,
         "compile calls",
         lambda: torchcompat.record_compile_calls(
-            lambda call: recorder.event("compile_call", **call)
+            lambda call: recorder.event("compile_call", **call), where=caller_frame
         ),
     )()
     if backend:

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pt2doctor import torchcompat
+from pt2doctor.rundir import COUNTERS_DIR, PROBES_FILE
 
 # A crash loses at most this much heat; a snapshot costs a few dict copies and one write.
 FLUSH_SECONDS = 0.5
 # Per-process counter files, under the run directory (see the module docstring).
-COUNTERS_DIR = "counters"
 # Set by torchrun (and other launchers) for each worker: every event says which rank wrote it.
 RANK_ENV = "RANK"
 _FRAME_OF = re.compile(r"^(?:!\d+/)?(\d+)/")
@@ -50,7 +50,7 @@ class ProbeRecorder:
         self.graph_calls: dict[str, int] = {}
         self.graph_seconds: dict[str, float] = {}
         self.break_hits: dict[str, int] = {}
-        self.stream: TextIO = (run_dir / "probes.jsonl").open("a", encoding="utf-8")
+        self.stream: TextIO = (run_dir / PROBES_FILE).open("a", encoding="utf-8")
         self.counters_dir = run_dir / COUNTERS_DIR
         self.counters_dir.mkdir(exist_ok=True)
         # Serializes counter-file writers (the periodic thread, exit, report()): no older

@@ -22,13 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
-
 import pt2doctor
 from pt2doctor.capture.child import BACKEND_ENV, RUN_DIR_ENV
 from pt2doctor.capture.launch import Launch, launch_argv
-from pt2doctor.capture.rundir import MANIFEST, load_probes, require_fresh_dir
 from pt2doctor.errors import UsageError
+from pt2doctor.rundir.read import load_probes
+from pt2doctor.rundir.write import require_fresh_dir, write_manifest
 from pt2doctor.workers import Deadlines, Stopping, signal_name, supervise
 
 TIMEOUT_EXIT = 124
@@ -48,12 +47,6 @@ class RunOptions:
     """Start the program on several ranks through torchrun (``--nproc``)."""
     collective_timeout: float | None = None
     """The collective timeout cross-rank analysis compares compile skew with (kept for report)."""
-
-
-def write_manifest(out: Path, manifest: dict[str, Any]) -> None:
-    tmp = out / (MANIFEST + ".tmp")
-    tmp.write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
-    tmp.replace(out / MANIFEST)
 
 
 def child_env(options: RunOptions) -> dict[str, str]:

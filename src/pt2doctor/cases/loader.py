@@ -6,6 +6,7 @@ import sys
 import types
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pt2doctor.cases.case import Case, Cell, cells, matches
 from pt2doctor.errors import UsageError
@@ -79,3 +80,8 @@ def select_cells(cases: Sequence[Case], patterns: Sequence[str] = ()) -> list[Ce
         shown = ", ".join(every[:6]) + (f" (+{len(every) - 6} more)" if len(every) > 6 else "")
         raise UsageError(f"no cell matches --cells {' '.join(patterns)}; the cells are {shown}")
     return selected
+
+
+def spec_case(spec: dict[str, Any]) -> Case:
+    """The case a check or ablate worker's spec names (``case`` in ``case_file``)."""
+    return {case.name: case for case in load_cases(Path(spec["case_file"]))}[spec["case"]]

@@ -5,14 +5,14 @@ Cells are matched by id, groups by compile variant and group name, cold starts b
 and cache state. Steady state carries its own noise measurement: a speedup change is real when
 the two 95% bootstrap intervals do not overlap; otherwise it is listed as within noise and never
 counts as a regression. A cold start is one measurement, so it changes only beyond the same
-floors as compile times in analysis/diff.py (25 % and 1 s).
+floors as compile times in analysis/diff/reports.py (25 % and 1 s).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.analysis.diff import Change, Diff, Noise, environment_changes, time_change
+from pt2doctor.analysis.diff.reports import Change, Diff, Noise, environment_changes, time_change
 from pt2doctor.check.types import ALIGNED, verdict_rank
 
 Report = dict[str, Any]

@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from pt2doctor.capture.rundir import read_jsonl
 from pt2doctor.cases.case import Case, Cell
 from pt2doctor.cases.variants import CompileVariant
 from pt2doctor.check.orchestrate import (
@@ -17,6 +16,7 @@ from pt2doctor.check.orchestrate import (
     group_jobs,
 )
 from pt2doctor.check.statistics import steady_summary
+from pt2doctor.rundir.read import read_jsonl
 from pt2doctor.workers import EventName, Outcome, last_event
 
 _CELL_RESULTS: frozenset[EventName] = frozenset({"alignment", "warmup"})

@@ -12,10 +12,10 @@ from typing import Any
 
 import orjson
 
-from pt2doctor.capture.rundir import CHECK_RESULTS
 from pt2doctor.cases.case import Case, Cell
 from pt2doctor.cases.variants import CompileVariant, not_applicable
 from pt2doctor.check.cost import launch_cost
+from pt2doctor.rundir import CHECK_RESULTS
 from pt2doctor.workers import Launcher, Outcome, launch
 
 RESULTS = CHECK_RESULTS

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pt2doctor.analysis.frame_names import names_its_wrapper
+from pt2doctor.analysis.recompiles.frame_names import names_its_wrapper
 from pt2doctor.check.samples import Latencies, latency_key
 from pt2doctor.check.types import CheckReport, Distribution, GroupRow, Steady, VariantRow
 from pt2doctor.report.format import cut, frame_name, ms_value, source_where

@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from pt2doctor import __version__
-from pt2doctor.analysis.diff import ENV_KEYS
-from pt2doctor.analysis.user_side import FIXES, custom_op_verdict
+from pt2doctor.analysis.diff.reports import ENV_KEYS
+from pt2doctor.analysis.userside.causes import FIXES, custom_op_verdict
 from pt2doctor.check.contract import Budget, evaluate
 from pt2doctor.check.cost import check_cost
 from pt2doctor.check.types import (

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path, PurePath
 from typing import Any
 
-from pt2doctor.capture.rundir import read_jsonl
 from pt2doctor.check.statistics import iteration_totals
+from pt2doctor.rundir.read import read_jsonl
 
 Report = dict[str, Any]
 # group key (latency_key) -> {"eager": [s, ...], "compiled": [s, ...]} per iteration.

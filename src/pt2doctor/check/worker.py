@@ -15,9 +15,10 @@ import orjson
 from pt2doctor import torchcompat
 from pt2doctor.cases.align import align_cell
 from pt2doctor.cases.case import Case, Cell, cells
+from pt2doctor.cases.loader import spec_case
 from pt2doctor.cases.variants import CompileVariant, compile_model
 from pt2doctor.check.timing import GroupModels, memory_now, timed_step
-from pt2doctor.workers import Emit, exit_now, one_line, serve, spec_case
+from pt2doctor.workers import Emit, exit_now, one_line, serve
 
 
 def _case_and_cells(spec: dict[str, Any]) -> tuple[Case, list[Cell]]:
@@ -34,7 +35,7 @@ def custom_ops_phase(case: Case, cell: Cell, variant: CompileVariant, emit: Emit
     (torch.library.opcheck, eager vs compiled with the variant's backend): the
     ``custom_ops`` event, only when the model calls one."""
     from pt2doctor.cases.align import custom_op_calls
-    from pt2doctor.customops import check_recorded_call
+    from pt2doctor.inprocess.custom_ops import check_recorded_call
 
     emit("cell_start", cell=cell.id, phase="align")
     try:
@@ -208,7 +209,7 @@ def build_cells(case: Case, group: list[Cell], emit: Emit) -> tuple[list[Cell], 
 def run_group(spec: dict[str, Any], out: Path, emit: Emit) -> None:
     import torch
 
-    from pt2doctor.inprocess import Watch
+    from pt2doctor.inprocess.session import Watch
 
     case, group = _case_and_cells(spec)
     variant = CompileVariant.from_dict(spec["variant"])
@@ -240,7 +241,7 @@ def run_cold(spec: dict[str, Any], out: Path, emit: Emit) -> None:
     started = time.time()
     import torch  # noqa: F401  (timed: part of every cold start)
 
-    from pt2doctor.inprocess import Watch
+    from pt2doctor.inprocess.session import Watch
 
     imported = time.time()
     case, group = _case_and_cells(spec)

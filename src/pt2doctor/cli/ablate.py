@@ -10,10 +10,10 @@ from typing import Any
 import click
 from rich.console import Console
 
-from pt2doctor.capture.rundir import default_run_dir, require_fresh_dir
 from pt2doctor.cases.case import Cell
 from pt2doctor.cli.outputs import OutputPlan, document_options, emit
 from pt2doctor.errors import UsageError
+from pt2doctor.rundir.write import default_run_dir, require_fresh_dir
 
 
 def _pick_cell(case_file: Path, pattern: str | None) -> Cell:

@@ -12,7 +12,6 @@ import orjson
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pt2doctor.capture.rundir import default_run_dir, read_jsonl, require_fresh_dir
 from pt2doctor.cases.loader import load_cases, require_case_file, select_cells
 from pt2doctor.cases.variants import requested_variants
 from pt2doctor.check.budget import load_budget
@@ -23,6 +22,8 @@ from pt2doctor.check.report import build_check_report
 from pt2doctor.cli.outputs import OutputPlan, document_options, emit
 from pt2doctor.errors import UsageError
 from pt2doctor.forkserver import start_fork_server
+from pt2doctor.rundir.read import read_jsonl
+from pt2doctor.rundir.write import default_run_dir, require_fresh_dir
 from pt2doctor.workers import UNIT_RESULTS, EventName
 
 # --quick: a smoke run of the protocol (no cold starts, no regional variant, few samples).

@@ -10,12 +10,12 @@ import click
 import orjson
 from rich.console import Console
 
-from pt2doctor.analysis.diff import Noise, diff_reports
+from pt2doctor.analysis.diff.reports import Noise, diff_reports
 from pt2doctor.check.diff import diff_check_reports
 from pt2doctor.errors import UsageError
-from pt2doctor.load import load_run
 from pt2doctor.report import build_report
 from pt2doctor.report.diff_view import render_diff_markdown, render_diff_terminal
+from pt2doctor.rundir.load import load_run
 
 _REQUIRED = ("schema_version", "summary", "graph_breaks", "frames", "compiles", "environment")
 _CHECK_REQUIRED = ("schema_version", "summary", "cells", "variants", "contract", "environment")
@@ -43,7 +43,7 @@ def load_report(path: Path) -> dict[str, Any]:
         if missing:
             raise UsageError(f"{path} is not a pt2doctor report.json (no {', '.join(missing)})")
         return dict(report)
-    # The run report as the plain dict the differ walks (analysis/diff.py reads it by key).
+    # The run report as the plain dict the differ walks (analysis/diff/reports.py reads it by key).
     return cast(dict[str, Any], build_report(load_run(path)))
 
 

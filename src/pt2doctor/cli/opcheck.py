@@ -70,7 +70,7 @@ def _called_ops(check_cases: list[Case]) -> list[tuple[Any, list[Any]]]:
 @click.option("--backend", default="aot_eager", show_default=True, help="Backend for alignment.")
 def opcheck_command(cases_file: Path, backend: str) -> int:
     """Check custom ops: torch.library.opcheck, eager vs compiled, gradcheck."""
-    from pt2doctor.customops import opcheck
+    from pt2doctor.inprocess.custom_ops import opcheck
 
     console = Console(highlight=False)
     failed = 0

@@ -90,7 +90,7 @@ def _tlparse_pages(report: Report, plan: OutputPlan) -> dict[str, str] | None:
     """tlparse's pages per compile id (relative to plan.tlparse_dir), when asked for."""
     if plan.tlparse_dir is None or not (plan.files.get("html") or plan.stdout == "html"):
         return None
-    from pt2doctor.tlparse import render_tlparse
+    from pt2doctor.report.tlparse import render_tlparse
 
     try:
         return render_tlparse([Path(p) for p in report["inputs"]["paths"]], plan.tlparse_dir)
@@ -104,7 +104,7 @@ def _tlparse_pages(report: Report, plan: OutputPlan) -> dict[str, str] | None:
 def _links(pages: dict[str, str] | None, plan: OutputPlan, html_dir: Path) -> dict[str, str]:
     if pages is None or plan.tlparse_dir is None:
         return {}
-    from pt2doctor.tlparse import links_from
+    from pt2doctor.report.tlparse import links_from
 
     return links_from(pages, plan.tlparse_dir, html_dir)
 

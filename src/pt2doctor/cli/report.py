@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pt2doctor.capture.rundir import is_check_dir, is_run_dir, load_manifest
 from pt2doctor.cli.outputs import OutputPlan, emit, output_options
 from pt2doctor.errors import UsageError
+from pt2doctor.rundir.read import is_check_dir, is_run_dir, load_manifest
 
 if TYPE_CHECKING:
     from pt2doctor.report.types import RunReport
@@ -37,7 +37,7 @@ def collective_timeout_for(path: Path, given: float | None) -> float:
         kept = load_manifest(path).get("collective_timeout_s")
         if isinstance(kept, (int, float)) and not isinstance(kept, bool) and kept > 0:
             return float(kept)
-    from pt2doctor.analysis.ranks import DEFAULT_COLLECTIVE_TIMEOUT_S
+    from pt2doctor.analysis.ranks.divergence import DEFAULT_COLLECTIVE_TIMEOUT_S
 
     return DEFAULT_COLLECTIVE_TIMEOUT_S
 
@@ -55,8 +55,8 @@ def run_dir_plan(run_dir: Path, fmt: str, redact: bool, use_tlparse: bool) -> Ou
 
 def explain(path: Path, plan: OutputPlan, collective_timeout: float | None = None) -> RunReport:
     """Build the report for ``path`` and emit it as planned; returns the (unredacted) report."""
-    from pt2doctor.load import load_run
     from pt2doctor.report import build_report
+    from pt2doctor.rundir.load import load_run
 
     timeout = collective_timeout_for(path, collective_timeout)
     report = build_report(load_run(path), collective_timeout_s=timeout)

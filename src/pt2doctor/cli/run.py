@@ -14,11 +14,11 @@ import click
 from rich.console import Console
 
 from pt2doctor.capture.launch import Launch
-from pt2doctor.capture.rundir import default_run_dir
 from pt2doctor.capture.runner import RunOptions, run_program
 from pt2doctor.cli.outputs import FORMATS
 from pt2doctor.cli.report import COLLECTIVE_TIMEOUT_OPTION, render_run_dir
 from pt2doctor.errors import UsageError
+from pt2doctor.rundir.write import default_run_dir
 
 # Click parameter name -> torchrun option, for the torchrun options ``run`` passes through.
 TORCHRUN_OPTIONS = {

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pt2doctor.analysis.cache_diff import rank_miss_causes
-from pt2doctor.analysis.caches import compile_caches, own_components, shared_components
-from pt2doctor.analysis.cold_start import cold_start_phases, cold_start_section
-from pt2doctor.analysis.ledger import Ledger
+from pt2doctor.analysis.coldstart.cache_diff import rank_miss_causes
+from pt2doctor.analysis.coldstart.caches import compile_caches, own_components, shared_components
+from pt2doctor.analysis.coldstart.explain import cold_start_phases, cold_start_section
+from pt2doctor.analysis.recompiles.ledger import Ledger
 from pt2doctor.trace.types import Run
 
 if TYPE_CHECKING:
-    from pt2doctor.analysis.heat import Heat
+    from pt2doctor.analysis.breaks.heat import Heat
     from pt2doctor.report.types import RunReport
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pt2doctor.analysis.cold_start import PHASE_LABELS, phases_in_order
+from pt2doctor.analysis.coldstart.explain import PHASE_LABELS, phases_in_order
 from pt2doctor.report.format import warm_start_estimate
 from pt2doctor.report.sections import Section
 

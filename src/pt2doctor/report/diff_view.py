@@ -1,4 +1,4 @@
-"""Renderers of a diff (analysis/diff.py ``Diff.as_dict()``): terminal and Markdown.
+"""Renderers of a diff (analysis/diff/reports.py ``Diff.as_dict()``): terminal and Markdown.
 Every change names its subject and both values; regressions first."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from rich.markup import escape
 from pt2doctor.report.markdown import md_code, md_table, md_text
 
 DiffDict = dict[str, Any]
-# What each change kind means, in words (kinds: analysis/diff.py).
+# What each change kind means, in words (kinds: analysis/diff/reports.py).
 KIND_LABELS = {
     "new_break_site": "new graph-break site",
     "removed_break_site": "graph-break site gone",

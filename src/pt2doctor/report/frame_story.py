@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from pt2doctor.analysis.changes import kind_words
-from pt2doctor.analysis.frame_names import names_its_wrapper
 from pt2doctor.analysis.paths import display_path
+from pt2doctor.analysis.recompiles.changes import kind_words
+from pt2doctor.analysis.recompiles.frame_names import names_its_wrapper
 from pt2doctor.report.markdown import md_code, md_table, md_text
 
 if TYPE_CHECKING:

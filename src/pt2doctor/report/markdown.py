@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pt2doctor.analysis.cold_start import PHASE_LABELS, phases_in_order
+from pt2doctor.analysis.coldstart.explain import PHASE_LABELS, phases_in_order
 from pt2doctor.report.format import hot_break, source_where, warm_start_estimate
 from pt2doctor.report.types import GraphBreak, RunReport, Source
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pt2doctor.analysis.ledger import Ledger
-from pt2doctor.analysis.rank_findings import FINDING_CODES
-from pt2doctor.analysis.rank_summary import FrameKey, RankRecompile, RankSummary
-from pt2doctor.analysis.ranks import Divergence, RankAnalysis
+from pt2doctor.analysis.ranks.divergence import Divergence, RankAnalysis
+from pt2doctor.analysis.ranks.findings import FINDING_CODES
+from pt2doctor.analysis.ranks.summary import FrameKey, RankRecompile, RankSummary
+from pt2doctor.analysis.recompiles.ledger import Ledger
 from pt2doctor.report import types
 from pt2doctor.report.types import FrameRef, RankRow, Ranks
 
 if TYPE_CHECKING:  # heat exists only for a run directory's probes
-    from pt2doctor.analysis.heat import Heat
+    from pt2doctor.analysis.breaks.heat import Heat
 
 
 def _frame(frame: FrameKey | None) -> FrameRef | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.analysis.ranks import skew_severity
+from pt2doctor.analysis.ranks.divergence import skew_severity
 from pt2doctor.report.format import cut, function_where
 from pt2doctor.report.sections import Section
 from pt2doctor.report.types import Divergence, RankRow, Ranks, RunReport

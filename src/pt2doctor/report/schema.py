@@ -23,18 +23,18 @@ from pt2doctor.analysis import (
     find_findings,
     graph_break_sites,
 )
-from pt2doctor.analysis.findings import sort_findings
-from pt2doctor.analysis.frame_names import display_name
-from pt2doctor.analysis.ledger import CompileEntry, FailureEntry, FrameEntry
-from pt2doctor.analysis.outlook import (
+from pt2doctor.analysis.findings.compiles import sort_findings
+from pt2doctor.analysis.ranks.divergence import DEFAULT_COLLECTIVE_TIMEOUT_S, cross_rank_analysis
+from pt2doctor.analysis.ranks.findings import rank_findings
+from pt2doctor.analysis.recompiles.fixes import recompile_fixes
+from pt2doctor.analysis.recompiles.frame_names import display_name
+from pt2doctor.analysis.recompiles.ledger import CompileEntry, FailureEntry, FrameEntry
+from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
     RecompileExplanation,
     change_line,
     explain_frames,
 )
-from pt2doctor.analysis.rank_findings import rank_findings
-from pt2doctor.analysis.ranks import DEFAULT_COLLECTIVE_TIMEOUT_S, cross_rank_analysis
-from pt2doctor.analysis.recompile_fixes import recompile_fixes
 from pt2doctor.report import types
 from pt2doctor.report.cold_start_schema import add_cold_start
 from pt2doctor.report.rank_schema import ranks_section
@@ -52,7 +52,7 @@ from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import CompileRecord, Run, SourceLine
 
 if TYPE_CHECKING:  # heat exists only for a run directory's probes
-    from pt2doctor.analysis.heat import Heat
+    from pt2doctor.analysis.breaks.heat import Heat
 
 SCHEMA_VERSION = 2
 _LIMIT = lazy_compile(r"recompile.limit|cache_size_limit|recompile_limit", re.I)
@@ -256,7 +256,7 @@ def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIME
     sites = graph_break_sites(ledger)
     heat = None
     if run.probes is not None:  # a run directory's probes (heat) and manifest: imported here
-        from pt2doctor.analysis.heat import break_heat, compile_heat
+        from pt2doctor.analysis.breaks.heat import break_heat, compile_heat
 
         heat = compile_heat(ledger, run.probes, run.manifest or {})
         if heat.breaks_measured:
@@ -269,8 +269,8 @@ def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIME
     findings = find_findings(ledger, sites, run.parse_stats, explanations)
     findings = sort_findings(findings + rank_findings(ranks))
     if run.manifest is not None:
-        from pt2doctor.analysis.guard_overhead import guard_overhead_findings
-        from pt2doctor.analysis.run_findings import run_findings
+        from pt2doctor.analysis.coldstart.guard_overhead import guard_overhead_findings
+        from pt2doctor.analysis.findings.run import run_findings
 
         changed = _changes_by_compile(ledger, explanations)
         late = run_findings(ledger, run.manifest, run.probes, heat, changed)
@@ -290,7 +290,7 @@ def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIME
         "parse_stats": run.parse_stats.as_dict(),
     }
     if run.manifest is not None:
-        from pt2doctor.analysis.run_findings import run_section
+        from pt2doctor.analysis.findings.run import run_section
 
         report["run"] = run_section(run.manifest, run.probes, heat)
     if ranks is not None:

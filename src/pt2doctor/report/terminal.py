@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pt2doctor.analysis.frame_names import wrapped_name
 from pt2doctor.analysis.paths import display_path, shorten_paths
+from pt2doctor.analysis.recompiles.frame_names import wrapped_name
 from pt2doctor.report.format import warm_start_estimate
 from pt2doctor.report.frame_story import frame_stories, headline_counts, story_terminal
 from pt2doctor.report.types import Finding, Frame, GraphBreak, Ranks, RunReport, Summary

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 if TYPE_CHECKING:  # typing only: importing this module stays free
-    from pt2doctor.analysis.breaks import BreakCategory
-    from pt2doctor.analysis.findings import Severity
-    from pt2doctor.analysis.guards import GuardCategory
-    from pt2doctor.analysis.ledger import Cause, FailureKind
+    from pt2doctor.analysis.breaks.sites import BreakCategory
+    from pt2doctor.analysis.findings.compiles import Severity
+    from pt2doctor.analysis.recompiles.guards import GuardCategory
+    from pt2doctor.analysis.recompiles.ledger import Cause, FailureKind
 
 # What each report is (``kind``); a report without one predates the field and is a run report.
 Kind = Literal["run", "check", "ablate"]
@@ -116,7 +116,7 @@ class FailedGuard(TypedDict):
 
 
 class Change(TypedDict):
-    """What one recompile changed, in the user's names (analysis/changes.py ``Change.as_dict``)."""
+    """What one recompile changed, in the user's names (analysis/recompiles/changes.py ``Change.as_dict``)."""
 
     source: str
     kind: str

@@ -1,0 +1,83 @@
+"""Graph breaks in library code whose cause and fix are known: breaks PyTorch places on purpose,
+and a library's own break with a fix for the user's code.
+
+A site is matched by the file's path inside its package and the function, never by line (lines
+move between versions). Each fix for the user's code is applied to a small model on torch 2.13
+in tests/integration/test_recompile_fixes_applied.py (the break is gone, the graphs fewer);
+the optimizer's break is checked on a real compiled step in test_heat_shapes.py.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from pt2doctor.trace.patterns import lazy_compile
+from pt2doctor.trace.types import GraphBreakEvent
+
+
+class KnownBreak(NamedTuple):
+    """What pt2doctor knows of a library's break site."""
+
+    fix: str
+    """Replaces the category's paragraph (analysis/breaks/advice.py)."""
+    by_design: bool
+    """PyTorch breaks here on purpose: nothing to fix, torch's own hints do not apply."""
+
+
+OPTIMIZER_STEP = (
+    "PyTorch breaks the graph here on purpose, around every optimizer step: the step is traced "
+    "as a graph of its own under no_grad, so AOTAutograd treats it as inference and Inductor "
+    "updates the parameters in place instead of allocating a copy of each "
+    "(pytorch/pytorch#104053). A compiled `optimizer.step()` always has this break; it is not "
+    "yours to remove, and nothing needs fixing."
+)
+
+TORCH_ASKS = (
+    "PyTorch's own code asks for this break ({code} in {path}); it is not yours to remove. "
+    "If it is hot and splits your graph, call that torch API outside the compiled function."
+)
+
+HF_LOSS_TYPE = (
+    'transformers\' `loss_function` logs "loss_type=None ... unrecognized" from inside the '
+    "compiled forward on every call with labels: the model's class name maps to no loss type "
+    "(GPT2LMHeadModel is one), and Dynamo cannot trace the logger, so the loss becomes a graph "
+    "of its own and each wrapper of forward a frame of its own. Set "
+    '`model.loss_type = "{loss}"` (the loss it falls back to) before the first call: the '
+    "property then returns the loss without logging, and forward and its loss compile as one "
+    "graph."
+)
+
+HF_USE_CACHE = (
+    'transformers warns "`use_cache=True` is incompatible with gradient checkpointing" from '
+    "inside the compiled forward on every training call: gradient checkpointing is on and the "
+    "config keeps `use_cache=True` (its default), and Dynamo cannot trace the logger. The "
+    "warning sits in a loop of transformers' wrapper, so Dynamo runs that wrapper eagerly and "
+    "the model's forward compiles in pieces. Set `model.config.use_cache = False` for training "
+    "(or pass `use_cache=False` to the call): nothing is logged, and forward compiles without "
+    "the break."
+)
+
+_DEFAULT_LOSS = lazy_compile(r"default loss: `(\w+?)Loss`")
+_TORCH_FILE = lazy_compile(r"(?:^|/)(torch/[\w/]+\.py)$")
+
+
+def known_break(
+    path: str | None, function: str | None, event: GraphBreakEvent
+) -> KnownBreak | None:
+    """The known cause and fix of a break at ``function`` in ``path``; None when unknown."""
+    if path is None or function is None:
+        return None
+    path = path.replace("\\", "/")
+    if path.endswith("torch/optim/optimizer.py") and function == "_use_grad":
+        return KnownBreak(OPTIMIZER_STEP, True)
+    if path.endswith("transformers/modeling_utils.py") and function == "loss_function":
+        found = _DEFAULT_LOSS.search(event.reason)
+        if found:  # the warning names the loss it falls back to
+            return KnownBreak(HF_LOSS_TYPE.format(loss=found.group(1)), False)
+    if path.endswith("transformers/utils/generic.py") and "gradient checkpointing" in event.reason:
+        return KnownBreak(HF_USE_CACHE, False)
+    torch_file = _TORCH_FILE.search(path)
+    if torch_file and "graph_break()" in event.gb_type:
+        code = (event.site.code if event.site else None) or "torch._dynamo.graph_break()"
+        return KnownBreak(TORCH_ASKS.format(code=code.strip(), path=torch_file.group(1)), False)
+    return None

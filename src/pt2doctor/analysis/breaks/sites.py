@@ -1,0 +1,300 @@
+"""Graph breaks, one row per user site: deduplicated across compiles and recompiles, categorized."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+from pt2doctor.analysis.breaks.advice import break_advice
+from pt2doctor.analysis.breaks.library_breaks import known_break
+from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FrameEntry, Ledger
+from pt2doctor.trace.messages import explanation_and_hints, innermost_user, is_user_file
+from pt2doctor.trace.patterns import lazy_compile
+from pt2doctor.trace.types import GraphBreakEvent, SourceLine
+
+BreakCategory = Literal[
+    "data_dependent_scalar",
+    "data_dependent_shape",
+    "print_or_logging",
+    "python_side_effect",
+    "unsupported_builtin_or_c_extension",
+    "explicit_disable",
+    "io",
+    "other",
+]
+BREAK_CATEGORIES: tuple[BreakCategory, ...] = get_args(BreakCategory)
+
+# First match wins, on Dynamo's break type and explanation (the code line only as a fallback).
+_BREAK_PATTERNS: tuple[tuple[str, BreakCategory], ...] = (
+    (
+        r"graph_break\(\)|compiler\.disable|_dynamo\.disable|disable\(\)d function"
+        r"|skip function graph_break",
+        "explicit_disable",
+    ),
+    (
+        r"Tensor\.item\(\)|capture_scalar_outputs|data.dependent|tolist\(\)|_local_scalar_dense",
+        "data_dependent_scalar",
+    ),
+    (
+        r"dynamic shape operator|capture_dynamic_output_shape_ops|nonzero|output shape depends",
+        "data_dependent_shape",
+    ),
+    # 2.13 names warnings.warn after its C implementation: "the Python builtin
+    # `_warnings.warn`" (its generic C-extension text says "e.g. _warnings.warn": no match).
+    (
+        r"`print`|\bprint\b|logging|logger|`_?warnings\.warn`|(?<![\w.])warnings\.warn\("
+        r"|reorder a debugging function",
+        "print_or_logging",
+    ),
+    (r"`open`|\bopen\(|file I/O|\bsocket\b|os\.path|pathlib", "io"),
+    (
+        r"side.effect|mutat|global variable|STORE_GLOBAL|setattr|nonlocal|generator|"
+        r"reconstruct",
+        "python_side_effect",
+    ),
+    (
+        r"builtin|C extension|C function|skipped function|marked as skipped|numpy|"
+        r"Unsupported (?:function|method|context manager)|call_function|not supported",
+        "unsupported_builtin_or_c_extension",
+    ),
+)
+_BREAK_RULES = tuple(
+    (lazy_compile(pattern, re.I), category) for pattern, category in _BREAK_PATTERNS
+)
+
+
+@dataclass(slots=True)
+class GraphBreakSite:
+    """All occurrences of graph breaks at one user source line."""
+
+    site: SourceLine
+    category: BreakCategory
+    reason: str
+    gb_type: str
+    hints: list[str]
+    user_stack: list[SourceLine]
+    compile_ids: list[str] = field(default_factory=list)
+    streams: list[str] = field(default_factory=list)
+    gb_id: str | None = None
+    hits: int | None = None
+    """How often the break ran; None until runtime heat is measured (``pt2doctor run``)."""
+    hot: bool | None = None
+    """Ran more than once (not a startup-only break); None when heat is unknown."""
+    advice: str = ""
+    """torch's hints and link, this site's facts, then ``fix`` (see :func:`site_advice`)."""
+    fix: str = ""
+    """pt2doctor's paragraph for this break's category, specialized to its text and code."""
+    frame_skipped: bool = False
+    """The break made Dynamo skip its whole frame (e.g. a break inside a loop)."""
+    splits_nothing: bool = False
+    """The frames that broke here and their resumes all compiled no graph: the break splits no
+    ops (e.g. torch's own DistributedDataParallel wrapper, which Dynamo skips on purpose)."""
+    known: bool = False
+    """A library site whose cause and fix pt2doctor knows: ``fix`` is that site's own."""
+    by_design: bool = False
+    """PyTorch breaks here on purpose (e.g. around every optimizer step): nothing to fix
+    (analysis/breaks/library_breaks.py)."""
+
+
+def categorize_break(event: GraphBreakEvent) -> BreakCategory:
+    """One category from the vocabulary for a graph break."""
+    text = f"{event.gb_type}\n{event.explanation}"
+    for source in (text, event.site.code if event.site and event.site.code else ""):
+        for pattern, category in _BREAK_RULES:
+            if source and pattern.search(source):
+                return category
+    return "other"
+
+
+def _broken_frame(ledger: Ledger, stream: str, function: str, line: int) -> FrameEntry | None:
+    """The part of ``function`` that broke at ``line``: the function itself or the resume
+    function (``torch_dynamo_resume_in_<function>_at_<n>``) starting closest before it."""
+    best: tuple[int, FrameEntry] | None = None
+    for frame in ledger.frames:
+        resume = RESUME_NAME.match(frame.function or "")
+        if frame.stream != stream or (resume.group(1) if resume else frame.function) != function:
+            continue
+        start = int(resume.group(2)) if resume else (frame.line or 0)
+        if start < line and (best is None or start > best[0]):
+            best = (start, frame)
+    return None if best is None else best[1]
+
+
+def _resume_events(ledger: Ledger, seen: set[tuple[str, int]]) -> list[GraphBreakEvent]:
+    """Breaks known only from resume functions (logs without graph-break records)."""
+    events = []
+    for frame in ledger.frames:
+        for entry in frame.compiles:
+            if entry.resumes_after is None or entry.resumes_after in seen:
+                continue
+            function, line = entry.resumes_after
+            seen.add(entry.resumes_after)
+            parent = _broken_frame(ledger, frame.stream, function, line)
+            restarts = [
+                r for e in (parent.compiles if parent else []) for r in e.record.restart_reasons
+            ]
+            reason = restarts[0] if restarts else "graph break (the log has no break record)"
+            compile_id = parent.compiles[0].compile_id if parent and parent.compiles else "?"
+            explanation, hints = explanation_and_hints(reason.splitlines())
+            events.append(
+                GraphBreakEvent(
+                    compile_id=compile_id,
+                    site=SourceLine(frame.file, line, function),
+                    gb_type=reason.splitlines()[0],
+                    reason=reason,
+                    explanation=explanation,
+                    hints=hints,
+                )
+            )
+    return events
+
+
+def graph_break_sites(ledger: Ledger) -> list[GraphBreakSite]:
+    """One :class:`GraphBreakSite` per (file, line, function), in order of first occurrence."""
+    skipped = {(f.stream, e.compile_id) for f in ledger.frames if f.skipped for e in f.compiles}
+    events = [
+        (entry.record.stream, event)
+        for entry in ledger.compiles
+        for event in entry.record.graph_breaks
+    ]
+    seen = {
+        (frame.function, frame.line)
+        for _, event in events
+        for frame in event.user_stack
+        if frame.function and frame.line is not None
+    }
+    seen |= {
+        (event.site.function, event.site.line)
+        for _, event in events
+        if event.site and event.site.function and event.site.line is not None
+    }
+    events += [("", event) for event in _resume_events(ledger, seen)]
+    sites: dict[tuple[str | None, int | None, str | None], GraphBreakSite] = {}
+    broke: dict[tuple[str | None, int | None, str | None], set[tuple[str, str]]] = {}
+    for stream, event in events:
+        where = event.site or SourceLine(None, None, None)
+        key = (where.file, where.line, where.function)
+        site = sites.get(key)
+        if site is None:
+            category = categorize_break(event)
+            known = known_break(where.file, where.function, event)
+            site = GraphBreakSite(
+                site=where,
+                category=category,
+                reason=event.reason,
+                gb_type=event.gb_type,
+                hints=event.hints,
+                user_stack=event.user_stack,
+                gb_id=event.gb_id,
+                fix=known.fix if known else break_advice(category, event),
+                known=known is not None,
+                by_design=bool(known and known.by_design),
+            )
+            sites[key] = site
+        broke.setdefault(key, set()).add((stream, event.compile_id))
+        if event.compile_id not in site.compile_ids:
+            site.compile_ids.append(event.compile_id)
+        if stream and stream not in site.streams:
+            site.streams.append(stream)
+        site.frame_skipped = site.frame_skipped or (stream, event.compile_id) in skipped
+    for key, site in sites.items():
+        site.splits_nothing = _splits_nothing(site, broke[key], ledger)
+        site.advice = site_advice(site)
+    return list(sites.values())
+
+
+def _splits_nothing(site: GraphBreakSite, broke: set[tuple[str, str]], ledger: Ledger) -> bool:
+    """Dynamo finished every frame that broke at ``site`` and at least one resume after it, and
+    none of them produced a graph (a skipped frame is not this: its ops run eagerly)."""
+    if site.frame_skipped or site.site.function is None:
+        return False
+    here = (site.site.function, site.site.line)
+    around = [e for e in ledger.compiles if (e.record.stream, e.compile_id) in broke]
+    resumes = [e for e in ledger.compiles if e.resumes_after == here]
+    return bool(around and resumes) and all(
+        e.record.has_metrics and e.record.graph_count == 0 for e in around + resumes
+    )
+
+
+# Hints that are not advice for this site: torch's request for a bug report, and the note that
+# a loop break may follow an earlier one (the site's facts say "inside a loop" instead).
+_NOT_ADVICE = lazy_compile(
+    r"report (?:an issue|a bug)|file an issue|caused by an earlier graph", re.I
+)
+_LINK = lazy_compile(r"https://\S+/gb/gb\d+\.html")
+_LOOP_SKIP = lazy_compile(r"frame skipped: (\S+) \((.+?) line (\d+)\)")
+_CODE_SHOWN = 72
+
+
+def _torch_says(site: GraphBreakSite) -> str:
+    """torch's own registry hints and link for the break, first (``torch (gb0124): ...``)."""
+    hints = [hint.rstrip(". ") for hint in site.hints if not _NOT_ADVICE.search(hint)]
+    links = _LINK.findall(site.reason)
+    # The break's own page (a loop break's text also links the loop's gb7000 page).
+    link = (
+        next((url for url in links if f"/{site.gb_id}.html" in url), None) if site.gb_id else None
+    )
+    link = link or next(iter(links), None)
+    if not hints and link is None:
+        return ""
+    label = f"torch ({site.gb_id})" if site.gb_id else "torch"
+    text = f"{label}: {'. '.join(hints)}." if hints else f"{label}:"
+    return f"{text} {link}" if link else text
+
+
+def _heat_fact(site: GraphBreakSite) -> str:
+    if site.hits is None:
+        return "heat not measured (`pt2doctor run` counts it)"
+    if site.hot:
+        return f"ran {site.hits} times (hot)"
+    return f"ran {site.hits} time(s) (cold: a startup-only break is not worth a rewrite)"
+
+
+def _user_caller(site: GraphBreakSite) -> SourceLine | None:
+    """For a break in library code (torch, an installed package, the standard library): the
+    innermost frame of the user's own code that led to it; None for a break in the user's code."""
+    if site.site.file is None or is_user_file(site.site.file):
+        return None
+    return innermost_user(site.user_stack)
+
+
+def _site_facts(site: GraphBreakSite) -> str:
+    """What this site is and does: its code, its heat, and a loop that makes a frame eager."""
+    code = (site.site.code or "").split("  # ")[0].strip()
+    if len(code) > _CODE_SHOWN:
+        code = code[: _CODE_SHOWN - 1] + "…"
+    loop = _LOOP_SKIP.search(site.reason)
+    # In a frame Dynamo skipped, the break never runs compiled: no heat to state.
+    heat = "" if site.hits is None and site.frame_skipped else f" {_heat_fact(site)}"
+    facts = f"Here `{code}`{heat}" if code else f"Here the break{heat}"
+    caller = _user_caller(site)
+    if caller is not None:
+        facts += (
+            f"{';' if heat else ','} in library code, reached from your {caller.function} "
+            f"({os.path.basename(str(caller.file))}:{caller.line})"
+        )
+    if loop is not None:
+        facts += (
+            f"{'; it' if heat else ''} is reached inside a for/while loop of {loop.group(1)} "
+            f"(defined at line {loop.group(3)}), so Dynamo runs that whole function eagerly"
+        )
+    return facts + "."
+
+
+SPLITS_NOTHING = (
+    "It splits no graph: the frames on both sides of it compiled no ops, so no fusion is lost "
+    "here and there is nothing to fix (torch's hints for this break do not apply)."
+)
+
+
+def site_advice(site: GraphBreakSite) -> str:
+    """The advice of one site: torch's hints and link, the site's facts, pt2doctor's fix (for
+    a break that splits nothing: the facts and that).
+    Called again once heat is known (:func:`pt2doctor.analysis.breaks.heat.break_heat`)."""
+    if site.splits_nothing:
+        return f"{_site_facts(site)} {SPLITS_NOTHING}"
+    if site.by_design:  # torch's hints (e.g. "remove the graph_break() call") do not apply
+        return f"{_site_facts(site)} {site.fix}"
+    return " ".join(part for part in (_torch_says(site), _site_facts(site), site.fix) if part)

@@ -1,0 +1,158 @@
+"""Why a cache missed, by diff: pair each graph of run B with the same graph of run A and name
+the cache-key components that differ (``cache_miss_cause`` changes of ``pt2doctor diff``).
+
+Graphs are matched by place: the frame (function, file name, first line) and the variant's
+rank among that frame's compiles, never by compile id or cache key (both change with the
+cause). A graph that missed in B is explained against A's lookup of the same graph: a
+different key names its differing components (a config value, the torch or Triton version, a
+source file's hash, a device property); the same key means B's cache did not hold A's entry
+(another cache dir, an empty one, evicted). A pure function of two report dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any
+
+from pt2doctor.analysis.coldstart.caches import full_components
+from pt2doctor.analysis.diff.reports import Change
+
+Report = Mapping[str, Any]
+# The caches whose lookups are keyed by the graph (Triton's autotune cache is per kernel).
+KEYED_CACHES = ("fx_graph", "aotautograd")
+# Components named in a change's detail; the full list is in ``components``.
+MAX_NAMED = 4
+
+
+@dataclass
+class CacheMissCause(Change):
+    """A ``cache_miss_cause`` change: ``components`` lists ``{name, a, b}`` per differing
+    key component (values as logged, cut to 80 characters; hash prefixes when values match)."""
+
+    components: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _place(row: dict[str, Any], rank: int) -> str:
+    name = PurePath(row.get("file") or "").name
+    return f"{row.get('function')} ({name}:{row.get('line')}) variant {rank}"
+
+
+def graphs_by_place(report: Report) -> dict[str, dict[str, Any]]:
+    """Compile rows keyed by frame and variant rank (the n-th compile of that frame)."""
+    seen: dict[str, int] = {}
+    places = {}
+    for row in report.get("compiles", []):
+        frame = _place(row, 0)
+        seen[frame] = seen.get(frame, 0) + 1
+        places[_place(row, seen[frame] - 1)] = row
+    return places
+
+
+def differing_components(a: dict[str, list[str]], b: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """``{name, a, b}`` for every component whose hash differs or that one side lacks."""
+    rows = []
+    for name in sorted(a.keys() | b.keys()):
+        before, after = a.get(name), b.get(name)
+        if before is not None and after is not None and before[0] == after[0]:
+            continue
+        rows.append({"name": name, "a": _shown(before, after), "b": _shown(after, before)})
+    return rows
+
+
+def _shown(value: list[str] | None, other: list[str] | None) -> str | None:
+    """A component's value; its hash prefix when the cut values read the same."""
+    if value is None:
+        return None
+    if other is not None and value[1] == other[1]:
+        return f"{value[1]} [{value[0]}]"
+    return value[1]
+
+
+def _detail(components: list[dict[str, Any]], same_key: bool) -> str:
+    if same_key:
+        return "same key as A: B's cache dir did not hold A's entry (another or empty dir)"
+    if not components:
+        return "the key differs; its components were not logged"
+    named = "; ".join(f"{c['name']}: {c['a']} -> {c['b']}" for c in components[:MAX_NAMED])
+    more = f" (+{len(components) - MAX_NAMED} more)" if len(components) > MAX_NAMED else ""
+    return f"key components differ: {named}{more}"
+
+
+def _cause(place: str, cache: str, a: Report, b: Report, rows: tuple[Any, Any]) -> Change | None:
+    before, after = rows[0]["caches"][cache], rows[1]["caches"][cache]
+    if after["status"] != "miss" and before["status"] != "miss":
+        return None
+    if after["status"] == before["status"] and before["key"] == after["key"]:
+        return None  # both missed the same key: nothing tells them apart
+    shared_a = (a.get("cold_start") or {}).get("key_components") or {}
+    shared_b = (b.get("cold_start") or {}).get("key_components") or {}
+    components = differing_components(
+        full_components(rows[0], shared_a, cache), full_components(rows[1], shared_b, cache)
+    )
+    if not components and cache != "fx_graph":
+        # torch 2.13 logs no components for the AOTAutograd key, which covers the FX graph's.
+        components = differing_components(
+            full_components(rows[0], shared_a, "fx_graph"),
+            full_components(rows[1], shared_b, "fx_graph"),
+        )
+    same_key = before["key"] is not None and before["key"] == after["key"]
+    return CacheMissCause(
+        "cache_miss_cause",
+        f"{place} {cache}",
+        before["status"],
+        after["status"],
+        regression=before["status"] == "hit" and after["status"] == "miss",
+        detail=_detail(components, same_key)
+        if after["status"] == "miss"
+        else "B hit" + (" the entry A wrote (same key)" if same_key else ""),
+        components=components,
+    )
+
+
+def cache_miss_causes(a: Report, b: Report) -> list[Change]:
+    """One ``cache_miss_cause`` per graph and cache that missed in one run and not the same
+    way in the other, naming the differing key components."""
+    changes: list[Change] = []
+    before = graphs_by_place(a)
+    for place, row in graphs_by_place(b).items():
+        old = before.get(place)
+        if old is None or not row.get("caches") or not old.get("caches"):
+            continue
+        for cache in sorted(row["caches"].keys() & old["caches"].keys() & set(KEYED_CACHES)):
+            change = _cause(place, cache, a, b, (old, row))
+            if change is not None:
+                changes.append(change)
+    return changes
+
+
+def _misses(rows: list[dict[str, Any]]) -> int:
+    return sum(
+        1 for row in rows for entry in (row.get("caches") or {}).values()
+        if entry["status"] == "miss"
+    )  # fmt: skip
+
+
+def rank_miss_causes(report: Report) -> list[dict[str, Any]]:
+    """Across the ranks (streams) of one job: each graph a rank missed that the rank with the
+    fewest misses looked up too, with the differing key components (``cache_miss_cause``
+    changes, ``stream`` added). Empty for a single stream."""
+    streams: dict[str, list[dict[str, Any]]] = {}
+    for row in report.get("compiles", []):
+        streams.setdefault(row.get("stream") or "", []).append(row)
+    # Ranks that looked no cache up have nothing to compare.
+    streams = {s: rows for s, rows in streams.items() if any(row.get("caches") for row in rows)}
+    if len(streams) < 2:
+        return []
+    shared = {"cold_start": report.get("cold_start") or {}}
+    reference = min(streams, key=lambda stream: _misses(streams[stream]))
+    causes = []
+    for stream, rows in streams.items():
+        if stream == reference:
+            continue
+        a, b = {**shared, "compiles": streams[reference]}, {**shared, "compiles": rows}
+        for change in cache_miss_causes(a, b):
+            if change.after == "miss":
+                causes.append({"stream": stream, "against": reference, **change.__dict__})
+    return causes

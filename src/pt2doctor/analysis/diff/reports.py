@@ -1,0 +1,297 @@
+"""What changed between two reports (``pt2doctor diff A B``): a pure function of two report
+dicts (report.json is the contract, so reports of older pt2doctor versions diff too).
+
+Sites and frames are matched by source location (file name, line, function), never by compile
+id (ids depend on compile order) nor by full path (another checkout, machine, ``--redact``). Times have no repeated measurement inside one report, so a time
+change counts only beyond a noise floor: more than ``rel`` (relative) *and* more than ``abs_s``
+(absolute). Compile times of the same program on the same machine vary by ~10-20 % between
+runs (2 CPU cores, torch 2.13), hence the defaults.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import PurePath
+from typing import Any
+
+Report = dict[str, Any]
+ENV_KEYS = ("torch_version", "torch_commit", "python_version", "triton_version", "cuda_version",
+            "gpu", "config_changes")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Noise:
+    """A time change counts when it exceeds both floors."""
+
+    rel: float = 0.25
+    compile_s: float = 1.0
+    per_call_s: float = 0.0005
+
+
+@dataclass
+class Change:
+    """One difference. ``regression``: it makes B worse than A (what --fail-on-regression
+    fails on); ``before``/``after`` are the two values (None where absent)."""
+
+    kind: str
+    subject: str
+    before: Any
+    after: Any
+    regression: bool
+    detail: str = ""
+
+
+@dataclass
+class Diff:
+    a: str
+    b: str
+    changes: list[Change] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[Change]:
+        return [change for change in self.changes if change.regression]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "changes": [asdict(change) for change in self.changes],
+            "regressions": len(self.regressions),
+        }
+
+
+def _name(path: str | None) -> str:
+    """A file's name: the key part that survives another checkout, machine or --redact."""
+    return PurePath(path or "").name
+
+
+def _site_key(site: dict[str, Any]) -> str:
+    return f"{_name(site.get('file'))}:{site.get('line')} {site.get('function')}"
+
+
+def _frame_key(frame: dict[str, Any]) -> str:
+    return f"{frame['function']} ({_name(frame['file'])}:{frame['line']})"
+
+
+_RESUME_LINE = re.compile(r"_at_\d+$")
+
+
+def _site_identity(site: dict[str, Any]) -> tuple[str, str, str]:
+    """A site without its line: file name, function, code (an edit above it moves the line)."""
+    return (_name(site.get("file")), str(site.get("function")), str(site.get("code") or ""))
+
+
+def _frame_identity(frame: dict[str, Any]) -> tuple[str, str]:
+    """A frame without its line: file name, function (a resume's ``_at_<line>`` dropped)."""
+    return (_name(frame.get("file")), _RESUME_LINE.sub("", str(frame.get("function"))))
+
+
+def _matched(
+    before: dict[str, dict[str, Any]],
+    after: dict[str, dict[str, Any]],
+    identity: Callable[[dict[str, Any]], Any],
+) -> dict[str, str]:
+    """after key -> before key: the same key, else the one unmatched entry on each side with
+    the same identity (the code moved, e.g. lines added above it)."""
+    pairs = {key: key for key in after if key in before}
+    left = [key for key in before if key not in pairs.values()]
+    for key in (key for key in after if key not in pairs):
+        same = [old for old in left if identity(before[old]) == identity(after[key])]
+        rivals = [
+            new
+            for new in after
+            if new not in pairs and identity(after[new]) == identity(after[key])
+        ]
+        if len(same) == 1 and len(rivals) == 1:
+            pairs[key] = same[0]
+            left.remove(same[0])
+    return pairs
+
+
+def _break_changes(a: Report, b: Report) -> list[Change]:
+    before = {_site_key(row["site"]): row for row in a["graph_breaks"]}
+    after = {_site_key(row["site"]): row for row in b["graph_breaks"]}
+    pairs = _matched(before, after, lambda row: _site_identity(row["site"]))
+    changes = [
+        Change("new_break_site", key, None, after[key]["category"], True, after[key]["gb_type"])
+        for key in after
+        if key not in pairs
+    ]
+    changes += [
+        Change("removed_break_site", key, before[key]["category"], None, False)
+        for key in before
+        if key not in pairs.values()
+    ]
+    return changes
+
+
+_TENSOR = re.compile(r"tensor '(.+?)' (size|stride) mismatch")
+
+
+def _causes(frame: dict[str, Any]) -> set[str]:
+    """The recompile causes of a frame. A stride that changed with its tensor's size (a
+    contiguous tensor of a new length) is that size change, not a cause of its own."""
+    causes = set()
+    for recompile in frame["recompiles"]:
+        sized = {
+            match.group(1)
+            for g in recompile["failed_guards"]
+            if (match := _TENSOR.search(str(g.get("text", "")))) and match.group(2) == "size"
+        }
+        for guard in recompile["failed_guards"]:
+            match = _TENSOR.search(str(guard.get("text", "")))
+            if guard["category"] == "stride" and match and match.group(1) in sized:
+                continue
+            causes.add(guard["category"])
+    return causes
+
+
+def _frame_compile_s(report: Report, frame: dict[str, Any]) -> float:
+    ids = set(frame["compile_ids"])
+    return sum(
+        c["compile_time_s"] or 0.0
+        for c in report["compiles"]
+        if c["compile_id"] in ids and c["stream"] == frame["stream"]
+    )
+
+
+def _bounded(frame: dict[str, Any] | None) -> str:
+    bounded = (frame or {}).get("outlook", {}).get("bounded")
+    return {True: "bounded", False: "unbounded"}.get(bounded, "bound unknown")
+
+
+def _set(causes: set[str]) -> str:
+    return "{" + ", ".join(sorted(causes)) + "}"
+
+
+def _frame_line(
+    a: Report,
+    b: Report,
+    old: dict[str, Any] | None,
+    new: dict[str, Any],
+    causes: tuple[set[str], set[str]],
+) -> str:
+    """``variants 5 → 2; causes {size} → {python_constant}; compile time 77 s → 12 s;
+    bounded → bounded``: one frame's recompile story, before and after (``causes``: the
+    frame's in A and in B)."""
+    before_s = 0.0 if old is None else _frame_compile_s(a, old)
+    return (
+        f"variants {0 if old is None else old['variants']} → {new['variants']}; "
+        f"causes {_set(causes[0])} → {_set(causes[1])}; "
+        f"compile time {before_s:.3g} s → {_frame_compile_s(b, new):.3g} s; "
+        f"{_bounded(old)} → {_bounded(new)}"
+    )
+
+
+def _frame_changes(a: Report, b: Report) -> list[Change]:
+    """One ``frame`` change per frame whose variants or recompile causes differ."""
+    before = {_frame_key(frame): frame for frame in a["frames"]}
+    after = {_frame_key(frame): frame for frame in b["frames"]}
+    pairs = _matched(before, after, _frame_identity)
+    # Recompile causes of A's frames that are gone in B: when a graph break is fixed, the
+    # frames it made (the callees Dynamo compiled on their own) join their caller's frame, and
+    # their causes move with them; a cause that moved is not a new one.
+    gone = [before[key] for key in before if key not in pairs.values()]
+    moved = {cause for frame in gone for cause in _causes(frame)}
+    changes = []
+    for frame in b["frames"]:
+        key = _frame_key(frame)
+        old = before.get(pairs.get(key, key))
+        old_variants = 0 if old is None else old["variants"]
+        old_causes = set() if old is None else _causes(old)
+        causes = _causes(frame)
+        variants_differ = frame["variants"] != old_variants and (
+            old is not None or frame["variants"] > 1
+        )
+        if not variants_differ and causes == old_causes:
+            continue
+        worse = (
+            frame["variants"] > old_variants
+            or bool(causes - old_causes - moved)
+            or (_bounded(frame) == "unbounded" and _bounded(old) != "unbounded")
+        )
+        line = _frame_line(a, b, old, frame, (old_causes, causes))
+        came = (causes - old_causes) & moved
+        if came and old is not None:
+            line += f"; {_set(came)} were causes of frames that are gone in B"
+        changes.append(Change("frame", key, old_variants, frame["variants"], worse, line))
+    return changes
+
+
+def _slower(before: float | None, after: float | None, floor: float, noise: Noise) -> bool:
+    if before is None or after is None:
+        return False
+    return after - before > floor and after > before * (1 + noise.rel)
+
+
+def _faster(before: float | None, after: float | None, floor: float, noise: Noise) -> bool:
+    return _slower(after, before, floor, noise)
+
+
+def time_change(kind: str, subject: str, before: Any, after: Any, floor: float,
+                 noise: Noise) -> list[Change]:  # fmt: skip
+    if _slower(before, after, floor, noise):
+        return [Change(kind, subject, before, after, True, "slower beyond noise")]
+    if _faster(before, after, floor, noise):
+        return [Change(kind, subject, before, after, False, "faster beyond noise")]
+    return []
+
+
+def _per_call(report: Report) -> dict[str, float]:
+    """Frame -> seconds per call inside its compiled graphs (runs only)."""
+    totals: dict[str, list[float]] = {}
+    for entry in report["compiles"]:
+        calls, seconds = entry.get("calls"), entry.get("seconds_in_graph")
+        if calls and seconds is not None:
+            key = _frame_key(entry)
+            total = totals.setdefault(key, [0.0, 0.0])
+            total[0] += seconds
+            total[1] += calls
+    return {key: seconds / calls for key, (seconds, calls) in totals.items()}
+
+
+def _timing_changes(a: Report, b: Report, noise: Noise) -> list[Change]:
+    changes = time_change(
+        "compile_time_s",
+        "total compile time",
+        a["summary"]["total_compile_time_s"],
+        b["summary"]["total_compile_time_s"],
+        noise.compile_s,
+        noise,
+    )
+    before, after = _per_call(a), _per_call(b)
+    for key in sorted(before.keys() & after.keys()):
+        changes += time_change("time_per_call_s", key, round(before[key], 6),
+                                round(after[key], 6), noise.per_call_s, noise)  # fmt: skip
+    return changes
+
+
+def environment_changes(a: Report, b: Report) -> list[Change]:
+    env_a, env_b = a["environment"], b["environment"]
+    return [
+        Change("environment", key, env_a.get(key), env_b.get(key), False)
+        for key in ENV_KEYS
+        if env_a.get(key) != env_b.get(key)
+    ]
+
+
+def diff_reports(a: Report, b: Report, noise: Noise | None = None,
+                 names: tuple[str, str] = ("A", "B")) -> Diff:  # fmt: skip
+    """Every difference from report ``a`` to report ``b`` that matters, regressions marked."""
+    from pt2doctor.analysis.coldstart.cache_diff import cache_miss_causes  # it builds on Change
+
+    noise = noise or Noise()
+    diff = Diff(*names)
+    diff.changes += _break_changes(a, b)
+    diff.changes += _frame_changes(a, b)
+    diff.changes += _timing_changes(a, b, noise)
+    diff.changes += environment_changes(a, b)
+    diff.changes += cache_miss_causes(a, b)
+    failures = (a["summary"]["failures"], b["summary"]["failures"])
+    if failures[0] != failures[1]:
+        diff.changes.append(
+            Change("failures", "compile failures", *failures, failures[1] > failures[0])
+        )
+    return diff

@@ -1,0 +1,289 @@
+"""Findings: what the user should act on, by severity, each with evidence and advice."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+from pt2doctor.analysis.breaks.advice import (
+    COMPILE_ERROR_ADVICE,
+    LARGE_GRAPH_ADVICE,
+    LIMIT_HIT_ADVICE,
+    RECOMPILE_ADVICE,
+    SKIPPED_FRAME_ADVICE,
+)
+from pt2doctor.analysis.breaks.sites import GraphBreakSite
+from pt2doctor.analysis.recompiles.fixes import hf_generate_pattern, recompile_fixes
+from pt2doctor.analysis.recompiles.frame_names import display_name
+from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FailureEntry, FrameEntry, Ledger
+from pt2doctor.analysis.recompiles.outlook import (
+    FrameExplanation,
+    change_line,
+    explain_frames,
+    settled,
+)
+from pt2doctor.trace.records import ParseStats
+from pt2doctor.trace.types import SourceLine
+
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
+# Above this many ops a Dynamo graph is usually an unrolled Python loop.
+LARGE_GRAPH_OPS = 2000
+
+
+@dataclass(slots=True)
+class Finding:
+    severity: Severity
+    code: str
+    title: str
+    advice: str
+    evidence: list[str] = field(default_factory=list)
+
+
+def frame_label(function: str | None, file: str | None, line: int | None) -> str:
+    """``fn (file:line)``; a resume function reads as the part of ``fn`` after a break."""
+    resume = RESUME_NAME.match(function or "")
+    if resume is not None:
+        return f"{resume.group(1)} after its graph break at line {resume.group(2)} ({file})"
+    return f"{function} ({file}:{line})"
+
+
+def frame_where(frame: FrameEntry) -> str:
+    """The frame as a user knows it (:func:`display_name`), with its location."""
+    name = display_name(frame)
+    if frame.is_resume or name == frame.function:
+        return frame_label(frame.function, frame.file, frame.line)
+    if " (through " in name:
+        return name  # names the wrapper's file:line already
+    return f"{name} ({frame.file}:{frame.line})"
+
+
+def _benign(frame: FrameEntry) -> bool:
+    """Static first, then one recompile that made the changing value dynamic: automatic
+    dynamic shapes working as designed."""
+    guards = [g for e in frame.recompiles for g in e.failed_guards]
+    return (
+        len(frame.recompiles) == 1
+        and bool(guards)
+        and all(g.now_dynamic or g.category == "stride" for g in guards)
+    )
+
+
+def _recompile_severity(frame: FrameEntry, explanation: FrameExplanation) -> Severity:
+    """Bounded: info; unbounded: warning; limit hit: error. Unknown outlook: warning, unless it
+    is one recompile that went dynamic. A compile after warmup is an error of its own
+    (``unexplained_recompile_after_warmup``, one per compile): this finding only names it."""
+    if frame.limit_hit:
+        return "error"
+    if explanation.outlook.bounded is True or (
+        explanation.outlook.bounded is None and _benign(frame)
+    ):
+        return "info"
+    return "warning"
+
+
+def _recompile_title(frame: FrameEntry, explanation: FrameExplanation) -> str:
+    count = f"{frame_where(frame)} recompiled {len(frame.recompiles)} time(s)"
+    if frame.refused is not None:
+        count += " + 1 refused"
+    bounded = explanation.outlook.bounded
+    if bounded is True and hf_generate_pattern(explanation):  # by design, yet fewer exist
+        state = f"{frame.variants} variants by design (Hugging Face generate()); a static cache compiles fewer"
+    elif bounded is True:
+        state = f"{frame.variants} variants by design; pre-warm them"
+    elif bounded is False:
+        growing = [v.source for v in explanation.outlook.varying if not v.dynamic]
+        state = f"{frame.variants} variants, unbounded ({', '.join(growing[:3])} keeps changing)"
+    else:
+        unclear = [v.source for v in explanation.outlook.varying if not settled(v)]
+        if unclear:  # what changed once, by name: the outlook cannot bound it yet
+            shown = ", ".join(unclear[:3]) + (", …" if len(unclear) > 3 else "")
+            state = f"{frame.variants} variants, bound unknown ({shown} changed once)"
+        else:
+            causes = Counter(g.category for e in frame.recompiles for g in e.failed_guards[:1])
+            summary = ", ".join(f"{cause} x{n}" for cause, n in causes.most_common()) or "other"
+            state = f"{frame.variants} variant(s): {summary}"
+    late = explanation.after_warmup
+    if late:  # compile ids: "compile 2/2", never "2/2" alone (it reads as a fraction)
+        state = state.replace("; pre-warm them", "")
+        which = f"compile{'s' if len(late) > 1 else ''} {', '.join(late)}"
+        return f"{count}: {state}; {which} came after warmup: pre-warm them"
+    return f"{count}: {state}"
+
+
+def _recompile_finding(frame: FrameEntry, explanation: FrameExplanation) -> Finding | None:
+    if not frame.recompiles and frame.refused is None:
+        return None
+    fixes = recompile_fixes(explanation)
+    if not fixes:
+        categories = sorted({g.category for e in frame.recompiles for g in e.failed_guards})
+        fixes = [RECOMPILE_ADVICE.get(c, RECOMPILE_ADVICE["other"]) for c in categories[:1]]
+    evidence = [f"outlook: {explanation.outlook.reason}"]
+    items = [*explanation.recompiles, *([explanation.refused] if explanation.refused else [])]
+    # Each recompile's first change, then each one's second, ...: a view that shows only the
+    # first lines still names every recompile (a decode step's layout change, not only the
+    # prefill's three changes).
+    rounds = itertools.zip_longest(*(item.changes for item in items))
+    evidence += [
+        change_line(item.compile_id, item.compared_with, change)
+        for row in rounds
+        for item, change in zip(items, row, strict=True)
+        if change is not None
+    ][:11]
+    return Finding(
+        severity=_recompile_severity(frame, explanation),
+        code="recompiles",
+        title=_recompile_title(frame, explanation),
+        advice=" ".join(fixes) or RECOMPILE_ADVICE["other"],
+        evidence=evidence,
+    )
+
+
+def _skipped_frame_advice(frame: FrameEntry, sites: list[GraphBreakSite]) -> str:
+    """The generic advice, or the known fix of the library break that made Dynamo skip it."""
+    ids = {entry.compile_id for entry in frame.compiles}
+    for site in sites:
+        same_stream = not site.streams or frame.stream in site.streams
+        if site.known and site.frame_skipped and same_stream and ids & set(site.compile_ids):
+            where = f"{os.path.basename(str(site.site.file))}:{site.site.line}"
+            return f"Dynamo runs this function eagerly because of its break at {where}. {site.fix}"
+    return SKIPPED_FRAME_ADVICE
+
+
+def _frame_findings(
+    frame: FrameEntry, explanation: FrameExplanation, sites: list[GraphBreakSite]
+) -> list[Finding]:
+    findings = []
+    ids = [entry.compile_id for entry in frame.compiles]
+    if frame.limit_hit:
+        findings.append(
+            Finding(
+                "error",
+                "recompile_limit_hit",
+                f"{frame_where(frame)} hit the recompile limit",
+                LIMIT_HIT_ADVICE,
+                ids,
+            )
+        )
+    if frame.skipped:
+        reason = (frame.skip_reason or "").strip().splitlines()
+        findings.append(
+            Finding(
+                "error",
+                "frame_skipped",
+                f"{frame_where(frame)} runs eagerly: Dynamo skipped the whole frame",
+                _skipped_frame_advice(frame, sites),
+                ids + reason[:1],
+            )
+        )
+    recompiles = _recompile_finding(frame, explanation)
+    if recompiles is not None:
+        findings.append(recompiles)
+    for entry in frame.compiles:
+        ops = entry.record.graph_op_count
+        if ops is not None and ops > LARGE_GRAPH_OPS:
+            findings.append(
+                Finding(
+                    "info",
+                    "large_graph",
+                    f"{frame_where(frame)}: graph of {ops} ops",
+                    LARGE_GRAPH_ADVICE,
+                    [entry.compile_id],
+                )
+            )
+    return findings
+
+
+def _break_finding(site: GraphBreakSite) -> Finding:
+    where = f"{site.site.file}:{site.site.line} in {site.site.function}"
+    heat = "" if site.hits is None else f", ran {site.hits} times"
+    # Heat known: a break that ran at most once (startup) is not worth a rewrite; a break
+    # between frames that compiled no ops splits nothing; PyTorch's own by-design break is not
+    # the user's to fix.
+    quiet = site.hot is False or site.splits_nothing or site.by_design
+    severity: Severity = "info" if quiet else "warning"
+    evidence = [f"compile ids: {', '.join(site.compile_ids)}"]
+    if site.site.code:
+        evidence.insert(0, site.site.code)
+    return Finding(
+        severity=severity,
+        code="graph_break",
+        title=f"Graph break at {where} ({site.category}{heat}): {site.gb_type}"
+        + (" (PyTorch's, by design)" if site.by_design else ""),
+        advice=site.advice,
+        evidence=evidence,
+    )
+
+
+def raised_in_label(frame: SourceLine | None) -> str | None:
+    """``raised in channels_last_prep_pass (passes.py:12)``, or None."""
+    if frame is None or frame.file is None:
+        return None
+    return f"raised in {frame.function} ({os.path.basename(frame.file)}:{frame.line})"
+
+
+def _compile_failure(failure: FailureEntry) -> Finding:
+    """A compile that raised: the first line of the error, where in the user's code it was
+    raised (a user pass, a custom kernel), and custom-op advice when the error names one."""
+    reason = failure.fail_reason.strip()
+    evidence = [failure.compile_id, reason.splitlines()[0] if reason else failure.fail_type]
+    raised = raised_in_label(failure.raised_in)
+    if raised:
+        evidence.append(raised)
+    from pt2doctor.analysis.userside.causes import (
+        custom_op_advice,  # only a failed compile needs it
+    )
+
+    advice = custom_op_advice(reason)
+    return Finding(
+        "error",
+        "compile_failure",
+        f"Compile {failure.compile_id} of {failure.function} failed: {failure.fail_type}",
+        f"{advice} {COMPILE_ERROR_ADVICE}" if advice else COMPILE_ERROR_ADVICE,
+        evidence,
+    )
+
+
+def find_findings(
+    ledger: Ledger,
+    sites: list[GraphBreakSite],
+    stats: ParseStats,
+    explanations: list[FrameExplanation] | None = None,
+) -> list[Finding]:
+    """All findings, errors first (pure function of the analyses). ``explanations`` (one per
+    ledger frame, with the run's heat) are computed without heat when not given."""
+    if explanations is None:
+        explanations = explain_frames(ledger.frames, None, {})
+    findings: list[Finding] = []
+    for failure in ledger.failures:
+        if failure.kind == "compile_error":
+            findings.append(_compile_failure(failure))
+    for frame, explanation in zip(ledger.frames, explanations, strict=True):
+        findings += _frame_findings(frame, explanation, sites)
+    findings += [_break_finding(site) for site in sites]
+    if stats.problems:
+        findings.append(
+            Finding(
+                "warning",
+                "parse_problems",
+                f"The log is damaged: {stats.problems} unreadable line(s) or record(s)",
+                "Everything readable is reported; see parse_stats. Re-capture the log if counts "
+                "look incomplete.",
+                [
+                    f"{key}: {value}"
+                    for key, value in stats.as_dict().items()
+                    if key
+                    in ("non_trace_lines", "bad_envelopes", "md5_mismatches", "truncated_records")
+                    and value
+                ],
+            )
+        )
+    return sort_findings(findings)
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    """Errors first, then warnings, then info (stable within a severity)."""
+    return sorted(findings, key=lambda f: SEVERITIES.index(f.severity))

@@ -1,0 +1,279 @@
+"""Findings and the ``run`` section that only a captured run (``pt2doctor run``) can give:
+how the program ended, recompiles after warmup, triage-run limits, time in compiled code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pt2doctor.analysis.breaks.heat import Heat
+from pt2doctor.analysis.findings.compiles import Finding, frame_label, frame_where, raised_in_label
+from pt2doctor.analysis.recompiles.ledger import Ledger
+from pt2doctor.analysis.userside.causes import custom_op_advice
+from pt2doctor.analysis.userside.causes import where as file_line
+from pt2doctor.trace.messages import error_line
+from pt2doctor.trace.types import ProbeData, SourceLine
+
+TRIAGE_NOT_COVERED = [
+    "accuracy (eager vs compiled)",
+    "kernel time and speedup",
+    "Inductor failures",
+]
+AFTER_WARMUP_ADVICE = (
+    "A compile after warmup is a latency spike in production (the p99 jitter). Pre-warm every "
+    "shape bucket and flag value during warmup, mark changing dimensions dynamic "
+    "(torch._dynamo.maybe_mark_dynamic), or keep the changing value out of the compiled function; "
+    "the failed guards say which value changed."
+)
+
+
+def ending(manifest: dict[str, Any]) -> str | None:
+    """How the program ended, when it did not end well (None: it exited 0)."""
+    if manifest.get("stopped_by") == "timeout":
+        return f"was killed after the --timeout of {manifest.get('timeout_s')} s"
+    if manifest.get("stopped_by") == "interrupted":
+        return "was interrupted (Ctrl-C)"
+    if manifest.get("signal"):
+        return f"was killed by {manifest['signal']}"
+    if manifest.get("exit_code") not in (0, None):
+        return f"exited with code {manifest['exit_code']}"
+    if manifest.get("end_time") is None:
+        return "did not finish (pt2doctor itself was stopped)"
+    return None
+
+
+# torchrun's own exception when a rank failed: its banner repeats what the ranks raised.
+_LAUNCHER_ERRORS = frozenset({"ChildFailedError"})
+
+
+def _program_exceptions(probes: ProbeData | None) -> list[dict[str, Any]]:
+    """The exceptions the program raised, torchrun's summary left out when a rank's own
+    exception is there."""
+    exceptions = list(probes.exceptions) if probes else []
+    if any(e.get("rank") is not None for e in exceptions):
+        exceptions = [e for e in exceptions if str(e.get("type")) not in _LAUNCHER_ERRORS]
+    return exceptions
+
+
+def _exception_lines(exceptions: list[dict[str, Any]]) -> list[str]:
+    """One line per distinct exception (type and message on one line), with the ranks that
+    raised it: ``AssertionError: ... (ranks 0, 1)``."""
+    ranks: dict[str, list[int]] = {}
+    for e in exceptions:
+        line = error_line(str(e.get("type")), str(e.get("message") or ""))
+        rank = e.get("rank")
+        ranks.setdefault(line, [])
+        if isinstance(rank, int) and rank not in ranks[line]:
+            ranks[line].append(rank)
+    return [
+        f"{line} (rank{'s' if len(found) > 1 else ''} {', '.join(map(str, sorted(found)))})"
+        if found
+        else line
+        for line, found in ranks.items()
+    ]
+
+
+def _failure_finding(ledger: Ledger, manifest: dict[str, Any], probes: ProbeData | None) -> Finding:
+    how = ending(manifest) or ""
+    exceptions = _program_exceptions(probes)
+    evidence = _exception_lines(exceptions)
+    root = min(exceptions, key=lambda e: e.get("t") or 0.0, default=None)  # the first raised
+    frames = (root or {}).get("frames") or []
+    if frames:
+        top = frames[0]  # the innermost frame of the user's code
+        label = raised_in_label(SourceLine(top["file"], top["line"], top["function"]))
+        evidence += [label] if label else []
+    evidence += probes.fatal_error if probes else []
+    evidence += [
+        (
+            f"raised inside compiled graph {e.get('compile_id')}: "
+            + error_line(str(e.get("type")), str(e.get("message") or ""))
+        )[:500]
+        for e in (probes.graph_exceptions[-1:] if probes else [])
+    ]
+    exception_types = {str(e.get("type")) for e in exceptions}
+    for failure in ledger.failures:
+        if failure.kind == "compile_error" and (
+            not exception_types or any(t in failure.fail_type for t in exception_types)
+        ):
+            evidence.append(f"raised while compiling {failure.compile_id} ({failure.function})")
+    advice = custom_op_advice(" ".join(str(e.get("message")) for e in exceptions))
+    compiled = any(
+        line.startswith(("raised inside compiled", "raised while compiling")) for line in evidence
+    )
+    above = "the exception and the compile id above" if compiled else "the exception above"
+    return Finding(
+        "error",
+        "program_failed",
+        f"The program {how}; everything captured until then is reported",
+        (f"{advice} " if advice else "")
+        + f"See {above}; stdout.log, stderr.log and faulthandler.*.log in the run directory keep "
+        "the program's output.",
+        evidence[:7],
+    )
+
+
+def run_findings(
+    ledger: Ledger,
+    manifest: dict[str, Any],
+    probes: ProbeData | None,
+    heat: Heat | None,
+    changes: dict[tuple[str, str], list[str]] | None = None,
+) -> list[Finding]:
+    """Findings only a run has (its ending, probes, compiles after warmup). ``changes`` gives
+    what changed per (stream, compile id) in the user's names (analysis/recompiles/outlook.py); Dynamo's
+    guard text is the evidence where it is missing."""
+    findings: list[Finding] = []
+    ended_badly = ending(manifest) is not None
+    if ended_badly:
+        findings.append(_failure_finding(ledger, manifest, probes))
+    findings += _probe_findings(probes)
+    # A program that died before it called what it compiled has its failure to fix first.
+    if probes is not None and probes.compile_calls and not ledger.compiles and not ended_badly:
+        findings.append(_never_called(probes.compile_calls))
+    if manifest.get("backend_override"):
+        findings.append(
+            Finding(
+                "info",
+                "triage_run",
+                f"Triage run with --backend {manifest['backend_override']}: graph breaks and "
+                "recompiles are real, some findings are not covered",
+                "Re-run without --backend to cover: " + ", ".join(TRIAGE_NOT_COVERED) + ".",
+                [],
+            )
+        )
+    if heat is not None:
+        frame_of = {id(entry): frame for frame in ledger.frames for entry in frame.compiles}
+        for entry in ledger.compiles:
+            item = heat.compiles.get((entry.record.stream, entry.compile_id))
+            if item is None or not item.after_warmup:
+                continue
+            evidence = (changes or {}).get((entry.record.stream, entry.compile_id)) or [
+                f"{entry.compile_id}: {g.text}" for g in entry.failed_guards
+            ]
+            evidence = evidence or [f"{entry.compile_id}: {entry.cause}"]
+            when = f"at {item.t_s:.1f} s" if item.t_s is not None else ""
+            calls = f", after {item.frame_calls} calls of its frame" if item.frame_calls else ""
+            frame = frame_of.get(id(entry))
+            where = (
+                frame_where(frame)
+                if frame is not None
+                else frame_label(entry.function, entry.record.file, entry.record.line)
+            )
+            findings.append(
+                Finding(
+                    "error",
+                    "unexplained_recompile_after_warmup",
+                    f"{where} compiled after warmup ({when}{calls})",
+                    AFTER_WARMUP_ADVICE,
+                    evidence[:8],
+                )
+            )
+    return findings
+
+
+# What a torch.compile call that compiled nothing left undone, and the fix, by what it compiled.
+NEVER_CALLED: dict[str, tuple[str, str]] = {
+    "module": (
+        "the compiled module itself was never called",
+        "torch.compile(model) returns a new module that compiles when it is called: call what it "
+        "returned (`model = torch.compile(model)`, then `model(x)`). The original module, and any "
+        "method other than forward (Hugging Face `model.generate(...)`, which calls the original "
+        "module inside), run eagerly. To compile every call of the module in place, generate()'s "
+        "included, use `model.compile()`; or compile the method that runs: "
+        "`model.forward = torch.compile(model.forward)`.",
+    ),
+    "module.compile()": (
+        "the module was not called after it",
+        "model.compile() compiles the module's own calls, and none came after it on the path that "
+        "ran: call it before the loop that calls the module.",
+    ),
+    "function": (
+        "the function it returned was never called",
+        "torch.compile(fn) returns a compiled function and leaves fn as it was: call what it "
+        "returned (`fn = torch.compile(fn)`, or `@torch.compile` on its definition).",
+    ),
+}
+
+
+def _never_called(calls: list[dict[str, Any]]) -> Finding:
+    """torch.compile was called, yet Dynamo compiled nothing: what it returned never ran."""
+
+    def call_line(call: dict[str, Any]) -> str:
+        name = call.get("name")
+        if call.get("target") == "module.compile()":
+            what = f"{name}.compile()"
+        else:
+            what = f"torch.compile({name})"
+        return f"{what} at {file_line(call)}" if isinstance(call.get("file"), str) else what
+
+    first = calls[0]
+    undone, advice = NEVER_CALLED.get(str(first.get("target")), NEVER_CALLED["function"])
+    return Finding(
+        "warning",
+        "compiled_but_never_called",
+        f"{call_line(first)} compiled nothing: {undone}",
+        advice,
+        [call_line(call) for call in calls[:5]],
+    )
+
+
+def _probe_findings(probes: ProbeData | None) -> list[Finding]:
+    """Say when heat could not be measured, rather than showing empty counters."""
+    installed = (probes.hooks if probes else {}).get("probes")
+    if installed is None:
+        return [
+            Finding(
+                "info",
+                "no_compilation_observed",
+                "The program never imported torch._dynamo: nothing was compiled, no heat",
+                "Check that the program calls torch.compile on the code path it ran.",
+                [],
+            )
+        ]
+    missing = [name for name in ("graphs", "breaks") if not installed.get(name)]
+    if not missing:
+        return []
+    return [
+        Finding(
+            "warning",
+            "probes_unavailable",
+            f"Runtime heat for {' and '.join(missing)} is unavailable on this torch",
+            "Compile causes and breaks are still reported from the trace; heat needs the torch "
+            "internals pt2doctor hooks (torch >= 2.6; graph-break heat needs a torch that "
+            "installs resume functions through OutputGraph.install_resume_function_global).",
+            [f"probes: {installed}"],
+        )
+    ]
+
+
+def run_section(
+    manifest: dict[str, Any], probes: ProbeData | None, heat: Heat | None
+) -> dict[str, Any]:
+    """The ``run`` object of report.json: the manifest plus what the probes measured."""
+    override = manifest.get("backend_override")
+    return {
+        "ending": ending(manifest),
+        "command": manifest.get("command"),
+        "cwd": manifest.get("cwd"),
+        "start_time": manifest.get("start_time"),
+        "end_time": manifest.get("end_time"),
+        "wall_s": None if heat is None else heat.wall_s,
+        "in_compiled_s": None if heat is None else heat.in_compiled_s,
+        "exit_code": manifest.get("exit_code"),
+        "signal": manifest.get("signal"),
+        "stopped_by": manifest.get("stopped_by"),
+        "returned": manifest.get("returned"),
+        "backend_override": override,
+        "triage": bool(override),
+        "not_covered": TRIAGE_NOT_COVERED if override else [],
+        "warmup_calls": manifest.get("warmup_calls"),
+        "steady_after_s": manifest.get("steady_after_s"),
+        "launcher": manifest.get("launcher"),
+        "exceptions": [] if probes is None else probes.exceptions,
+        "fatal_error": [] if probes is None else probes.fatal_error,
+        "graph_exceptions": [] if probes is None else probes.graph_exceptions,
+        "probes": {} if probes is None else probes.hooks,
+        "probe_bad_lines": None if probes is None else probes.bad_lines,
+        "heat_complete": None if probes is None else probes.complete,
+        "heat_as_of_s": None if probes is None else probes.snapshot_t,
+    }

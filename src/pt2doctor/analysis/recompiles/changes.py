@@ -1,0 +1,341 @@
+"""What changed, per recompile: one line per changed value, in the user's names, ``old -> new``.
+
+Dynamo's guard-failure text names one guard per earlier variant, spelled half-raw
+(``kwargs['x']``); the guard-set diff (analysis/recompiles/guards.py) names all of them, spelled raw
+(``L['kwargs']['x']``). Here both become :class:`SourceChange` lines keyed by the human source,
+compared with the *nearest* earlier variant (the one with the fewest changes: what a person means
+by "what changed"), and guards that only follow another change are folded into it: a stride that
+moved with a size, the ``.training`` of N submodules, the same change at every index of a list.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pt2doctor.analysis.recompiles.guards import (
+    FailedGuard,
+    diff_guard_sets,
+    parse_recompile_reason,
+)
+from pt2doctor.analysis.recompiles.sources import (
+    collapsed_unit,
+    human_source,
+    index_pattern,
+    root_of,
+)
+from pt2doctor.trace.patterns import lazy_compile
+from pt2doctor.trace.types import CompileRecord, SourceLine
+
+# Kinds whose values come from a small set: a variant per value is bounded by design.
+FLAG_KINDS = frozenset(
+    {"flag", "grad_mode", "autocast", "dtype", "device", "requires_grad", "type", "none", "rank"}
+)
+# A tensor's memory layout (its strides at the same sizes): layouts come from a small set
+# (contiguous, transposed, channels_last, a view of a bigger buffer), each compiling its own
+# variant; a stride that changed once is bounded like a flag.
+LAYOUT_KINDS = frozenset({"stride"})
+_EXPECTED = lazy_compile(r"expected (.+?), actual (.+?)\.?$")
+_NOW = lazy_compile(r"^(?P<old>.+?) \(now (?P<new>.+)\)$", re.S)
+_TENSOR_TYPE = lazy_compile(r"expected type of '(.+)' to be a tensor type, ' but found (.+)$")
+_CHECK_ID = lazy_compile(r"___check_(obj|type)_id\((.+?), \d+\)")
+_CLASS = lazy_compile(r"type=<class '([\w.]+)'>")
+_TENSOR_KINDS = {"dispatch key set": "dispatch_keys"}
+_GLOBAL_NAMES = {"grad_mode": "grad mode", "autocast": "autocast"}
+
+
+def kind_words(kind: str, source: str) -> str:
+    """The change's kind as words before its values, or nothing when the source already says
+    it (``grad mode: True → False``, not ``grad mode grad mode``)."""
+    words = kind.replace("_", " ")
+    return "" if words == source else f"{words} "
+
+
+@dataclass(slots=True)
+class SourceChange:
+    """One value that differs between a new variant and the earlier one it is compared with."""
+
+    source: str
+    """The user's expression (``kwargs['input_ids'].shape[1]``, ``self.training``)."""
+    kind: str
+    """``size``, ``stride``, ``rank``, ``dtype``, ``device``, ``requires_grad``, ``flag`` (a
+    bool), ``value`` (another Python constant), ``none`` (None or not), ``type``,
+    ``object_identity``, ``grad_mode``, ``autocast``, ``dispatch_keys`` or ``other``."""
+    old: str | None
+    new: str | None
+    count: int = 1
+    """How many guarded values this line stands for (collapsed indices, submodules)."""
+    unit: str = ""
+    """What ``count`` counts (``layers``, ``submodules``)."""
+    folded: list[str] = field(default_factory=list)
+    """Sources whose change only followed this one (a tensor's stride with its size)."""
+    dynamic: bool = False
+    """The new variant made this value dynamic: later values reuse it."""
+    hint: str | None = None
+    """Dynamo's own HINT for the failed guard."""
+    installed_at: SourceLine | None = None
+    """The user line whose code installed the guard (the guard's user stack)."""
+
+    @property
+    def label(self) -> str:
+        """``source (2 layers)``: the source with what it stands for."""
+        return f"{self.source} ({self.count} {self.unit})" if self.count > 1 else self.source
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "kind": self.kind,
+            "old": self.old,
+            "new": self.new,
+            "count": self.count,
+            "unit": self.unit or None,
+            "folded": self.folded,
+            "dynamic": self.dynamic,
+            "hint": self.hint,
+            "installed_at": None if self.installed_at is None else self.installed_at.as_dict(),
+        }
+
+
+def _rhs(code: str) -> str | None:
+    for operator in (" == ", " != ", " is not ", " is "):
+        if operator in code:
+            value = code.rpartition(operator)[2].strip()
+            return f"not {value}" if operator in (" != ", " is not ") else value
+    return None
+
+
+def _value_kind(old: str | None, new: str | None) -> str:
+    values = {old, new} - {None}
+    if values <= {"True", "False"}:
+        return "flag"
+    if "None" in values or "not None" in values:
+        return "none"
+    return "value"
+
+
+def _tensor_change(failure: FailedGuard) -> SourceChange:
+    _, name, field_name, index = failure.key
+    tensor = human_source(name)
+    expected = _EXPECTED.search(failure.text)
+    old, new = (expected.group(1), expected.group(2)) if expected else (None, None)
+    if field_name in ("size", "stride") and index:
+        accessor = "shape" if field_name == "size" else "stride()"
+        return SourceChange(f"{tensor}.{accessor}[{index}]", field_name, old, new)
+    return SourceChange(tensor, _TENSOR_KINDS.get(field_name, field_name), old, new)
+
+
+def _value_change(failure: FailedGuard, new_values: dict[str, str]) -> SourceChange:
+    source = human_source(failure.key[1])
+    now = _NOW.match(failure.text)
+    if now is not None:
+        old, new = _rhs(now["old"]), _rhs(now["new"])
+    else:
+        old, new = _rhs(failure.text), new_values.get(source)
+    return SourceChange(source, _value_kind(old, new), old, new)
+
+
+def _id_change(failure: FailedGuard) -> SourceChange:
+    _, source, guard_kind = failure.key
+    if guard_kind == "TYPE_MATCH":
+        now = _NOW.match(failure.text)
+        old = _CLASS.search(now["old"]) if now else None
+        new = _CLASS.search(now["new"]) if now else None
+        return SourceChange(
+            human_source(source), "type", old and old.group(1), new and new.group(1)
+        )
+    return SourceChange(human_source(source), "object_identity", "an object", "another object")
+
+
+def _global_change(failure: FailedGuard) -> SourceChange:
+    category = failure.key[1]
+    expected = _EXPECTED.search(failure.text)
+    old, new = (expected.group(1), expected.group(2)) if expected else (None, None)
+    return SourceChange(_GLOBAL_NAMES.get(category, category), category, old, new)
+
+
+def _text_change(failure: FailedGuard) -> SourceChange:
+    identity = _CHECK_ID.search(failure.text)
+    if identity is not None:
+        kind = "object_identity" if identity.group(1) == "obj" else "type"
+        return SourceChange(human_source(identity.group(2)), kind, None, None)
+    tensor_type = _TENSOR_TYPE.search(failure.text)
+    if tensor_type is not None:
+        found = _CLASS.search(tensor_type.group(2))
+        new = found.group(1) if found else tensor_type.group(2)
+        return SourceChange(human_source(tensor_type.group(1)), "type", "Tensor", new)
+    return SourceChange(human_source(failure.text), "other", None, None)
+
+
+def to_change(failure: FailedGuard, new_values: dict[str, str]) -> SourceChange:
+    """One failed guard as a change line (human source, kind, old, new)."""
+    kind = failure.key[:1]
+    if kind == ("tensor",) and len(failure.key) == 4:
+        change = _tensor_change(failure)
+    elif kind == ("value",):
+        change = _value_change(failure, new_values)
+    elif kind == ("id",):
+        change = _id_change(failure)
+    elif kind == ("global",):
+        change = _global_change(failure)
+    else:
+        change = _text_change(failure)
+    change.hint = failure.hint
+    change.installed_at = failure.source
+    return change
+
+
+def _merge_same_source(changes: list[SourceChange]) -> list[SourceChange]:
+    """One line per (source, kind): Dynamo's and the guard diff's spelling of one change."""
+    merged: dict[tuple[str, str], SourceChange] = {}
+    for change in changes:
+        existing = merged.setdefault((change.source, change.kind), change)
+        if existing is change:
+            continue
+        existing.old = existing.old or change.old
+        existing.new = existing.new or change.new
+        existing.hint = existing.hint or change.hint
+        if existing.installed_at is None or existing.installed_at.line is None:
+            existing.installed_at = change.installed_at or existing.installed_at
+    return list(merged.values())
+
+
+def _fold_strides(changes: list[SourceChange]) -> list[SourceChange]:
+    sized = {c.source.rpartition(".shape[")[0]: c for c in changes if c.kind == "size"}
+    kept = []
+    for change in changes:
+        owner = sized.get(change.source.rpartition(".stride()[")[0])
+        if change.kind == "stride" and owner is not None:
+            owner.folded.append(change.source)
+            continue
+        kept.append(change)
+    return kept
+
+
+def _fold_identities(changes: list[SourceChange]) -> list[SourceChange]:
+    """A new object's attributes are new objects too: ``fn.__closure__[1]...`` follows ``fn``."""
+    replaced = [c for c in changes if c.kind in ("object_identity", "type")]
+    kept = []
+    for change in changes:
+        owner = next(
+            (
+                r
+                for r in replaced
+                if r is not change and change.source.startswith((r.source + ".", r.source + "["))
+            ),
+            None,
+        )
+        if owner is not None and change.kind in ("object_identity", "type"):
+            owner.folded.append(change.source)
+            continue
+        kept.append(change)
+    return kept
+
+
+def _fold_training(changes: list[SourceChange]) -> list[SourceChange]:
+    """``.training`` of N submodules flipping together is one ``model.train()``/``eval()``."""
+    groups: dict[tuple[str, str | None, str | None], list[SourceChange]] = {}
+    kept = []
+    for change in changes:
+        if change.kind == "flag" and change.source.endswith(".training"):
+            groups.setdefault((root_of(change.source), change.old, change.new), []).append(change)
+        else:
+            kept.append(change)
+    for (root, old, new), members in groups.items():
+        first = members[0]
+        folded = SourceChange(f"{root}.training", "flag", old, new, len(members), "submodules")
+        folded.installed_at, folded.hint = first.installed_at, first.hint
+        folded.folded = [m.source for m in members]
+        if len(members) == 1 and first.source == folded.source:
+            folded.count, folded.folded = 1, []
+        kept.append(folded)
+    return kept
+
+
+def _collapse_indices(changes: list[SourceChange]) -> list[SourceChange]:
+    groups: dict[tuple[str, str, str | None, str | None], list[SourceChange]] = {}
+    for change in changes:
+        key = (index_pattern(change.source), change.kind, change.old, change.new)
+        groups.setdefault(key, []).append(change)
+    collapsed = []
+    for (pattern, _, _, _), members in groups.items():
+        if len(members) == 1 or pattern == members[0].source:
+            collapsed += members
+            continue
+        first = members[0]
+        first.source, first.count, first.unit = pattern, len(members), collapsed_unit(pattern)
+        first.folded = sorted({f for m in members for f in m.folded})
+        first.dynamic = all(m.dynamic for m in members)
+        collapsed.append(first)
+    return collapsed
+
+
+def fold_changes(changes: list[SourceChange], dynamic: set[str]) -> list[SourceChange]:
+    """Distinct changes, derived ones folded, dynamic ones marked, sizes first."""
+    changes = _merge_same_source(changes)
+    for change in changes:
+        change.dynamic = change.source in dynamic
+    changes = _collapse_indices(_fold_training(_fold_identities(_fold_strides(changes))))
+    order = ("size", "rank", "flag", "none", "type", "value")
+    return sorted(changes, key=lambda c: order.index(c.kind) if c.kind in order else len(order))
+
+
+def dynamic_sources(record: CompileRecord) -> set[str]:
+    """Human sources this compile made dynamic: its symbols, less those specialized again
+    (``s77 = 5 (range_refined_to_singleton)``: Python code needed the concrete value)."""
+    specialized = {text.split(" = ", 1)[0].strip() for text in record.specializations}
+    return {
+        human_source(source)
+        for symbol, (source, _) in record.symbols.items()
+        if symbol not in specialized
+    }
+
+
+def _new_values(record: CompileRecord) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for guard in record.guards or []:
+        value = _rhs(guard.code) if guard.source else None
+        if value is not None and guard.kind.endswith("_MATCH"):
+            values.setdefault(human_source(guard.source), value)
+    for source, value in record.symbols.values():
+        values.setdefault(human_source(source), value)
+    return values
+
+
+def changes_against(
+    record: CompileRecord, earlier: CompileRecord, dynamo_failures: list[FailedGuard]
+) -> list[SourceChange]:
+    """The changes from variant ``earlier`` to the new compile ``record`` (folded)."""
+    against = str(earlier.compile_id)
+    failures = [f for f in dynamo_failures if against in f.against]
+    if record.guards and earlier.guards:
+        failures += diff_guard_sets(earlier.guards, record.guards, record.symbols, against)
+    values = _new_values(record)
+    return fold_changes([to_change(f, values) for f in failures], dynamic_sources(record))
+
+
+def dynamo_failures(record: CompileRecord) -> list[FailedGuard]:
+    """Dynamo's own failed guards of a recompile (each names the variant it failed for)."""
+    return [f for reason in record.recompile_reasons for f in parse_recompile_reason(reason)]
+
+
+def nearest_changes(
+    record: CompileRecord, earlier: list[CompileRecord]
+) -> tuple[str | None, list[SourceChange]]:
+    """The earlier variant closest to ``record`` and the changes from it: the fewest changes of
+    state (a flag, grad mode, a type: values from a small set, each variant serving its own
+    state by design), then the fewest changes, the latest on a tie. A person reads "what
+    changed" against the closest variant: a decode step is compared with the previous decode
+    step, not with the prefill, even when the prefill differs in one flag only and the decode
+    step in two strides (the strides are the news)."""
+    failures = dynamo_failures(record)
+    best: tuple[str | None, list[SourceChange]] = (None, [])
+    for old in earlier:
+        changes = changes_against(record, old, failures)
+        if changes and (best[0] is None or _distance(changes) <= _distance(best[1])):
+            best = (str(old.compile_id), changes)
+    return best
+
+
+def _distance(changes: list[SourceChange]) -> tuple[int, int]:
+    return sum(change.kind in FLAG_KINDS for change in changes), len(changes)

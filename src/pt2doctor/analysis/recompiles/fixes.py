@@ -1,0 +1,252 @@
+"""Fixes for a frame's recompiles, written for this code: they name the argument and dim, the
+attribute, the line that installed a specialization, and a library pattern only when the
+evidence matches it.
+
+Every torch API or config named here is applied to a small program in
+tests/integration/test_recompile_fixes_applied.py, which shows the recompile disappear on the
+installed torch. Measured on torch 2.13 with ``backend="eager"``:
+
+- ``allow_unspec_int_on_nn_module = True``: a counter attribute read in ``forward`` compiles 2
+  graphs instead of one per value;
+- ``maybe_mark_dynamic(x, 0)`` before the first call: one compile for sizes 4..7 instead of two
+  (automatic dynamic shapes), and sizes 0/1 still recompile;
+- a plain int *argument* already becomes dynamic after one recompile (automatic dynamic), so it
+  is never called "baked in";
+- ``mark_dynamic`` on a size that Python code specializes raises ConstraintViolationError;
+- Hugging Face ``generate(cache_implementation="static", max_length=N)``: one graph fewer than
+  the dynamic cache (the decode step compiles once);
+- the same on an encoder-decoder model (T5), with prompts of one length: 2 graphs (the first
+  decoder step, the decode step) instead of 3; prompts of several lengths add two more.
+"""
+
+from __future__ import annotations
+
+from pt2doctor.analysis.recompiles.changes import FLAG_KINDS, LAYOUT_KINDS, SourceChange
+from pt2doctor.analysis.recompiles.outlook import FrameExplanation, Varying, flag_states
+from pt2doctor.analysis.recompiles.sources import argument_of, tensor_and_dim
+from pt2doctor.trace.patterns import lazy_compile
+from pt2doctor.trace.types import SourceLine
+
+_INT = lazy_compile(r"-?\d+")
+_PLAIN_TENSOR = lazy_compile(r"(?:\w+|(?:kwargs|args)\['\w+'\])")
+
+
+def _at(line: SourceLine | None) -> str:
+    if line is None or line.file is None:
+        return ""
+    code = f" (`{line.code.strip()}`)" if line.code else ""
+    return f" at {line.file}:{line.line}{code}"
+
+
+def _first_change(explanation: FrameExplanation, source: str) -> SourceChange | None:
+    items = [*explanation.recompiles, *([explanation.refused] if explanation.refused else [])]
+    return next((c for item in items for c in item.changes if c.label == source), None)
+
+
+def _changes(explanation: FrameExplanation) -> list[SourceChange]:
+    return [change for item in explanation.recompiles for change in item.changes]
+
+
+def _cache_filled(change: SourceChange) -> bool:
+    """A KV cache going from None / uninitialized to initialized."""
+    return "cache" in change.source and (
+        (change.source.endswith("is_initialized") and (change.old, change.new) == ("False", "True"))
+        or (change.kind in ("none", "type") and change.old in ("None", "NoneType"))
+    )
+
+
+def _encoder_decoder(explanation: FrameExplanation) -> bool:
+    """An encoder-decoder cache or encoder output among what distinguishes the variants
+    (``EncoderDecoderCache.is_updated``, its cross-attention cache, ``encoder_outputs``)."""
+    sources = [c.source for c in _changes(explanation)]
+    sources += [source for row in explanation.variants for source in row.serves]
+    return any(
+        word in source
+        for source in sources
+        for word in ("is_updated", "cross_attention_cache", "encoder_outputs")
+    )
+
+
+def hf_generate_pattern(explanation: FrameExplanation) -> str | None:
+    """Hugging Face ``generate()``'s first step then decode, in one recompile: the KV cache goes
+    from None / uninitialized to initialized while ``input_ids`` goes to length 1 (a decoder
+    model: "decoder"), or while the decoder input stays one token long and the cache is an
+    encoder-decoder one ("encoder_decoder": T5, BART, Whisper). None when neither matches."""
+    for item in explanation.recompiles:
+        if not any(_cache_filled(c) for c in item.changes):
+            continue
+        if any(
+            "input_ids" in c.source and c.kind == "size" and c.new == "1" and c.old != "1"
+            for c in item.changes
+        ):
+            return "decoder"
+        same_input = not any(c.kind == "size" and "input_ids" in c.source for c in item.changes)
+        if same_input and _encoder_decoder(explanation):
+            return "encoder_decoder"
+    return None
+
+
+HF_GENERATE_FIX = (
+    "This is Hugging Face generate(): the prefill (whole prompt, empty KV cache) and the decode "
+    "steps (one token, filled cache) are separate variants, and the cache length grows every "
+    "step (one static decode compile, then a dynamic one). Use a static cache of one size: "
+    'model.generate(..., cache_implementation="static", max_length=N) with the same N on every '
+    "call, so the decode step compiles once (with max_new_tokens the cache is sized per prompt "
+    "and recompiles); or mark the prompt length and the cache length dynamic before the first "
+    "call."
+)
+HF_ENCODER_DECODER_FIX = (
+    "This is Hugging Face generate() on an encoder-decoder model: the first decoder step "
+    "(empty self-attention cache) and the later steps (filled cache) are separate variants, "
+    "the self-attention cache grows every step (one static decode compile, then a dynamic "
+    "one), and each new prompt length changes the encoder output and the cross-attention "
+    "cache (static, then dynamic). Use a static cache, "
+    'model.generate(..., cache_implementation="static", max_length=N) with the same N on every '
+    "call, so the decode step compiles once; and pad prompts to one length "
+    '(tokenizer(..., padding="max_length", max_length=L)) so the encoder length never '
+    "changes: two variants in all (the first step and the decode step)."
+)
+_HF_FIXES = {"decoder": HF_GENERATE_FIX, "encoder_decoder": HF_ENCODER_DECODER_FIX}
+
+
+def _dynamic_size_fix(row: Varying) -> str | None:
+    parts = tensor_and_dim(row.source)
+    if parts is None or not _PLAIN_TENSOR.fullmatch(parts[0]):
+        return None
+    name, dim = argument_of(parts[0]), parts[1]
+    return (
+        f"{row.source} became dynamic after one static recompile (automatic dynamic shapes). "
+        f"To compile it dynamic from the first call, call "
+        f"torch._dynamo.maybe_mark_dynamic({name}, {dim}) on the input before it (the safe "
+        "form: mark_dynamic raises ConstraintViolationError when the code specializes that "
+        "dim); sizes 0 and 1, and sizes outside min/max, still recompile."
+    )
+
+
+def _values(row: Varying, most: int = 6) -> str:
+    shown = ", ".join(row.values[:most])
+    return shown + (", …" if len(row.values) > most else "")
+
+
+def _specialized_size_fix(row: Varying, change: SourceChange | None) -> str:
+    where = _at(change.installed_at if change else None)
+    if not where:  # no user line: Python code, dynamic=False or a static mark, the log can't say
+        return (
+            f"{row.source} stays static: each new size ({_values(row)}) compiles a new variant "
+            "and it never became dynamic. Either Python code needs the concrete size (a dict "
+            "key, a Python int, a shape-dependent branch: keep it a tensor dimension) or "
+            "dynamic shapes are off for it (dynamic=False, mark_static, "
+            "automatic_dynamic_shapes=False); or pad inputs to a few fixed sizes."
+        )
+    return (
+        f"{row.source} is specialized by Python code{where}: each new size ({_values(row)}) "
+        "compiles a new variant and it never becomes dynamic (a size used as a dict key, a "
+        "Python int or a shape-dependent branch). Rewrite that line to keep the size a tensor "
+        "dimension, or pad inputs to a few fixed sizes; marking the dim dynamic would raise "
+        "ConstraintViolationError there."
+    )
+
+
+def _counter_fix(row: Varying, change: SourceChange | None) -> str:
+    where = _at(change.installed_at if change else None)
+    return (
+        f"{row.source} is an int attribute of an nn.Module that changes on every call (a "
+        f"counter, read{where}). Set torch._dynamo.config.allow_unspec_int_on_nn_module = True "
+        "so Dynamo treats it as a dynamic int (one more variant instead of one per value), or "
+        "keep it in a tensor (register_buffer) updated in place."
+    )
+
+
+def _constant_fix(row: Varying, change: SourceChange | None) -> str:
+    where = _at(change.installed_at if change else None)
+    return (
+        f"{row.source} is a Python value baked into each variant (read{where}): "
+        f"{_values(row)} so far. Pass it as a tensor, or keep it out of the compiled "
+        "function, so one variant serves every value."
+    )
+
+
+def _unbounded_fix(row: Varying, change: SourceChange | None) -> str | None:
+    is_int = all(_INT.fullmatch(value) for value in row.values)
+    if row.kind == "size":
+        return _specialized_size_fix(row, change)
+    if row.kind == "value" and row.source.startswith("self.") and is_int:
+        return _counter_fix(row, change)
+    if row.kind == "value":
+        return _constant_fix(row, change)
+    if row.kind == "object_identity":
+        return (
+            f"{row.source} is a new object at every call (an object built inside the loop): "
+            "create it once, outside the loop, and reuse it."
+        )
+    return None
+
+
+def _flags_fix(flags: list[Varying], variants: int, dynamic: int) -> str:
+    """Pre-warm each state. When values that became dynamic made more variants than the flags
+    have states, say so: "6 variants, one per state" was wrong for 2 flags (4 states)."""
+    names = ", ".join(f"{row.source} = {' / '.join(row.values)}" for row in flags)
+    states = []
+    if any(".training" in row.source for row in flags):
+        states.append("model.train() / model.eval()")
+    if any(row.kind == "grad_mode" for row in flags):
+        states.append("grad on / torch.no_grad()")
+    how = f" ({', '.join(states)})" if states else ""
+    most = flag_states(flags)
+    if dynamic and variants > most:
+        return (
+            f"{names}: at most {most} states by design{how}; the other variants came from "
+            f"{dynamic} value(s) that became dynamic after one static compile. Pre-warm them: "
+            "call the compiled code once in each state, and twice with different values of "
+            "what became dynamic, before timing or serving."
+        )
+    return (
+        f"{names}: {variants} variants by design, one per state{how}. Pre-warm them: call the "
+        "compiled code once in each state before timing or serving."
+    )
+
+
+def _layout_fix(rows: list[Varying]) -> str:
+    names = ", ".join(f"{row.source}: {' → '.join(row.values)}" for row in rows)
+    one = len(rows) == 1
+    return (
+        f"{names} changed at the same sizes: the tensor{'' if one else 's'} came with another "
+        "memory layout (a transposed or sliced view, or made by another compiled graph), and "
+        "each layout compiles its own variant; marking the sizes dynamic does not help. Give "
+        f"{'it' if one else 'them'} one layout where {'it is' if one else 'they are'} made or "
+        "stored (.contiguous()), or pre-warm both layouts."
+    )
+
+
+def recompile_fixes(explanation: FrameExplanation) -> list[str]:
+    """The fixes for one frame, most specific first; Dynamo's own hints last, verbatim."""
+    generate = hf_generate_pattern(explanation)
+    fixes = [_HF_FIXES[generate]] if generate else []
+    outlook = explanation.outlook
+    for row in outlook.varying:
+        change = _first_change(explanation, row.source)
+        if row.dynamic and row.kind == "size":
+            fix = None if fixes else _dynamic_size_fix(row)
+        elif not row.dynamic and row.kind not in FLAG_KINDS and row.changes >= 2:
+            fix = _unbounded_fix(row, change)
+        else:
+            fix = None
+        if fix is not None:
+            fixes.append(fix)
+    layouts = [row for row in outlook.varying if row.kind in LAYOUT_KINDS and not row.dynamic]
+    if layouts and outlook.bounded is not False:
+        fixes.append(_layout_fix(layouts))
+    flags = [row for row in outlook.varying if row.kind in FLAG_KINDS and not row.dynamic]
+    if outlook.bounded and flags and not fixes:
+        went_dynamic = sum(1 for row in outlook.varying if row.dynamic)
+        fixes.append(_flags_fix(flags, len(explanation.variants), went_dynamic))
+    dynamic = [row.source for row in outlook.varying if row.dynamic]
+    if outlook.bounded and not fixes and dynamic:
+        fixes.append(
+            f"Nothing to fix: {', '.join(dynamic)} became dynamic after one recompile "
+            f"(automatic dynamic) and now {'serves' if len(dynamic) == 1 else 'serve'} every new "
+            "value. Pre-warm with two different values to pay that recompile before serving."
+        )
+    hints = {c.hint for c in _changes(explanation) if c.hint}
+    fixes += [f"Dynamo's hint: {hint}" for hint in sorted(hints)]
+    return fixes

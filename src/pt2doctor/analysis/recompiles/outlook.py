@@ -1,0 +1,308 @@
+"""Per frame: what each recompile changed, the state each variant serves, and whether the set
+of variants is bounded.
+
+The goal of guard work is a variant set with a known upper bound, not zero guards: two stable
+states (train+grad, eval+no_grad), pre-warmed, are a sound design; a counter that takes a new
+value every call will hit ``recompile_limit`` and then run eagerly. The rules:
+
+- a value that became dynamic is reused for new values (bounded);
+- flags with few values (bools, ``training``, grad mode, a dtype or device) give at most the
+  product of their values (bounded);
+- a value that took a new value at every recompile (two or more) and never became dynamic is
+  unbounded: counters, Python numbers baked in, ids of objects rebuilt per call, sizes Python
+  code specializes (a dict keyed by a length).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pt2doctor.analysis.recompiles.changes import (
+    FLAG_KINDS,
+    LAYOUT_KINDS,
+    SourceChange,
+    dynamic_sources,
+    kind_words,
+    nearest_changes,
+)
+from pt2doctor.analysis.recompiles.ledger import FrameEntry, produced_code
+from pt2doctor.analysis.recompiles.sources import index_pattern
+from pt2doctor.analysis.recompiles.variant_values import guard_values, value_of
+from pt2doctor.trace.patterns import lazy_compile
+from pt2doctor.trace.types import SourceLine
+
+if TYPE_CHECKING:  # heat exists only for a run directory's probes
+    from pt2doctor.analysis.breaks.heat import Heat
+
+# torch._dynamo.config.recompile_limit's default in torch 2.x.
+DEFAULT_RECOMPILE_LIMIT = 8
+_LIMIT_IN_REASON = lazy_compile(
+    r"(?:recompile_limit|cache_size_limit) \((\d+)\)|currently set to (\d+)"
+)
+
+
+@dataclass(slots=True)
+class RecompileExplanation:
+    compile_id: str
+    compared_with: str | None
+    """The earlier variant the changes are counted from (the nearest one)."""
+    changes: list[SourceChange]
+
+
+@dataclass(slots=True)
+class VariantRow:
+    compile_id: str
+    serves: dict[str, str]
+    """The values, of the sources that differ between variants, this variant was built for."""
+    dynamic: list[str]
+    calls: int | None
+    compile_time_s: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "compile_id": self.compile_id,
+            "serves": self.serves,
+            "dynamic": self.dynamic,
+            "calls": self.calls,
+            "compile_time_s": self.compile_time_s,
+        }
+
+
+@dataclass(slots=True)
+class Varying:
+    source: str
+    kind: str
+    values: list[str]
+    dynamic: bool
+    changes: int = 0
+    """Recompiles (and the refused attempt) in which this source changed."""
+
+
+@dataclass(slots=True)
+class Outlook:
+    bounded: bool | None
+    reason: str
+    varying: list[Varying] = field(default_factory=list)
+    limit_after_calls: int | None = None
+    """Calls with a new value left before the recompile limit stops compiling (0: hit)."""
+    recompile_limit: int = DEFAULT_RECOMPILE_LIMIT
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "bounded": self.bounded,
+            "reason": self.reason,
+            "varying": [
+                {"source": v.source, "kind": v.kind, "values": v.values, "dynamic": v.dynamic}
+                for v in self.varying
+            ],
+            "limit_after_calls": self.limit_after_calls,
+            "recompile_limit": self.recompile_limit,
+        }
+
+
+@dataclass(slots=True)
+class FrameExplanation:
+    recompiles: list[RecompileExplanation]
+    refused: RecompileExplanation | None
+    variants: list[VariantRow]
+    outlook: Outlook
+    after_warmup: list[str] = field(default_factory=list)
+    """Compile ids that happened after warmup (runs only)."""
+
+
+def _expand(line: SourceLine | None, frame_file: str | None) -> SourceLine | None:
+    if line is None or not line.file or not frame_file or line.file == frame_file:
+        return line
+    if frame_file.endswith(line.file):
+        return SourceLine(frame_file, line.line, line.function, line.code)
+    return line
+
+
+def _explain(frame: FrameEntry, index: int) -> RecompileExplanation:
+    entry = frame.compiles[index]
+    earlier = [e.record for e in frame.compiles[:index] if produced_code(e.record)]
+    against, changes = nearest_changes(entry.record, earlier)
+    for change in changes:
+        change.installed_at = _expand(change.installed_at, frame.file)
+    return RecompileExplanation(entry.compile_id, against, changes)
+
+
+def _serves(
+    frame: FrameEntry, explained: list[RecompileExplanation], dynamic: dict[str, set[str]]
+) -> dict[str, dict[str, str]]:
+    """Each variant's values of the sources that change between variants, from its own guards;
+    from the changes (``new`` of its own, ``old`` when a later one is compared with it) where
+    the guards are not in the log or do not give the value. A source absent from a variant is
+    left out."""
+    sources = list(dict.fromkeys(c.source for item in explained for c in item.changes))
+    told: dict[str, dict[str, str]] = {e.compile_id: {} for e in frame.compiles}
+    for item in explained:
+        for change in item.changes:
+            if item.compared_with is not None and change.old is not None:
+                told[item.compared_with].setdefault(change.source, change.old)
+            if change.new is not None:
+                told[item.compile_id][change.source] = change.new
+    serves: dict[str, dict[str, str]] = {}
+    for entry in frame.compiles:
+        own = guard_values(entry.record)
+        values = {}
+        for source in sources:
+            value = value_of(own, source) if own else None
+            if value is None:  # not in its guards as a value (a stride): what a change told
+                value = told[entry.compile_id].get(source)
+            if index_pattern(source) in dynamic[entry.compile_id]:
+                value = "dynamic"
+            if value is not None:
+                values[source] = value
+        serves[entry.compile_id] = values
+    return serves
+
+
+def _varying(explained: list[RecompileExplanation]) -> list[Varying]:
+    by_source: dict[str, Varying] = {}
+    for item in explained:
+        for change in item.changes:
+            row = by_source.setdefault(
+                change.label, Varying(change.label, change.kind, [], change.dynamic)
+            )
+            row.changes += 1
+            row.dynamic = row.dynamic or change.dynamic
+            for value in (change.old, change.new):
+                if value is not None and value not in row.values:
+                    row.values.append(value)
+    return list(by_source.values())
+
+
+def recompile_limit_of(frame: FrameEntry, environment: dict[str, Any]) -> int:
+    """The limit in force: Dynamo's refusal message, else the run's config, else the default."""
+    for entry in frame.compiles:
+        match = _LIMIT_IN_REASON.search(entry.record.fail_reason or "")
+        if match is not None:
+            return int(match.group(1) or match.group(2))
+    config = (environment.get("config_changes") or {}).get("torch._dynamo.config") or {}
+    for name in ("recompile_limit", "cache_size_limit"):
+        value = config.get(name)
+        if isinstance(value, int):
+            return value
+    return DEFAULT_RECOMPILE_LIMIT
+
+
+def _unbounded(row: Varying) -> bool:
+    return not row.dynamic and row.kind not in FLAG_KINDS and row.changes >= 2
+
+
+def _layout(row: Varying) -> bool:
+    """A stride that changed once at the same sizes: a second memory layout (bounded)."""
+    return not row.dynamic and row.kind in LAYOUT_KINDS and row.changes < 2
+
+
+def settled(row: Varying) -> bool:
+    """A varying value whose variants are bounded: dynamic, a flag, or a second layout."""
+    return row.dynamic or row.kind in FLAG_KINDS or _layout(row)
+
+
+def flag_states(flags: list[Varying]) -> int:
+    """How many states flags give at most: the product of their values (a bool seen with one
+    value still has two)."""
+    return math.prod(max(len(v.values), 2) for v in flags)
+
+
+def _bounded_reason(varying: list[Varying], variants: int) -> str:
+    dynamic = [v.source for v in varying if v.dynamic]
+    flags = [v for v in varying if not v.dynamic and v.kind in FLAG_KINDS]
+    layouts = [v for v in varying if _layout(v)]
+    parts = []
+    if dynamic:
+        parts.append(f"{len(dynamic)} value(s) became dynamic and serve new values")
+    if flags:
+        names = ", ".join(f"{v.source}: {' / '.join(v.values)}" for v in flags)
+        parts.append(f"flags ({names}) give at most {flag_states(flags)} combinations")
+    if layouts:
+        names = ", ".join(f"{v.source}: {' / '.join(v.values)}" for v in layouts)
+        parts.append(f"a second memory layout ({names}) compiles its own variant")
+    return f"{variants} variants: " + "; ".join(parts) if parts else f"{variants} variants"
+
+
+def outlook(frame: FrameEntry, explained: list[RecompileExplanation], limit: int) -> Outlook:
+    """Is the frame's variant set bounded, and when will the recompile limit be hit?"""
+    varying = _varying(explained)
+    unbounded = [v for v in varying if _unbounded(v)]
+    if unbounded:
+        names = ", ".join(v.source for v in unbounded)
+        left: int | None = 0 if frame.limit_hit else limit - frame.variants
+        if frame.limit_hit:
+            when = f"the recompile limit ({limit}) was hit: new values now run eagerly"
+        elif left is not None and left > 0:
+            when = f"recompile_limit ({limit}) is hit after {left} more new value(s)"
+        elif left == 0:
+            when = f"recompile_limit ({limit}) is hit by the next new value"
+        else:  # more variants than the default limit: the run raised it, by how much is unknown
+            left = None
+            when = f"the recompile limit was raised above {frame.variants} (the log does not say how far)"
+        reason = f"{names} took a new value at every recompile and never became dynamic; {when}"
+        return Outlook(False, reason, varying, left, limit)
+    if varying and all(settled(v) for v in varying):
+        return Outlook(True, _bounded_reason(varying, frame.variants), varying, None, limit)
+    if not explained and frame.variants <= 1:
+        return Outlook(True, f"{frame.variants} variant: no recompiles", varying, None, limit)
+    if not varying:
+        return Outlook(None, "the trace does not say what changed", varying, None, limit)
+    unclear = ", ".join(v.source for v in varying if not settled(v))
+    reason = f"{unclear} changed once: too few recompiles to tell a counter from a few values"
+    return Outlook(None, reason, varying, None, limit)
+
+
+def explain_frame(
+    frame: FrameEntry,
+    calls: dict[str, int | None],
+    after_warmup: list[str],
+    environment: dict[str, Any],
+) -> FrameExplanation:
+    """Changes per recompile, the variant table and the outlook of one frame. ``calls`` is the
+    heat per compile id (empty without run probes)."""
+    explained = [_explain(frame, i) for i, e in enumerate(frame.compiles) if e.cause == "recompile"]
+    refused = frame.refused.compile_id if frame.refused is not None else None
+    kept = [item for item in explained if item.compile_id != refused]
+    refused_item = next((item for item in explained if item.compile_id == refused), None)
+    dynamic = {
+        e.compile_id: {index_pattern(s) for s in dynamic_sources(e.record)} for e in frame.compiles
+    }
+    serves = _serves(frame, kept, dynamic)
+    rows = [
+        VariantRow(
+            entry.compile_id,
+            serves[entry.compile_id],
+            sorted(dynamic[entry.compile_id]),
+            calls.get(entry.compile_id),
+            entry.record.compile_time_s,
+        )
+        for entry in frame.compiles
+        if produced_code(entry.record)
+    ]
+    look = outlook(frame, explained, recompile_limit_of(frame, environment))
+    return FrameExplanation(kept, refused_item, rows, look, after_warmup)
+
+
+def explain_frames(
+    frames: list[FrameEntry], heat: Heat | None, environment: dict[str, Any]
+) -> list[FrameExplanation]:
+    """:func:`explain_frame` for every frame, in order, with the run's heat when measured."""
+    explanations = []
+    for frame in frames:
+        items = {} if heat is None else heat.compiles
+        own = {e.compile_id: items.get((frame.stream, e.compile_id)) for e in frame.compiles}
+        calls = {cid: None if item is None else item.calls for cid, item in own.items()}
+        late = [cid for cid, item in own.items() if item is not None and item.after_warmup]
+        explanations.append(explain_frame(frame, calls, late, environment))
+    return explanations
+
+
+def change_line(compile_id: str, compared_with: str | None, change: SourceChange) -> str:
+    """``0/1 vs 0/0: kwargs['input_ids'].shape[1] size 8 → 1`` (one line of evidence)."""
+    against = f" vs {compared_with}" if compared_with else ""
+    values = f"{change.old} → {change.new}" if change.old or change.new else "changed"
+    dynamic = " (now dynamic)" if change.dynamic else ""
+    kind = kind_words(change.kind, change.source)
+    return f"{compile_id}{against}: {change.label} {kind}{values}{dynamic}"

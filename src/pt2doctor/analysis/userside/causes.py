@@ -1,0 +1,309 @@
+"""Is the failure the user's own code? Pure functions over what the ablation measured: the
+custom ops' opcheck results, the compiler hooks the program set (and where the error was
+raised), compiler_bisector's answer and the toggles. Each proof gives
+``{kind, detail, evidence, fix}`` (``conclusion.user_side`` in the report); none gives None
+and the failure stays the compiler's.
+
+Blaming the compiler for user code sends people to file bogus bugs upstream, so these proofs
+come before ``compiler_bug``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from pt2doctor.torchcompat.dispatch import TORCH_NAMESPACES
+from pt2doctor.trace.patterns import lazy_compile
+
+# opcheck's tests -> the registration they prove wrong, in the order a fix should go.
+OPCHECK_KINDS = (
+    ("test_schema", "custom_op_schema"),
+    ("test_faketensor", "custom_op_fake"),
+    ("test_autograd_registration", "custom_op_autograd"),
+    ("test_aot_dispatch_static", "custom_op_fake"),
+    ("test_aot_dispatch_dynamic", "custom_op_fake"),
+)
+FIXES = {
+    "custom_op_fake": (
+        "Make {op}'s register_fake return what its kernel returns: the same shape, dtype and "
+        "strides for the same inputs{numbers} ({shape})."
+    ),
+    "custom_op_schema": (
+        "Declare what {op} mutates: torch.library.custom_op(..., mutates_args=(...)) must name "
+        "every input the kernel writes to (or make the kernel write to a new tensor): the "
+        "compiler assumes undeclared inputs are left unchanged."
+    ),
+    "custom_op_autograd": (
+        "Register {op}'s backward: torch.library.register_autograd({op_name!r}, backward, "
+        "setup_context=...) (a custom op has no autograd formula of its own)."
+    ),
+    "user_pass": (
+        "Turn off your compiler pass {function} ({where}): torch._inductor.config.{hook} = None, "
+        "then fix the pass; the model compiles correctly without it."
+    ),
+    "user_backend": (
+        "Compile with a stock backend (backend='inductor' or 'aot_eager') instead of your "
+        "backend {backend!r} ({function}, {where}), then fix that backend."
+    ),
+    "rng": (
+        "By design: compiled code draws different random numbers than eager (dropout masks "
+        "differ). Compare with torch._inductor.config.fallback_random = True, or compare "
+        "statistics rather than values; this is not a bug."
+    ),
+    "precision": (
+        "By design: Inductor keeps low-precision intermediates in float32 where eager rounds "
+        "each op. Compare with torch._inductor.config.emulate_precision_casts = True, or judge "
+        "against a float64 reference with a low-precision tolerance; this is not a bug."
+    ),
+    "data_dependent": (
+        "The program guards on a data-dependent value: tell the compiler what holds with "
+        "torch._check(...), keep the .item()/nonzero() branch out of the compiled region "
+        "(torch.compiler.disable that function), or do not mark the shape dynamic."
+    ),
+}
+DATA_DEPENDENT = {
+    "GuardOnDataDependentSymNode",
+    "UserError",
+    "ConstraintViolationError",
+    "DataDependentOutputException",
+    "DynamicOutputShapeException",
+}
+CUSTOM_OP_ADVICE = (
+    "The failure names custom op {ops}: check it with torch.library.opcheck (or "
+    "pt2doctor.opcheck(op, samples)) on the inputs it receives. Its register_fake must return "
+    "the kernel's shape, dtype and strides; mutates_args must name every input it writes to; "
+    "a differentiable op needs register_autograd. `pt2doctor ablate CASES.py` runs these "
+    "checks for you."
+)
+_OP_NAME = lazy_compile(r"torch\.ops\.(\w+)\.(\w+)")
+_SHAPES = lazy_compile(r"Shapes torch\.Size\((\[[^\]]*\])\) and torch\.Size\((\[[^\]]*\])\)")
+_DTYPES = lazy_compile(r"(?:Dtypes|dtype) (torch\.\w+) and (torch\.\w+)")
+
+
+def custom_ops_named(text: str) -> list[str]:
+    """``torch.ops.ns.op`` names in an error message whose namespace is not torch's."""
+    found = []
+    for namespace, name in _OP_NAME.findall(text or ""):
+        qualified = f"torch.ops.{namespace}.{name}"
+        if namespace not in TORCH_NAMESPACES and qualified not in found:
+            found.append(qualified)
+    return found
+
+
+def custom_op_advice(text: str) -> str | None:
+    ops = custom_ops_named(text)
+    return CUSTOM_OP_ADVICE.format(ops=", ".join(ops)) if ops else None
+
+
+def where(frame: dict[str, Any]) -> str:
+    return f"{os.path.basename(str(frame.get('file')))}:{frame.get('line')}"
+
+
+_TENSOR_SHAPE = lazy_compile(r"^Tensor\[([\d, ]*)\]")
+GENERIC_SHAPE = "compute the output shape from the inputs' shapes"
+
+
+def _dims(text: str) -> list[int]:
+    return [int(part) for part in text.strip("[]").split(",") if part.strip()]
+
+
+def shape_example(message: str, inputs: Sequence[str], names: Sequence[str] | None) -> str:
+    """How this op's register_fake can make its output, when the kernel's output shape (from
+    opcheck's message) is an input's shape or that shape without its last dim; else the rule."""
+    shapes = _SHAPES.search(message)
+    if shapes is None or not names:
+        return GENERIC_SHAPE
+    kernel = _dims(shapes[1])
+    for text, name in zip(inputs, names, strict=False):
+        match = _TENSOR_SHAPE.match(text)
+        if match is None or not name:
+            continue
+        dims = _dims(match[1])
+        if kernel == dims:
+            return f"the kernel returns {name}'s shape: torch.empty_like({name})"
+        if dims and kernel == dims[:-1]:
+            return f"the kernel drops {name}'s last dim: {name}.new_empty({name}.shape[:-1])"
+    return GENERIC_SHAPE
+
+
+def _numbers(message: str) -> str:
+    """``: the kernel returns [10], register_fake [10, 24]`` from opcheck's message."""
+    shapes = _SHAPES.search(message)
+    if shapes:
+        return f" (the kernel returns shape {shapes[1]}, register_fake {shapes[2]})"
+    dtypes = _DTYPES.search(message)
+    if dtypes:
+        return f" (the kernel returns {dtypes[1]}, register_fake {dtypes[2]})"
+    return ""
+
+
+def _first_failure(checks: Sequence[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+    failing = {c["name"]: c for c in checks if c.get("passed") is False}
+    for test, kind in OPCHECK_KINDS:
+        if test in failing:
+            check = failing[test]
+            message = str(check.get("message", ""))
+            if kind == "custom_op_fake" and test.startswith("test_aot") and "grad" in message:
+                kind = "custom_op_autograd"
+            return kind, check
+    return None
+
+
+def custom_op_verdict(ops: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first custom op whose opcheck fails, as a user-side verdict naming the op, the
+    test, the numbers and the fix."""
+    for op in ops:
+        found = _first_failure(op.get("checks", []))
+        if found is None:
+            continue
+        kind, check = found
+        name = str(op["op"])
+        message = " ".join(str(check.get("message", "")).split())
+        numbers = _numbers(message)
+        op_name = name.removesuffix(".default").replace(".", "::", 1)
+        shape = shape_example(message, op.get("inputs") or [], op.get("arguments"))
+        fix = FIXES[kind].format(
+            op=f"torch.ops.{name}", op_name=op_name, numbers=numbers, shape=shape
+        )
+        inputs = ", ".join(op.get("inputs", []))
+        return {
+            "kind": kind,
+            "detail": f"custom op torch.ops.{name} fails torch.library.opcheck's "
+            f"{check['name']}{numbers}",
+            "evidence": [
+                f"opcheck({name}, inputs it received in the eager run: {inputs}): "
+                f"{check['name']} failed: {message[:300]}"
+            ],
+            "op": name,
+            "test": check["name"],
+            "fix": fix,
+        }
+    return None
+
+
+def _hook_hit(
+    hooks: Sequence[dict[str, Any]], frames: Sequence[dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The hook whose function the error was raised in (the innermost user frame that is a
+    hook's function), with that frame."""
+    for frame in frames:
+        for hook in hooks:
+            name = str(hook.get("function") or "").rsplit(".", 1)[-1]
+            same_file = os.path.realpath(str(frame["file"])) == os.path.realpath(
+                str(hook.get("file"))
+            )
+            if same_file and frame["function"] in (name, "__call__"):
+                return hook, frame
+    return None
+
+
+def hook_verdict(
+    hooks: Sequence[dict[str, Any]],
+    frames: Sequence[dict[str, Any]],
+    bisected: dict[str, Any] | None,
+    without_hooks: dict[str, Any] | None,
+) -> dict[str, Any] | None:
+    """A user pass is to blame when the error was raised inside it, when compiler_bisector
+    names the hook it is installed in, or when the failing rung passes without the hooks."""
+    evidence = []
+    hit = _hook_hit(hooks, frames)
+    hook = hit[0] if hit else None
+    if hit:
+        evidence.append(f"the error was raised in {hit[1]['function']} ({where(hit[1])})")
+    named = (bisected or {}).get("debug_info")
+    by_name = next((h for h in hooks if h["hook"] == named), None)
+    if by_name is not None:
+        hook = hook or by_name
+        evidence.append(f"compiler_bisector points at {named}, which the program set")
+    names = ", ".join(str(h["function"]) for h in hooks)
+    if without_hooks and without_hooks.get("status") == "ok" and hooks:
+        hook = hook or (hooks[0] if len(hooks) == 1 else None)
+        evidence.append(f"the failing rung passes without the program's hooks ({names})")
+    if not evidence:
+        return None
+    if hook is None:  # several hooks and only the all-off toggle says it: name them all
+        hook = {"hook": " / ".join(h["hook"] for h in hooks), "function": names, "file": None}
+    fix = FIXES["user_pass"].format(function=hook["function"], where=where(hook), hook=hook["hook"])
+    return {
+        "kind": "user_pass",
+        "detail": f"your compiler pass {hook['function']} ({where(hook)}), installed as "
+        f"{hook['hook']}",
+        "evidence": evidence,
+        "hook": hook["hook"],
+        "function": hook["function"],
+        "file": hook.get("file"),
+        "line": hook.get("line"),
+        "fix": fix,
+    }
+
+
+def backend_verdict(backend: dict[str, Any] | None, layer: str | None) -> dict[str, Any] | None:
+    """A backend the program registered, failing at the ``backend`` layer."""
+    if backend is None or layer != "backend":
+        return None
+    fix = FIXES["user_backend"].format(
+        backend=backend["backend"], function=backend["function"], where=where(backend)
+    )
+    return {
+        "kind": "user_backend",
+        "detail": f"your backend {backend['backend']!r} ({backend['function']}, {where(backend)})",
+        "evidence": [f"the failure first appears at the backend rung, {backend['backend']!r}"],
+        "function": backend["function"],
+        "file": backend.get("file"),
+        "line": backend.get("line"),
+        "fix": fix,
+    }
+
+
+def toggle_verdict(toggles: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """RNG or precision by design: the divergence disappears with ``fallback_random=True``
+    or ``emulate_precision_casts=True``."""
+    for toggle in toggles:
+        if toggle.get("status") != "ok":
+            continue
+        if toggle["name"] == "fallback_random=True":
+            kind, what = "rng", "random ops draw different numbers compiled than eager"
+        elif toggle["name"] == "emulate_precision_casts=True":
+            kind, what = "precision", "low-precision rounding differs compiled from eager"
+        else:
+            continue
+        return {
+            "kind": kind,
+            "detail": f"by design: {what}",
+            "evidence": [f"the failing rung matches eager with {toggle['name']}"],
+            "fix": FIXES[kind],
+        }
+    return None
+
+
+def data_dependent_verdict(outcome: dict[str, Any]) -> dict[str, Any] | None:
+    names = set(outcome.get("error_types") or ()) & DATA_DEPENDENT
+    if outcome.get("status") != "crash" or not names:
+        return None
+    return {
+        "kind": "data_dependent",
+        "detail": f"a guard on a data-dependent value ({', '.join(sorted(names))})",
+        "evidence": [str(outcome.get("error") or "")[:300]],
+        "fix": FIXES["data_dependent"],
+    }
+
+
+def diagnose(pieces: dict[str, Any], failing: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The user-side verdict for an ablation, most direct proof first; None: not user code."""
+    if failing is None:
+        return None
+    toggles = pieces.get("toggles") or []
+    without = next((t for t in toggles if t["name"] == "without user hooks"), None)
+    return (
+        custom_op_verdict(pieces.get("custom_ops") or [])
+        or hook_verdict(
+            pieces.get("hooks") or failing.get("hooks") or [],
+            failing.get("user_frames") or [],
+            pieces.get("bisect"),
+            without,
+        )
+        or backend_verdict(pieces.get("user_backend"), failing.get("layer"))
+        or toggle_verdict(toggles)
+        or data_dependent_verdict(failing)
+    )

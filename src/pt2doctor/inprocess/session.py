@@ -1,0 +1,186 @@
+"""``with pt2doctor.watch() as w:`` — capture compile behaviour in process, for tests and notebooks.
+
+The same records and heat as ``pt2doctor run``, without a subprocess: structured trace records go
+to a TORCH_TRACE-format file through an in-process log handler, the probes count graph calls and
+break executions, and ``w.report()`` builds the same report dict as the CLI from that capture
+directory. Assertions fail with the explanation (site, category, reason, failed guards) so a
+test log says why.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TextIO
+
+from pt2doctor import torchcompat
+from pt2doctor.analysis.findings.compiles import frame_label
+from pt2doctor.analysis.recompiles.ledger import RESUME_NAME
+from pt2doctor.capture.probes import ProbeRecorder, install_torch_probes
+from pt2doctor.errors import Pt2DoctorError
+from pt2doctor.report import build_report
+from pt2doctor.report.frame_story import change_text
+from pt2doctor.report.notebook import Report
+from pt2doctor.rundir.read import load_probes
+from pt2doctor.trace.collect import collect_run
+
+TRACE_FILE = "dedicated_log_torch_trace_watch.log"
+
+
+class Watch:
+    """An in-process capture; use as a context manager (see :func:`watch`)."""
+
+    def __init__(self, out: Path | None = None) -> None:
+        self._own_dir = out is None
+        self.dir = Path(tempfile.mkdtemp(prefix="pt2doctor-watch-")) if out is None else out
+        self.manifest: dict[str, Any] = {}
+        self._stream: TextIO | None = None
+        self._detach: Callable[[], None] | None = None
+        self._recorder: ProbeRecorder | None = None
+
+    def __enter__(self) -> Watch:
+        (self.dir / "trace").mkdir(parents=True, exist_ok=True)
+        self._stream = (self.dir / "trace" / TRACE_FILE).open("a", encoding="utf-8")
+        self._detach = torchcompat.attach_trace_file(self._stream)
+        if self._detach is None:
+            raise Pt2DoctorError("watch() is unavailable on this torch (no structured trace)")
+        self._recorder = ProbeRecorder(self.dir)
+        install_torch_probes(self._recorder)
+        self.manifest = {
+            "command": ["<watch>"],
+            "start_time": time.time(),
+            "end_time": None,
+            "exit_code": 0,
+        }
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        if self._recorder is not None:
+            torchcompat.unwrap(self._recorder.count_graph)
+            torchcompat.unwrap(self._recorder.count_resume)
+            torchcompat.unwrap(self._recorder.guards_timed)
+            self._recorder.close()
+            self._recorder = None
+        if self._detach is not None:
+            self._detach()
+            self._detach = None
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+        self.manifest["end_time"] = time.time()
+
+    def mark_warmup_done(self) -> None:
+        """Compiles from now on are reported as ``unexplained_recompile_after_warmup``."""
+        self.manifest["steady_after_s"] = time.time() - self.manifest["start_time"]
+
+    def report(self) -> Report:
+        """The report of everything captured so far (the same dict as ``report.json``; HTML
+        in Jupyter, the terminal summary as ``str()``)."""
+        if self._recorder is not None:
+            self._recorder.snapshot(final=True)
+        if self._stream is not None:
+            self._stream.flush()
+        logs = sorted((self.dir / "trace").glob("*.log"))
+        run = collect_run([log for log in logs if log.stat().st_size])
+        run.manifest = {**self.manifest, "end_time": self.manifest.get("end_time") or time.time()}
+        run.probes = load_probes(self.dir)
+        return Report(build_report(run))
+
+    # -- assertions ---------------------------------------------------------------------------
+    def assert_no_graph_breaks(self) -> None:
+        breaks = self.report()["graph_breaks"]
+        if breaks:
+            raise AssertionError(
+                f"{len(breaks)} graph-break site(s):\n" + "\n".join(map(_describe_break, breaks))
+            )
+
+    def assert_max_variants(self, fn: Callable[..., Any], n: int) -> None:
+        """At most ``n`` compiled variants of ``fn`` (a function, or a module's forward) and of
+        each resume function Dynamo made from it after a graph break."""
+        code = getattr(getattr(fn, "forward", fn), "__code__", None)
+        name = getattr(code, "co_name", getattr(fn, "__name__", None))
+
+        def is_part_of_fn(frame: dict[str, Any]) -> bool:
+            resume = RESUME_NAME.match(frame["function"] or "")
+            own = resume.group(1) if resume else frame["function"]
+            return bool(own == name and (code is None or frame["file"] == code.co_filename))
+
+        frames = [frame for frame in self.report()["frames"] if is_part_of_fn(frame)]
+        too_many = [frame for frame in frames if frame["variants"] > n]
+        if too_many:
+            raise AssertionError("\n".join(_describe_variants(frame, n) for frame in too_many))
+
+    def assert_no_recompiles(self) -> None:
+        """No compile after :meth:`mark_warmup_done` (no recompile at all if never marked)."""
+        report = self.report()
+        marked = "steady_after_s" in self.manifest
+        late = [
+            c
+            for c in report["compiles"]
+            if (c["after_warmup"] if marked else c["cause"] == "recompile")
+        ]
+        if late:
+            raise AssertionError("\n".join(_describe_compile(report, c) for c in late))
+
+    def close(self) -> None:
+        """Stop capturing and delete the capture directory if watch() created it."""
+        self._stop()
+        if self._own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def watch(out: Path | None = None) -> Watch:
+    """Capture torch.compile behaviour in this process: ``with pt2doctor.watch() as w: ...``."""
+    return Watch(out)
+
+
+def _describe_break(row: dict[str, Any]) -> str:
+    site = row["site"]
+    return (
+        f"  {site['file']}:{site['line']} in {site['function']} [{row['category']}] "
+        f"{row['gb_type']} (compiles {', '.join(row['compile_ids'])})\n    fix: {row['advice']}"
+    )
+
+
+def _describe_variants(frame: dict[str, Any], n: int) -> str:
+    where = frame_label(frame["function"], frame["file"], frame["line"])
+    lines = [f"{where} has {frame['variants']} variants, more than {n}:"]
+    for recompile in frame["recompiles"]:
+        lines += [f"  {recompile['compile_id']}: {text}" for text in _what_changed(recompile)]
+    outlook = frame.get("outlook")
+    if outlook:
+        lines.append(f"  outlook: {outlook['reason']}")
+    lines += [f"  fix: {fix}" for fix in frame.get("fixes") or []]
+    return "\n".join(lines)
+
+
+def _what_changed(recompile: dict[str, Any]) -> list[str]:
+    """The recompile's changes in the user's names; Dynamo's guard text when there are none."""
+    if recompile.get("changes"):
+        return [change_text(change) for change in recompile["changes"]]
+    return [f"[{guard['category']}] {guard['text']}" for guard in recompile["failed_guards"]]
+
+
+def _describe_compile(report: dict[str, Any], row: dict[str, Any]) -> str:
+    guards = [
+        f"    {text}"
+        for frame in report["frames"]
+        for recompile in frame["recompiles"]
+        if recompile["compile_id"] == row["compile_id"] and frame["stream"] == row["stream"]
+        for text in _what_changed(recompile)
+    ]
+    where = frame_label(row["function"], row["file"], row["line"])
+    head = f"  {row['compile_id']} {where}: {row['cause']}"
+    return "\n".join([head, *guards])

@@ -1,0 +1,106 @@
+"""The only package that touches private torch APIs, split by area. Each accessor checks that
+what it needs is there and degrades to "unavailable on this torch" (returns False/None)
+instead of crashing.
+
+Used inside the *watched* process (``pt2doctor run``'s child, ``watch()``) and by the workers,
+never by ``report``, which does not import torch at all: torch is imported inside the
+functions, so importing this package costs no torch. The areas: ``version`` (which torch),
+``dynamo`` (compile ids, graph and resume hooks, ``torch.compile`` itself), ``guards`` (guard
+timing), ``trace_log`` (the structured trace in process), ``dispatch`` (aten and custom-op
+recording), ``inductor`` (config, modes, pass hooks, bisector, preload) and ``fingerprint``
+(the environment). Callers use ``torchcompat.<name>``; every public name is here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pt2doctor.torchcompat.dispatch import (
+    TORCH_NAMESPACES,
+    describe_callable,
+    op_argument_names,
+    record_aten_ops,
+    record_custom_op_calls,
+)
+from pt2doctor.torchcompat.dynamo import (
+    MAX_COMPILE_CALLS,
+    _graph_hooks,
+    _resume_hooks,
+    compiled_target,
+    current_compile_id,
+    known_backends,
+    original_module,
+    override_backend,
+    record_compile_calls,
+    skip_code,
+    user_backend,
+    wrap_compiled_graphs,
+    wrap_resume_functions,
+)
+from pt2doctor.torchcompat.fingerprint import environment
+from pt2doctor.torchcompat.guards import (
+    GUARD_TIMING_BUDGET_S,
+    GUARD_TIMING_CHECKS,
+    _guard_hooks,
+    time_guards,
+)
+from pt2doctor.torchcompat.inductor import (
+    COMPILER_HOOKS,
+    bisect_compiler,
+    compile_modes,
+    compiler_hooks,
+    fallback_random,
+    inductor_config_patch,
+    preload_compiler,
+    uses_cuda_graphs,
+    warm_inductor_cpu,
+    without_compiler_hooks,
+)
+from pt2doctor.torchcompat.trace_log import attach_trace_file
+from pt2doctor.torchcompat.version import MIN_TORCH, supported, torch_version
+
+__all__ = [
+    "COMPILER_HOOKS",
+    "GUARD_TIMING_BUDGET_S",
+    "GUARD_TIMING_CHECKS",
+    "MAX_COMPILE_CALLS",
+    "MIN_TORCH",
+    "TORCH_NAMESPACES",
+    "attach_trace_file",
+    "bisect_compiler",
+    "compile_modes",
+    "compiled_target",
+    "compiler_hooks",
+    "current_compile_id",
+    "describe_callable",
+    "environment",
+    "fallback_random",
+    "inductor_config_patch",
+    "known_backends",
+    "op_argument_names",
+    "original_module",
+    "override_backend",
+    "preload_compiler",
+    "record_aten_ops",
+    "record_compile_calls",
+    "record_custom_op_calls",
+    "skip_code",
+    "supported",
+    "time_guards",
+    "torch_version",
+    "unwrap",
+    "user_backend",
+    "uses_cuda_graphs",
+    "warm_inductor_cpu",
+    "without_compiler_hooks",
+    "wrap_compiled_graphs",
+    "wrap_resume_functions",
+]
+
+
+def unwrap(callback: Any) -> None:
+    """Stop passing graphs / resume functions / guard timings to ``callback`` (wrappers already
+    made stay)."""
+    _graph_hooks[:] = [hook for hook in _graph_hooks if hook[0] != callback]
+    _resume_hooks[:] = [hook for hook in _resume_hooks if hook[0] != callback]
+    _guard_hooks[:] = [hook for hook in _guard_hooks if hook[0] != callback]

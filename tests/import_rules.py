@@ -1,0 +1,84 @@
+"""The package's layering as data, and a checker that reads the imports of a source tree.
+
+The shared layers, lowest first: each may import only the layers before it (and the base
+modules). No shared layer imports a command package; command packages import what they need.
+docs/ARCHITECTURE.md draws the same picture, and tests/unit/test_layout.py holds both to it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+# ``pt2doctor/<name>`` (a package or a module), lowest first.
+SHARED_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("torchcompat",),
+    ("trace",),
+    ("rundir",),
+    ("analysis",),
+    ("report",),
+    ("workers", "forkserver"),  # the one launcher and its fork server
+    ("capture",),
+)
+COMMAND_PACKAGES = ("cases", "check", "ablate", "cli", "harness", "inprocess", "pytest_plugin")
+# Importable from anywhere: the package root (``__version__``), errors and the lazy-name helper.
+BASE_MODULES = ("errors", "_lazy", "__init__", "__main__")
+
+
+def imported_modules(path: Path, package_names: set[str]) -> set[str]:
+    """Every ``pt2doctor...`` module ``path`` imports, at any depth (lazy imports inside
+    functions too); ``from pt2doctor import torchcompat`` counts as ``pt2doctor.torchcompat``."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            if node.module == "pt2doctor":
+                names |= {f"pt2doctor.{a.name}" for a in node.names if a.name in package_names}
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return {name for name in names if name == "pt2doctor" or name.startswith("pt2doctor.")}
+
+
+def top_name(module: str) -> str | None:
+    """``pt2doctor.analysis.breaks.sites`` -> ``analysis``; the root itself -> None."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def owner_of(path: Path, package: Path) -> str:
+    """The top-level name (``analysis``, ``workers``) a source file belongs to."""
+    relative = path.relative_to(package)
+    return relative.parts[0] if len(relative.parts) > 1 else relative.stem
+
+
+def layer_rank(name: str) -> int | None:
+    for rank, layer in enumerate(SHARED_LAYERS):
+        if name in layer:
+            return rank
+    return None
+
+
+def violations(package: Path) -> list[str]:
+    """``file imports module: why`` for every import that breaks the rules in the tree at
+    ``package`` (the ``src/pt2doctor`` folder, or a copy of it)."""
+    names = {
+        p.stem if p.is_file() else p.name
+        for p in package.iterdir()
+        if p.suffix == ".py" or (p / "__init__.py").exists()
+    }
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        owner = owner_of(path, package)
+        rank = layer_rank(owner)
+        if rank is None:
+            continue  # a command package or a base module: it may import any layer
+        for module in sorted(imported_modules(path, names)):
+            target = top_name(module)
+            if target is None or target == owner or target in BASE_MODULES:
+                continue
+            where = f"{path.relative_to(package)} imports {module}"
+            if target in COMMAND_PACKAGES:
+                found.append(f"{where}: a shared layer imports a command package")
+            elif (target_rank := layer_rank(target)) is not None and target_rank > rank:
+                found.append(f"{where}: {owner} imports upward ({target} is above it)")
+    return found
