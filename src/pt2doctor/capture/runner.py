@@ -47,6 +47,13 @@ class RunOptions:
     """Start the program on several ranks through torchrun (``--nproc``)."""
     collective_timeout: float | None = None
     """The collective timeout cross-rank analysis compares compile skew with (kept for report)."""
+    kernels: bool = False
+    """Inductor's provenance tracking on (``--kernels``): every kernel mapped to user lines."""
+
+
+# torch._inductor.config.trace.provenance_tracking_level reads it (torch >= 2.8): the trace
+# then carries inductor_provenance_tracking_{node_mappings,kernel_stack_traces}.
+PROVENANCE_ENV = "INDUCTOR_PROVENANCE"
 
 
 def child_env(options: RunOptions) -> dict[str, str]:
@@ -59,6 +66,8 @@ def child_env(options: RunOptions) -> dict[str, str]:
     env["TORCH_TRACE"] = str((options.out / "trace").resolve())
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONFAULTHANDLER"] = "1"
+    if options.kernels:  # part of Inductor's cache key: a provenance run compiles afresh
+        env[PROVENANCE_ENV] = "1"
     if options.backend:
         env[BACKEND_ENV] = options.backend
     else:
@@ -150,6 +159,7 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
         "timeout_s": options.timeout,
         "warmup_calls": options.warmup_calls,
         "steady_after_s": options.steady_after,
+        "kernels": options.kernels,
         "launcher": _launcher(argv, options.launch),
         "collective_timeout_s": options.collective_timeout,
         "host": {"python": platform.python_version(), "platform": platform.platform()},

@@ -107,6 +107,11 @@ def _torchrun_option(name: str, help_text: str, kind: Any = str) -> Decorator:
     show_default=True,
     help="What to print at the end: the summary (on stderr) or a document (on stdout).",
 )
+@click.option(
+    "--kernels",
+    is_flag=True,
+    help="Map every Inductor kernel to your lines (INDUCTOR_PROVENANCE=1; compiles afresh).",
+)
 @click.option("--redact", is_flag=True, help="Reports without source lines, with relative paths.")
 @click.option(
     "--tlparse", "use_tlparse", is_flag=True, help="Also render tlparse's report; link to it."
@@ -123,6 +128,7 @@ def run_command(
     torchrun_args: tuple[str, ...],
     collective_timeout: float | None,
     fmt: str,
+    kernels: bool,
     redact: bool,
     use_tlparse: bool,
     command: tuple[str, ...],
@@ -132,6 +138,8 @@ def run_command(
 
     COMMAND is e.g. python train.py ARGS. The run directory gets report.json, report.md and
     report.html."""
+    if command[0].startswith("-"):  # unknown options reach COMMAND (it may take its own)
+        raise UsageError(f"no such option: {command[0]} (pt2doctor run --help lists them)")
     options = RunOptions(
         command=list(command),
         out=out or default_run_dir("runs"),
@@ -141,6 +149,7 @@ def run_command(
         steady_after=steady_after,
         launch=_launch(nproc, torchrun, torchrun_args),
         collective_timeout=collective_timeout,
+        kernels=kernels,
     )
     manifest = run_program(options)
     console = Console(highlight=False, stderr=True)

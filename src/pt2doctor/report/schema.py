@@ -23,6 +23,13 @@ from pt2doctor.analysis import (
     find_findings,
     graph_break_sites,
 )
+from pt2doctor.analysis.built.fallbacks import fallback_findings
+from pt2doctor.analysis.built.graph_size import (
+    graph_size,
+    many_small_inputs_findings,
+    unrolled_loop_findings,
+)
+from pt2doctor.analysis.built.kernels import kernel_map
 from pt2doctor.analysis.findings.compiles import sort_findings
 from pt2doctor.analysis.ranks.divergence import DEFAULT_COLLECTIVE_TIMEOUT_S, cross_rank_analysis
 from pt2doctor.analysis.ranks.findings import rank_findings
@@ -145,6 +152,27 @@ def _compile(entry: CompileEntry) -> Compile:
             for symbol, (source, value) in record.symbols.items()
         ],
         "specializations": record.specializations,
+        **_built(entry),  # type: ignore[typeddict-item]
+    }
+
+
+def _built(entry: CompileEntry) -> dict[str, Any]:
+    """``kernels``, ``kernel_map`` and ``graph``: what the compiler built (empty and null when
+    the trace does not say)."""
+    found = kernel_map(entry.record.built)
+    kernels = [] if found is None else found.kernels
+    return {
+        "kernels": [
+            {
+                "name": k.name,
+                "kind": k.kind,
+                "ops": list(k.ops),
+                "user_lines": [line._asdict() for line in k.user_lines],
+            }
+            for k in kernels
+        ],
+        "kernel_map": None if found is None else {"source": found.source, "partial": found.partial},
+        "graph": graph_size(entry),
     }
 
 
@@ -247,6 +275,16 @@ def _changes_by_compile(
     }
 
 
+def built_findings(ledger: Ledger) -> list[Finding]:
+    """What the compiler built that an expert would point at: unrolled loops, graphs of many
+    small inputs, ATen fallbacks."""
+    return (
+        unrolled_loop_findings(ledger)
+        + many_small_inputs_findings(ledger)
+        + fallback_findings(ledger)
+    )
+
+
 def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIMEOUT_S) -> RunReport:
     """Analyse ``run`` and return the report as plain data (the JSON document).
 
@@ -267,7 +305,7 @@ def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIME
     explanations = explain_frames(ledger.frames, heat, environment)
     ranks = cross_rank_analysis(run, ledger, sites, collective_timeout_s)
     findings = find_findings(ledger, sites, run.parse_stats, explanations)
-    findings = sort_findings(findings + rank_findings(ranks))
+    findings = sort_findings(findings + rank_findings(ranks) + built_findings(ledger))
     if run.manifest is not None:
         from pt2doctor.analysis.coldstart.guard_overhead import guard_overhead_findings
         from pt2doctor.analysis.findings.run import run_findings

@@ -165,6 +165,40 @@ class DynamicSymbol(TypedDict):
     value: Any
 
 
+class UserLine(TypedDict):
+    file: str
+    line: int
+    code: str
+
+
+class Kernel(TypedDict):
+    """One kernel of a compile (``compiles[].kernels[]``): what Inductor launched."""
+
+    name: str
+    kind: Literal["generated", "library", "fallback", "sync"]
+    ops: list[str]
+    user_lines: list[UserLine]
+
+
+class KernelMapInfo(TypedDict):
+    source: Literal["provenance", "output_code"]
+    partial: str | None
+
+
+class GraphLineOps(TypedDict):
+    file: str
+    line: int
+    code: str
+    ops: int
+
+
+class GraphSize(TypedDict):
+    """``compiles[].graph``: the Dynamo graph's ops, by user line (most first)."""
+
+    ops: int
+    by_line: list[GraphLineOps]
+
+
 class Compile(TypedDict, total=False):
     """One row of ``compiles[]``, in the order they happened. The heat fields (``calls`` to
     ``after_warmup``) are null unless the report comes from a run."""
@@ -197,6 +231,9 @@ class Compile(TypedDict, total=False):
     t_s: float | None
     frame_calls: int | None
     after_warmup: bool | None
+    kernels: list[Kernel]
+    kernel_map: KernelMapInfo | None
+    graph: GraphSize | None
 
 
 class Failure(TypedDict):

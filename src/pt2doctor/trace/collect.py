@@ -14,6 +14,13 @@ from typing import Any
 
 import orjson
 
+from pt2doctor.trace.built import (
+    parse_kernel_frames,
+    parse_kernel_nodes,
+    parse_output_code,
+    parse_output_graph,
+    parse_post_to_pre,
+)
 from pt2doctor.trace.cache_records import (
     CACHE_ARTIFACTS,
     TRITON_KERNEL_INFO,
@@ -25,7 +32,7 @@ from pt2doctor.trace.guard_tree import first_arg_type, parse_cpp_guards, self_ty
 from pt2doctor.trace.messages import innermost_user_frame, parse_graph_break
 from pt2doctor.trace.reader import rank_from_filename, read_records, stream_names
 from pt2doctor.trace.records import CompileId, ParseStats, TraceRecord
-from pt2doctor.trace.types import CompileRecord, Run, SourceLine, StreamInfo
+from pt2doctor.trace.types import Built, CompileRecord, Run, SourceLine, StreamInfo
 
 # Chromium events timing a compile's nested stages (used where compilation_metrics lacks them;
 # compile_file, the C++ build, exists only here).
@@ -52,15 +59,25 @@ _CACHE_ARTIFACTS = {
     for cache, name in (("fx_graph", "fx_graph"), ("aotautograd", "aotautograd"))
     for outcome in ("hit", "miss", "bypass")
 }
+# Inductor's provenance artifacts (INDUCTOR_PROVENANCE=1): kernel -> post-grad nodes (the
+# older logs' name first), kernel -> the user's stack traces.
+_KERNEL_NODES = (
+    "inductor_triton_kernel_to_post_grad_nodes",
+    "inductor_provenance_tracking_node_mappings",
+)
+_KERNEL_FRAMES = "inductor_provenance_tracking_kernel_stack_traces"
+_AOT_WRAPPER = "inductor_aot_wrapper_code"  # a graph_dump record
 _PAYLOAD_ARTIFACTS = frozenset(
     {"recompile_reasons", "dynamo_graph_break_reason", "dynamo_error", "torch_version",
-     TRITON_KERNEL_INFO, *CACHE_ARTIFACTS}
+     TRITON_KERNEL_INFO, *CACHE_ARTIFACTS, *_KERNEL_NODES, _KERNEL_FRAMES}
 )  # fmt: skip
 # compilation_metrics counters kept raw (besides every ``*_us`` timer).
 _COUNTERS = frozenset(
     {"guard_count", "cache_size", "accumulated_cache_size", "shape_env_guard_count"}
 )
-_PAYLOAD_KINDS = frozenset({"dynamo_cpp_guards_str", "chromium_event"})
+_PAYLOAD_KINDS = frozenset(
+    {"dynamo_cpp_guards_str", "chromium_event", "dynamo_output_graph", "inductor_output_code"}
+)
 # Where torch.compile's own wrapper of a module (compile_wrapper) lives.
 _EVAL_FRAME = "/torch/_dynamo/eval_frame.py"
 
@@ -69,10 +86,11 @@ def wants_payload(kind: str, meta: Any) -> bool:
     """The payloads the collector reads; every other payload is md5-checked and dropped."""
     if kind in _PAYLOAD_KINDS:
         return True
-    return (
-        kind == "artifact"
-        and isinstance(meta, dict)
-        and _text(meta.get("name")) in _PAYLOAD_ARTIFACTS
+    if not isinstance(meta, dict):
+        return False
+    name = _text(meta.get("name"))
+    return (kind == "artifact" and name in _PAYLOAD_ARTIFACTS) or (
+        kind == "graph_dump" and name == _AOT_WRAPPER
     )
 
 
@@ -97,6 +115,7 @@ class _Collector:
         self.open_events: dict[tuple[str, CompileId, str], float] = {}
         self.event_timings: dict[tuple[str, CompileId], dict[str, float]] = {}
         self.components = ComponentTable()
+        self.aot_built: Built | None = None
 
     def compile_for(self, record: TraceRecord) -> CompileRecord | None:
         cid = record.compile_id
@@ -124,6 +143,7 @@ class _Collector:
             environment=self.environment,
             compile_id_count=len(self.compile_ids),
             cache_component_values=self.components.values,
+            aot_built=self.aot_built,
         )
 
 
@@ -175,6 +195,47 @@ def _on_output_graph(col: _Collector, record: TraceRecord) -> None:
     entry = col.compile_for(record)
     if entry is not None:
         entry.graph_count += 1
+        if record.payload is not None and _built(entry).graph is None:
+            _built(entry).graph = parse_output_graph(record.payload)
+
+
+def _built(entry: CompileRecord) -> Built:
+    if entry.built is None:
+        entry.built = Built()
+    return entry.built
+
+
+def _on_output_code(col: _Collector, record: TraceRecord) -> None:
+    entry = col.compile_for(record)
+    if entry is not None and record.payload is not None:
+        _built(entry).codes.append(parse_output_code(record.payload))
+
+
+def _on_provenance(built: Built, name: str, payload: str) -> None:
+    if name == _KERNEL_FRAMES:
+        built.kernel_frames.update(parse_kernel_frames(payload))
+    elif name == _KERNEL_NODES[1] or not built.kernel_nodes:  # the newer artifact wins
+        built.kernel_nodes = parse_kernel_nodes(payload)
+        built.post_to_pre = parse_post_to_pre(payload) or built.post_to_pre
+
+
+def _on_aot_artifact(col: _Collector, name: str | None, payload: str | None) -> None:
+    """AOTInductor's wrapper code and provenance, which carry no compile id."""
+    if payload is None or not (name in _KERNEL_NODES or name in (_KERNEL_FRAMES, _AOT_WRAPPER)):
+        return
+    if col.aot_built is None:
+        col.aot_built = Built()
+    if name == _AOT_WRAPPER:
+        col.aot_built.codes.append(parse_output_code(payload))
+    else:
+        _on_provenance(col.aot_built, name or "", payload)
+
+
+def _on_graph_dump(col: _Collector, record: TraceRecord) -> None:
+    if record.compile_id is None:
+        _on_aot_artifact(col, record.name, record.payload)
+    else:
+        col.compile_for(record)
 
 
 def _on_cpp_guards(col: _Collector, record: TraceRecord) -> None:
@@ -281,6 +342,8 @@ def _on_artifact(col: _Collector, record: TraceRecord) -> None:
         return
     entry = col.compile_for(record)
     if entry is None:
+        if record.compile_id is None:
+            _on_aot_artifact(col, name, record.payload)
         return
     if name in _CACHE_ARTIFACTS or name == TRITON_KERNEL_INFO:
         _on_cache_artifact(col, entry, name or "", record.payload)
@@ -297,6 +360,8 @@ def _on_artifact(col: _Collector, record: TraceRecord) -> None:
         entry.recompile_reasons = _recompile_reasons(record.payload)
     elif name == "dynamo_graph_break_reason":
         entry.graph_breaks.append(parse_graph_break(record.payload, str(entry.compile_id)))
+    elif name in _KERNEL_NODES or name == _KERNEL_FRAMES:
+        _on_provenance(_built(entry), name, record.payload)
     elif name == "dynamo_error":
         lines = [line for line in record.payload.strip().splitlines() if line.strip()]
         entry.dynamo_error = lines[-1] if lines else None
@@ -377,9 +442,11 @@ def _on_any(col: _Collector, record: TraceRecord) -> None:
 HANDLERS: dict[str, Handler] = {
     "dynamo_start": _on_dynamo_start,
     "dynamo_output_graph": _on_output_graph,
+    "inductor_output_code": _on_output_code,
     "dynamo_cpp_guards_str": _on_cpp_guards,
     "compilation_metrics": _on_compilation_metrics,
     "artifact": _on_artifact,
+    "graph_dump": _on_graph_dump,
     "create_symbol": _on_symbol,
     "create_unbacked_symbol": _on_symbol,
     "symbolic_shape_specialization": _on_specialization,

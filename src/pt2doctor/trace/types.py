@@ -7,9 +7,12 @@ and never look at the log again. Everything is plain data so a unit test can bui
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pt2doctor.trace.records import CompileId, ParseStats
+
+if TYPE_CHECKING:
+    from pt2doctor.trace.built import OutputCode, OutputGraph
 
 
 class SourceLine(NamedTuple):
@@ -31,6 +34,21 @@ class SourceLine(NamedTuple):
         if self.function:
             where += f" in {self.function}"
         return f"{where}: {self.code}" if self.code else where
+
+
+class Built:
+    """What the trace says the compiler built for one compile (trace/built.py parses it)."""
+
+    __slots__ = ("codes", "graph", "kernel_frames", "kernel_nodes", "post_to_pre")
+
+    def __init__(self) -> None:
+        self.graph: OutputGraph | None = None
+        self.codes: list[OutputCode] = []
+        self.kernel_nodes: dict[str, list[str]] = {}
+        """Provenance: kernel key (``cpp_fused_gelu_1:3``) -> post-grad nodes."""
+        self.post_to_pre: dict[str, list[str]] = {}
+        """Provenance: post-grad node -> the Dynamo graph's nodes it came from."""
+        self.kernel_frames: dict[str, list[tuple[str, int, str, str]]] = {}
 
 
 @dataclass(slots=True)
@@ -88,6 +106,7 @@ class CompileRecord:
 
     __slots__ = (
         "attempts",
+        "built",
         "cache",
         "cache_events",
         "caller",
@@ -134,6 +153,9 @@ class CompileRecord:
     """The class of ``args[0]`` for a frame taking ``*args`` (a generic decorator's wrapper
     called as a bound method gets ``self`` there), from the guard tree."""
     attempts: int
+    built: Built | None
+    """What the compiler built (graph ops by line, output code launches, provenance), when the
+    trace has the payloads: None for a compile with none of them."""
     start_time: float | None
     compile_time_s: float | None
     timings: dict[str, float]
@@ -232,6 +254,7 @@ class CompileRecord:
         self.dynamo_error = dynamo_error
         self.raised_in = raised_in
         self.has_metrics = has_metrics
+        self.built = None
 
     def __repr__(self) -> str:
         return f"CompileRecord({str(self.compile_id)!r}, {self.stream!r}, {self.function!r})"
@@ -265,6 +288,8 @@ class Run:
     """Per log file: its stream, path and the ranks its name and envelopes give."""
     cache_component_values: dict[tuple[str, str], str] = field(default_factory=dict)
     """The value of each cache-key component: (name, hash) -> text (cut to 80 characters)."""
+    aot_built: Built | None = None
+    """What AOTInductor built (its wrapper code and provenance carry no compile id)."""
 
 
 @dataclass(slots=True)

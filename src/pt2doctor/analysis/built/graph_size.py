@@ -1,0 +1,153 @@
+"""Why a graph is as big as it is: its ops by user line, a line that a Python loop unrolled
+into most of the graph, and graphs of thousands of tiny ops over many small inputs.
+
+Compile time follows the length of what Dynamo traced, not the size of the program: a loop of
+300 steps in ``forward`` is 300 copies of its body in one graph (the issue's 300-step loop:
+1,201 ops, 19.2 s to compile, 13.1 s of it codegen, on 2 CPU cores).
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, NamedTuple
+
+from pt2doctor.analysis.findings.compiles import Finding
+from pt2doctor.analysis.paths import library_path
+from pt2doctor.analysis.recompiles.ledger import CompileEntry, Ledger
+from pt2doctor.trace.built import GraphLine
+
+# A line is "unrolled" when it repeats at least this often and holds this share of the ops.
+UNROLL_MIN_REPEATS = 8
+UNROLL_MIN_SHARE = 0.3
+# A graph of many small inputs: at least this many inputs, this many ops, this small a median.
+SMALL_INPUTS_MIN = 200
+SMALL_INPUTS_MIN_OPS = 1000
+SMALL_INPUT_NUMEL = 4096
+_MANY_OPS = 200  # an unrolled loop this large (or compiling this long) is a warning
+_SLOW_COMPILE_S = 10.0
+
+
+class LineOps(NamedTuple):
+    file: str
+    line: int
+    code: str
+    ops: int
+    repeats: int
+
+
+def graph_size(entry: CompileEntry) -> dict[str, Any] | None:
+    """``{ops, by_line: [{file, line, code, ops}]}`` of one compile's Dynamo graph, the lines
+    holding the most ops first (None when the trace has no printed graph)."""
+    built = entry.record.built
+    if built is None or built.graph is None:
+        return None
+    lines = sorted(built.graph.lines, key=lambda line: -line.ops)
+    total = entry.record.graph_op_count or sum(line.ops for line in lines)
+    return {
+        "ops": total,
+        "by_line": [
+            {"file": line.file, "line": line.line, "code": line.code, "ops": line.ops}
+            for line in lines
+        ],
+    }
+
+
+def _repeats(line: GraphLine) -> int:
+    return max(line.groups, line.period)
+
+
+def _loop_lines(lines: list[GraphLine], total: int) -> list[list[GraphLine]]:
+    """Lines that a loop unrolled, grouped by function and repetition count (a loop body of
+    several lines repeats each of them as often), the groups with a large share only."""
+    groups: dict[tuple[str, str, int], list[GraphLine]] = {}
+    for line in lines:
+        if _repeats(line) >= UNROLL_MIN_REPEATS:
+            groups.setdefault((line.file, line.function, _repeats(line)), []).append(line)
+    return [g for g in groups.values() if sum(x.ops for x in g) >= UNROLL_MIN_SHARE * total]
+
+
+def unrolled_loop_findings(ledger: Ledger) -> list[Finding]:
+    findings = []
+    for entry in ledger.compiles:
+        built = entry.record.built
+        if built is None or built.graph is None or not built.graph.lines:
+            continue
+        total = entry.record.graph_op_count or sum(line.ops for line in built.graph.lines)
+        for group in _loop_lines(built.graph.lines, total):
+            findings.append(_unrolled(entry, group, total))
+    return findings
+
+
+def _unrolled(entry: CompileEntry, group: list[GraphLine], total: int) -> Finding:
+    ops, repeats = sum(line.ops for line in group), _repeats(group[0])
+    first, last = min(line.line for line in group), max(line.line for line in group)
+    where = f"line {first}" if first == last else f"lines {first}-{last}"
+    code = group[0].code if len(group) == 1 else f"{group[0].code} ..."
+    seconds = entry.record.compile_time_s
+    cost = "" if seconds is None else f", compiled in {seconds:.1f} s"
+    codegen = entry.phases.get("inductor_codegen", 0.0) + entry.phases.get("cpp_triton_build", 0.0)
+    if seconds is not None and codegen:
+        cost += f" ({codegen:.1f} s of it Inductor codegen and kernel build)"
+    title = (
+        f"{where} of {group[0].function} ({group[0].file}) unrolled {repeats} times into "
+        f"{ops} of the graph's {total} ops ({ops / total:.0%})"
+    )
+    big = ops >= _MANY_OPS or (seconds or 0) >= _SLOW_COMPILE_S
+    return Finding(
+        "warning" if big else "info",
+        "unrolled_loop",
+        title,
+        _unrolled_advice(group[0].file, repeats),
+        [f"{group[0].file}:{first}: {code}", f"graph {entry.compile_id}: {total} ops{cost}"],
+    )
+
+
+def _unrolled_advice(file: str, repeats: int) -> str:
+    if "/torch/optim/" in file:
+        return (
+            f"The optimizer's per-parameter loop runs {repeats} times inside the compiled step: "
+            "construct the optimizer with foreach=True (or fused=True where supported), so one "
+            "op covers every parameter."
+        )
+    lead = (
+        "The loop is in library code your call leads into; "
+        if library_path(file) is not None
+        else ""
+    )
+    return (
+        f"{lead}Dynamo traces a Python loop by unrolling it, so compile time grows with the "
+        f"{repeats} iterations. Batch the iterations (broadcasting, torch.vmap, or a cumulative "
+        "op such as torch.cumsum), or move the loop out of the compiled function and compile "
+        "its body: then one graph serves every iteration."
+    )
+
+
+def many_small_inputs_findings(ledger: Ledger) -> list[Finding]:
+    findings = []
+    for entry in ledger.compiles:
+        built = entry.record.built
+        graph = None if built is None else built.graph
+        if graph is None or len(graph.inputs) < SMALL_INPUTS_MIN:
+            continue
+        ops = entry.record.graph_op_count or sum(line.ops for line in graph.lines)
+        sizes = [n for n in graph.inputs if n is not None]
+        if ops < SMALL_INPUTS_MIN_OPS or not sizes:
+            continue
+        median = statistics.median(sizes)
+        if median > SMALL_INPUT_NUMEL:
+            continue
+        findings.append(
+            Finding(
+                "warning",
+                "many_small_inputs",
+                f"compile {entry.compile_id} traced {ops} ops over {len(graph.inputs)} inputs "
+                f"of {median:g} elements (median)",
+                "Compile time follows the op count, not the data: a per-tensor loop over many "
+                "small tensors (an optimizer without foreach, per-parameter clipping) makes "
+                "thousands of tiny ops. Use the foreach/fused variant (torch.optim's "
+                "foreach=True, torch._foreach_* ops), or keep the small tensors in one flat "
+                "buffer.",
+                [f"compile {entry.compile_id}: {ops} ops, {len(graph.inputs)} inputs"],
+            )
+        )
+    return findings

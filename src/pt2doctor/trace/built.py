@@ -1,0 +1,243 @@
+"""What the compiler built, as the trace records it: the Dynamo graph's ops per user line, the
+launches of Inductor's output code, and Inductor's provenance artifacts.
+
+Facts only, parsed from four payloads (each optional, each tolerant):
+
+- ``dynamo_output_graph``: nodes grouped under ``# File: PATH:LINE in FN, code: ...``
+  comments; the ``forward`` signature gives the graph's inputs with their shapes.
+- ``inductor_output_code``: the ``call`` function's launches: generated kernels
+  (``cpp_fused_*``, ``triton_*``), library calls (``extern_kernels.*``), ATen fallbacks
+  (``torch.ops.aten.X.default``) and ``.item()`` syncs, each with the ``Topologically Sorted
+  Source Nodes`` / ``Original ATen`` comment and provenance debug handle above it.
+- ``inductor_provenance_tracking_node_mappings`` (``cppCodeToPost``: kernel -> post-grad
+  nodes) and ``inductor_provenance_tracking_kernel_stack_traces`` (kernel -> the user's
+  ``File ..., line N`` frames), written with ``INDUCTOR_PROVENANCE=1``; older logs name the
+  first one ``inductor_triton_kernel_to_post_grad_nodes``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple
+
+import orjson
+
+_FILE_COMMENT = re.compile(
+    r"^\s*# File: (?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,]+), code: (?P<code>.*)$"
+)
+# A node line of a printed FX graph: ``name: "f32[8]cpu" = target(args)`` or ``name = ...``.
+_NODE = re.compile(r"^\s+(?P<name>[A-Za-z_]\w*)(?:: \"[^\"]*\")? = (?P<rhs>.+)$")
+_SIGNATURE = re.compile(r"^\s*def forward\(self, (?P<args>.*)\):\s*$")
+_ARG_SHAPE = re.compile(r"\w+: \"[a-z]+\d*\[(?P<shape>[^\]]*)\]")
+_AOT_ID = re.compile(r"^# AOT ID: \['\d+_(?P<graph>\w+)'\]")
+_SOURCE_NODES = re.compile(
+    r"^\s*# Topologically Sorted Source Nodes: \[(?P<nodes>[^\]]*)\], Original ATen: \[(?P<aten>[^\]]*)\]"
+)
+_HANDLE = re.compile(r"^\s*# \[Provenance debug handles\] (?P<key>\S+)")
+_DEFINITION = re.compile(r"^(?P<name>(?:cpp|triton)_\w+) = async_compile\.")
+_GENERATED_CALL = re.compile(r"^\s+(?P<name>(?:cpp|triton)_\w+)(?:\.run)?\(")
+_LIBRARY_CALL = re.compile(r"^\s+(?:\w+ = )?extern_kernels\.(?P<op>\w+)\(")
+_FALLBACK_CALL = re.compile(r"^\s+(?:[\w, ]+ = )?torch\.ops\.(?P<op>\w+\.\w+\.\w+)\(")
+_ITEM_SYNC = re.compile(r"^\s+(?P<name>\w+) = (?P<buf>\w+)\.item\(\)")
+_STACK_FRAME = re.compile(
+    r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>[^\n]+)\n(?P<code>[^\n]*)'
+)
+_TARGET = re.compile(r"^(?:torch\.ops\.)?(?P<target>[\w.]+?)(?:\(|$)")
+
+
+class GraphLine(NamedTuple):
+    """One user line of a Dynamo graph and the ops it put there."""
+
+    file: str
+    line: int
+    function: str
+    code: str
+    ops: int
+    groups: int
+    """How many separate ``# File:`` groups the line has: a loop body of several lines
+    alternates between them once per iteration."""
+    period: int
+    """How often the line's op sequence repeats back to back (1: no repetition): a one-line
+    loop body unrolled N times is N copies of one op pattern under one comment."""
+
+
+class OutputGraph(NamedTuple):
+    """The Dynamo graph of one compile: its ops by user line, which line each node came from,
+    and the numel of each input (None where the shape is symbolic)."""
+
+    lines: list[GraphLine]
+    node_lines: dict[str, int]
+    """Node name -> index into ``lines`` (to join Inductor's ``Source Nodes`` to a line)."""
+    inputs: list[int | None]
+
+
+class Launch(NamedTuple):
+    """One launch in the ``call`` function of Inductor's output code."""
+
+    name: str
+    """``cpp_fused_gelu_1``, ``extern_kernels.addmm``, ``torch.ops.aten.cumsum.default``,
+    ``buf3.item()``."""
+    kind: str
+    """``generated | library | fallback | sync``."""
+    handle: str | None
+    """The provenance key (``cpp_fused_gelu_1:3``) when the code carries debug handles."""
+    source_nodes: tuple[str, ...]
+    aten: tuple[str, ...]
+
+
+class OutputCode(NamedTuple):
+    graph: str
+    """``inference``, ``forward`` or ``backward`` (from ``# AOT ID``), else ``graph``."""
+    launches: list[Launch]
+
+
+class Provenance(NamedTuple):
+    """Inductor's provenance of one compile: kernel key -> post-grad nodes, and kernel key ->
+    the user frames (innermost last, as torch writes them)."""
+
+    kernel_nodes: dict[str, list[str]]
+    kernel_frames: dict[str, list[tuple[str, int, str, str]]]
+
+
+def _period(kinds: list[str]) -> int:
+    """The number of back-to-back copies of the shortest pattern that makes up ``kinds``."""
+    count = len(kinds)
+    for size in range(1, count // 2 + 1):
+        if count % size == 0 and kinds == kinds[:size] * (count // size):
+            return count // size
+    return 1
+
+
+def _op_kind(rhs: str) -> str:
+    """The callee of a node (``torch.sin``, ``l_self_parameters_gains_[``, ``+``), enough to
+    tell one op pattern from another; its arguments (indices, names) are left out."""
+    if "[" in rhs.split("(", 1)[0]:
+        return "getitem"
+    match = _TARGET.match(rhs)
+    if match and "(" in rhs:
+        return match.group("target")
+    for operator in (" + ", " - ", " * ", " / ", " @ ", " ** ", " // ", " % "):
+        if operator in rhs:
+            return operator.strip()
+    return rhs.split(" ", 1)[0][:40]
+
+
+def parse_output_graph(payload: str) -> OutputGraph:
+    """The ops per user line of a printed Dynamo graph (``dynamo_output_graph``)."""
+    order: list[tuple[str, int, str, str]] = []
+    kinds: dict[tuple[str, int, str, str], list[str]] = {}
+    groups: dict[tuple[str, int, str, str], int] = {}
+    node_lines: dict[str, tuple[str, int, str, str]] = {}
+    inputs: list[int | None] = []
+    current: tuple[str, int, str, str] | None = None
+    for text in payload.splitlines():
+        if (comment := _FILE_COMMENT.match(text)) is not None:
+            current = (comment["file"], int(comment["line"]), comment["fn"], comment["code"])
+            if current not in kinds:
+                order.append(current)
+                kinds[current] = []
+            groups[current] = groups.get(current, 0) + 1
+        elif current is not None and (node := _NODE.match(text)) is not None:
+            kinds[current].append(_op_kind(node["rhs"]))
+            node_lines[node["name"]] = current
+        elif current is None and (signature := _SIGNATURE.match(text)) is not None:
+            inputs = [_numel(m["shape"]) for m in _ARG_SHAPE.finditer(signature["args"])]
+    kept = [key for key in order if kinds[key]]
+    position = {key: at for at, key in enumerate(kept)}
+    lines = [
+        GraphLine(*key, ops=len(kinds[key]), groups=groups[key], period=_period(kinds[key]))
+        for key in kept
+    ]
+    return OutputGraph(lines, {name: position[key] for name, key in node_lines.items()}, inputs)
+
+
+def _numel(shape: str) -> int | None:
+    numel = 1
+    for size in (part.strip() for part in shape.split(",") if part.strip()):
+        if not size.isdigit():
+            return None
+        numel *= int(size)
+    return numel
+
+
+def parse_output_code(payload: str) -> OutputCode:
+    """The launches of Inductor's ``call`` function, in order, each with the comments above it
+    (a Triton kernel's comment sits above its definition: it is kept for its launches)."""
+    graph, launches = "graph", []
+    nodes: tuple[str, ...] = ()
+    aten: tuple[str, ...] = ()
+    handle: str | None = None
+    defined: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    for text in payload.splitlines():
+        if graph == "graph" and (aot := _AOT_ID.match(text)) is not None:
+            graph = aot["graph"]
+        if (comment := _SOURCE_NODES.match(text)) is not None:
+            nodes = tuple(n.strip() for n in comment["nodes"].split(",") if n.strip())
+            aten = tuple(a.strip() for a in comment["aten"].split(",") if a.strip())
+        elif (debug := _HANDLE.match(text)) is not None:
+            handle = debug["key"]
+        elif (definition := _DEFINITION.match(text)) is not None:
+            defined[definition["name"]] = (nodes, aten)
+            nodes, aten, handle = (), (), None
+        elif (launch := _launch(text, handle, nodes, aten)) is not None:
+            if launch.kind == "generated" and not launch.source_nodes:
+                launch = launch._replace(
+                    source_nodes=defined.get(launch.name, ((), ()))[0],
+                    aten=defined.get(launch.name, ((), ()))[1],
+                )
+            launches.append(launch)
+            nodes, aten, handle = (), (), None
+    return OutputCode(graph, launches)
+
+
+def _launch(
+    text: str, handle: str | None, nodes: tuple[str, ...], aten: tuple[str, ...]
+) -> Launch | None:
+    if (call := _GENERATED_CALL.match(text)) is not None:
+        return Launch(call["name"], "generated", handle, nodes, aten)
+    if (call := _LIBRARY_CALL.match(text)) is not None:
+        return Launch(f"extern_kernels.{call['op']}", "library", handle, nodes, aten)
+    if (call := _FALLBACK_CALL.match(text)) is not None:
+        return Launch(f"torch.ops.{call['op']}", "fallback", handle, nodes, aten)
+    if (call := _ITEM_SYNC.match(text)) is not None:
+        return Launch(f"{call['buf']}.item()", "sync", handle, nodes, aten)
+    return None
+
+
+def _json_object(payload: str | None) -> dict[str, Any]:
+    try:
+        decoded = orjson.loads(payload or "")
+    except orjson.JSONDecodeError:
+        return {}
+    return decoded if isinstance(decoded, dict) else {}
+
+
+def parse_kernel_nodes(payload: str | None) -> dict[str, list[str]]:
+    """``cppCodeToPost`` of the node mappings (or the whole of the older
+    ``inductor_triton_kernel_to_post_grad_nodes``): kernel key -> post-grad node names."""
+    decoded = _json_object(payload)
+    table = decoded.get("cppCodeToPost", decoded if "preToPost" not in decoded else {})
+    if not isinstance(table, dict):
+        return {}
+    return {str(k): [str(n) for n in v] for k, v in table.items() if isinstance(v, list)}
+
+
+def parse_post_to_pre(payload: str | None) -> dict[str, list[str]]:
+    """``postToPre`` of the node mappings: post-grad node -> the Dynamo graph's nodes."""
+    table = _json_object(payload).get("postToPre")
+    if not isinstance(table, dict):
+        return {}
+    return {str(k): [str(n) for n in v] for k, v in table.items() if isinstance(v, list)}
+
+
+def parse_kernel_frames(payload: str | None) -> dict[str, list[tuple[str, int, str, str]]]:
+    """kernel key -> ``(file, line, function, code)`` of each user frame of its stack traces."""
+    found: dict[str, list[tuple[str, int, str, str]]] = {}
+    for key, traces in _json_object(payload).items():
+        if not isinstance(traces, list):
+            continue
+        frames = found.setdefault(str(key), [])
+        for trace in traces:
+            for m in _STACK_FRAME.finditer(str(trace)):
+                frames.append((m["file"], int(m["line"]), m["fn"].strip(), m["code"].strip()))
+    return found

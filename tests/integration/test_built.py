@@ -1,0 +1,130 @@
+"""What the compiler built, on real traces: the kernel map against Inductor's own provenance
+artifacts (the tlparse corpus, read independently), and a real ``pt2doctor run --kernels``
+of a block with a fallback op and an unrolled loop, asserted against its ``# MARK:`` lines and
+its raw trace. The same run, with its provenance records taken out of the trace, shows the
+partial map the output code alone gives."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oracles import marker_in, raw_file_records, raw_records
+from pt2doctor.analysis.built.kernels import kernel_map
+from pt2doctor.cli import main
+from pt2doctor.trace.collect import collect_run
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "tlparse-inputs"
+PROVENANCE_LOGS = (
+    sorted((CORPUS / "inputs").glob("inductor_provenance_*")) if CORPUS.exists() else []
+)
+PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "run" / "run_built.py"
+FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+PROVENANCE = ("inductor_provenance_tracking", "inductor_triton_kernel_to_post_grad_nodes")
+
+
+def _artifact(log: Path, name: str) -> dict[str, Any] | None:
+    found = None
+    for envelope, payload in raw_file_records(log):
+        if envelope.get("artifact", {}).get("name") == name:
+            found = json.loads(payload)  # the last one, as the collector keeps it
+    return found
+
+
+@pytest.mark.corpus
+@pytest.mark.skipif(not PROVENANCE_LOGS, reason="needs ../shared/corpus/tlparse-inputs")
+@pytest.mark.parametrize("log", PROVENANCE_LOGS, ids=[p.name for p in PROVENANCE_LOGS])
+def test_every_provenance_log_maps_its_kernels_as_inductor_recorded_them(log: Path) -> None:
+    run = collect_run([log])
+    built = [c.built for c in run.compiles if c.built is not None] or [run.aot_built]
+    assert len(built) == 1 and built[0] is not None
+    found = kernel_map(built[0])
+    assert found is not None and found.source == "provenance"
+    mappings = _artifact(log, "inductor_provenance_tracking_node_mappings")
+    assert mappings is not None
+    assert [k.key for k in found.kernels] == list(mappings["cppCodeToPost"])
+    traces = _artifact(log, "inductor_provenance_tracking_kernel_stack_traces") or {}
+    for kernel in found.kernels:
+        raw = traces.get(kernel.key)
+        if raw is None:
+            continue  # lines from the node mappings instead (checked on the real run below)
+        frames = list(dict.fromkeys(FRAME.findall("".join(raw))))
+        assert [(u.file, str(u.line)) for u in kernel.user_lines] == frames
+
+
+@pytest.fixture(scope="module")
+def built_run(doctor_run: Any) -> Any:
+    run = doctor_run("built_kernels", ("--kernels",), "run_built")
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run
+
+
+def _report(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "report.json").read_text())
+
+
+def _lines(kernel: dict[str, Any]) -> set[int]:
+    return {u["line"] for u in kernel["user_lines"] if u["file"] == str(PROGRAM)}
+
+
+@pytest.mark.torch_run
+def test_kernels_map_to_the_lines_of_the_block(built_run: Any) -> None:
+    report = _report(built_run.run_dir)
+    assert report["compiles"][0]["kernel_map"] == {"source": "provenance", "partial": None}
+    kernels = report["compiles"][0]["kernels"]
+    raw = [
+        p for e, p in raw_records(built_run.run_dir / "trace") if "node_mappings" in json.dumps(e)
+    ]
+    keys = list(json.loads(raw[-1])["cppCodeToPost"])
+    assert [k["name"] for k in kernels] == [key.rsplit(":", 1)[0] for key in keys]
+    by_kind = {k["kind"] for k in kernels}
+    assert by_kind == {"generated", "library", "fallback"}
+    gelu = [k for k in kernels if k["kind"] == "generated" and "erf" in k["ops"]]
+    assert len(gelu) == 1 and _lines(gelu[0]) == {marker_in(PROGRAM, "gelu")}
+    norm = next(k for k in kernels if "rsqrt" in k["ops"])
+    assert _lines(norm) == {marker_in(PROGRAM, "norm")}
+    (cumsum,) = [k for k in kernels if k["kind"] == "fallback"]
+    assert cumsum["name"] == "torch.ops.aten.cumsum.default"
+    assert _lines(cumsum) == {marker_in(PROGRAM, "cumsum")}
+    assert json.loads((built_run.run_dir / "manifest.json").read_text())["kernels"] is True
+
+
+@pytest.mark.torch_run
+def test_the_unrolled_loop_is_named_with_its_count_share_and_compile_time(built_run: Any) -> None:
+    report = _report(built_run.run_dir)
+    compile_ = report["compiles"][0]
+    loop_line = marker_in(PROGRAM, "loop")
+    by_line = {row["line"]: row["ops"] for row in compile_["graph"]["by_line"]}
+    assert by_line[loop_line] == 24 * 4  # gains[i], sin, *, + per step
+    assert compile_["graph"]["ops"] == compile_["graph_op_count"] == sum(by_line.values())
+    (finding,) = [f for f in report["findings"] if f["code"] == "unrolled_loop"]
+    share = by_line[loop_line] / compile_["graph"]["ops"]
+    assert f"line {loop_line} of forward" in finding["title"]
+    assert "unrolled 24 times" in finding["title"] and f"({share:.0%})" in finding["title"]
+    assert f"compiled in {compile_['compile_time_s']:.1f} s" in " ".join(finding["evidence"])
+    (fallback,) = [f for f in report["findings"] if f["code"] == "fallback_op"]
+    assert f"run_built.py:{marker_in(PROGRAM, 'cumsum')}" in fallback["evidence"][0]
+
+
+@pytest.mark.torch_run
+def test_without_provenance_the_map_is_partial_and_says_why(built_run: Any, tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(built_run.run_dir, copy)
+    for log in (copy / "trace").iterdir():
+        blocks, keep = re.split(r"(?m)^(?=\S)", log.read_text()), []
+        keep = [b for b in blocks if not any(name in b.split("\n", 1)[0] for name in PROVENANCE)]
+        log.write_text("".join(keep))
+    for report in copy.glob("report.*"):
+        report.unlink()
+    assert main(["report", str(copy), "--json", str(copy / "report.json")]) == 0
+    compile_ = _report(copy)["compiles"][0]
+    assert compile_["kernel_map"]["source"] == "output_code"
+    assert "--kernels" in compile_["kernel_map"]["partial"]
+    (cumsum,) = [k for k in compile_["kernels"] if k["kind"] == "fallback"]
+    assert _lines(cumsum) == {marker_in(PROGRAM, "cumsum")}  # from its Source Nodes comment
+    assert all(not k["user_lines"] for k in compile_["kernels"] if k["kind"] == "generated")
