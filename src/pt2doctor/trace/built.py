@@ -29,16 +29,6 @@ _FILE_COMMENT = re.compile(
 _NODE = re.compile(r"^\s+(?P<name>[A-Za-z_]\w*)(?:: \"[^\"]*\")? = (?P<rhs>.+)$")
 _SIGNATURE = re.compile(r"^\s*def forward\(self, (?P<args>.*)\):\s*$")
 _ARG_SHAPE = re.compile(r"\w+: \"[a-z]+\d*\[(?P<shape>[^\]]*)\]")
-_AOT_ID = re.compile(r"^# AOT ID: \['\d+_(?P<graph>\w+)'\]")
-_SOURCE_NODES = re.compile(
-    r"^\s*# Topologically Sorted Source Nodes: \[(?P<nodes>[^\]]*)\], Original ATen: \[(?P<aten>[^\]]*)\]"
-)
-_HANDLE = re.compile(r"^\s*# \[Provenance debug handles\] (?P<key>\S+)")
-_DEFINITION = re.compile(r"^(?P<name>(?:cpp|triton)_\w+) = async_compile\.")
-_GENERATED_CALL = re.compile(r"^\s+(?P<name>(?:cpp|triton)_\w+)(?:\.run)?\(")
-_LIBRARY_CALL = re.compile(r"^\s+(?:\w+ = )?extern_kernels\.(?P<op>\w+)\(")
-_FALLBACK_CALL = re.compile(r"^\s+(?:[\w, ]+ = )?torch\.ops\.(?P<op>\w+\.\w+\.\w+)\(")
-_ITEM_SYNC = re.compile(r"^\s+(?P<name>\w+) = (?P<buf>\w+)\.item\(\)")
 _STACK_FRAME = re.compile(
     r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>[^\n]+)\n(?P<code>[^\n]*)'
 )
@@ -160,6 +150,25 @@ def _numel(shape: str) -> int | None:
     return numel
 
 
+# The lines of the output code that matter, found by one scan of the Python around the kernels'
+# sources (those are most of the payload).
+_CODE_LINES = re.compile(
+    r"^(?:# AOT ID: \['\d+_(?P<graph>\w+)'\]"
+    r"|[ \t]*# Topologically Sorted Source Nodes: \[(?P<nodes>[^\]\n]*)\], Original ATen: \[(?P<aten>[^\]\n]*)\]"
+    r"|[ \t]*# \[Provenance debug handles\] (?P<key>\S+)"
+    r"|(?P<defined>(?:cpp|triton)_\w+) = async_compile\."
+    r"|[ \t]+(?P<generated>(?:cpp|triton)_\w+)(?:\.run)?\("
+    r"|[ \t]+(?:\w+ = )?extern_kernels\.(?P<library>\w+)\("
+    r"|[ \t]+(?:[\w, ]+ = )?torch\.ops\.(?P<fallback>\w+\.\w+\.\w+)\("
+    r"|[ \t]+\w+ = (?P<sync>\w+)\.item\(\))",
+    re.M,
+)
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
 def parse_output_code(payload: str) -> OutputCode:
     """The launches of Inductor's ``call`` function, in order, each with the comments above it
     (a Triton kernel's comment sits above its definition: it is kept for its launches)."""
@@ -168,40 +177,39 @@ def parse_output_code(payload: str) -> OutputCode:
     aten: tuple[str, ...] = ()
     handle: str | None = None
     defined: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
-    for text in payload.splitlines():
-        if graph == "graph" and (aot := _AOT_ID.match(text)) is not None:
-            graph = aot["graph"]
-        if (comment := _SOURCE_NODES.match(text)) is not None:
-            nodes = tuple(n.strip() for n in comment["nodes"].split(",") if n.strip())
-            aten = tuple(a.strip() for a in comment["aten"].split(",") if a.strip())
-        elif (debug := _HANDLE.match(text)) is not None:
-            handle = debug["key"]
-        elif (definition := _DEFINITION.match(text)) is not None:
-            defined[definition["name"]] = (nodes, aten)
+    # The kernels' own sources sit in r'''...''' strings: only what is outside them is Python.
+    python = "\n".join(payload.split("\'\'\'")[0::2])
+    for match in _CODE_LINES.finditer(python):
+        group = match.lastgroup
+        if group == "graph":
+            graph = match["graph"] if graph == "graph" else graph
+        elif group == "aten":
+            nodes, aten = _names(match["nodes"]), _names(match["aten"])
+        elif group == "key":
+            handle = match["key"]
+        elif group == "defined":
+            defined[match["defined"]] = (nodes, aten)
             nodes, aten, handle = (), (), None
-        elif (launch := _launch(text, handle, nodes, aten)) is not None:
+        elif group is not None:
+            launch = _launch(group, match[group], handle, nodes, aten)
             if launch.kind == "generated" and not launch.source_nodes:
-                launch = launch._replace(
-                    source_nodes=defined.get(launch.name, ((), ()))[0],
-                    aten=defined.get(launch.name, ((), ()))[1],
-                )
+                nodes, aten = defined.get(launch.name, ((), ()))
+                launch = launch._replace(source_nodes=nodes, aten=aten)
             launches.append(launch)
             nodes, aten, handle = (), (), None
     return OutputCode(graph, launches)
 
 
 def _launch(
-    text: str, handle: str | None, nodes: tuple[str, ...], aten: tuple[str, ...]
-) -> Launch | None:
-    if (call := _GENERATED_CALL.match(text)) is not None:
-        return Launch(call["name"], "generated", handle, nodes, aten)
-    if (call := _LIBRARY_CALL.match(text)) is not None:
-        return Launch(f"extern_kernels.{call['op']}", "library", handle, nodes, aten)
-    if (call := _FALLBACK_CALL.match(text)) is not None:
-        return Launch(f"torch.ops.{call['op']}", "fallback", handle, nodes, aten)
-    if (call := _ITEM_SYNC.match(text)) is not None:
-        return Launch(f"{call['buf']}.item()", "sync", handle, nodes, aten)
-    return None
+    group: str, found: str, handle: str | None, nodes: tuple[str, ...], aten: tuple[str, ...]
+) -> Launch:
+    name = {
+        "generated": found,
+        "library": f"extern_kernels.{found}",
+        "fallback": f"torch.ops.{found}",
+        "sync": f"{found}.item()",
+    }[group]
+    return Launch(name, group, handle, nodes, aten)
 
 
 def _json_object(payload: str | None) -> dict[str, Any]:
