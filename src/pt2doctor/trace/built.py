@@ -178,7 +178,7 @@ def parse_output_code(payload: str) -> OutputCode:
     handle: str | None = None
     defined: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     # The kernels' own sources sit in r'''...''' strings: only what is outside them is Python.
-    python = "\n".join(payload.split("\'\'\'")[0::2])
+    python = "\n".join(payload.split("'''")[0::2])
     for match in _CODE_LINES.finditer(python):
         group = match.lastgroup
         if group == "graph":
