@@ -29,7 +29,7 @@ def record_aten_ops(
     from torch.utils._python_dispatch import TorchDispatchMode
 
     torch_dir = os.path.dirname(torch.__file__)
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # pt2doctor itself
     ops: list[tuple[str, str | None]] = []
 
     def user_site() -> str | None:
