@@ -13,13 +13,6 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 __all__ = ["Watch", "__version__", "opcheck", "should_compile", "watch"]
-# The in-process API is imported on first use (the CLI's report path never needs it).
-__getattr__ = lazy_names(
-    "pt2doctor.inprocess",
-    {
-        "Watch": "session",
-        "opcheck": "custom_ops",
-        "should_compile": "compilability",
-        "watch": "session",
-    },
-)
+# The in-process API (pt2doctor.inprocess, which names each one's module) is imported on first
+# use: the CLI's report path never needs it.
+__getattr__ = lazy_names(__name__, dict.fromkeys(set(__all__) - {"__version__"}, "inprocess"))

@@ -297,9 +297,8 @@ def preload(module: str) -> None:
     """Import the worker module a request names, here in the server, once: every later child
     forked for it starts with it (and what it imports) loaded. The server knows no worker by
     name; a module that fails to import fails in the child, where its traceback is kept."""
-    if module not in sys.modules:
-        with contextlib.suppress(Exception):
-            importlib.import_module(module)
+    with contextlib.suppress(Exception):
+        importlib.import_module(module)  # a no-op once imported
 
 
 def serve(requests_fd: int, out: int) -> int:

@@ -3,6 +3,7 @@
 One subpackage per question the report answers: ``recompiles`` (why each compile, what
 changed, is the variant set bounded, the fix), ``breaks`` (graph-break sites, categories, heat,
 advice), ``coldstart`` (where compile time went, which caches missed and why, guard overhead),
+``built`` (what the compiler built: kernels mapped to user lines, graph size, fallbacks),
 ``ranks`` (how the ranks of one distributed run diverge), ``userside`` (is a failure the user's
 own code), ``diff`` (what changed between two reports), ``findings`` (what to act on, by
 severity). ``paths`` (display paths) and ``op_sequences`` (``should_compile``) serve them all.

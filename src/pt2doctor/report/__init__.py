@@ -7,17 +7,12 @@ so importing a sibling module (``report.types``, a renderer) does not pay for th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pt2doctor._lazy import lazy_names
 
 if TYPE_CHECKING:
     from pt2doctor.report.schema import SCHEMA_VERSION, build_report, dumps_report
 
 __all__ = ["SCHEMA_VERSION", "build_report", "dumps_report"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from pt2doctor.report import schema
-
-        return getattr(schema, name)
-    raise AttributeError(f"module 'pt2doctor.report' has no attribute {name!r}")
+__getattr__ = lazy_names(__name__, dict.fromkeys(__all__, "schema"))

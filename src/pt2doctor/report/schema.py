@@ -29,7 +29,7 @@ from pt2doctor.analysis.built.graph_size import (
     many_small_inputs_findings,
     unrolled_loop_findings,
 )
-from pt2doctor.analysis.built.kernels import kernel_map
+from pt2doctor.analysis.built.kernels import KernelMap, kernel_map
 from pt2doctor.analysis.findings.compiles import sort_findings
 from pt2doctor.analysis.ranks.divergence import DEFAULT_COLLECTIVE_TIMEOUT_S, cross_rank_analysis
 from pt2doctor.analysis.ranks.findings import rank_findings
@@ -120,7 +120,7 @@ def _frame(frame: FrameEntry, explanation: FrameExplanation) -> Frame:
     }
 
 
-def _compile(entry: CompileEntry) -> Compile:
+def _compile(entry: CompileEntry, found: KernelMap | None) -> Compile:
     record = entry.record
     return {
         "compile_id": entry.compile_id,
@@ -152,28 +152,35 @@ def _compile(entry: CompileEntry) -> Compile:
             for symbol, (source, value) in record.symbols.items()
         ],
         "specializations": record.specializations,
-        **_built(entry),  # type: ignore[typeddict-item]
-    }
-
-
-def _built(entry: CompileEntry) -> dict[str, Any]:
-    """``kernels``, ``kernel_map`` and ``graph``: what the compiler built (empty and null when
-    the trace does not say)."""
-    found = kernel_map(entry.record.built)
-    kernels = [] if found is None else found.kernels
-    return {
-        "kernels": [
-            {
-                "name": k.name,
-                "kind": k.kind,
-                "ops": list(k.ops),
-                "user_lines": [line._asdict() for line in k.user_lines],
-            }
-            for k in kernels
-        ],
+        "kernels": _kernels(found),
         "kernel_map": None if found is None else {"source": found.source, "partial": found.partial},
-        "graph": graph_size(entry),
+        "graph": _graph_size(entry),
     }
+
+
+def _graph_size(entry: CompileEntry) -> types.GraphSize | None:
+    """``compiles[].graph``: the Dynamo graph's ops by user line (null without a graph)."""
+    size = graph_size(entry)
+    if size is None:
+        return None
+    by_line: list[types.GraphLineOps] = [
+        {"file": line.file, "line": line.line, "code": line.code, "ops": line.ops}
+        for line in size.by_line
+    ]
+    return {"ops": size.ops, "by_line": by_line}
+
+
+def _kernels(found: KernelMap | None) -> list[types.Kernel]:
+    """``compiles[].kernels``: what the compiler launched ([] when the trace does not say)."""
+    return [
+        {
+            "name": k.name,
+            "kind": k.kind,
+            "ops": list(k.ops),
+            "user_lines": [{"file": u.file, "line": u.line, "code": u.code} for u in k.user_lines],
+        }
+        for k in ([] if found is None else found.kernels)
+    ]
 
 
 def _refused(record: CompileRecord) -> bool:
@@ -249,8 +256,8 @@ def _summary(run: Run, ledger: Ledger, sites: list[GraphBreakSite]) -> Summary:
     }
 
 
-def _compile_with_heat(entry: CompileEntry, heat: Heat | None) -> Compile:
-    row = _compile(entry)
+def _compile_with_heat(entry: CompileEntry, heat: Heat | None, found: KernelMap | None) -> Compile:
+    row = _compile(entry, found)
     item = None if heat is None else heat.compiles.get((entry.record.stream, entry.compile_id))
     row["calls"] = None if item is None else item.calls
     row["seconds_in_graph"] = (
@@ -275,13 +282,13 @@ def _changes_by_compile(
     }
 
 
-def built_findings(ledger: Ledger) -> list[Finding]:
+def built_findings(ledger: Ledger, kernel_maps: list[KernelMap | None]) -> list[Finding]:
     """What the compiler built that an expert would point at: unrolled loops, graphs of many
     small inputs, ATen fallbacks."""
     return (
         unrolled_loop_findings(ledger)
         + many_small_inputs_findings(ledger)
-        + fallback_findings(ledger)
+        + fallback_findings(ledger.compiles, kernel_maps)
     )
 
 
@@ -305,7 +312,8 @@ def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIME
     explanations = explain_frames(ledger.frames, heat, environment)
     ranks = cross_rank_analysis(run, ledger, sites, collective_timeout_s)
     findings = find_findings(ledger, sites, run.parse_stats, explanations)
-    findings = sort_findings(findings + rank_findings(ranks) + built_findings(ledger))
+    kernel_maps = [kernel_map(entry.record.built) for entry in ledger.compiles]
+    findings = sort_findings(findings + rank_findings(ranks) + built_findings(ledger, kernel_maps))
     if run.manifest is not None:
         from pt2doctor.analysis.coldstart.guard_overhead import guard_overhead_findings
         from pt2doctor.analysis.findings.run import run_findings
@@ -323,7 +331,10 @@ def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIME
         "findings": [_finding(f) for f in findings],
         "graph_breaks": [_graph_break(site) for site in sites],
         "frames": [_frame(f, e) for f, e in zip(ledger.frames, explanations, strict=True)],
-        "compiles": [_compile_with_heat(entry, heat) for entry in ledger.compiles],
+        "compiles": [
+            _compile_with_heat(entry, heat, found)
+            for entry, found in zip(ledger.compiles, kernel_maps, strict=True)
+        ],
         "failures": [_failure(failure) for failure in ledger.failures],
         "parse_stats": run.parse_stats.as_dict(),
     }

@@ -6,8 +6,9 @@ The names below are imported on first use, so a module that needs only one part 
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pt2doctor._lazy import lazy_names
 
 if TYPE_CHECKING:
     from pt2doctor.trace.discover import find_trace_logs
@@ -30,10 +31,4 @@ __all__ = [
     "rank_from_filename",
     "read_records",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'pt2doctor.trace' has no attribute {name!r}")
-    return getattr(import_module(f"pt2doctor.trace.{home}"), name)
+__getattr__ = lazy_names(__name__, _HOMES)

@@ -18,7 +18,7 @@ Facts only, parsed from four payloads (each optional, each tolerant):
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import orjson
 
@@ -33,6 +33,9 @@ _STACK_FRAME = re.compile(
     r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>[^\n]+)\n(?P<code>[^\n]*)'
 )
 _TARGET = re.compile(r"^(?:torch\.ops\.)?(?P<target>[\w.]+?)(?:\(|$)")
+
+
+KernelKind = Literal["generated", "library", "fallback", "sync"]
 
 
 class GraphLine(NamedTuple):
@@ -67,8 +70,7 @@ class Launch(NamedTuple):
     name: str
     """``cpp_fused_gelu_1``, ``extern_kernels.addmm``, ``torch.ops.aten.cumsum.default``,
     ``buf3.item()``."""
-    kind: str
-    """``generated | library | fallback | sync``."""
+    kind: KernelKind
     handle: str | None
     """The provenance key (``cpp_fused_gelu_1:3``) when the code carries debug handles."""
     source_nodes: tuple[str, ...]
@@ -79,14 +81,6 @@ class OutputCode(NamedTuple):
     graph: str
     """``inference``, ``forward`` or ``backward`` (from ``# AOT ID``), else ``graph``."""
     launches: list[Launch]
-
-
-class Provenance(NamedTuple):
-    """Inductor's provenance of one compile: kernel key -> post-grad nodes, and kernel key ->
-    the user frames (innermost last, as torch writes them)."""
-
-    kernel_nodes: dict[str, list[str]]
-    kernel_frames: dict[str, list[tuple[str, int, str, str]]]
 
 
 def _period(kinds: list[str]) -> int:
@@ -203,13 +197,13 @@ def parse_output_code(payload: str) -> OutputCode:
 def _launch(
     group: str, found: str, handle: str | None, nodes: tuple[str, ...], aten: tuple[str, ...]
 ) -> Launch:
-    name = {
-        "generated": found,
-        "library": f"extern_kernels.{found}",
-        "fallback": f"torch.ops.{found}",
-        "sync": f"{found}.item()",
-    }[group]
-    return Launch(name, group, handle, nodes, aten)
+    if group == "library":
+        return Launch(f"extern_kernels.{found}", "library", handle, nodes, aten)
+    if group == "fallback":
+        return Launch(f"torch.ops.{found}", "fallback", handle, nodes, aten)
+    if group == "sync":
+        return Launch(f"{found}.item()", "sync", handle, nodes, aten)
+    return Launch(found, "generated", handle, nodes, aten)
 
 
 def _json_object(payload: str | None) -> dict[str, Any]:

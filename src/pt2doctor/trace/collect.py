@@ -59,17 +59,16 @@ _CACHE_ARTIFACTS = {
     for cache, name in (("fx_graph", "fx_graph"), ("aotautograd", "aotautograd"))
     for outcome in ("hit", "miss", "bypass")
 }
-# Inductor's provenance artifacts (INDUCTOR_PROVENANCE=1): kernel -> post-grad nodes (the
-# older logs' name first), kernel -> the user's stack traces.
-_KERNEL_NODES = (
-    "inductor_triton_kernel_to_post_grad_nodes",
-    "inductor_provenance_tracking_node_mappings",
-)
+# Inductor's provenance artifacts (INDUCTOR_PROVENANCE=1): kernel -> post-grad nodes (and the
+# older logs' name for it), kernel -> the user's stack traces.
+_NODE_MAPPINGS = "inductor_provenance_tracking_node_mappings"
+_OLD_NODE_MAPPINGS = "inductor_triton_kernel_to_post_grad_nodes"
 _KERNEL_FRAMES = "inductor_provenance_tracking_kernel_stack_traces"
+_PROVENANCE = frozenset({_NODE_MAPPINGS, _OLD_NODE_MAPPINGS, _KERNEL_FRAMES})
 _AOT_WRAPPER = "inductor_aot_wrapper_code"  # a graph_dump record
 _PAYLOAD_ARTIFACTS = frozenset(
     {"recompile_reasons", "dynamo_graph_break_reason", "dynamo_error", "torch_version",
-     TRITON_KERNEL_INFO, *CACHE_ARTIFACTS, *_KERNEL_NODES, _KERNEL_FRAMES}
+     TRITON_KERNEL_INFO, *CACHE_ARTIFACTS, *_PROVENANCE}
 )  # fmt: skip
 # compilation_metrics counters kept raw (besides every ``*_us`` timer).
 _COUNTERS = frozenset(
@@ -214,14 +213,14 @@ def _on_output_code(col: _Collector, record: TraceRecord) -> None:
 def _on_provenance(built: Built, name: str, payload: str) -> None:
     if name == _KERNEL_FRAMES:
         built.kernel_frames.update(parse_kernel_frames(payload))
-    elif name == _KERNEL_NODES[1] or not built.kernel_nodes:  # the newer artifact wins
+    elif name == _NODE_MAPPINGS or not built.kernel_nodes:  # the newer artifact wins
         built.kernel_nodes = parse_kernel_nodes(payload)
         built.post_to_pre = parse_post_to_pre(payload) or built.post_to_pre
 
 
 def _on_aot_artifact(col: _Collector, name: str | None, payload: str | None) -> None:
     """AOTInductor's wrapper code and provenance, which carry no compile id."""
-    if payload is None or not (name in _KERNEL_NODES or name in (_KERNEL_FRAMES, _AOT_WRAPPER)):
+    if payload is None or not (name in _PROVENANCE or name == _AOT_WRAPPER):
         return
     if col.aot_built is None:
         col.aot_built = Built()
@@ -360,7 +359,7 @@ def _on_artifact(col: _Collector, record: TraceRecord) -> None:
         entry.recompile_reasons = _recompile_reasons(record.payload)
     elif name == "dynamo_graph_break_reason":
         entry.graph_breaks.append(parse_graph_break(record.payload, str(entry.compile_id)))
-    elif name in _KERNEL_NODES or name == _KERNEL_FRAMES:
+    elif name in _PROVENANCE:
         _on_provenance(_built(entry), name, record.payload)
     elif name == "dynamo_error":
         lines = [line for line in record.payload.strip().splitlines() if line.strip()]

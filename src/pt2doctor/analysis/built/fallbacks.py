@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
-from pt2doctor.analysis.built.kernels import Kernel, kernel_map
+from collections.abc import Sequence
+
+from pt2doctor.analysis.built.kernels import Kernel, KernelMap
 from pt2doctor.analysis.findings.compiles import Finding
-from pt2doctor.analysis.recompiles.ledger import Ledger
+from pt2doctor.analysis.recompiles.ledger import CompileEntry
 
 
 def _where(kernel: Kernel) -> str:
@@ -15,20 +17,23 @@ def _where(kernel: Kernel) -> str:
     return f"{line.file}:{line.line}: {line.code}"
 
 
-def fallback_findings(ledger: Ledger) -> list[Finding]:
+def fallback_findings(
+    compiles: Sequence[CompileEntry], kernel_maps: Sequence[KernelMap | None]
+) -> list[Finding]:
     """One info finding per fallback op (by name), listing the compiles and lines it ran in:
-    it runs as its eager ATen kernel, and the ops around it cannot fuse across it."""
+    it runs as its eager ATen kernel, and the ops around it cannot fuse across it.
+    ``kernel_maps`` holds each compile's map, in the same order."""
     seen: dict[str, tuple[list[str], list[str]]] = {}
-    for entry in ledger.compiles:
-        found = kernel_map(entry.record.built)
+    for entry, found in zip(compiles, kernel_maps, strict=True):
         for kernel in [] if found is None else found.kernels:
             if kernel.kind != "fallback":
                 continue
             ids, lines = seen.setdefault(kernel.name, ([], []))
             if entry.compile_id not in ids:
                 ids.append(entry.compile_id)
-            if _where(kernel) not in lines:
-                lines.append(_where(kernel))
+            where = _where(kernel)
+            if where not in lines:
+                lines.append(where)
     return [
         Finding(
             "info",

@@ -9,12 +9,12 @@ Compile time follows the length of what Dynamo traced, not the size of the progr
 from __future__ import annotations
 
 import statistics
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from pt2doctor.analysis.findings.compiles import Finding
 from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.ledger import CompileEntry, Ledger
-from pt2doctor.trace.built import GraphLine
+from pt2doctor.trace.built import GraphLine, OutputGraph
 
 # A line is "unrolled" when it repeats at least this often and holds this share of the ops.
 UNROLL_MIN_REPEATS = 8
@@ -27,29 +27,31 @@ _MANY_OPS = 200  # an unrolled loop this large (or compiling this long) is a war
 _SLOW_COMPILE_S = 10.0
 
 
-class LineOps(NamedTuple):
-    file: str
-    line: int
-    code: str
+class GraphSize(NamedTuple):
     ops: int
-    repeats: int
+    """The graph's op count (compilation_metrics' when it has one)."""
+    by_line: list[GraphLine]
+    """Its user lines, the ones holding the most ops first."""
 
 
-def graph_size(entry: CompileEntry) -> dict[str, Any] | None:
-    """``{ops, by_line: [{file, line, code, ops}]}`` of one compile's Dynamo graph, the lines
-    holding the most ops first (None when the trace has no printed graph)."""
+def _graph(entry: CompileEntry) -> tuple[OutputGraph, int] | None:
+    """The compile's printed Dynamo graph and its op count (compilation_metrics' when it has
+    one), None when the trace has no printed graph."""
     built = entry.record.built
     if built is None or built.graph is None:
         return None
-    lines = sorted(built.graph.lines, key=lambda line: -line.ops)
-    total = entry.record.graph_op_count or sum(line.ops for line in lines)
-    return {
-        "ops": total,
-        "by_line": [
-            {"file": line.file, "line": line.line, "code": line.code, "ops": line.ops}
-            for line in lines
-        ],
-    }
+    graph = built.graph
+    return graph, entry.record.graph_op_count or sum(line.ops for line in graph.lines)
+
+
+def graph_size(entry: CompileEntry) -> GraphSize | None:
+    """One compile's Dynamo graph: its ops, by user line (None when the trace has no printed
+    graph)."""
+    found = _graph(entry)
+    if found is None:
+        return None
+    graph, total = found
+    return GraphSize(total, sorted(graph.lines, key=lambda line: -line.ops))
 
 
 def _repeats(line: GraphLine) -> int:
@@ -69,11 +71,11 @@ def _loop_lines(lines: list[GraphLine], total: int) -> list[list[GraphLine]]:
 def unrolled_loop_findings(ledger: Ledger) -> list[Finding]:
     findings = []
     for entry in ledger.compiles:
-        built = entry.record.built
-        if built is None or built.graph is None or not built.graph.lines:
+        found = _graph(entry)
+        if found is None:
             continue
-        total = entry.record.graph_op_count or sum(line.ops for line in built.graph.lines)
-        for group in _loop_lines(built.graph.lines, total):
+        graph, total = found
+        for group in _loop_lines(graph.lines, total):
             findings.append(_unrolled(entry, group, total))
     return findings
 
@@ -125,11 +127,10 @@ def _unrolled_advice(file: str, repeats: int) -> str:
 def many_small_inputs_findings(ledger: Ledger) -> list[Finding]:
     findings = []
     for entry in ledger.compiles:
-        built = entry.record.built
-        graph = None if built is None else built.graph
-        if graph is None or len(graph.inputs) < SMALL_INPUTS_MIN:
+        found = _graph(entry)
+        if found is None or len(found[0].inputs) < SMALL_INPUTS_MIN:
             continue
-        ops = entry.record.graph_op_count or sum(line.ops for line in graph.lines)
+        graph, ops = found
         sizes = [n for n in graph.inputs if n is not None]
         if ops < SMALL_INPUTS_MIN_OPS or not sizes:
             continue

@@ -11,9 +11,9 @@ get lines: the map says it is partial and why.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
-from pt2doctor.trace.built import GraphLine, Launch
+from pt2doctor.trace.built import GraphLine, KernelKind, Launch
 from pt2doctor.trace.types import Built
 
 _HANDLE = re.compile(r"^(?P<name>.+):(?P<handle>\d+)$")
@@ -29,7 +29,7 @@ class UserLine(NamedTuple):
 
 class Kernel(NamedTuple):
     name: str
-    kind: str
+    kind: KernelKind
     """``generated`` (cpp_fused_*, triton_*), ``library`` (extern_kernels.*, aoti_torch_*),
     ``fallback`` (an ATen op with no Inductor lowering), ``sync`` (``.item()``)."""
     ops: tuple[str, ...]
@@ -40,13 +40,12 @@ class Kernel(NamedTuple):
 
 class KernelMap(NamedTuple):
     kernels: list[Kernel]
-    source: str
-    """``provenance`` or ``output_code``."""
+    source: Literal["provenance", "output_code"]
     partial: str | None
     """Why some kernels have no user lines (None: every kernel has them)."""
 
 
-def kernel_kind(name: str) -> str:
+def kernel_kind(name: str) -> KernelKind:
     if name.startswith(("extern_kernels.", "aoti_torch_")):
         return "library"
     if name.startswith("torch.ops."):
@@ -93,14 +92,9 @@ def _launches(built: Built) -> list[Launch]:
 
 
 def _code_kernel(built: Built, launch: Launch) -> Kernel:
-    ops = launch.aten  # a C++ kernel's ops are not in its code without provenance
-    return Kernel(
-        launch.name,
-        launch.kind,
-        ops,
-        _graph_lines(built, launch.source_nodes),
-        launch.handle or launch.name,
-    )
+    """A launch as a kernel; a C++ kernel's ops are not in its code without provenance."""
+    lines = _graph_lines(built, launch.source_nodes)
+    return Kernel(launch.name, launch.kind, launch.aten, lines, launch.handle or launch.name)
 
 
 def kernel_map(built: Built | None) -> KernelMap | None:
@@ -109,11 +103,9 @@ def kernel_map(built: Built | None) -> KernelMap | None:
         return None
     if built.kernel_nodes:
         kernels = [_provenance_kernel(built, k, v) for k, v in built.kernel_nodes.items()]
-        source = "provenance"
-    else:
-        kernels = [_code_kernel(built, launch) for launch in _launches(built)]
-        source = "output_code"
-    return KernelMap(kernels, source, _partial(kernels, source))
+        return KernelMap(kernels, "provenance", _partial(kernels, "provenance"))
+    kernels = [_code_kernel(built, launch) for launch in _launches(built)]
+    return KernelMap(kernels, "output_code", _partial(kernels, "output_code"))
 
 
 def _partial(kernels: list[Kernel], source: str) -> str | None:
