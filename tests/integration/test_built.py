@@ -53,8 +53,8 @@ def test_every_provenance_log_maps_its_kernels_as_inductor_recorded_them(log: Pa
         raw = traces.get(kernel.key)
         if raw is None:
             continue  # lines from the node mappings instead (checked on the real run below)
-        frames = list(dict.fromkeys(FRAME.findall("".join(raw))))
-        assert [(u.file, str(u.line)) for u in kernel.user_lines] == frames
+        innermost = [FRAME.findall(trace)[-1] for trace in raw if FRAME.search(trace)]
+        assert [(u.file, str(u.line)) for u in kernel.user_lines] == list(dict.fromkeys(innermost))
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +128,55 @@ def test_without_provenance_the_map_is_partial_and_says_why(built_run: Any, tmp_
     (cumsum,) = [k for k in compile_["kernels"] if k["kind"] == "fallback"]
     assert _lines(cumsum) == {marker_in(PROGRAM, "cumsum")}  # from its Source Nodes comment
     assert all(not k["user_lines"] for k in compile_["kernels"] if k["kind"] == "generated")
+
+
+TRAIN = PROGRAM.with_name("run_built_train.py")
+
+
+@pytest.mark.torch_run
+def test_a_training_compile_maps_its_forward_and_backward_kernels(doctor_run: Any) -> None:
+    """Forward and backward are two Inductor graphs with their own provenance (keys restart
+    at 1, and torch 2.13's backward node mapping is empty): each graph's kernels are kept."""
+    run = doctor_run("built_train", ("--kernels",), "run_built_train")
+    assert run.returncode == 0, run.stderr[-3000:]
+    (compile_,) = _report(run.run_dir)["compiles"]
+    mappings = [
+        json.loads(p)
+        for e, p in raw_records(run.run_dir / "trace")
+        if "node_mappings" in json.dumps(e)
+    ]
+    codes = [p for e, p in raw_records(run.run_dir / "trace") if "inductor_output_code" in e]
+    assert len(mappings) == len(codes) == 2 and "cppCodeToPost" not in mappings[1]
+    forward = [key.rsplit(":", 1)[0] for key in mappings[0]["cppCodeToPost"]]
+    backward = re.findall(r"(?m)^\s+# \[Provenance debug handles\] (\S+):\d+$", codes[1])
+    assert [k["name"] for k in compile_["kernels"]] == forward + backward
+    assert compile_["kernel_map"] == {"source": "provenance", "partial": None}
+    lines = {marker_in(TRAIN, "gelu"), marker_in(TRAIN, "tanh")}
+    for kernel in compile_["kernels"]:
+        found = {u["line"] for u in kernel["user_lines"] if u["file"] == str(TRAIN)}
+        assert found and found <= lines, kernel
+    gelu_backward = next(k for k in compile_["kernels"] if "gelu_backward" in k["name"])
+    assert marker_in(TRAIN, "gelu") in {u["line"] for u in gelu_backward["user_lines"]}
+
+
+def test_the_unrolled_loop_fix_compiles_one_graph_for_every_step() -> None:
+    """The advice's second way, applied to run_built.py's loop: the body compiled on its own,
+    the step's gain passed as a tensor, is one graph of 3 ops for all 24 steps (eager backend:
+    the graph count is Dynamo's)."""
+    import torch
+    from torch._dynamo.testing import CompileCounter
+
+    from pt2doctor.analysis.built.graph_size import _unrolled_advice
+
+    assert "passing what changes per step as a tensor" in _unrolled_advice(str(PROGRAM), 24)
+    torch._dynamo.reset()
+    counter = CompileCounter()
+
+    @torch.compile(backend=counter)
+    def step(h: torch.Tensor, gain: torch.Tensor) -> torch.Tensor:
+        return h + gain * torch.sin(h)
+
+    gains, h = torch.linspace(0.1, 0.2, 24), torch.randn(4, 32)
+    for i in range(24):
+        h = step(h, gains[i])
+    assert (counter.frame_count, counter.op_count) == (1, 3)

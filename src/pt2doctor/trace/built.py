@@ -197,13 +197,36 @@ def parse_output_code(payload: str) -> OutputCode:
 def _launch(
     group: str, found: str, handle: str | None, nodes: tuple[str, ...], aten: tuple[str, ...]
 ) -> Launch:
-    if group == "library":
-        return Launch(f"extern_kernels.{found}", "library", handle, nodes, aten)
-    if group == "fallback":
-        return Launch(f"torch.ops.{found}", "fallback", handle, nodes, aten)
-    if group == "sync":
-        return Launch(f"{found}.item()", "sync", handle, nodes, aten)
-    return Launch(found, "generated", handle, nodes, aten)
+    name = {
+        "library": f"extern_kernels.{found}",
+        "fallback": f"torch.ops.{found}",
+        "sync": f"{found}.item()",
+    }.get(group, found)
+    return Launch(name, kernel_kind(name), handle, nodes, aten)
+
+
+# ATen ops Inductor calls as they are by design, as it calls extern_kernels: attention, matmul,
+# convolution and their CPU (mkldnn/onednn) variants. Any other ``torch.ops`` call in the output
+# code is an op with no Inductor lowering here (a fallback).
+_LIBRARY_OPS = re.compile(
+    r"^torch\.ops\.(?:mkldnn|onednn|quantized)\."
+    r"|^torch\.ops\.aten\.(?:_scaled_dot_product\w*|_flash_attention\w*|_efficient_attention\w*"
+    r"|_cudnn\w*|cudnn\w*|miopen\w*|mkldnn\w*|convolution\w*|_convolution\w*|mm|bmm|addmm"
+    r"|baddbmm|addbmm|_addmm_activation|_int_mm|_weight_int\w*|_scaled_mm)\."
+)
+
+
+def kernel_kind(name: str) -> KernelKind:
+    """``generated`` (cpp_fused_*, triton_*), ``library`` (extern_kernels.*, aoti_torch_*, the
+    ATen ops Inductor calls by design), ``fallback`` (any other ATen op: no lowering here),
+    ``sync`` (``.item()``)."""
+    if name.startswith(("extern_kernels.", "aoti_torch_")) or _LIBRARY_OPS.match(name):
+        return "library"
+    if name.startswith("torch.ops."):
+        return "fallback"
+    if name.endswith(".item()"):
+        return "sync"
+    return "generated"
 
 
 def _json_object(payload: str | None) -> dict[str, Any]:
@@ -233,13 +256,25 @@ def parse_post_to_pre(payload: str | None) -> dict[str, list[str]]:
 
 
 def parse_kernel_frames(payload: str | None) -> dict[str, list[tuple[str, int, str, str]]]:
-    """kernel key -> ``(file, line, function, code)`` of each user frame of its stack traces."""
+    """kernel key -> ``(file, line, function, code)`` of the innermost frame of each of its
+    stack traces: the line that made one of the kernel's ops (a trace lists the whole stack,
+    outermost first, and a fused kernel has one trace per line it took ops from)."""
     found: dict[str, list[tuple[str, int, str, str]]] = {}
     for key, traces in _json_object(payload).items():
         if not isinstance(traces, list):
             continue
         frames = found.setdefault(str(key), [])
         for trace in traces:
+            innermost = None
             for m in _STACK_FRAME.finditer(str(trace)):
-                frames.append((m["file"], int(m["line"]), m["fn"].strip(), m["code"].strip()))
+                innermost = m
+            if innermost is not None:
+                frames.append(
+                    (
+                        innermost["file"],
+                        int(innermost["line"]),
+                        innermost["fn"].strip(),
+                        innermost["code"].strip(),
+                    )
+                )
     return found

@@ -32,7 +32,7 @@ from pt2doctor.trace.guard_tree import first_arg_type, parse_cpp_guards, self_ty
 from pt2doctor.trace.messages import innermost_user_frame, parse_graph_break
 from pt2doctor.trace.reader import rank_from_filename, read_records, stream_names
 from pt2doctor.trace.records import CompileId, ParseStats, TraceRecord
-from pt2doctor.trace.types import Built, CompileRecord, Run, SourceLine, StreamInfo
+from pt2doctor.trace.types import Built, CompileRecord, InductorGraph, Run, SourceLine, StreamInfo
 
 # Chromium events timing a compile's nested stages (used where compilation_metrics lacks them;
 # compile_file, the C++ build, exists only here).
@@ -207,15 +207,33 @@ def _built(entry: CompileRecord) -> Built:
 def _on_output_code(col: _Collector, record: TraceRecord) -> None:
     entry = col.compile_for(record)
     if entry is not None and record.payload is not None:
-        _built(entry).codes.append(parse_output_code(record.payload))
+        _add_code(_built(entry), record.payload)
+
+
+def _add_code(built: Built, payload: str) -> None:
+    """A graph's output code; it joins the provenance logged just before it when that graph
+    has no code yet (old AOTInductor logs write the provenance first)."""
+    code = parse_output_code(payload)
+    graphs = built.inductor_graphs
+    if graphs and graphs[-1].code is None:
+        graphs[-1].code = code
+    else:
+        graphs.append(InductorGraph(code))
 
 
 def _on_provenance(built: Built, name: str, payload: str) -> None:
+    """A provenance artifact of the graph whose output code came last (a second artifact of
+    the same name is the next graph's)."""
+    graphs = built.inductor_graphs
+    if not graphs or name in graphs[-1].artifacts:
+        graphs.append(InductorGraph())
+    graph = graphs[-1]
+    graph.artifacts.add(name)
     if name == _KERNEL_FRAMES:
-        built.kernel_frames.update(parse_kernel_frames(payload))
-    elif name == _NODE_MAPPINGS or not built.kernel_nodes:  # the newer artifact wins
-        built.kernel_nodes = parse_kernel_nodes(payload)
-        built.post_to_pre = parse_post_to_pre(payload) or built.post_to_pre
+        graph.kernel_frames = parse_kernel_frames(payload)
+    elif name == _NODE_MAPPINGS or not graph.kernel_nodes:  # the newer artifact wins
+        graph.kernel_nodes = parse_kernel_nodes(payload)
+        graph.post_to_pre = parse_post_to_pre(payload) or graph.post_to_pre
 
 
 def _on_aot_artifact(col: _Collector, name: str | None, payload: str | None) -> None:
@@ -225,7 +243,7 @@ def _on_aot_artifact(col: _Collector, name: str | None, payload: str | None) -> 
     if col.aot_built is None:
         col.aot_built = Built()
     if name == _AOT_WRAPPER:
-        col.aot_built.codes.append(parse_output_code(payload))
+        _add_code(col.aot_built, payload)
     else:
         _on_provenance(col.aot_built, name or "", payload)
 

@@ -36,19 +36,34 @@ class SourceLine(NamedTuple):
         return f"{where}: {self.code}" if self.code else where
 
 
-class Built:
-    """What the trace says the compiler built for one compile (trace/built.py parses it)."""
+class InductorGraph:
+    """One graph Inductor compiled (a compile's forward and backward are two): its output code
+    and its provenance artifacts, which torch writes right after that code. The provenance
+    keys (``cpp_fused_gelu_1:3``) are numbered per graph: a backward starts at 1 again."""
 
-    __slots__ = ("codes", "graph", "kernel_frames", "kernel_nodes", "post_to_pre")
+    __slots__ = ("artifacts", "code", "kernel_frames", "kernel_nodes", "post_to_pre")
 
-    def __init__(self) -> None:
-        self.graph: OutputGraph | None = None
-        self.codes: list[OutputCode] = []
+    def __init__(self, code: OutputCode | None = None) -> None:
+        self.code = code
         self.kernel_nodes: dict[str, list[str]] = {}
-        """Provenance: kernel key (``cpp_fused_gelu_1:3``) -> post-grad nodes."""
+        """Provenance: kernel key -> post-grad nodes (``cppCodeToPost``)."""
         self.post_to_pre: dict[str, list[str]] = {}
         """Provenance: post-grad node -> the Dynamo graph's nodes it came from."""
         self.kernel_frames: dict[str, list[tuple[str, int, str, str]]] = {}
+        """Provenance: kernel key -> the innermost user frame of each of its stack traces."""
+        self.artifacts: set[str] = set()
+        """The provenance artifacts this graph got (the next one of a name starts a graph)."""
+
+
+class Built:
+    """What the trace says the compiler built for one compile (trace/built.py parses it): the
+    Dynamo graph and each Inductor graph, in log order."""
+
+    __slots__ = ("graph", "inductor_graphs")
+
+    def __init__(self) -> None:
+        self.graph: OutputGraph | None = None
+        self.inductor_graphs: list[InductorGraph] = []
 
 
 @dataclass(slots=True)

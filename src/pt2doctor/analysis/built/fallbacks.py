@@ -13,7 +13,7 @@ from pt2doctor.analysis.recompiles.ledger import CompileEntry
 def _where(kernel: Kernel) -> str:
     if not kernel.user_lines:
         return "its user line is not in the trace"
-    line = kernel.user_lines[-1]
+    line = kernel.user_lines[0]  # its first trace: the fallback op's own
     return f"{line.file}:{line.line}: {line.code}"
 
 
@@ -42,7 +42,7 @@ def fallback_findings(
             f"ATen kernel inside {len(ids)} compiled graph{'s' if len(ids) > 1 else ''}",
             "It costs what it costs in eager, and the ops before and after it cannot fuse "
             "across it. Worth a rewrite only when it is a visible share of the step's time.",
-            [*lines, f"compiles {', '.join(ids)}"],
+            [*lines, f"{'compiles' if len(ids) > 1 else 'compile'} {', '.join(ids)}"],
         )
         for name, (ids, lines) in seen.items()
     ]

@@ -120,7 +120,8 @@ def _unrolled_advice(file: str, repeats: int) -> str:
         f"{lead}Dynamo traces a Python loop by unrolling it, so compile time grows with the "
         f"{repeats} iterations. Batch the iterations (broadcasting, torch.vmap, or a cumulative "
         "op such as torch.cumsum), or move the loop out of the compiled function and compile "
-        "its body: then one graph serves every iteration."
+        "its body, passing what changes per step as a tensor (`gains[i]`, not `i`): then one "
+        "graph serves every iteration."
     )
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Literal, NamedTuple
 
-from pt2doctor.trace.built import GraphLine, KernelKind, Launch
-from pt2doctor.trace.types import Built
+from pt2doctor.trace.built import GraphLine, KernelKind, Launch, kernel_kind
+from pt2doctor.trace.types import Built, InductorGraph
 
 _HANDLE = re.compile(r"^(?P<name>.+):(?P<handle>\d+)$")
 _NODE_SUFFIX = re.compile(r"_\d+$")
@@ -45,16 +45,6 @@ class KernelMap(NamedTuple):
     """Why some kernels have no user lines (None: every kernel has them)."""
 
 
-def kernel_kind(name: str) -> KernelKind:
-    if name.startswith(("extern_kernels.", "aoti_torch_")):
-        return "library"
-    if name.startswith("torch.ops."):
-        return "fallback"
-    if name.endswith(".item()"):
-        return "sync"
-    return "generated"
-
-
 def _op_names(nodes: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     """Post-grad node names as ops: ``mul_4`` -> ``mul``, in first-seen order."""
     return tuple(dict.fromkeys(_NODE_SUFFIX.sub("", node) for node in nodes))
@@ -76,36 +66,41 @@ def _unique(lines: list[GraphLine] | list[tuple[str, int, str, str]]) -> tuple[U
     return tuple(seen.values())
 
 
-def _provenance_kernel(built: Built, key: str, post_nodes: list[str]) -> Kernel:
+def _provenance_kernel(built: Built, graph: InductorGraph, key: str, nodes: list[str]) -> Kernel:
     match = _HANDLE.match(key)
     name = match["name"] if match else key
-    frames = built.kernel_frames.get(key) or built.kernel_frames.get(name) or []
-    lines = _unique(frames)
+    lines = _unique(graph.kernel_frames.get(key) or graph.kernel_frames.get(name) or [])
     if not lines:
-        pre = [n for node in post_nodes for n in built.post_to_pre.get(node, ())]
+        pre = [n for node in nodes for n in graph.post_to_pre.get(node, ())]
         lines = _graph_lines(built, pre)
-    return Kernel(name, kernel_kind(name), _op_names(post_nodes), lines, key)
+    return Kernel(name, kernel_kind(name), _op_names(nodes), lines, key)
 
 
-def _launches(built: Built) -> list[Launch]:
-    return [launch for code in built.codes for launch in code.launches]
-
-
-def _code_kernel(built: Built, launch: Launch) -> Kernel:
-    """A launch as a kernel; a C++ kernel's ops are not in its code without provenance."""
-    lines = _graph_lines(built, launch.source_nodes)
+def _code_kernel(built: Built, graph: InductorGraph, launch: Launch) -> Kernel:
+    """A launch as a kernel, its lines from the stack traces of its debug handle (a backward
+    graph has them but no node mappings), else from its Source Nodes comment; a C++ kernel's
+    ops are not in its code without provenance."""
+    frames = graph.kernel_frames.get(launch.handle) if launch.handle else None
+    lines = _unique(frames) if frames else _graph_lines(built, launch.source_nodes)
     return Kernel(launch.name, launch.kind, launch.aten, lines, launch.handle or launch.name)
 
 
+def _graph_kernels(built: Built, graph: InductorGraph) -> list[Kernel]:
+    if graph.kernel_nodes:
+        return [_provenance_kernel(built, graph, k, v) for k, v in graph.kernel_nodes.items()]
+    launches = [] if graph.code is None else graph.code.launches
+    return [_code_kernel(built, graph, launch) for launch in launches]
+
+
 def kernel_map(built: Built | None) -> KernelMap | None:
-    """The kernel map of one compile (None when the trace has no output code or provenance)."""
-    if built is None or not (built.kernel_nodes or built.codes):
+    """The kernel map of one compile, its Inductor graphs (forward, backward) in order; None
+    when the trace has no output code or provenance for it."""
+    if built is None or not built.inductor_graphs:
         return None
-    if built.kernel_nodes:
-        kernels = [_provenance_kernel(built, k, v) for k, v in built.kernel_nodes.items()]
-        return KernelMap(kernels, "provenance", _partial(kernels, "provenance"))
-    kernels = [_code_kernel(built, launch) for launch in _launches(built)]
-    return KernelMap(kernels, "output_code", _partial(kernels, "output_code"))
+    kernels = [k for graph in built.inductor_graphs for k in _graph_kernels(built, graph)]
+    tracked = all(graph.kernel_nodes or graph.kernel_frames for graph in built.inductor_graphs)
+    source: Literal["provenance", "output_code"] = "provenance" if tracked else "output_code"
+    return KernelMap(kernels, source, _partial(kernels, source))
 
 
 def _partial(kernels: list[Kernel], source: str) -> str | None:
