@@ -8,7 +8,6 @@ Compile time follows the length of what Dynamo traced, not the size of the progr
 
 from __future__ import annotations
 
-import statistics
 from typing import NamedTuple
 
 from pt2doctor.analysis.findings.compiles import Finding
@@ -135,6 +134,8 @@ def many_small_inputs_findings(ledger: Ledger) -> list[Finding]:
         sizes = [n for n in graph.inputs if n is not None]
         if ops < SMALL_INPUTS_MIN_OPS or not sizes:
             continue
+        import statistics  # ~3 ms to import: only for a graph of that many inputs
+
         median = statistics.median(sizes)
         if median > SMALL_INPUT_NUMEL:
             continue
