@@ -180,3 +180,85 @@ def test_the_unrolled_loop_fix_compiles_one_graph_for_every_step() -> None:
     for i in range(24):
         h = step(h, gains[i])
     assert (counter.frame_count, counter.op_count) == (1, 3)
+
+
+def _raw_fusion_log(run_dir: Path) -> str:
+    return (run_dir / "fusion.log").read_text()
+
+
+@pytest.mark.torch_run
+def test_the_fusion_log_is_kept_and_each_refusal_is_in_it(built_run: Any) -> None:
+    """``run --kernels`` keeps Inductor's fusion log beside the trace, out of the program's
+    output; each refused pair listed is a ``cannot fuse`` line of it whose two nodes ended in
+    different kernels, which are this graph's kernels, from the block's lines."""
+    raw = _raw_fusion_log(built_run.run_dir)
+    assert "[0/0] [__fusion] ===== attempting fusion (1/" in raw
+    for output in ("stdout.log", "stderr.log"):
+        assert "__fusion" not in (built_run.run_dir / output).read_text()
+    (compile_,) = _report(built_run.run_dir)["compiles"]
+    fusion = compile_["fusion"]
+    assert fusion["available"] is True and "C++ backend" in fusion["note"]
+    assert fusion["fused"] == len(re.findall(r"\[__fusion\] fusing \S+ with \S+$", raw, re.M))
+    assert fusion["rejected"], "the block's layer norm and loop are refused fusion in 2.13"
+    names = {k["name"] for k in compile_["kernels"]}
+    marks = {marker_in(PROGRAM, m) for m in ("norm", "gelu", "cumsum", "loop")}
+    for refusal in fusion["rejected"]:
+        assert f"cannot fuse {refusal['a']} with {refusal['b']}: {refusal['reason']}" in raw
+        for side in (refusal["a_side"], refusal["b_side"]):
+            assert side["kernel"] in names
+            assert side["line"]["file"] == str(PROGRAM) and side["line"]["line"] in marks
+    fused = re.findall(r"\[__fusion\] fusing (\S+) with (\S+)$", raw, re.M)
+    fused_pairs = {frozenset(pair) for pair in fused}
+    assert not any(frozenset((r["a"], r["b"])) in fused_pairs for r in fusion["rejected"])
+
+
+@pytest.mark.torch_run
+def test_diff_of_a_fusion_config_change_names_the_graph_and_kernels(
+    built_run: Any, doctor_run: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same block with Inductor's max_fusion_size at 1: the scheduler refuses fusions it
+    made before ("exceeds max fusion"), and ``diff`` names the graph, the kernels and the
+    reason, as a regression."""
+    small = doctor_run("built_fusion_1", ("--kernels",), "run_built", "--max-fusion-size", "1")
+    assert small.returncode == 0, small.stderr[-3000:]
+    assert "exceeds max fusion" in _raw_fusion_log(small.run_dir)
+    assert "exceeds max fusion" not in _raw_fusion_log(built_run.run_dir)
+    assert main(["diff", str(built_run.run_dir), str(small.run_dir), "--format", "json"]) == 0
+    changes = json.loads(capsys.readouterr().out)["changes"]
+    (kernels,) = [c for c in changes if c["kind"] == "kernels"]
+    assert kernels["subject"].startswith("graph 0/0 forward (run_built.py:")
+    assert kernels["regression"] is True
+    norm = f"cpp_fused_native_layer_norm_0 (run_built.py:{marker_in(PROGRAM, 'norm')})"
+    assert f"now refused: two loops of {norm} not fused: exceeds max fusion" in kernels["detail"]
+
+
+@pytest.mark.torch_run
+def test_the_html_panel_links_kernels_and_lines_both_ways_in_a_browser(
+    built_run: Any, tmp_path: Path
+) -> None:
+    """report.html's "What was built" panel in headless Chromium: every kernel links to its
+    user lines and every line back to its kernels, each link lands on an element of the page,
+    and the cumsum line's HTML comment is text, not markup."""
+    from test_html_report import Elements, open_in_chromium
+
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("chromium is not installed (install it with `make chromium` or .ci/run)")
+    assert "PWNED-K" in (built_run.run_dir / "report.json").read_text()
+    dom = open_in_chromium(chromium, built_run.run_dir / "report.html", tmp_path / "built.png")
+    parsed = Elements()
+    parsed.feed(dom)
+    assert "script" not in [tag for tag, _ in parsed.elements]
+    assert parsed.title == "pt2doctor report"
+    ids = {attrs["id"] for _, attrs in parsed.elements if attrs.get("id")}
+    assert "built" in ids
+    links = [attrs["href"][1:] for tag, attrs in parsed.elements
+             if tag == "a" and (attrs.get("href") or "").startswith("#b0-")]  # fmt: skip
+    kernel_rows = {i for i in ids if re.fullmatch(r"b0-k\d+", i)}
+    line_rows = {i for i in ids if re.fullmatch(r"b0-l\d+", i)}
+    (compile_,) = _report(built_run.run_dir)["compiles"]
+    assert len(kernel_rows) == len(compile_["kernels"])
+    assert len(line_rows) == len({(u["file"], u["line"]) for k in compile_["kernels"]
+                                  for u in k["user_lines"]})  # fmt: skip
+    assert set(links) == kernel_rows | line_rows  # every row is linked to, every link lands
+    assert "&lt;script&gt;document.title='PWNED-K'" in dom

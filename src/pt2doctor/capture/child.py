@@ -17,7 +17,9 @@ from typing import Any
 
 from pt2doctor import torchcompat
 from pt2doctor.capture.frames import caller_frame, user_frames
+from pt2doctor.capture.fusion import FUSION_ENV, FusionLogKeeper
 from pt2doctor.capture.probes import ProbeRecorder, flush_periodically, install_torch_probes
+from pt2doctor.rundir import FUSION_LOG
 
 RUN_DIR_ENV = "PT2DOCTOR_RUN_DIR"
 BACKEND_ENV = "PT2DOCTOR_BACKEND"
@@ -134,7 +136,21 @@ def start() -> ProbeRecorder | None:
         "torch._dynamo", _guarded(recorder, "torch", lambda: install_torch_probes(recorder))
     )
     after_import("torch", lambda: _on_torch(recorder, os.environ.get(BACKEND_ENV)))
+    if os.environ.get(FUSION_ENV):
+        after_import(
+            "torch._inductor",
+            _guarded(recorder, "fusion log", lambda: _keep_fusion_log(Path(run_dir))),
+        )
     return recorder
+
+
+def _keep_fusion_log(run_dir: Path) -> None:
+    """Inductor's fusion log into ``fusion.log`` of the run directory (``run --kernels``)."""
+    rank = os.environ.get("RANK", "")
+    name = FUSION_LOG if not rank.isdigit() else FUSION_LOG.replace(".log", f".rank{rank}.log")
+    keeper = FusionLogKeeper((run_dir / name).open("a", encoding="utf-8"))
+    detach = torchcompat.attach_fusion_log(keeper, keeper.keep)
+    atexit.register(detach)
 
 
 def _on_torch(recorder: ProbeRecorder, backend: str | None) -> None:

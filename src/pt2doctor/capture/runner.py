@@ -24,6 +24,7 @@ from typing import IO, Any
 
 import pt2doctor
 from pt2doctor.capture.child import BACKEND_ENV, RUN_DIR_ENV
+from pt2doctor.capture.fusion import FUSION_ENV
 from pt2doctor.capture.launch import Launch, launch_argv
 from pt2doctor.errors import UsageError
 from pt2doctor.rundir.read import load_probes
@@ -48,7 +49,8 @@ class RunOptions:
     collective_timeout: float | None = None
     """The collective timeout cross-rank analysis compares compile skew with (kept for report)."""
     kernels: bool = False
-    """Inductor's provenance tracking on (``--kernels``): every kernel mapped to user lines."""
+    """Inductor's provenance tracking on (``--kernels``): every kernel mapped to user lines,
+    and the fusion log kept (``fusion.log``)."""
 
 
 # torch._inductor.config.trace.provenance_tracking_level reads it (torch >= 2.8): the trace
@@ -68,6 +70,7 @@ def child_env(options: RunOptions) -> dict[str, str]:
     env["PYTHONFAULTHANDLER"] = "1"
     if options.kernels:  # part of Inductor's cache key: a provenance run compiles afresh
         env[PROVENANCE_ENV] = "1"
+        env[FUSION_ENV] = "1"
     if options.backend:
         env[BACKEND_ENV] = options.backend
     else:

@@ -23,6 +23,8 @@ KIND_LABELS = {
     "environment": "environment",
     "failures": "compile failures",
     "cache_miss_cause": "cache miss cause",
+    "graph_ops": "graph ops",
+    "kernels": "kernels",
     # check reports (check/diff.py)
     "contract_clause": "contract clause",
     "cell_verdict": "cell verdict",
@@ -33,6 +35,10 @@ KIND_LABELS = {
     "speedup": "steady-state speedup",
     "cold_start_s": "cold start, first result (s)",
 }
+
+
+# Kinds whose detail is the story itself, shown in the Markdown table's B column.
+_DETAILED = ("frame", "graph_ops", "kernels")
 
 
 def _value(value: Any) -> str:
@@ -79,7 +85,7 @@ def render_diff_markdown(diff: DiffDict) -> str:
             md_code(change["subject"]),
             md_code(_value(change["before"])),
             md_code(_value(change["after"]))
-            + (f"<br>{md_text(change['detail'])}" if change["kind"] == "frame" else ""),
+            + (f"<br>{md_text(change['detail'])}" if change["kind"] in _DETAILED else ""),
         ]
         for change in _ordered(diff)
     ]

@@ -75,3 +75,21 @@ def frame_name(frame: Mapping[str, Any]) -> str:
 def function_where(frame: Mapping[str, Any] | None) -> str:
     """``function (file:line)`` of a frame, function first (the cross-rank tables), or ''."""
     return "" if not frame else f"{frame['function']} ({_file(frame['file'])}:{frame['line']})"
+
+
+def built_line(entry: Mapping[str, Any]) -> str | None:
+    """One compile's build in a line: ``0/0 forward: 5 kernels (3 generated, 1 library, 1
+    fallback); 1 fusion refused`` (None: no kernel map)."""
+    kernels = entry.get("kernels") or []
+    if not kernels:
+        return None
+    kinds: dict[str, int] = {}
+    for kernel in kernels:
+        kinds[kernel["kind"]] = kinds.get(kernel["kind"], 0) + 1
+    counts = ", ".join(f"{n} {kind}" for kind, n in kinds.items())
+    line = f"{entry['compile_id']} {entry.get('function') or ''}: {len(kernels)} kernels ({counts})"
+    fusion = entry.get("fusion") or {}
+    if fusion.get("available"):
+        refused = len(fusion.get("rejected") or []) + int(fusion.get("more") or 0)
+        line += f"; {refused} fusion{'s' if refused != 1 else ''} refused"
+    return line

@@ -12,8 +12,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from pt2doctor.analysis.built.graph_diff import refused_pair
 from pt2doctor.analysis.coldstart.explain import PHASE_LABELS, phases_in_order
-from pt2doctor.report.format import hot_break, source_where, warm_start_estimate
+from pt2doctor.report.format import built_line, hot_break, source_where, warm_start_estimate
 from pt2doctor.report.types import GraphBreak, RunReport, Source
 
 Report = RunReport
@@ -229,9 +230,52 @@ def _cold_start(report: Report) -> list[str]:
     return [*lines, ""] if section["advice"] else lines
 
 
+# Graphs and kernels per graph the Markdown summary lists (the JSON and HTML keep more).
+MD_GRAPHS = 5
+MD_KERNELS = 20
+
+
+def _built(report: Report) -> list[str]:
+    """What was built: per graph its kernels, kind and user lines, and its refused fusions."""
+    entries = [entry for entry in report["compiles"] if entry.get("kernels")]
+    if not entries:
+        return []
+    lines = ["## What was built", ""]
+    for entry in entries[:MD_GRAPHS]:
+        lines += [f"**{md_text(built_line(entry))}**", ""]
+        rows = [
+            [
+                md_code(k["name"]),
+                k["kind"],
+                md_text(", ".join(f"{_short(u['file'])}:{u['line']}" for u in k["user_lines"])),
+            ]
+            for k in entry["kernels"][:MD_KERNELS]
+        ]
+        lines += md_table(["kernel", "kind", "user lines"], rows)
+        more = len(entry["kernels"]) - MD_KERNELS
+        if more > 0:
+            lines += [f"{more} more kernels in report.json", ""]
+        fusion: Mapping[str, Any] = entry.get("fusion") or {}
+        lines += [
+            f"- {md_text(refused_pair(refusal))}"
+            for refusal in (fusion.get("rejected") or [])[:MD_KERNELS]
+        ]
+        if fusion.get("available") and fusion.get("note"):
+            lines.append(f"- fusion: {md_text(fusion['note'])}")
+        if lines[-1] != "":
+            lines.append("")
+    if len(entries) > MD_GRAPHS:
+        lines += [f"{len(entries) - MD_GRAPHS} more compiled graphs in report.json", ""]
+    return lines
+
+
+def _short(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
 def render_markdown(report: Report) -> str:
     """The whole Markdown document."""
     lines = [*_headline(report), *_cold_start(report), *_findings(report), *_breaks(report)]
-    lines += [*_frames(report), *_stories(report)]
+    lines += [*_frames(report), *_stories(report), *_built(report)]
     lines += [*_ranks(report), *_environment(report)]
     return "\n".join(lines).rstrip() + "\n"

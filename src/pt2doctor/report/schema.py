@@ -24,6 +24,7 @@ from pt2doctor.analysis import (
     graph_break_sites,
 )
 from pt2doctor.analysis.built.fallbacks import fallback_findings
+from pt2doctor.analysis.built.fusion import Fusion, fusion_view
 from pt2doctor.analysis.built.graph_size import (
     graph_size,
     many_small_inputs_findings,
@@ -158,6 +159,41 @@ def _compile(entry: CompileEntry, found: KernelMap | None) -> Compile:
     }
 
 
+def _fusion(found: Fusion) -> types.FusionInfo:
+    """``compiles[].fusion``: the refused fusions that left kernels apart."""
+
+    def side(name: str, kernel: str | None, line: Any) -> types.FusionSide:
+        where: types.UserLine | None = (
+            None if line is None else {"file": line.file, "line": line.line, "code": line.code}
+        )
+        return {"name": name, "kernel": kernel, "line": where}
+
+    return {
+        "available": found.available,
+        "fused": found.fused,
+        "rejected": [
+            {
+                "a": r.a,
+                "b": r.b,
+                "reason": r.reason,
+                "count": r.times,
+                "a_side": side(r.a, r.a_kernel, r.a_line),
+                "b_side": side(r.b, r.b_kernel, r.b_line),
+            }
+            for r in found.rejected
+        ],
+        "more": found.more,
+        "note": found.note,
+    }
+
+
+def _compile_fusion(run: Run, entry: CompileEntry) -> Fusion:
+    record = entry.record
+    logged = None if run.fusion is None else run.fusion.get((record.rank, entry.compile_id))
+    cache_hit = "hit" in (record.cache.get("fx_graph"), record.cache.get("aotautograd"))
+    return fusion_view(logged, record.built, kept=run.fusion is not None, cache_hit=cache_hit)
+
+
 def _graph_size(entry: CompileEntry) -> types.GraphSize | None:
     """``compiles[].graph``: the Dynamo graph's ops by user line (null without a graph)."""
     size = graph_size(entry)
@@ -256,8 +292,11 @@ def _summary(run: Run, ledger: Ledger, sites: list[GraphBreakSite]) -> Summary:
     }
 
 
-def _compile_with_heat(entry: CompileEntry, heat: Heat | None, found: KernelMap | None) -> Compile:
+def _compile_with_heat(
+    entry: CompileEntry, heat: Heat | None, found: KernelMap | None, fusion: Fusion
+) -> Compile:
     row = _compile(entry, found)
+    row["fusion"] = _fusion(fusion)
     item = None if heat is None else heat.compiles.get((entry.record.stream, entry.compile_id))
     row["calls"] = None if item is None else item.calls
     row["seconds_in_graph"] = (
@@ -332,7 +371,7 @@ def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIME
         "graph_breaks": [_graph_break(site) for site in sites],
         "frames": [_frame(f, e) for f, e in zip(ledger.frames, explanations, strict=True)],
         "compiles": [
-            _compile_with_heat(entry, heat, found)
+            _compile_with_heat(entry, heat, found, _compile_fusion(run, entry))
             for entry, found in zip(ledger.compiles, kernel_maps, strict=True)
         ],
         "failures": [_failure(failure) for failure in ledger.failures],

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from pt2doctor.analysis.paths import display_path, shorten_paths
 from pt2doctor.analysis.recompiles.frame_names import wrapped_name
-from pt2doctor.report.format import warm_start_estimate
+from pt2doctor.report.format import built_line, warm_start_estimate
 from pt2doctor.report.frame_story import frame_stories, headline_counts, story_terminal
 from pt2doctor.report.types import Finding, Frame, GraphBreak, Ranks, RunReport, Summary
 
@@ -157,6 +157,21 @@ def _cold_start_line(section: dict[str, Any]) -> str:
     return escape(line)
 
 
+# Compiles the terminal summary lists a build line for.
+TERM_GRAPHS = 10
+
+
+def _built(console: Console, report: RunReport) -> None:
+    lines = [line for entry in report.get("compiles", []) if (line := built_line(entry))]
+    if not lines:
+        return
+    console.print("[bold]what was built[/] (kernels by kind; report.md/html map them to lines)")
+    for line in lines[:TERM_GRAPHS]:
+        console.print(f"  {escape(line)}")
+    if len(lines) > TERM_GRAPHS:
+        console.print(f"  … {len(lines) - TERM_GRAPHS} more in report.json")
+
+
 def render_terminal(report: RunReport, console: Console, cwd: str | None = None) -> None:
     """Print the summary: headline counts, findings by severity, then the two key tables.
     Paths read relative to ``cwd`` (default: the working directory) or to site-packages."""
@@ -186,5 +201,6 @@ def render_terminal(report: RunReport, console: Console, cwd: str | None = None)
         console.print(frames_table)
     for story in frame_stories(report):
         story_terminal(console, story, cwd)
+    _built(console, report)
     if "ranks" in report:
         _ranks(console, report["ranks"])

@@ -199,6 +199,32 @@ class GraphSize(TypedDict):
     by_line: list[GraphLineOps]
 
 
+class FusionSide(TypedDict):
+    name: str
+    """The scheduler's node name (``op3``; ``op0_op1`` once fused)."""
+    kernel: str | None
+    line: UserLine | None
+
+
+class FusionRefusal(TypedDict):
+    a: str
+    b: str
+    reason: str
+    count: int
+    a_side: FusionSide
+    b_side: FusionSide
+
+
+class FusionInfo(TypedDict):
+    """``compiles[].fusion``: the fusions Inductor's scheduler refused, from its fusion log."""
+
+    available: bool
+    fused: int
+    rejected: list[FusionRefusal]
+    more: int
+    note: str | None
+
+
 class Compile(TypedDict, total=False):
     """One row of ``compiles[]``, in the order they happened. The heat fields (``calls`` to
     ``after_warmup``) are null unless the report comes from a run."""
@@ -234,6 +260,7 @@ class Compile(TypedDict, total=False):
     kernels: list[Kernel]
     kernel_map: KernelMapInfo | None
     graph: GraphSize | None
+    fusion: FusionInfo
 
 
 class Failure(TypedDict):

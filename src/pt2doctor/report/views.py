@@ -262,6 +262,13 @@ def environment(report: Report) -> Section:
     return Section("environment", "Environment", "environment", data)
 
 
+def built(report: Report) -> Section | None:
+    """What each graph was built into: report/built_views.py."""
+    from pt2doctor.report.built_views import built as built_section
+
+    return built_section(report)
+
+
 def cold_start(report: Report) -> Section | None:
     """Where compile time went: report/cold_start_views.py (imported here, it imports Section)."""
     from pt2doctor.report.cold_start_views import cold_start as cold_start_section
@@ -276,6 +283,7 @@ SECTIONS: list[SectionBuilder] = [
     recompile_stories,
     compile_ledger,
     cold_start,
+    built,
     compile_timeline,
     variant_growth,
     failures,

@@ -11,6 +11,8 @@ The layout (docs/report-schema.md says what each file holds)::
     trace/*.log        TORCH_TRACE
     probes.jsonl       events, one JSON object a line, flushed as they happen
     counters/<pid>.json  each process's latest counters, replaced atomically
+    fusion.log         Inductor's fusion log, bounded (``run --kernels``; capture/fusion.py);
+                       fusion.rank<N>.log for each rank of a distributed run
     stdout.log, stderr.log, faulthandler.<pid>.log
     results.jsonl      what ``check`` streams (its run directory has no manifest)
 
@@ -43,6 +45,8 @@ PROBES_FILE = "probes.jsonl"
 TRACE_DIR = "trace"
 CHECK_RESULTS = "results.jsonl"
 """What ``check`` writes in its run directory (here so ``report`` can tell one apart cheaply)."""
+FUSION_LOG = "fusion.log"
+"""Inductor's fusion log in TORCH_LOGS format, as ``run --kernels`` keeps it."""
 COUNTERS_DIR = "counters"
 """Each process's latest counters (capture/probes.py): counters/<pid>.json."""
 
@@ -61,6 +65,7 @@ __all__ = [
     "CHECK_RESULTS",
     "COUNTERS_DIR",
     "FORMAT_VERSION",
+    "FUSION_LOG",
     "MANIFEST",
     "PROBES_FILE",
     "TRACE_DIR",

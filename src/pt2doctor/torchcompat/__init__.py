@@ -56,16 +56,18 @@ from pt2doctor.torchcompat.inductor import (
     warm_inductor_cpu,
     without_compiler_hooks,
 )
-from pt2doctor.torchcompat.trace_log import attach_trace_file
+from pt2doctor.torchcompat.trace_log import FUSION_LOGGERS, attach_fusion_log, attach_trace_file
 from pt2doctor.torchcompat.version import MIN_TORCH, supported, torch_version
 
 __all__ = [
     "COMPILER_HOOKS",
+    "FUSION_LOGGERS",
     "GUARD_TIMING_BUDGET_S",
     "GUARD_TIMING_CHECKS",
     "MAX_COMPILE_CALLS",
     "MIN_TORCH",
     "TORCH_NAMESPACES",
+    "attach_fusion_log",
     "attach_trace_file",
     "bisect_compiler",
     "compile_modes",

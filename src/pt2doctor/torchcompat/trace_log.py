@@ -38,3 +38,58 @@ def attach_trace_file(stream: Any) -> Callable[[], None] | None:
         handler.flush()
 
     return detach
+
+
+# Inductor's "fusion" artifact (TORCH_LOGS=fusion): the scheduler logs each fusion it makes and
+# each pair it refuses (WhyNoFuse), the Triton/SIMD backend its numel checks. The C++ backend
+# has no fusion logger: it refuses loop-level fusions without a word.
+FUSION_LOGGERS = (
+    "torch._inductor.scheduler.__fusion",
+    "torch._inductor.codegen.simd.__fusion",
+    "torch._inductor.codegen.triton.__fusion",
+)
+
+
+def attach_fusion_log(stream: Any, keep: Callable[[str | None, str], bool]) -> Callable[[], None]:
+    """Write Inductor's fusion log to ``stream`` in TORCH_LOGS format (``[0/0] [__fusion] ...``
+    lines), in process and without TORCH_LOGS, each record only if ``keep(compile_id,
+    message)``. A program that turned the artifact on itself still sees it; otherwise the
+    records reach no other handler. Returns ``detach``."""
+    import logging
+
+    from pt2doctor.torchcompat.dynamo import current_compile_id
+
+    try:
+        from torch._logging._internal import TorchLogsFormatter
+
+        formatter: logging.Formatter = TorchLogsFormatter()
+    except ImportError:  # older torch: the same prefix, by hand
+        formatter = logging.Formatter("[__fusion] %(message)s")
+
+    class Handler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                if keep(current_compile_id(), record.getMessage()):
+                    stream.write(self.format(record) + "\n")
+            except Exception:  # the log must never break a compile
+                pass
+
+    handler = Handler(logging.DEBUG)
+    handler.setFormatter(formatter)
+    previous = []
+    for name in FUSION_LOGGERS:
+        log = logging.getLogger(name)
+        previous.append((log, log.level, log.propagate))
+        if not log.isEnabledFor(logging.DEBUG):  # the program did not ask for it itself
+            log.setLevel(logging.DEBUG)
+            log.propagate = False
+        log.addHandler(handler)
+
+    def detach() -> None:
+        for log, level, propagate in previous:
+            log.removeHandler(handler)
+            log.setLevel(level)
+            log.propagate = propagate
+        stream.flush()
+
+    return detach

@@ -13,6 +13,7 @@ from pt2doctor.trace.records import CompileId, ParseStats
 
 if TYPE_CHECKING:
     from pt2doctor.trace.built import OutputCode, OutputGraph
+    from pt2doctor.trace.fusion_log import Scheduling
 
 
 class SourceLine(NamedTuple):
@@ -305,6 +306,8 @@ class Run:
     """The value of each cache-key component: (name, hash) -> text (cut to 80 characters)."""
     aot_built: Built | None = None
     """What AOTInductor built (its wrapper code and provenance carry no compile id)."""
+    fusion: dict[tuple[int | None, str], list[Scheduling]] | None = None
+    """Inductor's fusion log (``run --kernels``) by (rank, compile id); None: none kept."""
 
 
 @dataclass(slots=True)

@@ -1,6 +1,11 @@
 """``pt2doctor run --kernels -- python run_built.py``: a block whose kernels map to its lines,
 with an op that has no Inductor lowering on CPU (``cumsum``) and a Python loop that Dynamo
-unrolls STEPS times into most of the graph (tests/integration/test_built.py)."""
+unrolls STEPS times into most of the graph (tests/integration/test_built.py).
+The cumsum line's comment is HTML and script: the report shows the line as text (the HTML
+panel's browser test). ``--max-fusion-size N`` sets Inductor's max_fusion_size: fewer nodes per kernel, more kernels
+(the graph-aware diff's config change)."""
+
+import sys
 
 import torch
 from torch import nn
@@ -19,11 +24,15 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.norm(x)  # MARK:norm
         h = nn.functional.gelu(self.up(h))  # MARK:gelu
-        h = self.down(h).cumsum(dim=-1)  # MARK:cumsum
+        h = self.down(h).cumsum(dim=-1)  # <script>document.title='PWNED-K'</script> # MARK:cumsum
         for i in range(STEPS):
             h = h + self.gains[i] * torch.sin(h)  # MARK:loop
         return x + h
 
+
+if "--max-fusion-size" in sys.argv:
+    size = int(sys.argv[sys.argv.index("--max-fusion-size") + 1])
+    torch._inductor.config.max_fusion_size = size
 
 model = torch.compile(Block())
 with torch.no_grad():

@@ -280,7 +280,8 @@ def environment_changes(a: Report, b: Report) -> list[Change]:
 def diff_reports(a: Report, b: Report, noise: Noise | None = None,
                  names: tuple[str, str] = ("A", "B")) -> Diff:  # fmt: skip
     """Every difference from report ``a`` to report ``b`` that matters, regressions marked."""
-    from pt2doctor.analysis.coldstart.cache_diff import cache_miss_causes  # it builds on Change
+    from pt2doctor.analysis.built.graph_diff import graph_changes  # they build on Change
+    from pt2doctor.analysis.coldstart.cache_diff import cache_miss_causes
 
     noise = noise or Noise()
     diff = Diff(*names)
@@ -289,6 +290,7 @@ def diff_reports(a: Report, b: Report, noise: Noise | None = None,
     diff.changes += _timing_changes(a, b, noise)
     diff.changes += environment_changes(a, b)
     diff.changes += cache_miss_causes(a, b)
+    diff.changes += graph_changes(a, b)
     failures = (a["summary"]["failures"], b["summary"]["failures"])
     if failures[0] != failures[1]:
         diff.changes.append(
