@@ -262,3 +262,72 @@ def test_the_html_panel_links_kernels_and_lines_both_ways_in_a_browser(
                                   for u in k["user_lines"]})  # fmt: skip
     assert set(links) == kernel_rows | line_rows  # every row is linked to, every link lands
     assert "&lt;script&gt;document.title='PWNED-K'" in dom
+
+
+OPT_LOOP = PROGRAM.with_name("run_opt_loop.py")
+
+
+@pytest.mark.torch_run
+def test_an_optimizer_without_foreach_is_unrolled_per_parameter_and_foreach_fixes_it(
+    doctor_run: Any,
+) -> None:
+    """torch 2.13 still unrolls Adam's single-tensor loop, once per parameter (24 of them):
+    the finding says so from the optimizer's own lines and prints foreach=True; applied, the
+    step's graph has no unrolled loop and fewer ops (eager backend: Dynamo's graphs)."""
+    loop = doctor_run("opt_loop", ("--backend", "eager"), "run_opt_loop")
+    fixed = doctor_run("opt_loop_foreach", ("--backend", "eager"), "run_opt_loop", "--foreach")
+    assert loop.returncode == 0 and fixed.returncode == 0, loop.stderr[-3000:]
+    report = _report(loop.run_dir)
+    (finding,) = [f for f in report["findings"] if f["code"] == "unrolled_loop"]
+    assert "_single_tensor_adam" in finding["title"] and "torch/optim/adam.py" in finding["title"]
+    graphs = [p for e, p in raw_records(loop.run_dir / "trace") if "dynamo_output_graph" in e]
+    (step_graph,) = [g for g in graphs if "_single_tensor_adam" in g]
+    first = re.search(r"# File: (\S+adam\.py):(\d+) in _single_tensor_adam", step_graph)
+    assert first is not None
+    repeats = step_graph.count(f"# File: {first[1]}:{first[2]} in _single_tensor_adam")
+    assert repeats == 24 and "unrolled 24 times" in finding["title"]
+    share = int(re.search(r"\((\d+)%\)", finding["title"])[1])  # type: ignore[index]
+    assert 30 <= share <= 100
+    assert "foreach=True" in finding["advice"]
+    after = _report(fixed.run_dir)
+    assert not [f for f in after["findings"] if f["code"] == "unrolled_loop"]
+
+    def step_ops(report: dict[str, Any]) -> int:
+        return max(c["graph"]["ops"] for c in report["compiles"] if c["graph"])
+
+    assert step_ops(after) < step_ops(report) / 2
+
+
+GPT2 = PROGRAM.with_name("run_hf_gpt2.py")
+
+
+@pytest.mark.torch_run
+def test_a_hugging_face_model_maps_its_kernels_into_its_modeling_file(doctor_run: Any) -> None:
+    """A random-init GPT-2 compiled with ``model.compile()``: each kernel's lines are the
+    stack-trace artifact's innermost frames, and they lie in transformers' modeling_gpt2.py
+    (attention, MLP, layer norms), named in the frame's own name, not the wrapper's."""
+    pytest.importorskip("transformers")
+    run = doctor_run("built_gpt2", ("--kernels",), "run_hf_gpt2")
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = _report(run.run_dir)
+    (compile_,) = report["compiles"]
+    assert compile_["kernel_map"] == {"source": "provenance", "partial": None}
+    traces = [json.loads(p) for e, p in raw_records(run.run_dir / "trace")
+              if "kernel_stack_traces" in json.dumps(e)]  # fmt: skip
+    (stack_traces,) = traces
+    for kernel in compile_["kernels"]:
+        key = next(k for k in stack_traces if k.rsplit(":", 1)[0] == kernel["name"])
+        innermost = set()
+        for trace in stack_traces[key]:
+            frames = FRAME.findall(trace)
+            innermost.add((frames[-1][0], int(frames[-1][1])))
+        assert {(u["file"], u["line"]) for u in kernel["user_lines"]} <= innermost
+    files = {Path(u["file"]).name for k in compile_["kernels"] for u in k["user_lines"]}
+    assert "modeling_gpt2.py" in files
+    kinds = {k["kind"] for k in compile_["kernels"]}
+    assert kinds == {"generated", "library"}  # matmuls and SDPA are library calls, not fallbacks
+    sdpa = [k for k in compile_["kernels"] if "scaled_dot_product" in k["name"]]
+    assert sdpa and sdpa[0]["kind"] == "library"
+    assert not [f for f in report["findings"] if f["code"] == "fallback_op"]
+    markdown = (run.run_dir / "report.md").read_text()
+    assert "0/0 GPT2LMHeadModel.forward" in markdown and "modeling\\_gpt2.py:" in markdown

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pt2doctor.report.format import cut
+from pt2doctor.report.format import compile_names, cut
 from pt2doctor.report.sections import Section
 
 Report = Mapping[str, Any]
@@ -28,7 +28,7 @@ def _short(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
-def _graph(index: int, entry: Mapping[str, Any]) -> dict[str, Any]:
+def _graph(index: int, entry: Mapping[str, Any], name: str | None) -> dict[str, Any]:
     prefix = f"b{index}"
     kernels = entry["kernels"][:MAX_KERNELS]
     graph = entry.get("graph") or {}
@@ -67,7 +67,7 @@ def _graph(index: int, entry: Mapping[str, Any]) -> dict[str, Any]:
     fusion = entry.get("fusion") or {}
     return {
         "compile_id": entry["compile_id"],
-        "function": entry.get("function") or "",
+        "function": name or entry.get("function") or "",
         "kinds": ", ".join(f"{n} {kind}" for kind, n in kinds.items()),
         "graph_ops": graph.get("ops"),
         "kernels": rows,
@@ -99,8 +99,9 @@ def _side(side: Mapping[str, Any]) -> str:
 
 def built(report: Report) -> Section | None:
     """What each compiled graph was built into (None: no compile has a kernel map)."""
+    names = compile_names(report)
     graphs = [
-        _graph(index, entry)
+        _graph(index, entry, names.get((entry["stream"], entry["compile_id"])))
         for index, entry in enumerate(report["compiles"])
         if entry.get("kernels")
     ]

@@ -77,9 +77,18 @@ def function_where(frame: Mapping[str, Any] | None) -> str:
     return "" if not frame else f"{frame['function']} ({_file(frame['file'])}:{frame['line']})"
 
 
-def built_line(entry: Mapping[str, Any]) -> str | None:
-    """One compile's build in a line: ``0/0 forward: 5 kernels (3 generated, 1 library, 1
-    fallback); 1 fusion refused`` (None: no kernel map)."""
+def compile_names(report: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+    """(stream, compile id) -> the name the user knows its frame by (``frame_name``)."""
+    return {
+        (frame["stream"], compile_id): frame_name(frame)
+        for frame in report.get("frames", [])
+        for compile_id in frame["compile_ids"]
+    }
+
+
+def built_line(entry: Mapping[str, Any], names: Mapping[tuple[str, str], str]) -> str | None:
+    """One compile's build in a line: ``0/0 Block.forward: 5 kernels (3 generated, 1 library,
+    1 fallback); 1 fusion refused`` (None: no kernel map); ``names`` from compile_names."""
     kernels = entry.get("kernels") or []
     if not kernels:
         return None
@@ -87,7 +96,8 @@ def built_line(entry: Mapping[str, Any]) -> str | None:
     for kernel in kernels:
         kinds[kernel["kind"]] = kinds.get(kernel["kind"], 0) + 1
     counts = ", ".join(f"{n} {kind}" for kind, n in kinds.items())
-    line = f"{entry['compile_id']} {entry.get('function') or ''}: {len(kernels)} kernels ({counts})"
+    name = names.get((entry["stream"], entry["compile_id"])) or entry.get("function") or ""
+    line = f"{entry['compile_id']} {name}: {len(kernels)} kernels ({counts})"
     fusion = entry.get("fusion") or {}
     if fusion.get("available"):
         refused = len(fusion.get("rejected") or []) + int(fusion.get("more") or 0)

@@ -14,7 +14,13 @@ from typing import Any
 
 from pt2doctor.analysis.built.graph_diff import refused_pair
 from pt2doctor.analysis.coldstart.explain import PHASE_LABELS, phases_in_order
-from pt2doctor.report.format import built_line, hot_break, source_where, warm_start_estimate
+from pt2doctor.report.format import (
+    built_line,
+    compile_names,
+    hot_break,
+    source_where,
+    warm_start_estimate,
+)
 from pt2doctor.report.types import GraphBreak, RunReport, Source
 
 Report = RunReport
@@ -240,9 +246,9 @@ def _built(report: Report) -> list[str]:
     entries = [entry for entry in report["compiles"] if entry.get("kernels")]
     if not entries:
         return []
-    lines = ["## What was built", ""]
+    lines, names = ["## What was built", ""], compile_names(report)
     for entry in entries[:MD_GRAPHS]:
-        lines += [f"**{md_text(built_line(entry))}**", ""]
+        lines += [f"**{md_text(built_line(entry, names))}**", ""]
         rows = [
             [
                 md_code(k["name"]),

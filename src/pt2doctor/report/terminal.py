@@ -11,7 +11,7 @@ from rich.table import Table
 
 from pt2doctor.analysis.paths import display_path, shorten_paths
 from pt2doctor.analysis.recompiles.frame_names import wrapped_name
-from pt2doctor.report.format import built_line, warm_start_estimate
+from pt2doctor.report.format import built_line, compile_names, warm_start_estimate
 from pt2doctor.report.frame_story import frame_stories, headline_counts, story_terminal
 from pt2doctor.report.types import Finding, Frame, GraphBreak, Ranks, RunReport, Summary
 
@@ -162,7 +162,8 @@ TERM_GRAPHS = 10
 
 
 def _built(console: Console, report: RunReport) -> None:
-    lines = [line for entry in report.get("compiles", []) if (line := built_line(entry))]
+    names = compile_names(report)
+    lines = [line for entry in report.get("compiles", []) if (line := built_line(entry, names))]
     if not lines:
         return
     console.print("[bold]what was built[/] (kernels by kind; report.md/html map them to lines)")

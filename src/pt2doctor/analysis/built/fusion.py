@@ -99,10 +99,13 @@ def _side(
     if graph is None or not graph.kernel_nodes:
         return None, line
     origins = {o for n in described for o in n.origins}
-    for key, post_nodes in graph.kernel_nodes.items():
-        if origins.intersection(post_nodes):
-            return _HANDLE.sub("", key), line
-    return None, line
+    # A node inlined into several kernels (an embedding recomputed in each residual add) is
+    # in each one's nodes: the group's kernel is the one holding most of its origins.
+    overlap = {key: len(origins.intersection(nodes)) for key, nodes in graph.kernel_nodes.items()}
+    best = max(overlap, key=lambda key: overlap[key], default=None)
+    if best is None or not overlap[best]:
+        return None, line
+    return _HANDLE.sub("", best), line
 
 
 def _scheduling_refusals(scheduling: Scheduling, graph: InductorGraph | None) -> list[Refusal]:

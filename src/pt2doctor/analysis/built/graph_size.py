@@ -35,12 +35,14 @@ class GraphSize(NamedTuple):
 
 def _graph(entry: CompileEntry) -> tuple[OutputGraph, int] | None:
     """The compile's printed Dynamo graph and its op count (compilation_metrics' when it has
-    one), None when the trace has no printed graph."""
+    one and it covers the printed lines), None when the trace has no printed graph."""
     built = entry.record.built
     if built is None or built.graph is None:
         return None
     graph = built.graph
-    return graph, entry.record.graph_op_count or sum(line.ops for line in graph.lines)
+    # compilation_metrics counts calls only; the printed graph's lines also hold attribute
+    # reads (an optimizer's param_groups): never a total below what the lines hold.
+    return graph, max(entry.record.graph_op_count or 0, sum(line.ops for line in graph.lines))
 
 
 def graph_size(entry: CompileEntry) -> GraphSize | None:
