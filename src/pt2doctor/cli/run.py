@@ -110,7 +110,8 @@ def _torchrun_option(name: str, help_text: str, kind: Any = str) -> Decorator:
 @click.option(
     "--kernels",
     is_flag=True,
-    help="Map every Inductor kernel to your lines (INDUCTOR_PROVENANCE=1; compiles afresh).",
+    help="Map every Inductor kernel to your lines (INDUCTOR_PROVENANCE=1; compiles afresh) "
+    "and keep the fusion log.",
 )
 @click.option("--redact", is_flag=True, help="Reports without source lines, with relative paths.")
 @click.option(
