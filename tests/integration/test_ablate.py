@@ -330,3 +330,22 @@ def test_script_mode_timeout_stops_the_whole_process_group(
     assert (first["backend"], first["status"], first["error"]) == ("eager", "crash", "timed out")
     assert [row["status"] for row in report["ladder"][1:]] == ["not run"] * 3
     assert gone_within(int(pid_file.read_text()))
+
+
+def test_case_mode_from_the_case_files_own_folder_writes_a_repro_that_reproduces(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """Regression (issue 26): run from the case file's folder, the repro stage used to die on
+    torch.ops' relative ``__file__`` ("_ops.py" resolved into that folder), leaving
+    ``repro: null`` with no word of why. Now the repro is written and reproduces."""
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "pt2doctor", "ablate", "--out", str(out), "layered.py",
+               "--backend", "relu_compile_error_TESTING_ONLY", "--no-verify-repro"]  # fmt: skip
+    done = subprocess.run(command, cwd=ABLATE_DIR, env=run_env, capture_output=True, text=True,
+                          timeout=TIMEOUT_S, check=False)  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["repro"]["written"] is True, report["repro"]
+    assert not (ABLATE_DIR / "_ops.py").exists()
+    reproduced = run_repro(report, run_env)
+    assert reproduced.returncode == 1 and "REPRODUCED" in reproduced.stdout, reproduced.stderr

@@ -229,6 +229,9 @@ class Ablation:
         ]  # fmt: skip
         done = _event(result, "modules_done")
         repro = _event(result, "repro")
+        if repro is None and spec["repro_dir"]:  # the worker died before it could say
+            why = result["detail"] or "the worker stopped before writing it"
+            repro = {"written": False, "reason": f"the repro stage did not finish: {why}"}
         return {
             "completed": done is not None,
             "detail": None if done else result["detail"] or "the worker stopped early",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
 import sys
 import types
 from collections.abc import Iterator
@@ -183,7 +184,11 @@ def copy_local_sources(case_file: Path, out: Path) -> list[str]:
     copied = []
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
-        if not path or name.startswith(("pt2doctor", CASES_MODULE)) or "site-packages" in path:
+        if not isinstance(path, str) or name.startswith(("pt2doctor", CASES_MODULE)):
+            continue
+        # Only a real file path is a source: torch.ops (torch/_ops.py's _Ops object) carries
+        # the relative ``__file__ = "_ops.py"``, which resolves into the working directory.
+        if not os.path.isabs(path) or "site-packages" in path or not os.path.isfile(path):
             continue
         source = Path(path).resolve()
         if source == case_file.resolve() or not source.is_relative_to(root):

@@ -181,7 +181,10 @@ def run_modules(spec: dict[str, Any], out: Path, emit: Emit) -> None:
     emit("modules_done", module=found)
     if spec.get("repro_dir"):
         emit("trial_start", target="repro")
-        written = write_repro(Path(spec["repro_dir"]), case, cell, found or "", spec)
+        try:
+            written = write_repro(Path(spec["repro_dir"]), case, cell, found or "", spec)
+        except Exception as error:  # the report says why there is no repro, never null
+            written = {"written": False, "reason": f"writing the repro failed: {one_line(error)}"}
         emit("repro", **written)
 
 
