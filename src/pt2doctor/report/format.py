@@ -80,9 +80,9 @@ def function_where(frame: Mapping[str, Any] | None) -> str:
 def compile_names(report: Mapping[str, Any]) -> dict[tuple[str, str], str]:
     """(stream, compile id) -> the name the user knows its frame by (``frame_name``)."""
     return {
-        (frame["stream"], compile_id): frame_name(frame)
+        (frame.get("stream", ""), compile_id): frame_name(frame)
         for frame in report.get("frames", [])
-        for compile_id in frame["compile_ids"]
+        for compile_id in frame.get("compile_ids", [])
     }
 
 
@@ -96,7 +96,7 @@ def built_line(entry: Mapping[str, Any], names: Mapping[tuple[str, str], str]) -
     for kernel in kernels:
         kinds[kernel["kind"]] = kinds.get(kernel["kind"], 0) + 1
     counts = ", ".join(f"{n} {kind}" for kind, n in kinds.items())
-    name = names.get((entry["stream"], entry["compile_id"])) or entry.get("function") or ""
+    name = names.get((entry.get("stream", ""), entry["compile_id"])) or entry.get("function") or ""
     line = f"{entry['compile_id']} {name}: {len(kernels)} kernels ({counts})"
     fusion = entry.get("fusion") or {}
     if fusion.get("available"):

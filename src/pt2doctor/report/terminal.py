@@ -162,8 +162,9 @@ TERM_GRAPHS = 10
 
 
 def _built(console: Console, report: RunReport) -> None:
-    names = compile_names(report)
-    lines = [line for entry in report.get("compiles", []) if (line := built_line(entry, names))]
+    built = [entry for entry in report.get("compiles", []) if entry.get("kernels")]
+    names = compile_names(report) if built else {}
+    lines = [line for entry in built if (line := built_line(entry, names))]
     if not lines:
         return
     console.print("[bold]what was built[/] (kernels by kind; report.md/html map them to lines)")
