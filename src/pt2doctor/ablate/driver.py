@@ -16,6 +16,7 @@ from typing import Any
 
 from pt2doctor import torchcompat
 from pt2doctor.ablate.classify import LADDER, first_failure, layer_of
+from pt2doctor.ablate.signature import failure_signature, repro_signature
 from pt2doctor.ablate.types import LADDER_STOPS
 from pt2doctor.analysis.userside.causes import custom_op_verdict
 from pt2doctor.cases.case import Cell
@@ -263,10 +264,13 @@ class Ablation:
         return {**found, "seconds": seconds}
 
 
-def verify_repro(path: Path, timeout: float) -> dict[str, Any]:
+def verify_repro(path: Path, timeout: float, failure: dict[str, Any]) -> dict[str, Any]:
     """Run the written repro with plain python in a fresh process, in its own folder: does it
-    fail (exit 1)?"""
+    fail (exit 1) the way ``failure`` (the rung it reproduces) failed? ``signature`` and
+    ``expected`` are the two failure signatures (ablate/signature.py), side by side."""
     path = path.resolve()  # it runs in its folder: a relative --out would be joined twice
+    expected = failure_signature(failure)
+    unchecked = {"expected": expected.text(), "signature": None, "same_failure": False}
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     try:
         done = subprocess.run(
@@ -279,11 +283,18 @@ def verify_repro(path: Path, timeout: float) -> dict[str, Any]:
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return {"reproduces": False, "exit_code": None, "output": f"timed out after {timeout:g} s"}
+        output = f"timed out after {timeout:g} s"
+        return {"reproduces": False, "exit_code": None, "output": output, **unchecked}
+    line = _verdict_line(done.stdout, done.stderr)
+    got = repro_signature(line) if done.returncode == 1 else None
+    same = got is not None and got == expected
     return {
-        "reproduces": done.returncode == 1 and "REPRODUCED" in done.stdout,
+        "reproduces": same,
         "exit_code": done.returncode,
-        "output": _verdict_line(done.stdout, done.stderr)[:500],
+        "output": line[:500],
+        "signature": None if got is None else got.text(),
+        "expected": expected.text(),
+        "same_failure": same,
     }
 
 
@@ -334,5 +345,5 @@ def run_ablation(options: AblateOptions, progress: Progress | None = None) -> di
     repro = (pieces["modules"] or {}).get("repro")
     if repro and repro.get("written") and options.verify_repro:
         progress and progress("running the repro")
-        repro["verified"] = verify_repro(Path(repro["path"]), options.timeout)
+        repro["verified"] = verify_repro(Path(repro["path"]), options.timeout, failing)
     return pieces

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pt2doctor.ablate.types import FAILURE_STATUSES, AblateReport
+from pt2doctor.ablate.types import FAILURE_STATUSES, AblateReport, Verified
 from pt2doctor.report.markdown import md_code, md_table, md_text
 
 
@@ -52,6 +52,22 @@ def _bisect_line(report: AblateReport) -> str | None:
     return f"compiler_bisector: {found['backend']} / {subsystem}{number}{info}"
 
 
+def _checked(verified: Verified) -> str:
+    """Whether the repro failed the same way, both signatures side by side (reports from
+    before the signatures say only whether it failed)."""
+    run = f"exit {verified['exit_code']}: {verified['output']}"
+    if "expected" not in verified:
+        return f"{'reproduces' if verified['reproduces'] else 'does NOT reproduce'} ({run})"
+    if verified["reproduces"]:
+        return f"reproduces the program's failure: {verified['expected']} (exit 1)"
+    if verified.get("signature"):
+        return (
+            f"does NOT reproduce: it fails with {verified['signature']}, the program failed "
+            f"with {verified['expected']}"
+        )
+    return f"does NOT reproduce ({run}); the program failed with {verified['expected']}"
+
+
 def _repro_lines(report: AblateReport) -> list[str]:
     repro = report.get("repro")
     if not repro:
@@ -61,8 +77,7 @@ def _repro_lines(report: AblateReport) -> list[str]:
     lines = [f"repro: {repro['path']}", f"  run it: {repro['command']}"]
     verified = repro.get("verified")
     if verified:
-        said = "reproduces" if verified["reproduces"] else "does NOT reproduce"
-        lines.append(f"  checked: {said} (exit {verified['exit_code']}: {verified['output']})")
+        lines.append(f"  checked: {_checked(verified)}")
     for reason in repro.get("not_standalone_because") or []:
         lines.append(f"  not standalone: {reason}")
     return lines

@@ -47,6 +47,16 @@ TOLERANCE = {tolerance!r}
 GRAD = {grad!r}
 
 
+def root(error):
+    """The error the others wrap (BackendCompilerFailed wraps the backend's own)."""
+    seen = []
+    while error is not None and error not in seen and len(seen) < 10:
+        seen.append(error)
+        inner = getattr(error, "inner_exception", None)
+        error = inner if isinstance(inner, BaseException) else error.__cause__
+    return seen[-1]
+
+
 def flat(value):
     if isinstance(value, torch.Tensor):
         return [value.detach()]
@@ -75,7 +85,9 @@ def main():
             torch.manual_seed(0)
             got = flat(compiled(*args, **kwargs))
         except Exception as error:
-            print(f"REPRODUCED: the compiled call raised {{type(error).__name__}}: {{error}}")
+            error = root(error)
+            text = " ".join(str(error).split())[:400]
+            print(f"REPRODUCED: the compiled call raised {{type(error).__name__}}: {{text}}")
             return 1
     for index, (want, have) in enumerate(zip(expected, got)):
         if want.shape != have.shape or not torch.allclose(

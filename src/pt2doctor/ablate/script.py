@@ -144,5 +144,5 @@ def _script_repro(
     if repro["written"] and verify:
         if progress:
             progress("running the repro")
-        repro["verified"] = verify_repro(Path(repro["path"]), timeout)
+        repro["verified"] = verify_repro(Path(repro["path"]), timeout, failing)
     return repro

@@ -34,7 +34,14 @@ if __name__ == '__main__':
         with torch.no_grad():
             {call}
     except Exception as error:
-        print(f"REPRODUCED: compiling the graph raised {{type(error).__name__}}: {{error}}")
+        for _ in range(10):  # the error the others wrap (InductorError wraps the pass's own)
+            inner = getattr(error, "inner_exception", None)
+            inner = inner if isinstance(inner, BaseException) else error.__cause__
+            if inner is None:
+                break
+            error = inner
+        text = " ".join(str(error).split())[:400]
+        print(f"REPRODUCED: compiling the graph raised {{type(error).__name__}}: {{text}}")
         sys.exit(1)
     print("not reproduced: the graph compiled and ran")
 """

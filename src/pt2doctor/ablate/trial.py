@@ -80,6 +80,7 @@ def error_fields(error: BaseException) -> dict[str, Any]:
     names = sorted({cls.__name__ for e in chain for cls in type(e).__mro__} - {"object"})
     return {
         "error": one_line(error),
+        "root_error": one_line(chain[-1]),
         "error_types": names,
         "root_type": type(chain[-1]).__name__,
         "traceback": traceback.format_exc()[-3000:],

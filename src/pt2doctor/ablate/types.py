@@ -120,10 +120,16 @@ class Bisect(TypedDict, total=False):
     seconds: float
 
 
-class Verified(TypedDict):
+class Verified(TypedDict, total=False):
     reproduces: bool
+    """The repro failed with the program's failure signature (ablate/signature.py)."""
     exit_code: int | None
     output: str
+    signature: str | None
+    """What the repro failed with, as a signature (None: it did not fail)."""
+    expected: str
+    """The program's failure signature (absent in reports before 2026-12)."""
+    same_failure: bool
 
 
 class Repro(TypedDict, total=False):

@@ -1,0 +1,82 @@
+"""A failure's signature, so a repro counts as reproducing only when it fails the same way.
+
+A crash is known by its innermost error, the one the others wrap: torch wraps a backend's
+error in ``BackendCompilerFailed: backend='x' raised: ReluCompileError: ...`` or
+``InductorError: RuntimeError: ...``, and a repro that compiles the graph directly raises the
+inner one bare. Its signature is that error's type and its message with what differs between
+two runs of the same failure masked: paths, addresses, numbers, and the names Inductor and
+AOTAutograd number (``buf12``, ``op3``, ``arg0_1``, ``primals_2``). A wrong result's signature
+is ``diverged``: its numbers are reported beside it, not matched.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+# The innermost ``SomeError: message`` named in a one-line error text.
+_TYPED = re.compile(r"(?<![\w.])([A-Z]\w*(?:Error|Exception|Failed|Failure|Exit))\b: ?")
+_MASKS = (
+    (re.compile(r"(?:[A-Za-z]:)?(?:[\\/][\w.\-<>]+){2,}"), "<path>"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<addr>"),
+    (
+        re.compile(r"\b(?:buf|op|arg|primals_|tangents_|getitem_?|tmp|x|s|u)\d+(?:_\d+)*\b"),
+        "<name>",
+    ),
+    (re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?\b"), "<n>"),
+    (re.compile(r"\s+"), " "),
+)
+MESSAGE_CHARS = 200
+"""How much of the masked message counts (the rest is often a long graph or traceback)."""
+
+
+class Signature(NamedTuple):
+    kind: str
+    """``crash`` or ``diverged``."""
+    type: str
+    """The innermost error's type ('' for a wrong result, or a text naming none)."""
+    message: str
+    """Its message, masked and cut to MESSAGE_CHARS."""
+
+    def text(self) -> str:
+        if self.kind == "diverged":
+            return "diverged from eager"
+        return f"{self.type}: {self.message}" if self.type else self.message
+
+
+def masked(message: str) -> str:
+    for pattern, replacement in _MASKS:
+        message = pattern.sub(replacement, message)
+    return message.strip()[:MESSAGE_CHARS]
+
+
+def crash_signature(text: str) -> Signature:
+    """The signature of a crash from its one-line error text (``Type: message``, wrappers
+    included)."""
+    found = list(_TYPED.finditer(text))
+    if not found:
+        return Signature("crash", "", masked(text))
+    innermost = found[-1]
+    return Signature("crash", innermost[1], masked(text[innermost.end() :]))
+
+
+def failure_signature(failure: dict[str, object]) -> Signature:
+    """The signature of a ladder rung's (or a module trial's) failure."""
+    if failure.get("status") == "diverged":
+        return Signature("diverged", "", "")
+    text = failure.get("root_error") or failure.get("error") or failure.get("root_type") or ""
+    return crash_signature(str(text))
+
+
+_REPRODUCED = re.compile(r"^REPRODUCED: (?:.*? raised (?P<error>.*)|(?P<diverged>.*differs.*))$")
+
+
+def repro_signature(verdict_line: str) -> Signature | None:
+    """The signature of what a repro printed (``REPRODUCED: ... raised Type: message`` or
+    ``REPRODUCED: output 0 differs from eager ...``); None when it did not reproduce."""
+    match = _REPRODUCED.match(verdict_line.strip())
+    if match is None:
+        return None
+    if match["diverged"] is not None:
+        return Signature("diverged", "", "")
+    return crash_signature(match["error"])
