@@ -101,8 +101,9 @@ def test_script_mode_writes_a_repro_from_the_runnable_graph(
 ) -> None:
     """``ablate -- python script_custom_op.py``: the crash at the Inductor rung leaves torch's
     runnable graph in the trace; the repro imports the module that registers the custom op
-    (copied beside it), and ablate's own run of it reproduces (a copy run from another folder
-    is the user-pass test's)."""
+    (copied beside it), and ablate's own run of it reproduces with the same failure (a copy
+    run from another folder is the user-pass test's). opcheck, run in one more eager run of
+    the program, proves the op's fake kernel wrong: the conclusion is user-side."""
     report, done = ablate(
         tmp_path, run_env, "--", sys.executable, str(ABLATE_DIR / "script_custom_op.py")
     )
@@ -112,9 +113,16 @@ def test_script_mode_writes_a_repro_from_the_runnable_graph(
     assert repro["written"] is True and repro["standalone"] is True, repro
     assert repro["copied_sources"] == ["script_ops"]
     assert repro["verified"]["reproduces"] is True, repro["verified"]
-    # The crash names the custom op: the advice says to opcheck it and what to fix.
-    assert any("torch.ops.pt2doctor_script.rms_score" in a for a in report["workarounds"])
     assert "torch.ops.pt2doctor_script.rms_score" in repro["verified"]["output"]
+    assert repro["verified"]["same_failure"] is True
+    # Script mode ran opcheck on the inputs the op got in the program's own eager run: the
+    # wrong fake shape is the user's, not a compiler bug (issue 26).
+    user = assert_user_side(report, "custom_op_fake")
+    assert user["op"] == "pt2doctor_script.rms_score.default"
+    (checked,) = report["custom_ops"]
+    assert checked["inputs"] == ["Tensor[10, 24] float32"]
+    assert [c["name"] for c in checked["checks"] if c["passed"] is False] == ["test_faketensor"]
+    assert any("register_fake" in a for a in report["workarounds"])
 
 
 def test_script_mode_names_a_raising_user_pass_and_its_repro_sets_it(

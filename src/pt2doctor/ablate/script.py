@@ -17,7 +17,10 @@ from typing import Any
 
 from pt2doctor.ablate.classify import conclusion, first_failure, layer_of
 from pt2doctor.ablate.driver import ladder, verify_repro
+from pt2doctor.ablate.script_opcheck import OPCHECK_BACKEND_ENV, PLUGIN, custom_op_runs
 from pt2doctor.ablate.script_repro import write_script_repro
+from pt2doctor.analysis.userside.causes import custom_ops_named
+from pt2doctor.capture.child import PLUGIN_ENV
 from pt2doctor.capture.runner import RunOptions, child_env
 from pt2doctor.errors import UsageError
 from pt2doctor.rundir.read import load_probes
@@ -122,11 +125,54 @@ def ablate_script(
     pieces: dict[str, Any] = {"rungs": rungs, "toggles": [], "modules": None, "bisect": None}
     pieces["environment"] = _environment(out / "rungs", rungs)
     failing = first_failure(rungs)
+    if failing is not None:
+        pieces["custom_ops"] = _custom_ops(command, failing, out, timeout, progress)
     if failing is not None and failing["status"] == "crash":
         pieces["hooks"] = failing.get("hooks") or []
         if repro:
             pieces["repro"] = _script_repro(command, failing, out, timeout, verify, progress)
     return pieces
+
+
+def _custom_ops(
+    command: list[str],
+    failing: dict[str, Any],
+    out: Path,
+    timeout: float,
+    progress: Callable[[str], None] | None,
+) -> list[dict[str, Any]]:
+    """opcheck of the custom ops the failing rung's graphs call, on the inputs they got in
+    one more eager run of the program (ablate/script_opcheck.py); [] when the graphs call
+    none. A run that checked nothing to the end says why, as an op entry without checks."""
+    names = _custom_ops_in_trace(out / "rungs" / failing["backend"] / "trace")
+    if not names:
+        return []
+    if progress:
+        progress(f"custom ops: opcheck {', '.join(names)}")
+    run_dir = out / "custom_ops"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "trace").mkdir(exist_ok=True)
+    env = {
+        **child_env(RunOptions(command, run_dir)),
+        PLUGIN_ENV: PLUGIN,
+        OPCHECK_BACKEND_ENV: failing["backend"],
+        BACKEND_VAR: "eager",
+    }
+    code = _run(command, env, run_dir, timeout, "program")
+    found = custom_op_runs(run_dir)
+    if found is None:
+        why = "timed out" if code is None else f"exit {code}"
+        return [{"op": n, "checks": [], "passed": None, "error": f"the opcheck run ended "
+                 f"before checking it ({why})"} for n in names]  # fmt: skip
+    return found
+
+
+def _custom_ops_in_trace(trace: Path) -> list[str]:
+    """The custom ops (``ns.op``, torch's namespaces left out) the rung's graphs name."""
+    text = "".join(
+        log.read_text(encoding="utf-8", errors="replace") for log in sorted(trace.glob("*.log"))
+    )
+    return [name.removeprefix("torch.ops.") for name in custom_ops_named(text)]
 
 
 def _script_repro(

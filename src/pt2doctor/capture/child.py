@@ -23,6 +23,10 @@ from pt2doctor.rundir import FUSION_LOG
 
 RUN_DIR_ENV = "PT2DOCTOR_RUN_DIR"
 BACKEND_ENV = "PT2DOCTOR_BACKEND"
+PLUGIN_ENV = "PT2DOCTOR_CHILD_PLUGIN"
+"""``package.module:function`` a command (ablate's script mode) runs in the child once torch
+is imported, with the probe recorder: the command's own probes, without capture importing
+the command."""
 
 
 class _LoaderProxy(importlib.abc.Loader):
@@ -171,3 +175,14 @@ def _on_torch(recorder: ProbeRecorder, backend: str | None) -> None:
                 "backend_override", backend=backend, ok=torchcompat.override_backend(backend)
             ),
         )()
+    plugin = os.environ.get(PLUGIN_ENV)
+    if plugin:
+        _guarded(recorder, f"plugin {plugin}", lambda: _plugin(plugin)(recorder))()
+
+
+def _plugin(spec: str) -> Callable[[ProbeRecorder], None]:
+    import importlib
+
+    module, _, function = spec.partition(":")
+    found: Callable[[ProbeRecorder], None] = getattr(importlib.import_module(module), function)
+    return found

@@ -212,9 +212,9 @@ def record_compile_calls(
     return _wrap_torch_compile("_pt2doctor_records", wrap)
 
 
-def override_backend(backend: str) -> bool:
-    """Make every ``torch.compile`` use ``backend`` (fast triage); mode/options are dropped
-    since other backends reject them."""
+def override_backend(backend: str | Callable[..., Any]) -> bool:
+    """Make every ``torch.compile`` use ``backend`` (a name, or a backend callable); mode and
+    options are dropped for any backend but Inductor, since the others reject them."""
 
     def wrap(original: Any) -> Callable[..., Any]:
         def compile_with_backend(model: Any = None, **kwargs: Any) -> Any:
