@@ -19,6 +19,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from pt2doctor.ablate.extract import extract_definitions
 from pt2doctor.analysis.userside.causes import custom_ops_named
 from pt2doctor.trace.discover import find_trace_logs
 from pt2doctor.trace.reader import read_records
@@ -83,33 +84,78 @@ def _defining_module(text: str, folder: Path, program: Path) -> Path | None:
     return program if text in program.read_text(errors="replace") else None
 
 
+PROGRAM_DEFS = "program_defs"
+"""The module beside a repro holding what it needs from the program itself (read, not run)."""
+
+
 def _imports(
     graph: str, hooks: list[dict[str, Any]], program: Path, out: Path
 ) -> tuple[list[str], list[str]]:
     """Import lines for the custom ops and hooks, the modules copied beside the repro, and
-    why the repro cannot stand alone (empty: it can)."""
+    why the repro cannot stand alone (empty: it can). What the program itself defines is
+    read from its source into program_defs.py (ablate/extract.py): importing the program
+    would run it."""
     lines: list[str] = []
     missing: list[str] = []
+    own_ops: list[str] = []
+    own_hooks: list[dict[str, Any]] = []
     for op in custom_ops_named(graph):
         namespace = op.split(".")[2]
         module = _defining_module(f"{namespace}::", program.parent, program)
-        if module is None or module.resolve() == program.resolve():
-            where = "the program itself" if module else "no module beside the program"
-            missing.append(f"custom op {op} is registered by {where}; import it before running")
-            continue
-        shutil.copyfile(module, out / module.name)
-        lines.append(f"import {module.stem}  # noqa: E402,F401  registers {op}")
+        if module is None:
+            missing.append(f"custom op {op} is registered by no module beside the program; "
+                           "import it before running")  # fmt: skip
+        elif module.resolve() == program.resolve():
+            own_ops.append(op)
+        else:
+            shutil.copyfile(module, out / module.name)
+            lines.append(f"import {module.stem}  # noqa: E402,F401  registers {op}")
     for hook in hooks:
         source = Path(str(hook.get("file")))
-        if not source.is_file() or source.resolve() == program.resolve():
-            missing.append(
-                f"hook {hook['hook']} = {hook['function']} is defined in "
-                f"{source.name} (the program itself, or not found); set it before running"
-            )
+        if source.is_file() and source.resolve() == program.resolve():
+            own_hooks.append(hook)
+            continue
+        if not source.is_file():
+            missing.append(f"hook {hook['hook']} = {hook['function']} is defined in "
+                           f"{source.name}, which is not found; set it before running")  # fmt: skip
             continue
         shutil.copyfile(source, out / source.name)
         lines.append(f"import {source.stem}  # noqa: E402")
         lines.append(f"torch._inductor.config.{hook['hook']} = {source.stem}.{hook['function']}")
+    if own_ops or own_hooks:
+        own, why = _program_defs(program, own_ops, own_hooks, out)
+        lines += own
+        missing += why
+    return lines, missing
+
+
+def _program_defs(
+    program: Path, ops: list[str], hooks: list[dict[str, Any]], out: Path
+) -> tuple[list[str], list[str]]:
+    """program_defs.py from the program's own definitions of ``ops`` and ``hooks``."""
+    functions = [str(h["function"]) for h in hooks if "<" not in str(h["function"])]
+    nested = [h for h in hooks if "<" in str(h["function"])]
+    op_names = [op.removeprefix("torch.ops.").replace(".", "::", 1).rsplit(".", 1)[0]
+                for op in ops]  # fmt: skip
+    try:
+        found = extract_definitions(program.read_text(), [f.split(".")[0] for f in functions],
+                                    op_names)  # fmt: skip
+    except (OSError, SyntaxError, ValueError) as error:
+        return [], [f"the program's own definitions could not be read ({error})"]
+    missing = [f"hook {h['hook']} = {h['function']} is defined inside a function of the "
+               "program; set it before running" for h in nested]  # fmt: skip
+    missing += [f"{name} is not defined at the program's top level" for name in
+                [*op_names, *functions] if name.split(".")[0] not in found.found]  # fmt: skip
+    missing += [f"from the program: {sentence}" for sentence in found.missing]
+    if not found.source:
+        return [], missing
+    header = (
+        f'"""What the repro needs from {program.name}: its definitions, copied by pt2doctor."""\n'
+    )
+    (out / f"{PROGRAM_DEFS}.py").write_text(header + found.source)
+    lines = [f"import {PROGRAM_DEFS}  # noqa: E402,F401  {', '.join([*op_names, *functions])}"]
+    lines += [f"torch._inductor.config.{h['hook']} = {PROGRAM_DEFS}.{h['function']}"
+              for h in hooks if h not in nested]  # fmt: skip
     return lines, missing
 
 
