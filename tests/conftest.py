@@ -221,7 +221,7 @@ def run_env(tmp_path_factory: pytest.TempPathFactory, vec_isa_trusted: None) -> 
 
 def _doctor_command(run_dir: Path, flags: Sequence[str], program: str, *args: str) -> list[str]:
     """``pt2doctor run --out RUN_DIR FLAGS -- python tests/programs/run/PROGRAM.py ARGS``."""
-    script = RUN_PROGRAMS_DIR / f"{program}.py"
+    script = (RUN_PROGRAMS_DIR / f"{program}.py").resolve()  # ../real/x: a clean path
     assert script.is_file(), f"no program {script}"
     return [
         sys.executable,

@@ -114,7 +114,7 @@ def test_verify_repro_keeps_what_the_repro_said(
     """A real run of a stand-in repro script (plain python, no torch)."""
     script = tmp_path / "repro.py"
     script.write_text(f"import sys\n{body}\nsys.exit({code})\n")
-    verified = verify_repro(script, timeout=60)
+    verified = verify_repro(script, timeout=60, failure={"status": "diverged"})
     assert (verified["exit_code"], verified["output"]) == (code, output)
     assert verified["reproduces"] is (code == 1 and output.startswith("REPRODUCED"))
 
@@ -124,9 +124,11 @@ def test_verify_repro_of_a_relative_path(tmp_path: Path, monkeypatch: pytest.Mon
     relative path led to ``ab1/repro/ab1/repro/repro.py`` (exit 2, "does NOT reproduce")."""
     (tmp_path / "ab1" / "repro").mkdir(parents=True)
     script = tmp_path / "ab1" / "repro" / "repro.py"
-    script.write_text("import sys\nprint('REPRODUCED: x')\nsys.exit(1)\n")
+    script.write_text("import sys\nprint('REPRODUCED: the compiled call raised ValueError: x')\n"
+                      "sys.exit(1)\n")  # fmt: skip
     monkeypatch.chdir(tmp_path)
-    verified = verify_repro(Path("ab1/repro/repro.py"), timeout=60)
+    failure = {"status": "crash", "error": "ValueError: x"}
+    verified = verify_repro(Path("ab1/repro/repro.py"), timeout=60, failure=failure)
     assert (verified["reproduces"], verified["exit_code"]) == (True, 1), verified
 
 

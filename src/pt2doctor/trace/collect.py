@@ -418,6 +418,25 @@ def _on_specialization(col: _Collector, record: TraceRecord) -> None:
         text += f" ({meta['reason']})"
     if len(entry.specializations) < 50:
         entry.specializations.append(text)
+    stack = _user_stack(meta.get("user_stack"))
+    sources = meta.get("sources")
+    if stack and isinstance(sources, list):
+        for source in sources[:8]:
+            if isinstance(source, str):
+                entry.specialization_stacks.setdefault(source, stack)
+
+
+def _user_stack(frames: Any) -> list[SourceLine]:
+    """A logged user stack (``[{filename, line, name, loc}]``) as SourceLines, the innermost
+    10 frames."""
+    if not isinstance(frames, list):
+        return []
+    return [
+        SourceLine(_text(f.get("filename")), _integer(f.get("line")), _text(f.get("name")),
+                   _text(f.get("loc")))
+        for f in frames[-10:]
+        if isinstance(f, dict)
+    ]  # fmt: skip
 
 
 def _on_chromium_event(col: _Collector, record: TraceRecord) -> None:

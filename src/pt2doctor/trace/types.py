@@ -148,6 +148,7 @@ class CompileRecord:
         "recompile_reasons",
         "restart_reasons",
         "self_type",
+        "specialization_stacks",
         "specializations",
         "start_time",
         "stream",
@@ -271,6 +272,10 @@ class CompileRecord:
         self.raised_in = raised_in
         self.has_metrics = has_metrics
         self.built = None
+        self.specialization_stacks: dict[str, list[SourceLine]] = {}
+        """Each specialized source (``L['ids'].size()[1]``) -> the user stack where the shape
+        env specialized it (``symbolic_shape_specialization``'s ``user_stack``, innermost last):
+        the line that needed the concrete value (``if seq_len not in self._cache:``)."""
 
     def __repr__(self) -> str:
         return f"CompileRecord({str(self.compile_id)!r}, {self.stream!r}, {self.function!r})"

@@ -76,6 +76,9 @@ class SourceChange:
     """Dynamo's own HINT for the failed guard."""
     installed_at: SourceLine | None = None
     """The user line whose code installed the guard (the guard's user stack)."""
+    specialized_at: SourceLine | None = None
+    """For a size: the innermost line of the user's own code where the shape env made it
+    static (``symbolic_shape_specialization``'s user stack), when the log has one."""
 
     @property
     def label(self) -> str:
@@ -94,6 +97,9 @@ class SourceChange:
             "dynamic": self.dynamic,
             "hint": self.hint,
             "installed_at": None if self.installed_at is None else self.installed_at.as_dict(),
+            "specialized_at": (
+                None if self.specialized_at is None else self.specialized_at.as_dict()
+            ),
         }
 
 

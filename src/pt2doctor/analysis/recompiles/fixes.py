@@ -21,6 +21,7 @@ installed torch. Measured on torch 2.13 with ``backend="eager"``:
 
 from __future__ import annotations
 
+from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.changes import FLAG_KINDS, LAYOUT_KINDS, SourceChange
 from pt2doctor.analysis.recompiles.outlook import FrameExplanation, Varying, flag_states
 from pt2doctor.analysis.recompiles.sources import argument_of, tensor_and_dim
@@ -129,7 +130,29 @@ def _values(row: Varying, most: int = 6) -> str:
 
 
 def _specialized_size_fix(row: Varying, change: SourceChange | None) -> str:
-    where = _at(change.installed_at if change else None)
+    site = change.specialized_at if change else None
+    installed = change.installed_at if change else None
+    if site is not None:  # the user's own line that needed the concrete size
+        return (
+            f"{row.source} is made static by your code at {site.file}:{site.line}"
+            + (f" (`{site.code.strip()}`)" if site.code else "")
+            + f": it needs the concrete size (a dict key, a Python int, a shape-dependent "
+            f"branch), so each new size ({_values(row)}) compiles a new variant. Rewrite that "
+            "line to keep the size a tensor dimension (slice a table built once for the "
+            "longest length instead of caching one per length), or pad inputs to a few fixed "
+            "sizes; marking the dim dynamic does not help there (maybe_mark_dynamic changes "
+            "nothing, mark_dynamic raises ConstraintViolationError)."
+        )
+    if installed is not None and installed.file and library_path(installed.file) is not None:
+        return (
+            f"{row.source} stays static: each new size ({_values(row)}) compiles a new "
+            f"variant. The guard was installed inside library code "
+            f"({library_path(installed.file)}:{installed.line}), not a line to edit, and the "
+            "log names no line of yours that needs the concrete size. Pad inputs to a few "
+            "fixed sizes, or look in your code for the size used as a dict key, a Python int "
+            "or in a shape-dependent branch."
+        )
+    where = _at(installed)
     if not where:  # no user line: Python code, dynamic=False or a static mark, the log can't say
         return (
             f"{row.source} stays static: each new size ({_values(row)}) compiles a new variant "

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.changes import (
     FLAG_KINDS,
     LAYOUT_KINDS,
@@ -28,7 +29,7 @@ from pt2doctor.analysis.recompiles.changes import (
     nearest_changes,
 )
 from pt2doctor.analysis.recompiles.ledger import FrameEntry, produced_code
-from pt2doctor.analysis.recompiles.sources import index_pattern
+from pt2doctor.analysis.recompiles.sources import human_source, index_pattern
 from pt2doctor.analysis.recompiles.variant_values import guard_values, value_of
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import SourceLine
@@ -126,7 +127,23 @@ def _explain(frame: FrameEntry, index: int) -> RecompileExplanation:
     against, changes = nearest_changes(entry.record, earlier)
     for change in changes:
         change.installed_at = _expand(change.installed_at, frame.file)
+        if change.kind == "size":
+            change.specialized_at = _specialized_at(frame, change.source)
     return RecompileExplanation(entry.compile_id, against, changes)
+
+
+def _specialized_at(frame: FrameEntry, source: str) -> SourceLine | None:
+    """Where the user's own code made ``source`` (a size, as the user writes it) static: the
+    innermost frame outside libraries of a ``symbolic_shape_specialization`` user stack of any
+    of the frame's compiles."""
+    for entry in frame.compiles:
+        for raw, stack in entry.record.specialization_stacks.items():
+            if human_source(raw) != source:
+                continue
+            own = [line for line in stack if line.file and library_path(line.file) is None]
+            if own:
+                return own[-1]
+    return None
 
 
 def _serves(

@@ -1,0 +1,71 @@
+"""Programs written the way their users write them (tests/programs/real): the diagnosis is
+asserted against the raw trace and the programs' ``# MARK:`` lines, and every fix printed is
+applied and re-run: it removes what it claims to, and what it says does not help does not.
+
+Dynamo-level behaviour, so ``backend="eager"`` (the programs compile with it themselves)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oracles import marker_in, raw_records
+
+pytestmark = pytest.mark.torch_run
+
+REAL = Path(__file__).resolve().parents[1] / "programs" / "real"
+SITE_PACKAGES = re.compile(r"(site-packages|/torch/|torch/_|nn/modules/|transformers/)")
+
+
+def _report(run: Any) -> dict[str, Any]:
+    assert run.returncode == 0, run.stderr[-3000:]
+    report: dict[str, Any] = json.loads((run.run_dir / "report.json").read_text())
+    return report
+
+
+def _graphs(program: Path, *flags: str, env: dict[str, str]) -> tuple[int, str]:
+    """Run the program with plain python: (graphs Dynamo compiled, its stderr)."""
+    done = subprocess.run([sys.executable, str(program), *flags], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)  # fmt: skip
+    found = re.search(r"^graphs: (\d+)$", done.stdout, re.M)
+    return (int(found[1]) if found else -1), done.stderr
+
+
+def _fixes(report: dict[str, Any]) -> list[str]:
+    return [fix for frame in report["frames"] for fix in frame["fixes"]]
+
+
+def test_a_rotary_cache_keyed_by_length_is_named_at_the_users_line_and_the_fix_works(
+    doctor_run: Any, run_env: dict[str, str]
+) -> None:
+    program = REAL / "rotary_lm.py"
+    report = _report(doctor_run("real_rotary", (), "../real/rotary_lm"))
+    (frame,) = [f for f in report["frames"] if f["variants"] > 1]
+    assert frame["variants"] == 6
+    # The raw trace: the shape env specialized the length with this user stack.
+    specializations = [json.dumps(e) for e, _ in raw_records(doctor_run("real_rotary", (),
+                       "../real/rotary_lm").run_dir / "trace")
+                       if "symbolic_shape_specialization" in e]  # fmt: skip
+    assert specializations and "user_stack" in specializations[0]
+    (fix,) = [f for f in _fixes(report) if "ids.shape[1]" in f]
+    line = marker_in(program, "cache")
+    assert f"made static by your code at {program}:{line} (`if seq_len not in self._cache:" in fix
+    assert not SITE_PACKAGES.search(fix.split("(`")[0]), fix  # nothing points into a library
+    graphs, _ = _graphs(program, env=run_env)
+    assert graphs == 6
+    fixed, _ = _graphs(program, "--fixed", env=run_env)  # the fix, applied: one static, one dynamic
+    assert fixed == 2
+    # What the fix says does not help, does not: maybe_mark_dynamic changes nothing, and
+    # mark_dynamic raises ConstraintViolationError.
+    assert "maybe_mark_dynamic changes nothing" in fix
+    assert _graphs(program, "--maybe-mark", env=run_env)[0] == 6
+    graphs, stderr = _graphs(program, "--mark", env=run_env)
+    assert graphs == -1 and "ConstraintViolationError" in stderr
+    after = _report(doctor_run("real_rotary_fixed", (), "../real/rotary_lm", "--fixed"))
+    assert max(f["variants"] for f in after["frames"]) == 2
