@@ -69,3 +69,24 @@ def test_a_rotary_cache_keyed_by_length_is_named_at_the_users_line_and_the_fix_w
     assert graphs == -1 and "ConstraintViolationError" in stderr
     after = _report(doctor_run("real_rotary_fixed", (), "../real/rotary_lm", "--fixed"))
     assert max(f["variants"] for f in after["frames"]) == 2
+
+
+def test_the_users_dynamic_false_is_the_evidence_for_a_static_batch_size(
+    doctor_run: Any, run_env: dict[str, str]
+) -> None:
+    """A BERT encoder compiled with ``dynamic=False`` over varying batch sizes: the fix names
+    the user's own setting and its line (recorded from the torch.compile call), not the
+    transformers line where the first guard was installed, and dropping it works."""
+    pytest.importorskip("transformers")
+    program = REAL / "bert_dynamic_false.py"
+    report = _report(doctor_run("real_bert_static", (), "../real/bert_dynamic_false"))
+    calls = [e for e in map(json.loads, (doctor_run("real_bert_static", (),
+             "../real/bert_dynamic_false").run_dir / "probes.jsonl").read_text().splitlines())
+             if e["kind"] == "compile_call"]  # fmt: skip
+    assert [c["settings"]["dynamic"] for c in calls] == [False]
+    (fix,) = [f for f in _fixes(report) if "input_ids" in f]
+    assert fix.startswith(f"dynamic=False in your torch.compile call at {program}:"
+                          f"{marker_in(program, 'compile')} keeps kwargs['input_ids'].shape[0]")  # fmt: skip
+    assert "transformers/" not in fix and "Rewrite that line" not in fix
+    assert _graphs(program, env=run_env)[0] == 6
+    assert _graphs(program, "--fixed", env=run_env)[0] == 2  # the fix, applied

@@ -40,6 +40,7 @@ from pt2doctor.analysis.recompiles.ledger import CompileEntry, FailureEntry, Fra
 from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
     RecompileExplanation,
+    attach_compile_calls,
     change_line,
     explain_frames,
 )
@@ -349,6 +350,8 @@ def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIME
     if run.probes is not None:
         environment.update(run.probes.environment)
     explanations = explain_frames(ledger.frames, heat, environment)
+    if run.probes is not None and run.probes.compile_calls:
+        attach_compile_calls(ledger.frames, explanations, run.probes.compile_calls)
     ranks = cross_rank_analysis(run, ledger, sites, collective_timeout_s)
     findings = find_findings(ledger, sites, run.parse_stats, explanations)
     kernel_maps = [kernel_map(entry.record.built) for entry in ledger.compiles]

@@ -180,31 +180,49 @@ def _wrap_torch_compile(marker: str, wrap: Callable[[Any], Callable[..., Any]]) 
     return True
 
 
+COMPILE_SETTINGS = ("dynamic", "mode", "fullgraph", "backend", "options")
+"""The torch.compile arguments each compile call records (what the user asked for)."""
+
+
+def _setting(value: Any) -> Any:
+    """A setting as JSON: None, bools, strings and numbers as they are; a backend callable by
+    its name; an options dict with its values as text."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, dict):
+        return {str(k): v if isinstance(v, bool | int | float | str) else repr(v)[:80]
+                for k, v in list(value.items())[:20]}  # fmt: skip
+    return getattr(value, "__name__", None) or type(value).__name__
+
+
 def record_compile_calls(
     on_call: Callable[[dict[str, Any]], None],
     where: Callable[[], dict[str, Any] | None] = lambda: None,
 ) -> bool:
     """Report each ``torch.compile(model)`` call (the first MAX_COMPILE_CALLS) to ``on_call``:
-    what it compiles (:func:`compiled_target`) and, from ``where()``, the user's line that called
+    what it compiles (:func:`compiled_target`), the ``settings`` it was given
+    (COMPILE_SETTINGS), and, from ``where()``, the user's line that called
     it (``capture.frames.caller_frame``: for ``@torch.compile(backend=...)``, the line where the
     decorator is applied). False when torch
     is not importable."""
     seen = [0]
 
-    def report(model: Any) -> None:
+    def report(model: Any, kwargs: dict[str, Any]) -> None:
         seen[0] += 1
         if seen[0] > MAX_COMPILE_CALLS:
             return
         # Recording must never break the program's torch.compile call.
         with contextlib.suppress(Exception):
-            on_call({**compiled_target(model), **(where() or {}), "n": seen[0]})
+            settings = {key: _setting(kwargs[key]) for key in COMPILE_SETTINGS if key in kwargs}
+            on_call({**compiled_target(model), **(where() or {}), "n": seen[0],
+                     "settings": settings})  # fmt: skip
 
     def wrap(original: Any) -> Callable[..., Any]:
         def compile_and_record(model: Any = None, **kwargs: Any) -> Any:
             # @torch.compile(...) with options returns a decorator that calls torch.compile
             # again (this wrapper) with the function it decorates: that call is reported.
             if model is not None:
-                report(model)
+                report(model, kwargs)
             return original(model, **kwargs)
 
         return compile_and_record

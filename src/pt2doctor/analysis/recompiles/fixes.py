@@ -21,6 +21,8 @@ installed torch. Measured on torch 2.13 with ``backend="eager"``:
 
 from __future__ import annotations
 
+from typing import Any
+
 from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.changes import FLAG_KINDS, LAYOUT_KINDS, SourceChange
 from pt2doctor.analysis.recompiles.outlook import FrameExplanation, Varying, flag_states
@@ -129,6 +131,20 @@ def _values(row: Varying, most: int = 6) -> str:
     return shown + (", …" if len(row.values) > most else "")
 
 
+def _static_by_setting(row: Varying, call: dict[str, Any] | None) -> str | None:
+    """The user's own ``dynamic=False`` keeps the size static: say so, with its line."""
+    settings = (call or {}).get("settings") or {}
+    if settings.get("dynamic") is not False:
+        return None
+    where = f" at {call['file']}:{call['line']}" if call and call.get("file") else ""
+    return (
+        f"dynamic=False in your torch.compile call{where} keeps {row.source} static: each new "
+        f"size ({_values(row)}) compiles a new variant. Drop dynamic=False (the size becomes "
+        "dynamic at its first change: 2 variants instead of one per size), or pad inputs to a "
+        "few fixed sizes if you want static kernels for each."
+    )
+
+
 def _specialized_size_fix(row: Varying, change: SourceChange | None) -> str:
     site = change.specialized_at if change else None
     installed = change.installed_at if change else None
@@ -189,10 +205,12 @@ def _constant_fix(row: Varying, change: SourceChange | None) -> str:
     )
 
 
-def _unbounded_fix(row: Varying, change: SourceChange | None) -> str | None:
+def _unbounded_fix(
+    row: Varying, change: SourceChange | None, call: dict[str, Any] | None = None
+) -> str | None:
     is_int = all(_INT.fullmatch(value) for value in row.values)
     if row.kind == "size":
-        return _specialized_size_fix(row, change)
+        return _static_by_setting(row, call) or _specialized_size_fix(row, change)
     if row.kind == "value" and row.source.startswith("self.") and is_int:
         return _counter_fix(row, change)
     if row.kind == "value":
@@ -251,7 +269,7 @@ def recompile_fixes(explanation: FrameExplanation) -> list[str]:
         if row.dynamic and row.kind == "size":
             fix = None if fixes else _dynamic_size_fix(row)
         elif not row.dynamic and row.kind not in FLAG_KINDS and row.changes >= 2:
-            fix = _unbounded_fix(row, change)
+            fix = _unbounded_fix(row, change, explanation.compile_call)
         else:
             fix = None
         if fix is not None:

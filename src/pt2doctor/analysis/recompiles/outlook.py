@@ -111,6 +111,22 @@ class FrameExplanation:
     outlook: Outlook
     after_warmup: list[str] = field(default_factory=list)
     """Compile ids that happened after warmup (runs only)."""
+    compile_call: dict[str, Any] | None = None
+    """The ``torch.compile`` call this frame came from, with its ``settings`` (``dynamic``,
+    ``mode`` ...) and line, when a run recorded it (attach_compile_calls)."""
+
+
+def attach_compile_calls(
+    frames: list[FrameEntry], explanations: list[FrameExplanation], calls: list[dict[str, Any]]
+) -> None:
+    """Give each frame the torch.compile call it came from: the call that compiled its
+    class (``self``'s type) or its function by name, else the only call of the run."""
+    for frame, explanation in zip(frames, explanations, strict=True):
+        record = frame.compiles[0].record if frame.compiles else None
+        owner = ((record.self_type or "") if record else "").rsplit(".", 1)[-1]
+        named = [c for c in calls if c.get("name") in {owner, frame.function} - {""}]
+        found = named or (calls if len(calls) == 1 else [])
+        explanation.compile_call = found[0] if len(found) == 1 else None
 
 
 def _expand(line: SourceLine | None, frame_file: str | None) -> SourceLine | None:
