@@ -90,3 +90,33 @@ def test_the_users_dynamic_false_is_the_evidence_for_a_static_batch_size(
     assert "transformers/" not in fix and "Rewrite that line" not in fix
     assert _graphs(program, env=run_env)[0] == 6
     assert _graphs(program, "--fixed", env=run_env)[0] == 2  # the fix, applied
+
+
+def test_regional_compilation_layer_index_is_a_per_instance_constant_not_a_counter(
+    doctor_run: Any, run_env: dict[str, str]
+) -> None:
+    """Ten Llama decoder layers compiled one by one (``layer.compile()``) share one frame and
+    differ by ``self_attn.layer_idx``: a per-layer constant. The fix says so (not "a counter:
+    allow_unspec_int_on_nn_module"), and raising the recompile limit to cover the layers, as
+    it says, ends the eager fallback."""
+    pytest.importorskip("transformers")
+    program = REAL / "llama_regional.py"
+    report = _report(doctor_run("real_regional", (), "../real/llama_regional"))
+    calls = [e for e in map(json.loads, (doctor_run("real_regional", (),
+             "../real/llama_regional").run_dir / "probes.jsonl").read_text().splitlines())
+             if e["kind"] == "compile_call"]  # fmt: skip
+    assert len(calls) == 10 and {c["name"] for c in calls} == {"LlamaDecoderLayer"}
+    (frame,) = [f for f in report["frames"] if f["variants"] > 1]
+    assert frame["limit_hit"] is True and frame["outlook"]["bounded"] is True
+    fixes = _fixes(report)
+    (fix,) = [f for f in fixes if "layer_idx" in f]
+    assert fix.startswith("self.self_attn.layer_idx is a per-instance constant, not a counter: "
+                          f"10 LlamaDecoderLayer instances are compiled one by one ({program}:"
+                          f"{marker_in(program, 'compile')})")  # fmt: skip
+    assert "Raise torch._dynamo.config.recompile_limit" in fix
+    assert not any("allow_unspec_int_on_nn_module" in f for f in fixes)
+    (limit,) = [f for f in report["findings"] if f["code"] == "recompile_limit_hit"]
+    assert "raising the limit to cover them is the fix here" in limit["advice"]
+    assert _graphs(program, env=run_env)[0] == 8  # the limit stops at 8; two layers run eagerly
+    graphs, stderr = _graphs(program, "--limit", env=run_env)  # the fix, applied
+    assert graphs == 10 and "recompile_limit" not in stderr

@@ -159,15 +159,17 @@ def _frame_findings(
     findings = []
     ids = [entry.compile_id for entry in frame.compiles]
     if frame.limit_hit:
-        findings.append(
-            Finding(
-                "error",
-                "recompile_limit_hit",
-                f"{frame_where(frame)} hit the recompile limit",
-                LIMIT_HIT_ADVICE,
-                ids,
+        per_instance = [row for row in explanation.outlook.varying if row.instances]
+        advice = LIMIT_HIT_ADVICE
+        if per_instance and explanation.outlook.bounded:
+            advice = (
+                "This frame hit Dynamo's recompile limit (torch._dynamo.config.recompile_limit, "
+                f"default 8) and now runs eagerly for every new variant. Its variants are one "
+                f"per instance of the {per_instance[0].instances} modules compiled one by one: "
+                "raising the limit to cover them is the fix here (see the recompiles finding)."
             )
-        )
+        title = f"{frame_where(frame)} hit the recompile limit"
+        findings.append(Finding("error", "recompile_limit_hit", title, advice, ids))
     if frame.skipped:
         reason = (frame.skip_reason or "").strip().splitlines()
         findings.append(

@@ -186,6 +186,33 @@ def _specialized_size_fix(row: Varying, change: SourceChange | None) -> str:
     )
 
 
+def _per_instance_fix(row: Varying, explanation: FrameExplanation) -> str:
+    """An int attribute that differs per instance (a layer index of layers compiled one by
+    one): not a counter. Each variant serves its instance and is reused; only the recompile
+    limit can matter."""
+    call = explanation.compile_call or {}
+    where = f" ({call['file']}:{call['line']})" if call.get("file") else ""
+    instances = row.instances or 0
+    variants = len(explanation.variants)
+    limit = explanation.outlook.recompile_limit
+    head = (
+        f"{row.source} is a per-instance constant, not a counter: {instances} "
+        f"{call.get('name') or 'module'} instances are compiled one by one{where}, each with "
+        f"its own value ({_values(row)}), and each variant is reused on every call of its "
+        "instance. Nothing needs to become dynamic."
+    )
+    if variants >= limit or instances >= limit:
+        return head + (
+            f" {variants} variants reach the recompile limit ({limit}): the instances past it "
+            "run eagerly. Raise torch._dynamo.config.recompile_limit to at least the number of "
+            "instances times the states each one serves."
+        )
+    return head + (
+        f" {variants} variants stay below the recompile limit ({limit}); with more instances "
+        "than that, raise torch._dynamo.config.recompile_limit to cover them."
+    )
+
+
 def _counter_fix(row: Varying, change: SourceChange | None) -> str:
     where = _at(change.installed_at if change else None)
     return (
@@ -264,9 +291,12 @@ def recompile_fixes(explanation: FrameExplanation) -> list[str]:
     generate = hf_generate_pattern(explanation)
     fixes = [_HF_FIXES[generate]] if generate else []
     outlook = explanation.outlook
+    fix: str | None
     for row in outlook.varying:
         change = _first_change(explanation, row.source)
-        if row.dynamic and row.kind == "size":
+        if row.instances:
+            fix = _per_instance_fix(row, explanation)
+        elif row.dynamic and row.kind == "size":
             fix = None if fixes else _dynamic_size_fix(row)
         elif not row.dynamic and row.kind not in FLAG_KINDS and row.changes >= 2:
             fix = _unbounded_fix(row, change, explanation.compile_call)
@@ -288,6 +318,9 @@ def recompile_fixes(explanation: FrameExplanation) -> list[str]:
             f"(automatic dynamic) and now {'serves' if len(dynamic) == 1 else 'serve'} every new "
             "value. Pre-warm with two different values to pay that recompile before serving."
         )
-    hints = {c.hint for c in _changes(explanation) if c.hint}
+    # Dynamo's hint for an int attribute says to make it dynamic: wrong for a per-instance
+    # constant, whose own fix says why.
+    constants = {row.source for row in outlook.varying if row.instances}
+    hints = {c.hint for c in _changes(explanation) if c.hint and c.source not in constants}
     fixes += [f"Dynamo's hint: {hint}" for hint in sorted(hints)]
     return fixes

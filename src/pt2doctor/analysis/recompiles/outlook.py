@@ -79,6 +79,10 @@ class Varying:
     dynamic: bool
     changes: int = 0
     """Recompiles (and the refused attempt) in which this source changed."""
+    instances: int | None = None
+    """A per-instance constant: an int attribute of ``self`` whose values are those of the
+    ``instances`` modules of one class compiled one by one (regional compilation), not a
+    counter (attach_compile_calls)."""
 
 
 @dataclass(slots=True)
@@ -127,6 +131,40 @@ def attach_compile_calls(
         named = [c for c in calls if c.get("name") in {owner, frame.function} - {""}]
         found = named or (calls if len(calls) == 1 else [])
         explanation.compile_call = found[0] if len(found) == 1 else None
+        instances = [
+            c for c in named if str(c.get("target")).startswith("module") and c.get("name") == owner
+        ]
+        if len(instances) > 1:
+            explanation.compile_call = instances[0]
+            _per_instance(frame, explanation, len(instances))
+
+
+def _per_instance(frame: FrameEntry, explanation: FrameExplanation, instances: int) -> None:
+    """``instances`` modules of the frame's class were compiled one by one: an int attribute
+    of ``self`` with no more values than that is each instance's constant (a layer index),
+    and the variants are bounded by the instances (times the states each serves)."""
+    outlook = explanation.outlook
+    constants = [
+        row
+        for row in outlook.varying
+        if row.kind == "value"
+        and row.source.startswith("self.")
+        and len(row.values) <= instances
+        and all(value.lstrip("-").isdigit() for value in row.values)
+    ]
+    for row in constants:
+        row.instances = instances
+    if not constants or any(_unbounded(r) for r in outlook.varying if r not in constants):
+        return
+    names = ", ".join(row.source for row in constants)
+    limit = outlook.recompile_limit
+    reason = (
+        f"{names}: one value per instance of the {instances} modules compiled one by one, so "
+        f"at most one variant per instance and state ({frame.variants} so far)"
+    )
+    if frame.limit_hit:
+        reason += f"; the recompile limit ({limit}) was hit: the other instances run eagerly"
+    explanation.outlook = Outlook(True, reason, outlook.varying, None, limit)
 
 
 def _expand(line: SourceLine | None, frame_file: str | None) -> SourceLine | None:
