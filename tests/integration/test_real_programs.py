@@ -120,3 +120,22 @@ def test_regional_compilation_layer_index_is_a_per_instance_constant_not_a_count
     assert _graphs(program, env=run_env)[0] == 8  # the limit stops at 8; two layers run eagerly
     graphs, stderr = _graphs(program, "--limit", env=run_env)  # the fix, applied
     assert graphs == 10 and "recompile_limit" not in stderr
+
+
+def test_the_lr_schedulers_break_at_optimizer_step_is_by_design(doctor_run: Any) -> None:
+    """A compiled optimizer step under an LR scheduler breaks at the user's
+    ``optimizer.step()``: the scheduler's wrapper lives in a file Dynamo skips. Harmless, as
+    said: Adam's own step is compiled as a frame of its own (a graph of its update)."""
+    program = REAL / "optimizer_scheduler.py"
+    run = doctor_run("real_opt_sched", (), "../real/optimizer_scheduler")
+    report = _report(run)
+    (site,) = [b for b in report["graph_breaks"] if b["site"]["line"] == marker_in(program, "step")]
+    assert "torch/optim/lr_scheduler.py" in site["reason"]  # the raw reason names the wrapper
+    assert site["by_design"] is True
+    assert "dont_skip_tracing" not in site["advice"] and "custom op" not in site["advice"]
+    (finding,) = [f for f in report["findings"] if f["code"] == "graph_break"
+                  and str(program.name) in f["title"]]  # fmt: skip
+    assert finding["severity"] == "info"
+    adam = [c for c in report["compiles"] if c["function"] == "step"
+            and (c["file"] or "").endswith("torch/optim/adam.py")]  # fmt: skip
+    assert adam and adam[0]["graph_count"] == 1 and adam[0]["graph_op_count"] > 20

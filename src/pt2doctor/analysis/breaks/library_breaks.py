@@ -32,6 +32,14 @@ OPTIMIZER_STEP = (
     "yours to remove, and nothing needs fixing."
 )
 
+LR_SCHEDULER_STEP = (
+    "An LR scheduler wraps `optimizer.step` in a function of torch/optim/lr_scheduler.py (it "
+    "counts the optimizer's steps), and Dynamo does not trace into that file, so the call "
+    "breaks here. The optimizer's own `step` is then compiled as a frame of its own, so the "
+    "update is still one compiled graph; what the break costs is one more frame entry per "
+    "step. PyTorch's, by design: nothing to fix."
+)
+
 TORCH_ASKS = (
     "PyTorch's own code asks for this break ({code} in {path}); it is not yours to remove. "
     "If it is hot and splits your graph, call that torch API outside the compiled function."
@@ -70,6 +78,8 @@ def known_break(
     path = path.replace("\\", "/")
     if path.endswith("torch/optim/optimizer.py") and function == "_use_grad":
         return KnownBreak(OPTIMIZER_STEP, True)
+    if "marked as skipped" in event.reason and "torch/optim/lr_scheduler.py" in event.reason:
+        return KnownBreak(LR_SCHEDULER_STEP, True)  # at the user's own `optimizer.step()`
     if path.endswith("transformers/modeling_utils.py") and function == "loss_function":
         found = _DEFAULT_LOSS.search(event.reason)
         if found:  # the warning names the loss it falls back to
