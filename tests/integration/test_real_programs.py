@@ -139,3 +139,23 @@ def test_the_lr_schedulers_break_at_optimizer_step_is_by_design(doctor_run: Any)
     adam = [c for c in report["compiles"] if c["function"] == "step"
             and (c["file"] or "").endswith("torch/optim/adam.py")]  # fmt: skip
     assert adam and adam[0]["graph_count"] == 1 and adam[0]["graph_op_count"] > 20
+
+
+def test_diff_of_the_raised_limit_reads_as_the_improvement_it_is(
+    doctor_run: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The regional-compilation fix, diffed: more variants (8 → 10) because A's count was capped
+    at the limit and its last layers ran eagerly. Not a regression; the frame is named as the
+    report names it."""
+    pytest.importorskip("transformers")
+    from pt2doctor.cli import main
+
+    before = doctor_run("real_regional", (), "../real/llama_regional")
+    after = doctor_run("real_regional_limit", (), "../real/llama_regional", "--limit")
+    assert after.returncode == 0, after.stderr[-2000:]
+    assert main(["diff", str(before.run_dir), str(after.run_dir), "--format", "json"]) == 0
+    changes = json.loads(capsys.readouterr().out)["changes"]
+    (frame,) = [c for c in changes if c["kind"] == "frame"]
+    assert (frame["before"], frame["after"], frame["regression"]) == (8, 10, False)
+    assert frame["subject"].startswith("LlamaDecoderLayer.forward_with_checkpointing (")
+    assert "limit hit → not hit: A ran new inputs eagerly past the limit" in frame["detail"]

@@ -205,7 +205,8 @@ def _frame_changes(a: Report, b: Report) -> list[Change]:
         variants_differ = frame["variants"] != old_variants and (
             old is not None or frame["variants"] > 1
         )
-        if not variants_differ and causes == old_causes:
+        limits = (bool(old and old.get("limit_hit")), bool(frame.get("limit_hit")))
+        if not variants_differ and causes == old_causes and limits[0] == limits[1]:
             continue
         worse = (
             frame["variants"] > old_variants
@@ -216,8 +217,26 @@ def _frame_changes(a: Report, b: Report) -> list[Change]:
         came = (causes - old_causes) & moved
         if came and old is not None:
             line += f"; {_set(came)} were causes of frames that are gone in B"
-        changes.append(Change("frame", key, old_variants, frame["variants"], worse, line))
+        # The recompile limit decides the outcome: past it a frame runs new inputs eagerly, so
+        # A's variant count was capped, and fewer variants in B mean less compiled.
+        if limits == (True, False):
+            worse = False
+            line += (
+                "; limit hit → not hit: A ran new inputs eagerly past the limit, B compiles them"
+            )
+        elif limits == (False, True):
+            worse = True
+            line += "; limit not hit → hit: B runs new inputs eagerly past the limit"
+        subject = _display_key(frame)
+        changes.append(Change("frame", subject, old_variants, frame["variants"], worse, line))
     return changes
+
+
+def _display_key(frame: dict[str, Any]) -> str:
+    """``Cls.forward (file:line)``: the frame as the report names it (its ``display_name``,
+    absent before 2026-11), the function's name otherwise."""
+    name = frame.get("display_name") or frame["function"]
+    return f"{name} ({_name(frame['file'])}:{frame['line']})"
 
 
 def _slower(before: float | None, after: float | None, floor: float, noise: Noise) -> bool:
