@@ -131,7 +131,7 @@ def test_counter_attribute(explained, traced) -> None:
     assert finding["severity"] == "warning"
     assert "torch._dynamo.config.allow_unspec_int_on_nn_module = True" in finding["advice"]
     assert "self.num_updates" in finding["advice"]
-    assert f"after {8 - calls} more new value(s)" in outlook["reason"]
+    assert f"after {8 - calls} more new value{'' if 8 - calls == 1 else 's'}" in outlook["reason"]
     assert "baked in" not in finding["advice"]
     assert_readable(terminal)
 

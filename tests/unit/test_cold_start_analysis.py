@@ -160,7 +160,7 @@ def test_guard_overhead_of_a_frame_called_a_few_times_is_not_flagged() -> None:
     assert guard_overhead_findings(ledger, _heat(ledger, 3, 0.0017)) == []
     # The same frame called 200 times (116 ms of bound against 0.11 s in its graph) is.
     (finding,) = guard_overhead_findings(ledger, _heat(ledger, 200, 0.11))
-    assert "200 call(s)" in finding.title
+    assert "200 calls" in finding.title
 
 
 def test_differing_components_name_changed_and_missing_ones() -> None:

@@ -166,7 +166,7 @@ def test_the_flags_fix_does_not_call_every_variant_a_state_when_sizes_went_dynam
     variants = [VariantRow(f"0/{i}", {}, [], None, None) for i in range(6)]
     look = Outlook(True, "", rows)
     (fix,) = recompile_fixes(FrameExplanation(items, None, variants, look))
-    assert "at most 4 states by design" in fix and "1 value(s) that became dynamic" in fix
+    assert "at most 4 states by design" in fix and "1 value that became dynamic" in fix
     assert "6 variants by design" not in fix
     # As many variants as states: one per state.
     (fix,) = recompile_fixes(FrameExplanation(items[:3], None, variants[:4], look))
@@ -189,4 +189,4 @@ def test_a_title_with_an_unknown_bound_names_what_changed_once() -> None:
     row = Varying("mode", "value", ["'a'", "'b'"], False, 1)
     look = Outlook(None, "mode changed once: too few recompiles", [row])
     title = _recompile_title(frame, FrameExplanation([], None, [], look))
-    assert title.endswith("recompiled 1 time(s): 2 variants, bound unknown (mode changed once)")
+    assert title.endswith("recompiled 1 time: 2 variants, bound unknown (mode changed once)")

@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from pt2doctor.analysis.text import counted
 from pt2doctor.report.markdown import md_code, md_table, md_text
 
 DiffDict = dict[str, Any]
@@ -70,7 +71,9 @@ def render_diff_terminal(diff: DiffDict, console: Console) -> None:
             f"{escape(_value(change['before']))} → {escape(_value(change['after']))}"
             + (f" [dim]({escape(change['detail'])})[/]" if change["detail"] else "")
         )
-    console.print(f"\n{diff['regressions']} regression(s), {len(diff['changes'])} change(s)")
+    console.print(
+        f"\n{counted(diff['regressions'], 'regression')}, {counted(len(diff['changes']), 'change')}"
+    )
 
 
 def render_diff_markdown(diff: DiffDict) -> str:
@@ -95,5 +98,7 @@ def render_diff_markdown(diff: DiffDict) -> str:
         lines += ["Why the caches missed:", ""]
         lines += [f"- {md_code(c['subject'])}: {md_text(c['detail'])}" for c in causes]
         lines.append("")
-    lines.append(f"{diff['regressions']} regression(s), {len(diff['changes'])} change(s)")
+    lines.append(
+        f"{counted(diff['regressions'], 'regression')}, {counted(len(diff['changes']), 'change')}"
+    )
     return "\n".join(lines) + "\n"

@@ -142,7 +142,7 @@ def _run_line(run: dict[str, Any]) -> str:
     if run.get("wall_s") is not None:
         line += f" after {run['wall_s']:.1f} s"
     if run.get("in_compiled_s") is not None:
-        line += f", {run['in_compiled_s']:.2f} s inside compiled forward graphs"
+        line += f", {run['in_compiled_s']:.2f} s inside compiled graphs (backward not counted)"
     if run.get("triage"):
         line += f" [triage: --backend {run['backend_override']}]"
     return escape(line)

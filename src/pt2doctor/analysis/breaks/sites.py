@@ -10,6 +10,7 @@ from typing import Literal, get_args
 from pt2doctor.analysis.breaks.advice import break_advice
 from pt2doctor.analysis.breaks.library_breaks import known_break
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FrameEntry, Ledger
+from pt2doctor.analysis.text import counted
 from pt2doctor.trace.messages import explanation_and_hints, innermost_user, is_user_file
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import GraphBreakEvent, SourceLine
@@ -249,7 +250,7 @@ def _heat_fact(site: GraphBreakSite) -> str:
         return "heat not measured (`pt2doctor run` counts it)"
     if site.hot:
         return f"ran {site.hits} times (hot)"
-    return f"ran {site.hits} time(s) (cold: a startup-only break is not worth a rewrite)"
+    return f"ran {counted(site.hits, 'time')} (cold: a startup-only break is not worth a rewrite)"
 
 
 def _user_caller(site: GraphBreakSite) -> SourceLine | None:

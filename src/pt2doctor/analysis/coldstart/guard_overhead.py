@@ -20,6 +20,7 @@ from __future__ import annotations
 from pt2doctor.analysis.breaks.heat import CompileHeat, Heat
 from pt2doctor.analysis.findings.compiles import Finding, frame_label
 from pt2doctor.analysis.recompiles.ledger import CompileEntry, FrameEntry, Ledger
+from pt2doctor.analysis.text import counted
 from pt2doctor.torchcompat import GUARD_TIMING_CHECKS
 
 # How the probes time a variant's guards (torchcompat.time_guards), as the evidence says it.
@@ -113,9 +114,12 @@ def guard_overhead_findings(ledger: Ledger, heat: Heat | None) -> list[Finding]:
                 f"{frame_label(frame.function, frame.file, frame.line)}: guard checks "
                 f"{'take about' if warm else 'may cost up to'} {guard_s * 1e3:.1f} ms, "
                 f"{share_text} of its {graph_s * 1e3:.1f} ms in compiled graphs "
-                f"({frame.variants} variant(s), {calls} call(s))",
+                f"({counted(frame.variants, 'variant')}, {counted(calls, 'call')})",
                 GUARD_ADVICE,
-                [how, f"{calls} call(s), {frame.variants} variant(s) searched in order"],
+                [
+                    how,
+                    f"{counted(calls, 'call')}, {counted(frame.variants, 'variant')} searched in order",
+                ],
             )
         )
     return findings

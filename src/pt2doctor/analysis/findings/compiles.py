@@ -25,6 +25,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     explain_frames,
     settled,
 )
+from pt2doctor.analysis.text import counted
 from pt2doctor.trace.records import ParseStats
 from pt2doctor.trace.types import SourceLine
 
@@ -86,7 +87,7 @@ def _recompile_severity(frame: FrameEntry, explanation: FrameExplanation) -> Sev
 
 
 def _recompile_title(frame: FrameEntry, explanation: FrameExplanation) -> str:
-    count = f"{frame_where(frame)} recompiled {len(frame.recompiles)} time(s)"
+    count = f"{frame_where(frame)} recompiled {counted(len(frame.recompiles), 'time')}"
     if frame.refused is not None:
         count += " + 1 refused"
     bounded = explanation.outlook.bounded
@@ -105,7 +106,7 @@ def _recompile_title(frame: FrameEntry, explanation: FrameExplanation) -> str:
         else:
             causes = Counter(g.category for e in frame.recompiles for g in e.failed_guards[:1])
             summary = ", ".join(f"{cause} x{n}" for cause, n in causes.most_common()) or "other"
-            state = f"{frame.variants} variant(s): {summary}"
+            state = f"{counted(frame.variants, 'variant')}: {summary}"
     late = explanation.after_warmup
     if late:  # compile ids: "compile 2/2", never "2/2" alone (it reads as a fraction)
         state = state.replace("; pre-warm them", "")

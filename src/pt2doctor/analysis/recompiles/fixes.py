@@ -27,6 +27,7 @@ from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.changes import FLAG_KINDS, LAYOUT_KINDS, SourceChange
 from pt2doctor.analysis.recompiles.outlook import FrameExplanation, Varying, flag_states
 from pt2doctor.analysis.recompiles.sources import argument_of, tensor_and_dim
+from pt2doctor.analysis.text import counted
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import SourceLine
 
@@ -264,7 +265,7 @@ def _flags_fix(flags: list[Varying], variants: int, dynamic: int) -> str:
     if dynamic and variants > most:
         return (
             f"{names}: at most {most} states by design{how}; the other variants came from "
-            f"{dynamic} value(s) that became dynamic after one static compile. Pre-warm them: "
+            f"{counted(dynamic, 'value')} that became dynamic after one static compile. Pre-warm them: "
             "call the compiled code once in each state, and twice with different values of "
             "what became dynamic, before timing or serving."
         )

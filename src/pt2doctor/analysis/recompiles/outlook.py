@@ -31,6 +31,7 @@ from pt2doctor.analysis.recompiles.changes import (
 from pt2doctor.analysis.recompiles.ledger import FrameEntry, produced_code
 from pt2doctor.analysis.recompiles.sources import human_source, index_pattern
 from pt2doctor.analysis.recompiles.variant_values import guard_values, value_of
+from pt2doctor.analysis.text import counted
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import SourceLine
 
@@ -286,7 +287,7 @@ def _bounded_reason(varying: list[Varying], variants: int) -> str:
     layouts = [v for v in varying if _layout(v)]
     parts = []
     if dynamic:
-        parts.append(f"{len(dynamic)} value(s) became dynamic and serve new values")
+        parts.append(f"{counted(len(dynamic), 'value')} became dynamic and serve new values")
     if flags:
         names = ", ".join(f"{v.source}: {' / '.join(v.values)}" for v in flags)
         parts.append(f"flags ({names}) give at most {flag_states(flags)} combinations")
@@ -306,7 +307,7 @@ def outlook(frame: FrameEntry, explained: list[RecompileExplanation], limit: int
         if frame.limit_hit:
             when = f"the recompile limit ({limit}) was hit: new values now run eagerly"
         elif left is not None and left > 0:
-            when = f"recompile_limit ({limit}) is hit after {left} more new value(s)"
+            when = f"recompile_limit ({limit}) is hit after {left} more new {'value' if left == 1 else 'values'}"
         elif left == 0:
             when = f"recompile_limit ({limit}) is hit by the next new value"
         else:  # more variants than the default limit: the run raised it, by how much is unknown
