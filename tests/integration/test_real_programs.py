@@ -159,3 +159,22 @@ def test_diff_of_the_raised_limit_reads_as_the_improvement_it_is(
     assert (frame["before"], frame["after"], frame["regression"]) == (8, 10, False)
     assert frame["subject"].startswith("LlamaDecoderLayer.forward_with_checkpointing (")
     assert "limit hit → not hit: A ran new inputs eagerly past the limit" in frame["detail"]
+
+
+def test_a_partial_last_batch_is_named_and_drop_last_removes_its_recompile(
+    doctor_run: Any, run_env: dict[str, str]
+) -> None:
+    """200 samples in batches of 16: each epoch's last batch has 8. The recompile is named as
+    the partial last batch, with the calls at 16 before it (the probes' heat), and
+    ``drop_last=True``, as the fix says, leaves one graph. A tensor in ``args[0]`` is not the
+    frame's ``self``: the frame is not called ``Tensor.forward``."""
+    program = REAL / "partial_batch.py"
+    report = _report(doctor_run("real_partial_batch", (), "../real/partial_batch"))
+    (frame,) = [f for f in report["frames"] if f["variants"] > 1]
+    assert not frame["display_name"].startswith("Tensor.")
+    (fix,) = [f for f in frame["fixes"] if "partial last batch" in f]
+    assert fix.startswith("args[0].shape[0] went from 16 to 8 once, after 12 calls at 16")
+    assert "drop_last=True" in fix
+    assert frame["variants_table"][0]["calls"] == 200 // 16  # 12 full batches before the 8
+    assert _graphs(program, env=run_env)[0] == 2
+    assert _graphs(program, "--drop-last", env=run_env)[0] == 1  # the fix, applied

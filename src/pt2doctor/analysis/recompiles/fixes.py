@@ -187,6 +187,37 @@ def _specialized_size_fix(row: Varying, change: SourceChange | None) -> str:
     )
 
 
+PARTIAL_BATCH_CALLS = 3
+"""Calls at the full batch size before the smaller one, for it to read as a last batch."""
+
+
+def _partial_batch_fix(explanation: FrameExplanation) -> str | None:
+    """One change of a batch dim to a smaller size after many calls at the first: the
+    pattern of a partial last batch (200 samples in batches of 16 end with one of 8)."""
+    varying = explanation.outlook.varying
+    if len(varying) != 1 or len(explanation.variants) != 2:
+        return None
+    (row,) = varying
+    if row.kind != "size" or not row.source.endswith(".shape[0]") or row.changes != 1:
+        return None
+    sizes = [int(v) for v in row.values if _INT.fullmatch(v)]
+    calls = explanation.variants[0].calls
+    if len(sizes) != 2 or sizes[1] >= sizes[0] or calls is None or calls < PARTIAL_BATCH_CALLS:
+        return None
+    full, last = sizes
+    then = (
+        "it became dynamic and serves every size, at the cost of that recompile"
+        if row.dynamic
+        else f"it compiled a variant for {last}"
+    )
+    return (
+        f"{row.source} went from {full} to {last} once, after {calls} calls at {full}: the "
+        "pattern of a partial last batch (a dataset whose size is not a multiple of the batch "
+        f"size); {then}. If the batches come from a DataLoader, pass drop_last=True (or pad "
+        f"the last batch to {full}): one variant then serves every batch."
+    )
+
+
 def _per_instance_fix(row: Varying, explanation: FrameExplanation) -> str:
     """An int attribute that differs per instance (a layer index of layers compiled one by
     one): not a counter. Each variant serves its instance and is reused; only the recompile
@@ -313,6 +344,9 @@ def recompile_fixes(explanation: FrameExplanation) -> list[str]:
         went_dynamic = sum(1 for row in outlook.varying if row.dynamic)
         fixes.append(_flags_fix(flags, len(explanation.variants), went_dynamic))
     dynamic = [row.source for row in outlook.varying if row.dynamic]
+    partial = _partial_batch_fix(explanation)
+    if partial and not fixes:
+        fixes.append(partial)
     if outlook.bounded and not fixes and dynamic:
         fixes.append(
             f"Nothing to fix: {', '.join(dynamic)} became dynamic after one recompile "

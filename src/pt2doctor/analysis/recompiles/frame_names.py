@@ -33,6 +33,7 @@ def _wrapped_method(frame: FrameEntry) -> str | None:
     return None
 
 
+_TENSOR_TYPES = frozenset({"Tensor", "Parameter", "FakeTensor", "FunctionalTensor"})
 # What joins the wrapped method to the wrapper in a display name; renderers split on it.
 THROUGH = " (through "
 
@@ -75,9 +76,13 @@ def display_name(frame: FrameEntry) -> str:
     cls = _class_name(frame, "self_type")
     if _GENERIC_WRAPPER.search(function):
         method = _wrapped_method(frame)
-        # A wrapper(*args, **kwargs) called as a bound method has self in args[0].
-        cls = cls or _class_name(frame, "first_arg_type")
+        # A wrapper(*args, **kwargs) called as a bound method has self in args[0]; a tensor
+        # there is the input (torch's own compile wrapper of a module), never self.
+        first = _class_name(frame, "first_arg_type")
+        cls = cls or (first if first not in _TENSOR_TYPES else None)
         if cls and method:
             return f"{cls}.{method}{THROUGH}{_through(frame)})"
+        if method:
+            return f"{method}{THROUGH}{_through(frame)})"
         return function
     return f"{cls}.{function}" if cls else function

@@ -287,7 +287,10 @@ def _bounded_reason(varying: list[Varying], variants: int) -> str:
     layouts = [v for v in varying if _layout(v)]
     parts = []
     if dynamic:
-        parts.append(f"{counted(len(dynamic), 'value')} became dynamic and serve new values")
+        parts.append(
+            f"{counted(len(dynamic), 'value')} became dynamic and "
+            f"{'serves' if len(dynamic) == 1 else 'serve'} new values"
+        )
     if flags:
         names = ", ".join(f"{v.source}: {' / '.join(v.values)}" for v in flags)
         parts.append(f"flags ({names}) give at most {flag_states(flags)} combinations")
