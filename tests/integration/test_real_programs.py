@@ -178,3 +178,29 @@ def test_a_partial_last_batch_is_named_and_drop_last_removes_its_recompile(
     assert frame["variants_table"][0]["calls"] == 200 // 16  # 12 full batches before the 8
     assert _graphs(program, env=run_env)[0] == 2
     assert _graphs(program, "--drop-last", env=run_env)[0] == 1  # the fix, applied
+
+
+CORPUS = {
+    "real_rotary": ("../real/rotary_lm",),
+    "real_bert_static": ("../real/bert_dynamic_false",),
+    "real_regional": ("../real/llama_regional",),
+    "real_opt_sched": ("../real/optimizer_scheduler",),
+    "real_partial_batch": ("../real/partial_batch",),
+}
+_LIBRARY_LINE = re.compile(r"at (\S*(?:site-packages|/torch/|transformers/|nn/modules/)\S*):\d+")
+
+
+@pytest.mark.parametrize("key", sorted(CORPUS))
+def test_no_fix_asks_the_user_to_edit_a_library(doctor_run: Any, key: str) -> None:
+    """Every fix and advice the corpus produces: none tells the user to rewrite or edit a line
+    of torch or a dependency (a library line may be named as where a break or guard is, with
+    the user's way out, never as the line to change)."""
+    if key in ("real_bert_static", "real_regional"):
+        pytest.importorskip("transformers")
+    report = _report(doctor_run(key, (), *CORPUS[key]))
+    texts = _fixes(report) + [f["advice"] for f in report["findings"]]
+    texts += [site["advice"] for site in report["graph_breaks"]]
+    for text in texts:
+        for sentence in re.split(r"(?<=[.;])\s+", text):
+            if re.search(r"\b(Rewrite|rewrite|edit|Edit) (that|this) line", sentence):
+                assert not _LIBRARY_LINE.search(text), text
