@@ -25,7 +25,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     explain_frames,
     settled,
 )
-from pt2doctor.analysis.text import counted
+from pt2doctor.analysis.text import counted, id_ranges
 from pt2doctor.trace.records import ParseStats
 from pt2doctor.trace.types import SourceLine
 
@@ -170,7 +170,8 @@ def _frame_findings(
                 "raising the limit to cover them is the fix here (see the recompiles finding)."
             )
         title = f"{frame_where(frame)} hit the recompile limit"
-        findings.append(Finding("error", "recompile_limit_hit", title, advice, ids))
+        evidence = [f"compiles {id_ranges(ids)}"]
+        findings.append(Finding("error", "recompile_limit_hit", title, advice, evidence))
     if frame.skipped:
         reason = (frame.skip_reason or "").strip().splitlines()
         findings.append(
@@ -179,7 +180,7 @@ def _frame_findings(
                 "frame_skipped",
                 f"{frame_where(frame)} runs eagerly: Dynamo skipped the whole frame",
                 _skipped_frame_advice(frame, sites),
-                ids + reason[:1],
+                [f"compiles {id_ranges(ids)}", *reason[:1]],
             )
         )
     recompiles = _recompile_finding(frame, explanation)
@@ -208,7 +209,7 @@ def _break_finding(site: GraphBreakSite) -> Finding:
     # the user's to fix.
     quiet = site.hot is False or site.splits_nothing or site.by_design
     severity: Severity = "info" if quiet else "warning"
-    evidence = [f"compile ids: {', '.join(site.compile_ids)}"]
+    evidence = [f"compile ids: {id_ranges(site.compile_ids)}"]
     if site.site.code:
         evidence.insert(0, site.site.code)
     return Finding(
