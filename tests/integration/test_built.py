@@ -331,3 +331,50 @@ def test_a_hugging_face_model_maps_its_kernels_into_its_modeling_file(doctor_run
     assert not [f for f in report["findings"] if f["code"] == "fallback_op"]
     markdown = (run.run_dir / "report.md").read_text()
     assert "0/0 GPT2LMHeadModel.forward" in markdown and "modeling\\_gpt2.py:" in markdown
+
+
+@pytest.mark.torch_run
+def test_a_cache_hit_replays_old_lines_and_run_kernels_compiles_afresh(
+    tmp_path: Path, run_env: dict[str, str], doctor_command: Any
+) -> None:
+    """Inductor's FX graph cache keys the graph, not its line numbers: a program edited above
+    its lines, run again with provenance on the same cache, gets the first compile's lines
+    back. The report says so (``kernel_map.cached_lines``); ``run --kernels`` turns the graph
+    caches off, and its lines are the file's own."""
+    import subprocess
+    import sys
+
+    program = tmp_path / "block.py"
+    program.write_text(PROGRAM.read_text())
+    env = {**run_env, "INDUCTOR_PROVENANCE": "1", "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "c")}
+
+    def traced(name: str) -> dict[str, Any]:
+        trace = tmp_path / name
+        done = subprocess.run([sys.executable, str(program)], env={**env, "TORCH_TRACE": str(trace)},
+                              capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert main(["report", str(trace), "--json", str(tmp_path / f"{name}.json")]) == 0
+        (compile_,) = json.loads((tmp_path / f"{name}.json").read_text())["compiles"]
+        return dict(compile_)
+
+    def gelu_line(compile_: dict[str, Any]) -> int:
+        (gelu,) = [k for k in compile_["kernels"] if k["kind"] == "generated" and "erf" in k["ops"]]
+        return int(gelu["user_lines"][0]["line"])
+
+    first = traced("first")
+    assert (
+        gelu_line(first) == marker_in(program, "gelu") and "cached_lines" not in first["kernel_map"]
+    )
+    program.write_text("# an edit above every line\n# moves them down\n" + program.read_text())
+    again = traced("again")
+    assert again["cache"]["fx_graph"] == "hit"
+    assert gelu_line(again) == marker_in(program, "gelu") - 2  # the first compile's line
+    assert "cached_lines" in again["kernel_map"]
+    out = tmp_path / "run"
+    command = doctor_command(out, ("--kernels",), str(program.with_suffix("")))
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    (fresh,) = json.loads((out / "report.json").read_text())["compiles"]
+    assert fresh["cache"].get("fx_graph") != "hit" and "cached_lines" not in fresh["kernel_map"]
+    assert gelu_line(fresh) == marker_in(program, "gelu")

@@ -56,6 +56,8 @@ class RunOptions:
 # torch._inductor.config.trace.provenance_tracking_level reads it (torch >= 2.8): the trace
 # then carries inductor_provenance_tracking_{node_mappings,kernel_stack_traces}.
 PROVENANCE_ENV = "INDUCTOR_PROVENANCE"
+FX_GRAPH_CACHE_ENV = "TORCHINDUCTOR_FX_GRAPH_CACHE"
+AUTOGRAD_CACHE_ENV = "TORCHINDUCTOR_AUTOGRAD_CACHE"
 
 
 def child_env(options: RunOptions) -> dict[str, str]:
@@ -68,9 +70,15 @@ def child_env(options: RunOptions) -> dict[str, str]:
     env["TORCH_TRACE"] = str((options.out / "trace").resolve())
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONFAULTHANDLER"] = "1"
-    if options.kernels:  # part of Inductor's cache key: a provenance run compiles afresh
+    if options.kernels:
         env[PROVENANCE_ENV] = "1"
         env[FUSION_ENV] = "1"
+        # Each graph compiled afresh: an FX graph (or AOTAutograd) cache hit replays the
+        # provenance of the compile that filled the cache, with that day's line numbers (an
+        # edit above a line leaves the graph, and so the key, unchanged), and the scheduler,
+        # whose fusion log this run keeps, does not run. Kernel builds stay cached.
+        env[FX_GRAPH_CACHE_ENV] = "0"
+        env[AUTOGRAD_CACHE_ENV] = "0"
     if options.backend:
         env[BACKEND_ENV] = options.backend
     else:

@@ -155,7 +155,7 @@ def _compile(entry: CompileEntry, found: KernelMap | None) -> Compile:
         ],
         "specializations": record.specializations,
         "kernels": _kernels(found),
-        "kernel_map": None if found is None else {"source": found.source, "partial": found.partial},
+        "kernel_map": None if found is None else _kernel_map_info(found, record),
         "graph": _graph_size(entry),
     }
 
@@ -205,6 +205,21 @@ def _graph_size(entry: CompileEntry) -> types.GraphSize | None:
         for line in size.by_line
     ]
     return {"ops": size.ops, "by_line": by_line}
+
+
+CACHED_LINES = (
+    "Inductor took this graph from its FX graph cache: the provenance, and so the user lines, "
+    "are those of the compile that filled the cache, and lines edited since then are not "
+    "updated (the cache key holds the graph, not the line numbers); `pt2doctor run --kernels` "
+    "compiles afresh"
+)
+
+
+def _kernel_map_info(found: KernelMap, record: CompileRecord) -> types.KernelMapInfo:
+    info: types.KernelMapInfo = {"source": found.source, "partial": found.partial}
+    if found.source == "provenance" and "hit" in record.cache.values():
+        info["cached_lines"] = CACHED_LINES
+    return info
 
 
 def _kernels(found: KernelMap | None) -> list[types.Kernel]:

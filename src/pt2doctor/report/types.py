@@ -180,9 +180,11 @@ class Kernel(TypedDict):
     user_lines: list[UserLine]
 
 
-class KernelMapInfo(TypedDict):
+class KernelMapInfo(TypedDict, total=False):
     source: Literal["provenance", "output_code"]
     partial: str | None
+    cached_lines: str
+    """Only when the graph came from Inductor's cache: its lines may be stale, and why."""
 
 
 class GraphLineOps(TypedDict):
