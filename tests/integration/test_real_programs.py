@@ -29,6 +29,12 @@ def _report(run: Any) -> dict[str, Any]:
     return report
 
 
+def _compile_calls(run: Any) -> list[dict[str, Any]]:
+    """The run's ``compile_call`` probe events: each torch.compile call, as recorded."""
+    events = map(json.loads, (run.run_dir / "probes.jsonl").read_text().splitlines())
+    return [event for event in events if event["kind"] == "compile_call"]
+
+
 def _graphs(program: Path, *flags: str, env: dict[str, str]) -> tuple[int, str]:
     """Run the program with plain python: (graphs Dynamo compiled, its stderr)."""
     done = subprocess.run([sys.executable, str(program), *flags], env=env, capture_output=True,
@@ -79,10 +85,8 @@ def test_the_users_dynamic_false_is_the_evidence_for_a_static_batch_size(
     transformers line where the first guard was installed, and dropping it works."""
     pytest.importorskip("transformers")
     program = REAL / "bert_dynamic_false.py"
-    report = _report(doctor_run("real_bert_static", (), "../real/bert_dynamic_false"))
-    calls = [e for e in map(json.loads, (doctor_run("real_bert_static", (),
-             "../real/bert_dynamic_false").run_dir / "probes.jsonl").read_text().splitlines())
-             if e["kind"] == "compile_call"]  # fmt: skip
+    run = doctor_run("real_bert_static", (), "../real/bert_dynamic_false")
+    report, calls = _report(run), _compile_calls(run)
     assert [c["settings"]["dynamic"] for c in calls] == [False]
     (fix,) = [f for f in _fixes(report) if "input_ids" in f]
     assert fix.startswith(f"dynamic=False in your torch.compile call at {program}:"
@@ -101,10 +105,8 @@ def test_regional_compilation_layer_index_is_a_per_instance_constant_not_a_count
     it says, ends the eager fallback."""
     pytest.importorskip("transformers")
     program = REAL / "llama_regional.py"
-    report = _report(doctor_run("real_regional", (), "../real/llama_regional"))
-    calls = [e for e in map(json.loads, (doctor_run("real_regional", (),
-             "../real/llama_regional").run_dir / "probes.jsonl").read_text().splitlines())
-             if e["kind"] == "compile_call"]  # fmt: skip
+    run = doctor_run("real_regional", (), "../real/llama_regional")
+    report, calls = _report(run), _compile_calls(run)
     assert len(calls) == 10 and {c["name"] for c in calls} == {"LlamaDecoderLayer"}
     (frame,) = [f for f in report["frames"] if f["variants"] > 1]
     assert frame["limit_hit"] is True and frame["outlook"]["bounded"] is True

@@ -17,6 +17,7 @@ from rich.markup import escape
 from pt2doctor.analysis.paths import display_path
 from pt2doctor.analysis.recompiles.changes import kind_words
 from pt2doctor.analysis.recompiles.frame_names import names_its_wrapper
+from pt2doctor.analysis.text import counted
 from pt2doctor.report.markdown import md_code, md_table, md_text
 
 if TYPE_CHECKING:
@@ -130,14 +131,16 @@ def story_terminal(console: Console, story: dict[str, Any], cwd: str | None = No
     """One frame's story for an 80-column log: header, variant table, changes, outlook (the
     fixes are the recompiles finding's, printed just above)."""
     console.print(f"[bold]Recompiles of {escape(_terminal_header(story, cwd))}[/]")
-    counts = f"{story['variants']} variants from {story['recompiles']} recompile(s)"
+    counts = (
+        f"{counted(story['variants'], 'variant')} from {counted(story['recompiles'], 'recompile')}"
+    )
     if story["refused"] is not None:
         counts += f" + 1 refused ({story['refused']['compile_id']}, then eager)"
     console.print(f"  {escape(counts)}")
     console.print("  variants (the state each serves):")
     for row in story["table"]:
         extra = [f"also dynamic: {row['dynamic']}"] if row["dynamic"] != "-" else []
-        calls = [] if row["calls"] == "-" else [f"{row['calls']} call(s)"]
+        calls = [] if row["calls"] == "-" else [f"{counted(int(row['calls']), 'call')}"]
         facts = ", ".join([f"{row['compile_s']} s to compile", *calls, *extra])
         console.print(
             f"    {escape(row['compile_id'])}: {escape(row['serves'])} [dim]({escape(facts)})[/]"
@@ -154,7 +157,9 @@ def story_terminal(console: Console, story: dict[str, Any], cwd: str | None = No
 def story_markdown(story: dict[str, Any]) -> list[str]:
     """One frame's story as Markdown: heading, variant table, changes, outlook, fixes."""
     lines = [f"#### Recompiles of {md_code(story['frame'])}", ""]
-    counts = f"{story['variants']} variants from {story['recompiles']} recompile(s)"
+    counts = (
+        f"{counted(story['variants'], 'variant')} from {counted(story['recompiles'], 'recompile')}"
+    )
     if story["refused"] is not None:
         counts += f" + 1 refused ({story['refused']['compile_id']}, then eager)"
     lines += [md_text(counts), ""]
