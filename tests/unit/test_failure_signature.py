@@ -60,3 +60,18 @@ def test_a_repro_that_fails_differently_does_not_count(tmp_path) -> None:  # typ
     same = {"status": "crash", "error": "AttributeError: '_OpNamespace' 'zoo' object has no "
             "attribute 'rms_score'"}  # fmt: skip
     assert verify_repro(repro, 60, same)["reproduces"] is True
+
+
+def test_an_opcheck_stage_that_did_not_run_is_said_not_passed() -> None:
+    """A custom op entry with an error (its stage died, or the opcheck run ended early) reads
+    as not run; it used to read "opcheck passes"."""
+    from pt2doctor.ablate.render import detail_lines
+
+    report = {"conclusion": {"user_side": None}, "custom_ops": [
+        {"op": "zoo.score.default", "checks": [], "passed": None,
+         "error": "the opcheck run ended before checking it (exit 1)"}]}  # fmt: skip
+    lines = detail_lines(report)  # type: ignore[arg-type]
+    assert lines == [
+        "custom op zoo.score.default: opcheck did not run: the opcheck run ended before "
+        "checking it (exit 1)"
+    ]

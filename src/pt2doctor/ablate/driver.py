@@ -195,11 +195,16 @@ class Ablation:
         self.progress("custom ops: opcheck")
         spec = {**self.base, "kind": "custom_ops", "backend": failing["backend"]}
         result = launch(spec, self.options.out / "custom_ops", self.options.timeout, self.launcher)
-        return [
+        checked = [
             {k: v for k, v in e.items() if k not in ("event", "t")}
             for e in result["events"]
             if e["event"] == "custom_op"
         ]
+        if _event(result, "custom_ops_done") is None:  # the worker died: say so, not "none"
+            why = result["detail"] or "the worker stopped before it finished"
+            checked.append({"op": "?", "checks": [], "passed": None,
+                            "error": f"the opcheck stage did not finish: {why}"})  # fmt: skip
+        return checked
 
     def _mode(self, backend: str) -> str | None:
         return self.options.mode if backend == "inductor" else None

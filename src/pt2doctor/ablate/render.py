@@ -88,6 +88,9 @@ def _user_side_lines(report: AblateReport) -> list[str]:
     user = report["conclusion"].get("user_side")
     lines = [f"user side ({user['kind']}): {item}" for item in user["evidence"]] if user else []
     for op in report.get("custom_ops") or []:
+        if op.get("error"):
+            lines.append(f"custom op {op['op']}: opcheck did not run: {op['error']}")
+            continue
         failing = [c["name"] for c in op["checks"] if c["passed"] is False]
         result = f"fails {', '.join(failing)}" if failing else "passes"
         lines.append(f"custom op {op['op']} ({', '.join(op['inputs'])}): opcheck {result}")
