@@ -182,12 +182,32 @@ def test_a_partial_last_batch_is_named_and_drop_last_removes_its_recompile(
     assert _graphs(program, "--drop-last", env=run_env)[0] == 1  # the fix, applied
 
 
+def test_generate_with_a_static_cache_is_told_it_already_has_one(doctor_run: Any) -> None:
+    """``generate(..., cache_implementation="static")``: the guards type the cache
+    (StaticCache), and the two variants are the prefill and the decode step, by design. The
+    report no longer tells the user to use the static cache they use, nor that its length
+    grows every step."""
+    pytest.importorskip("transformers")
+    run = doctor_run("real_generate_static", (), "../real/llama_generate_static")
+    report = _report(run)
+    guards = [p for e, p in raw_records(run.run_dir / "trace") if "dynamo_cpp_guards_str" in e]
+    assert any("transformers.cache_utils.StaticCache" in g for g in guards)
+    (frame,) = [f for f in report["frames"] if f["variants"] > 1]
+    assert frame["variants"] == 2 and frame["outlook"]["bounded"] is True
+    (fix,) = frame["fixes"]
+    assert fix.startswith("This is Hugging Face generate() with a static KV cache (StaticCache")
+    assert "grows every step" not in fix and 'cache_implementation="static"' not in fix
+    (finding,) = [f for f in report["findings"] if f["code"] == "recompiles"]
+    assert finding["severity"] == "info" and "a static cache compiles fewer" not in finding["title"]
+
+
 CORPUS = {
     "real_rotary": ("../real/rotary_lm",),
     "real_bert_static": ("../real/bert_dynamic_false",),
     "real_regional": ("../real/llama_regional",),
     "real_opt_sched": ("../real/optimizer_scheduler",),
     "real_partial_batch": ("../real/partial_batch",),
+    "real_generate_static": ("../real/llama_generate_static",),
 }
 _LIBRARY_LINE = re.compile(r"at (\S*(?:site-packages|/torch/|transformers/|nn/modules/)\S*):\d+")
 
@@ -197,7 +217,7 @@ def test_no_fix_asks_the_user_to_edit_a_library(doctor_run: Any, key: str) -> No
     """Every fix and advice the corpus produces: none tells the user to rewrite or edit a line
     of torch or a dependency (a library line may be named as where a break or guard is, with
     the user's way out, never as the line to change)."""
-    if key in ("real_bert_static", "real_regional"):
+    if key in ("real_bert_static", "real_regional", "real_generate_static"):
         pytest.importorskip("transformers")
     report = _report(doctor_run(key, (), *CORPUS[key]))
     texts = _fixes(report) + [f["advice"] for f in report["findings"]]

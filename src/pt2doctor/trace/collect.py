@@ -28,7 +28,12 @@ from pt2doctor.trace.cache_records import (
     decode_autotune_event,
     decode_cache_event,
 )
-from pt2doctor.trace.guard_tree import first_arg_type, parse_cpp_guards, self_type
+from pt2doctor.trace.guard_tree import (
+    first_arg_type,
+    hf_cache_class,
+    parse_cpp_guards,
+    self_type,
+)
 from pt2doctor.trace.messages import innermost_user_frame, parse_graph_break
 from pt2doctor.trace.reader import rank_from_filename, read_records, stream_names
 from pt2doctor.trace.records import CompileId, ParseStats, TraceRecord
@@ -261,6 +266,7 @@ def _on_cpp_guards(col: _Collector, record: TraceRecord) -> None:
         entry.guards = parse_cpp_guards(record.payload)
         entry.self_type = self_type(record.payload)
         entry.first_arg_type = first_arg_type(record.payload)
+        entry.hf_cache_class = hf_cache_class(record.payload)
 
 
 def _number(metrics: dict[str, Any], key: str) -> float | None:

@@ -66,3 +66,13 @@ def first_arg_type(text: str) -> str | None:
     """The class of ``args[0]`` of a frame that takes ``*args`` (None when not guarded)."""
     match = _FIRST_ARG_TYPE.search(text)
     return match.group(1) if match else None
+
+
+_HF_CACHE_TYPE = lazy_compile(r"type=<class 'transformers\.cache_utils\.(\w*Cache)'>")
+
+
+def hf_cache_class(text: str) -> str | None:
+    """The transformers KV-cache class a variant's guards type (``StaticCache``,
+    ``DynamicCache``): evidence of the cache kind ``generate()`` runs with."""
+    match = _HF_CACHE_TYPE.search(text)
+    return match.group(1) if match else None

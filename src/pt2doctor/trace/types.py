@@ -142,6 +142,7 @@ class CompileRecord:
         "guards",
         "has_guarded_code",
         "has_metrics",
+        "hf_cache_class",
         "line",
         "raised_in",
         "rank",
@@ -272,6 +273,8 @@ class CompileRecord:
         self.raised_in = raised_in
         self.has_metrics = has_metrics
         self.built = None
+        self.hf_cache_class: str | None = None
+        """The transformers KV-cache class the guards type (``StaticCache``), if any."""
         self.specialization_stacks: dict[str, list[SourceLine]] = {}
         """Each specialized source (``L['ids'].size()[1]``) -> the user stack where the shape
         env specialized it (``symbolic_shape_specialization``'s ``user_stack``, innermost last):

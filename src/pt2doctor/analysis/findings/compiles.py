@@ -91,7 +91,10 @@ def _recompile_title(frame: FrameEntry, explanation: FrameExplanation) -> str:
     if frame.refused is not None:
         count += " + 1 refused"
     bounded = explanation.outlook.bounded
-    if bounded is True and hf_generate_pattern(explanation):  # by design, yet fewer exist
+    static = "Static" in (explanation.hf_cache_class or "")
+    if bounded is True and hf_generate_pattern(explanation) and static:
+        state = f"{frame.variants} variants by design (Hugging Face generate(), static cache)"
+    elif bounded is True and hf_generate_pattern(explanation):  # by design, yet fewer exist
         state = f"{frame.variants} variants by design (Hugging Face generate()); a static cache compiles fewer"
     elif bounded is True:
         state = f"{frame.variants} variants by design; pre-warm them"

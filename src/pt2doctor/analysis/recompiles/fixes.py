@@ -99,6 +99,13 @@ HF_GENERATE_FIX = (
     "and recompiles); or mark the prompt length and the cache length dynamic before the first "
     "call."
 )
+HF_STATIC_GENERATE = (
+    "This is Hugging Face generate() with a static KV cache ({cache}, as its guards show): the "
+    "prefill (the whole prompt) and the decode step (one token) are the two variants it "
+    "needs, by design, and the cache length does not change between steps. Nothing to fix: "
+    "generate once before timing or serving to pay both compiles. A prompt of another length "
+    "compiles the prefill again: pad prompts to one length to keep two variants."
+)
 HF_ENCODER_DECODER_FIX = (
     "This is Hugging Face generate() on an encoder-decoder model: the first decoder step "
     "(empty self-attention cache) and the later steps (filled cache) are separate variants, "
@@ -322,6 +329,10 @@ def recompile_fixes(explanation: FrameExplanation) -> list[str]:
     """The fixes for one frame, most specific first; Dynamo's own hints last, verbatim."""
     generate = hf_generate_pattern(explanation)
     fixes = [_HF_FIXES[generate]] if generate else []
+    static = explanation.hf_cache_class if explanation.hf_cache_class and "Static" in (
+        explanation.hf_cache_class) else None  # fmt: skip
+    if generate == "decoder" and static:
+        fixes = [HF_STATIC_GENERATE.format(cache=static)]
     outlook = explanation.outlook
     fix: str | None
     for row in outlook.varying:

@@ -116,6 +116,9 @@ class FrameExplanation:
     outlook: Outlook
     after_warmup: list[str] = field(default_factory=list)
     """Compile ids that happened after warmup (runs only)."""
+    hf_cache_class: str | None = None
+    """The transformers KV-cache class the frame's guards type (``StaticCache``): the cache
+    kind, by evidence."""
     compile_call: dict[str, Any] | None = None
     """The ``torch.compile`` call this frame came from, with its ``settings`` (``dynamic``,
     ``mode`` ...) and line, when a run recorded it (attach_compile_calls)."""
@@ -357,7 +360,16 @@ def explain_frame(
         if produced_code(entry.record)
     ]
     look = outlook(frame, explained, recompile_limit_of(frame, environment))
-    return FrameExplanation(kept, refused_item, rows, look, after_warmup)
+    cache_class = next(
+        (e.record.hf_cache_class for e in frame.compiles if e.record.hf_cache_class), None
+    )
+    if look.bounded is None and cache_class and "Static" in cache_class and frame.variants <= 2:
+        reason = (
+            f"generate() with a static KV cache ({cache_class}): the prefill and the decode "
+            "step, its two variants by design"
+        )
+        look = Outlook(True, reason, look.varying, None, look.recompile_limit)
+    return FrameExplanation(kept, refused_item, rows, look, after_warmup, cache_class)
 
 
 def explain_frames(
