@@ -201,6 +201,27 @@ def test_generate_with_a_static_cache_is_told_it_already_has_one(doctor_run: Any
     assert finding["severity"] == "info" and "a static cache compiles fewer" not in finding["title"]
 
 
+def test_dynamic_padding_marks_every_tensor_that_shares_the_length(
+    doctor_run: Any, run_env: dict[str, str]
+) -> None:
+    """BERT classification over batches padded to their longest sequence, called
+    ``model(**batch)``: input_ids and attention_mask share the length. One fix names both, as
+    the tensors the user passes; applied, one graph; marking input_ids alone, which it says
+    does not do, leaves the recompile."""
+    pytest.importorskip("transformers")
+    program = REAL / "bert_dynamic_padding.py"
+    report = _report(doctor_run("real_bert_padding", (), "../real/bert_dynamic_padding"))
+    fixes = [f for f in _fixes(report) if "maybe_mark_dynamic" in f]
+    assert len(fixes) == 1  # one fix for the shared size, not one sentence per tensor
+    (fix,) = fixes
+    assert "torch._dynamo.maybe_mark_dynamic(batch['input_ids'], 1) and " \
+        "torch._dynamo.maybe_mark_dynamic(batch['attention_mask'], 1)" in fix  # fmt: skip
+    assert "one left static pins it" in fix
+    assert _graphs(program, env=run_env)[0] == 2
+    assert _graphs(program, "--mark", env=run_env)[0] == 1  # the fix, applied
+    assert _graphs(program, "--mark-ids", env=run_env)[0] == 2  # one left static pins it
+
+
 CORPUS = {
     "real_rotary": ("../real/rotary_lm",),
     "real_bert_static": ("../real/bert_dynamic_false",),
@@ -208,6 +229,7 @@ CORPUS = {
     "real_opt_sched": ("../real/optimizer_scheduler",),
     "real_partial_batch": ("../real/partial_batch",),
     "real_generate_static": ("../real/llama_generate_static",),
+    "real_bert_padding": ("../real/bert_dynamic_padding",),
 }
 _LIBRARY_LINE = re.compile(r"at (\S*(?:site-packages|/torch/|transformers/|nn/modules/)\S*):\d+")
 
@@ -217,7 +239,7 @@ def test_no_fix_asks_the_user_to_edit_a_library(doctor_run: Any, key: str) -> No
     """Every fix and advice the corpus produces: none tells the user to rewrite or edit a line
     of torch or a dependency (a library line may be named as where a break or guard is, with
     the user's way out, never as the line to change)."""
-    if key in ("real_bert_static", "real_regional", "real_generate_static"):
+    if key in ("real_bert_static", "real_regional", "real_generate_static", "real_bert_padding"):
         pytest.importorskip("transformers")
     report = _report(doctor_run(key, (), *CORPUS[key]))
     texts = _fixes(report) + [f["advice"] for f in report["findings"]]

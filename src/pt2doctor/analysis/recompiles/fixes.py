@@ -120,17 +120,39 @@ HF_ENCODER_DECODER_FIX = (
 _HF_FIXES = {"decoder": HF_GENERATE_FIX, "encoder_decoder": HF_ENCODER_DECODER_FIX}
 
 
-def _dynamic_size_fix(row: Varying) -> str | None:
-    parts = tensor_and_dim(row.source)
-    if parts is None or not _PLAIN_TENSOR.fullmatch(parts[0]):
-        return None
-    name, dim = argument_of(parts[0]), parts[1]
+def _dynamic_size_fix(rows: list[Varying]) -> str | None:
+    """One mark fix for every input dim that took the same sizes (they share one symbol: marking
+    one alone changes nothing while another pins it). Only inputs the user passes: a tensor
+    made inside the model cannot be marked, and ``kwargs['x']`` is the tensor passed as x=."""
+    marks = []
+    for row in rows:
+        parts = tensor_and_dim(row.source)
+        if parts is None or not _PLAIN_TENSOR.fullmatch(parts[0]):
+            return None
+        keyword = parts[0].startswith("kwargs")
+        name = argument_of(parts[0])
+        marks.append((f"batch['{name}']" if keyword else name, parts[1], keyword, name))
+    sources = ", ".join(row.source for row in rows)
+    calls = " and ".join(f"torch._dynamo.maybe_mark_dynamic({t}, {dim})" for t, dim, _, _ in marks)
+    keywords = [name for _, _, keyword, name in marks if keyword]
+    what = (
+        f"every tensor you pass as {' and '.join(f'{k}=' for k in keywords)} before the first "
+        f"call: {calls} (for model(**batch))"
+        if keywords
+        else f"the input before the first call: {calls}"
+    )
+    shared = (
+        " They took the same sizes and share one dynamic size: mark all of them (one left static "
+        "pins it)."
+        if len(marks) > 1
+        else ""
+    )
     return (
-        f"{row.source} became dynamic after one static recompile (automatic dynamic shapes). "
-        f"To compile it dynamic from the first call, call "
-        f"torch._dynamo.maybe_mark_dynamic({name}, {dim}) on the input before it (the safe "
-        "form: mark_dynamic raises ConstraintViolationError when the code specializes that "
-        "dim); sizes 0 and 1, and sizes outside min/max, still recompile."
+        f"{sources} became dynamic after one static recompile (automatic dynamic shapes). To "
+        f"compile {'them' if len(marks) > 1 else 'it'} dynamic from the first call, mark "
+        f"{what}.{shared} maybe_mark_dynamic is the safe form (mark_dynamic raises "
+        "ConstraintViolationError when the code specializes that dim); sizes 0 and 1, and sizes "
+        "outside min/max, still recompile."
     )
 
 
@@ -340,7 +362,10 @@ def recompile_fixes(explanation: FrameExplanation) -> list[str]:
         if row.instances:
             fix = _per_instance_fix(row, explanation)
         elif row.dynamic and row.kind == "size":
-            fix = None if fixes else _dynamic_size_fix(row)
+            # The inputs that took the same sizes share this one fix (and symbol).
+            same = [r for r in outlook.varying if r.dynamic and r.kind == "size"
+                    and r.values == row.values]  # fmt: skip
+            fix = None if fixes or same[0] is not row else _dynamic_size_fix(same)
         elif not row.dynamic and row.kind not in FLAG_KINDS and row.changes >= 2:
             fix = _unbounded_fix(row, change, explanation.compile_call)
         else:
