@@ -100,3 +100,41 @@ def test_a_custom_op_defined_in_the_script_is_copied_and_its_fake_is_the_cause(
     (copy / "program_defs.py").write_text(defs.replace(wrong, "return x.new_empty(x.shape[:-1])"))
     fixed = _run(copy, run_env)
     assert fixed.returncode == 0 and "not reproduced" in fixed.stdout, fixed.stderr[-2000:]
+
+
+def test_wrong_numbers_from_a_pass_in_the_script_get_a_comparing_repro(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """Wrong numbers, no crash, in script mode with an accuracy check: the Inductor rung run
+    again without the program's hooks passes, so the pass is the cause; the repro compares
+    the compiled graph with the same graph run eagerly, and fails alone in an empty folder;
+    with the pass fixed in program_defs.py it does not."""
+    program = FAILURES / "inline_wrong_pass.py"
+    saved = tmp_path / "saved"
+    check = f"{sys.executable} {FAILURES / 'check_saved.py'} {saved}"
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "pt2doctor", "ablate", "--out", str(out), "--accuracy-check",
+               check, "--", sys.executable, str(program), str(saved)]  # fmt: skip
+    done = subprocess.run(command, cwd=FAILURES, env=run_env, capture_output=True, text=True,
+                          timeout=TIMEOUT_S, check=False)  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    assert [r["status"] for r in report["ladder"]] == ["ok", "ok", "ok", "diverged"]
+    (toggle,) = report["toggles"]
+    assert (toggle["name"], toggle["status"]) == ("without user hooks", "ok")
+    verdict = report["conclusion"]
+    assert (verdict["category"], verdict["user_side"]["kind"]) == ("user_side", "user_pass")
+    assert verdict["user_side"]["function"] == "relu_to_identity"
+    verified = report["repro"]["verified"]
+    assert verified["reproduces"] is True and verified["expected"] == "diverged from eager"
+    copy = _handed_over(report, tmp_path)
+    failed = _run(copy, run_env)
+    assert failed.returncode == 1 and "REPRODUCED: output differs from eager" in failed.stdout
+    defs = (copy / "program_defs.py").read_text()
+    wrong = (
+        "node.replace_all_uses_with(node.args[0])  # MARK:wrong\n            graph.erase_node(node)"
+    )
+    assert wrong in defs
+    (copy / "program_defs.py").write_text(defs.replace(wrong, "pass"))  # the user's fix
+    fixed = _run(copy, run_env)
+    assert fixed.returncode == 0 and "not reproduced" in fixed.stdout, fixed.stderr[-2000:]

@@ -19,6 +19,7 @@ from pt2doctor.ablate.classify import conclusion, first_failure, layer_of
 from pt2doctor.ablate.driver import ladder, verify_repro
 from pt2doctor.ablate.script_opcheck import OPCHECK_BACKEND_ENV, PLUGIN, custom_op_runs
 from pt2doctor.ablate.script_repro import write_script_repro
+from pt2doctor.ablate.script_toggles import PLUGIN as NO_HOOKS_PLUGIN
 from pt2doctor.analysis.userside.causes import custom_ops_named
 from pt2doctor.capture.child import PLUGIN_ENV
 from pt2doctor.capture.runner import RunOptions, child_env
@@ -65,12 +66,21 @@ def _run(argv: list[str], env: dict[str, str], run_dir: Path, timeout: float, na
 
 
 def script_rung(
-    command: list[str], backend: str, run_dir: Path, timeout: float, check: str | None
+    command: list[str],
+    backend: str,
+    run_dir: Path,
+    timeout: float,
+    check: str | None,
+    extra_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Run ``command`` with ``backend`` forced: ok, crash (non-zero exit) or diverged."""
+    """Run ``command`` with ``backend`` forced: ok, crash (non-zero exit) or diverged.
+    ``extra_env``: a child plugin that forces its own backend (then ``backend`` is only what
+    the accuracy check is told)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "trace").mkdir(exist_ok=True)
-    env = {**child_env(RunOptions(command, run_dir, backend=backend)), BACKEND_VAR: backend}
+    forced = None if extra_env else backend
+    env = {**child_env(RunOptions(command, run_dir, backend=forced)), BACKEND_VAR: backend,
+           **(extra_env or {})}  # fmt: skip
     code = _run(command, env, run_dir, timeout, "program")
     if code != 0:
         probes = _probes(run_dir)
@@ -94,7 +104,9 @@ def script_rung(
             shlex.split(check), {**plain, BACKEND_VAR: backend}, run_dir, timeout, "check"
         )
         if verdict != 0:
-            return {"status": "diverged", "exit_code": 0, "error": f"accuracy check exit {verdict}"}
+            hooks = list(_probes(run_dir).environment.get("compiler_hooks") or [])
+            return {"status": "diverged", "exit_code": 0, "error": f"accuracy check exit {verdict}",
+                    "hooks": hooks}  # fmt: skip
     return {"status": "ok", "exit_code": 0}
 
 
@@ -127,7 +139,8 @@ def ablate_script(
     failing = first_failure(rungs)
     if failing is not None:
         pieces["custom_ops"] = _custom_ops(command, failing, out, timeout, progress)
-    if failing is not None and failing["status"] == "crash":
+        pieces["toggles"] = _without_hooks(command, failing, out, timeout, check, progress)
+    if failing is not None and failing["status"] in ("crash", "diverged"):
         pieces["hooks"] = failing.get("hooks") or []
         if repro:
             pieces["repro"] = _script_repro(command, failing, out, timeout, verify, progress)
@@ -167,6 +180,26 @@ def _custom_ops(
     return found
 
 
+def _without_hooks(
+    command: list[str],
+    failing: dict[str, Any],
+    out: Path,
+    timeout: float,
+    check: str | None,
+    progress: Callable[[str], None] | None,
+) -> list[dict[str, Any]]:
+    """The failing Inductor rung once more with the program's pass hooks off (the toggle
+    case mode runs): [] when the program set none, or the rung is not Inductor's."""
+    if not failing.get("hooks") or failing["backend"] != "inductor":
+        return []
+    if progress:
+        progress("inductor without your compiler hooks")
+    run_dir = out / "toggles" / "no-user-hooks"
+    outcome = script_rung(command, "inductor", run_dir, timeout, check,
+                          extra_env={PLUGIN_ENV: NO_HOOKS_PLUGIN})  # fmt: skip
+    return [{"name": "without user hooks", "backend": "inductor", **outcome}]
+
+
 def _custom_ops_in_trace(trace: Path) -> list[str]:
     """The custom ops (``ns.op``, torch's namespaces left out) the rung's graphs name."""
     text = "".join(
@@ -186,7 +219,8 @@ def _script_repro(
     """The repro from the failing rung's runnable graph, run once to confirm it fails."""
     sentence = conclusion([failing], None, None)["sentence"]
     trace = out / "rungs" / failing["backend"] / "trace"
-    repro = write_script_repro(out / "repro", trace, command, failing.get("hooks") or [], sentence)
+    repro = write_script_repro(out / "repro", trace, command, failing.get("hooks") or [], sentence,
+                               accuracy=failing["status"] == "diverged")  # fmt: skip
     if repro["written"] and verify:
         if progress:
             progress("running the repro")

@@ -35,6 +35,9 @@ if __name__ == '__main__':
         with torch.no_grad():
             {call}
     except Exception as error:
+        if type(error).__name__ == "AccuracyError":  # run_repro(accuracy=True) compared them
+            print(f"REPRODUCED: output differs from eager: {{error}}")
+            sys.exit(1)
         for _ in range(10):  # the error the others wrap (InductorError wraps the pass's own)
             inner = getattr(error, "inner_exception", None)
             inner = inner if isinstance(inner, BaseException) else error.__cause__
@@ -160,9 +163,17 @@ def _program_defs(
 
 
 def write_script_repro(
-    out: Path, trace_dir: Path, command: list[str], hooks: list[dict[str, Any]], sentence: str
+    out: Path,
+    trace_dir: Path,
+    command: list[str],
+    hooks: list[dict[str, Any]],
+    sentence: str,
+    accuracy: bool = False,
 ) -> dict[str, Any]:
-    """Write ``out/repro.py`` from the rung's runnable graph; what the report says about it."""
+    """Write ``out/repro.py`` from the rung's runnable graph; what the report says about it.
+    ``accuracy``: the failure is wrong numbers, so the repro compares the compiled graph with
+    the graph run eagerly (torch's run_repro(accuracy=True), as TORCHDYNAMO_REPRO_LEVEL=4
+    does) and fails when they differ; the graph is the last one Inductor compiled."""
     found = last_runnable(trace_dir)
     if found is None:
         return {
@@ -177,7 +188,8 @@ def write_script_repro(
     body = _ENV_LINE.sub(lambda m: f"# (pt2doctor: {m[1]} left to the environment)", graph)
     call = _RUN_CALL.search(body)
     if call is not None:
-        body = body[: body.index("if __name__ == '__main__':")] + MAIN.format(call=call[1])
+        run = call[1].replace("accuracy=False", "accuracy=True") if accuracy else call[1]
+        body = body[: body.index("if __name__ == '__main__':")] + MAIN.format(call=run)
     standalone = "" if not missing else "NOT STANDALONE: " + "; ".join(missing) + "\n"
     shown = " ".join(Path(arg).name if "/" in arg else arg for arg in command)  # no local paths
     head = HEADER.format(
