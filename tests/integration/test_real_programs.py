@@ -116,6 +116,8 @@ def test_regional_compilation_layer_index_is_a_per_instance_constant_not_a_count
                           f"{marker_in(program, 'compile')})")  # fmt: skip
     assert "Raise torch._dynamo.config.recompile_limit" in fix
     assert not any("allow_unspec_int_on_nn_module" in f for f in fixes)
+    (title,) = [f["title"] for f in report["findings"] if f["code"] == "recompiles"]
+    assert title.endswith("8 variants, one per instance of the 10 modules compiled one by one")
     (limit,) = [f for f in report["findings"] if f["code"] == "recompile_limit_hit"]
     assert "raising the limit to cover them is the fix here" in limit["advice"]
     assert frame["variants"] == 8  # the limit stops at 8; two layers run eagerly
@@ -176,6 +178,8 @@ def test_a_partial_last_batch_is_named_and_drop_last_removes_its_recompile(
     (fix,) = [f for f in frame["fixes"] if "partial last batch" in f]
     assert fix.startswith("args[0].shape[0] went from 16 to 8 once, after 12 calls at 16")
     assert "drop_last=True" in fix
+    (title,) = [f["title"] for f in report["findings"] if f["code"] == "recompiles"]
+    assert title.endswith("2 variants: a smaller last batch")
     assert frame["variants_table"][0]["calls"] == 200 // 16  # 12 full batches before the 8
     assert frame["variants"] == 2
     assert _graphs(program, "--drop-last", env=run_env)[0] == 1  # the fix, applied

@@ -16,7 +16,11 @@ from pt2doctor.analysis.breaks.advice import (
     SKIPPED_FRAME_ADVICE,
 )
 from pt2doctor.analysis.breaks.sites import GraphBreakSite
-from pt2doctor.analysis.recompiles.fixes import hf_generate_pattern, recompile_fixes
+from pt2doctor.analysis.recompiles.fixes import (
+    hf_generate_pattern,
+    partial_batch_fix,
+    recompile_fixes,
+)
 from pt2doctor.analysis.recompiles.frame_names import display_name
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FailureEntry, FrameEntry, Ledger
 from pt2doctor.analysis.recompiles.outlook import (
@@ -96,6 +100,13 @@ def _recompile_title(frame: FrameEntry, explanation: FrameExplanation) -> str:
         state = f"{frame.variants} variants by design (Hugging Face generate(), static cache)"
     elif bounded is True and hf_generate_pattern(explanation):  # by design, yet fewer exist
         state = f"{frame.variants} variants by design (Hugging Face generate()); a static cache compiles fewer"
+    elif bounded is True and (instances := [v for v in explanation.outlook.varying if v.instances]):
+        state = (
+            f"{frame.variants} variants, one per instance of the "
+            f"{instances[0].instances} modules compiled one by one"
+        )
+    elif bounded is True and partial_batch_fix(explanation):
+        state = f"{frame.variants} variants: a smaller last batch"
     elif bounded is True:
         state = f"{frame.variants} variants by design; pre-warm them"
     elif bounded is False:

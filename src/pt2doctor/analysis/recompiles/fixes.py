@@ -220,7 +220,7 @@ PARTIAL_BATCH_CALLS = 3
 """Calls at the full batch size before the smaller one, for it to read as a last batch."""
 
 
-def _partial_batch_fix(explanation: FrameExplanation) -> str | None:
+def partial_batch_fix(explanation: FrameExplanation) -> str | None:
     """One change of a batch dim to a smaller size after many calls at the first: the
     pattern of a partial last batch (200 samples in batches of 16 end with one of 8)."""
     varying = explanation.outlook.varying
@@ -380,7 +380,7 @@ def recompile_fixes(explanation: FrameExplanation) -> list[str]:
         went_dynamic = sum(1 for row in outlook.varying if row.dynamic)
         fixes.append(_flags_fix(flags, len(explanation.variants), went_dynamic))
     dynamic = [row.source for row in outlook.varying if row.dynamic]
-    partial = _partial_batch_fix(explanation)
+    partial = partial_batch_fix(explanation)
     if partial and not fixes:
         fixes.append(partial)
     if outlook.bounded and not fixes and dynamic:
