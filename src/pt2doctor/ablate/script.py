@@ -163,17 +163,11 @@ def _custom_ops(
     if progress:
         progress(f"custom ops: opcheck {', '.join(names)}")
     run_dir = out / "custom_ops"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "trace").mkdir(exist_ok=True)
-    env = {
-        **child_env(RunOptions(command, run_dir)),
-        PLUGIN_ENV: PLUGIN,
-        OPCHECK_BACKEND_ENV: failing["backend"],
-        BACKEND_VAR: "eager",
-    }
-    code = _run(command, env, run_dir, timeout, "program")
+    plugin = {PLUGIN_ENV: PLUGIN, OPCHECK_BACKEND_ENV: failing["backend"]}
+    outcome = script_rung(command, "eager", run_dir, timeout, None, extra_env=plugin)
     found = custom_op_runs(run_dir)
     if found is None:
+        code = outcome["exit_code"]
         why = "timed out" if code is None else f"exit {code}"
         return [{"op": n, "checks": [], "passed": None, "error": f"the opcheck run ended "
                  f"before checking it ({why})"} for n in names]  # fmt: skip

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pt2doctor.report.format import compile_names, cut
+from pt2doctor.report.format import compile_names, cut, file_name
 from pt2doctor.report.sections import Section
 
 Report = Mapping[str, Any]
@@ -22,10 +22,6 @@ MAX_KERNELS = 300
 
 def _line_key(line: Mapping[str, Any]) -> tuple[str, int]:
     return (str(line["file"]), int(line["line"]))
-
-
-def _short(path: str) -> str:
-    return path.rsplit("/", 1)[-1]
 
 
 def _graph(index: int, entry: Mapping[str, Any], name: str | None) -> dict[str, Any]:
@@ -43,7 +39,7 @@ def _graph(index: int, entry: Mapping[str, Any], name: str | None) -> dict[str, 
             if key not in lines:
                 lines[key] = {
                     "anchor": f"{prefix}-l{len(lines)}",
-                    "where": f"{_short(key[0])}:{key[1]}",
+                    "where": f"{file_name(key[0])}:{key[1]}",
                     "path": key[0],
                     "number": key[1],
                     "code": cut(user_line["code"], 160),
@@ -93,7 +89,7 @@ def _graph(index: int, entry: Mapping[str, Any], name: str | None) -> dict[str, 
 
 def _side(side: Mapping[str, Any]) -> str:
     line = side.get("line")
-    where = f" ({_short(line['file'])}:{line['line']})" if line else ""
+    where = f" ({file_name(line['file'])}:{line['line']})" if line else ""
     return f"{side.get('kernel') or side['name']}{where}"
 
 

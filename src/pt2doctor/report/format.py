@@ -52,6 +52,11 @@ def warm_start_estimate(cold_start: Mapping[str, Any]) -> float | None:
     return None
 
 
+def file_name(path: str) -> str:
+    """The last part of a path (``run_built.py``), as the built tables show a user line."""
+    return path.rsplit("/", 1)[-1]
+
+
 def source_where(item: Mapping[str, Any] | None) -> str:
     """``file:line function`` of a source location (a site, a frame, a guard's source), or ''.
     An installed package's file reads from the package (``torch/nn/modules/module.py``)."""

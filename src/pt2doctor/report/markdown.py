@@ -17,6 +17,7 @@ from pt2doctor.analysis.coldstart.explain import PHASE_LABELS, phases_in_order
 from pt2doctor.report.format import (
     built_line,
     compile_names,
+    file_name,
     hot_break,
     source_where,
     warm_start_estimate,
@@ -253,7 +254,7 @@ def _built(report: Report) -> list[str]:
             [
                 md_code(k["name"]),
                 k["kind"],
-                md_text(", ".join(f"{_short(u['file'])}:{u['line']}" for u in k["user_lines"])),
+                md_text(", ".join(f"{file_name(u['file'])}:{u['line']}" for u in k["user_lines"])),
             ]
             for k in entry["kernels"][:MD_KERNELS]
         ]
@@ -273,10 +274,6 @@ def _built(report: Report) -> list[str]:
     if len(entries) > MD_GRAPHS:
         lines += [f"{len(entries) - MD_GRAPHS} more compiled graphs in report.json", ""]
     return lines
-
-
-def _short(path: str) -> str:
-    return path.rsplit("/", 1)[-1]
 
 
 def render_markdown(report: Report) -> str:

@@ -187,12 +187,7 @@ def _on_dynamo_start(col: _Collector, record: TraceRecord) -> None:
         entry.line = _integer(last.get("line"))
         caller = _caller(stack)
         if caller is not None:
-            entry.caller = SourceLine(
-                _text(caller.get("filename")),
-                _integer(caller.get("line")),
-                _text(caller.get("name")),
-                _text(caller.get("loc")),
-            )
+            entry.caller = _frame_line(caller)
 
 
 def _on_output_graph(col: _Collector, record: TraceRecord) -> None:
@@ -437,12 +432,17 @@ def _user_stack(frames: Any) -> list[SourceLine]:
     10 frames."""
     if not isinstance(frames, list):
         return []
-    return [
-        SourceLine(_text(f.get("filename")), _integer(f.get("line")), _text(f.get("name")),
-                   _text(f.get("loc")))
-        for f in frames[-10:]
-        if isinstance(f, dict)
-    ]  # fmt: skip
+    return [_frame_line(f) for f in frames[-10:] if isinstance(f, dict)]
+
+
+def _frame_line(frame: dict[str, Any]) -> SourceLine:
+    """One logged stack frame (``{filename, line, name, loc}``) as a SourceLine."""
+    return SourceLine(
+        _text(frame.get("filename")),
+        _integer(frame.get("line")),
+        _text(frame.get("name")),
+        _text(frame.get("loc")),
+    )
 
 
 def _on_chromium_event(col: _Collector, record: TraceRecord) -> None:

@@ -18,12 +18,11 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from pt2doctor.analysis.built.kernels import UserLine
+from pt2doctor.analysis.built.kernels import UserLine, kernel_name
 from pt2doctor.trace.fusion_log import FusionNode, Scheduling
 from pt2doctor.trace.types import Built, InductorGraph
 
 _MEMBER = re.compile(r"(?:op|buf)\d+")
-_HANDLE = re.compile(r":\d+$")
 MAX_REFUSALS = 200
 """Per compile, the refused pairs listed (the rest are counted)."""
 CPP_SILENT = (
@@ -105,7 +104,7 @@ def _side(
     best = max(overlap, key=lambda key: overlap[key], default=None)
     if best is None or not overlap[best]:
         return None, line
-    return _HANDLE.sub("", best), line
+    return kernel_name(best), line
 
 
 def _scheduling_refusals(scheduling: Scheduling, graph: InductorGraph | None) -> list[Refusal]:

@@ -13,21 +13,19 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping
-from pathlib import PurePath
 from typing import Any
 
 from pt2doctor.analysis.coldstart.cache_diff import graphs_by_place
-from pt2doctor.analysis.diff.reports import Change
+from pt2doctor.analysis.diff.reports import (
+    Change,
+    _name,  # the file-name key every diff matches by
+)
 
 Report = Mapping[str, Any]
 _ORDER = re.compile(r"_\d+$")
 _GRAPH_OF = re.compile(r"^graph (\S+):")
 # Lines, kernels and fusions named in one change's detail (the reports have them all).
 MAX_NAMED = 4
-
-
-def _name(path: str | None) -> str:
-    return PurePath(path or "").name
 
 
 def _where(line: Mapping[str, Any] | None) -> str:

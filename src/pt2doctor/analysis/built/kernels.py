@@ -66,9 +66,14 @@ def _unique(lines: list[GraphLine] | list[tuple[str, int, str, str]]) -> tuple[U
     return tuple(seen.values())
 
 
-def _provenance_kernel(built: Built, graph: InductorGraph, key: str, nodes: list[str]) -> Kernel:
+def kernel_name(key: str) -> str:
+    """A provenance key's kernel name: ``cpp_fused_gelu_1:3`` -> ``cpp_fused_gelu_1``."""
     match = _HANDLE.match(key)
-    name = match["name"] if match else key
+    return match["name"] if match else key
+
+
+def _provenance_kernel(built: Built, graph: InductorGraph, key: str, nodes: list[str]) -> Kernel:
+    name = kernel_name(key)
     lines = _unique(graph.kernel_frames.get(key) or graph.kernel_frames.get(name) or [])
     if not lines:
         pre = [n for node in nodes for n in graph.post_to_pre.get(node, ())]
