@@ -19,6 +19,7 @@ from pt2doctor import torchcompat
 from pt2doctor.capture.frames import caller_frame, user_frames
 from pt2doctor.capture.fusion import FUSION_ENV, FusionLogKeeper
 from pt2doctor.capture.probes import ProbeRecorder, flush_periodically, install_torch_probes
+from pt2doctor.capture.profile import window_from_env
 from pt2doctor.rundir import FUSION_LOG
 
 RUN_DIR_ENV = "PT2DOCTOR_RUN_DIR"
@@ -108,12 +109,20 @@ def start() -> ProbeRecorder | None:
         return None
     recorder = ProbeRecorder(Path(run_dir))
     recorder.event("start", pid=os.getpid(), wall_time=recorder.wall0)
+    recorder.window = window_from_env(
+        Path(run_dir),
+        lambda what, error: recorder.event(
+            "probe_error", what=what, error=f"{type(error).__name__}: {error}"
+        ),
+    )
     stop = flush_periodically(recorder)
     fault_path = Path(run_dir) / f"faulthandler.{os.getpid()}.log"
     fault_log = fault_path.open("w")
     faulthandler.enable(file=fault_log)
 
     def at_exit() -> None:
+        if recorder.window is not None:
+            recorder.window.guarded(lambda: recorder.window.close("exit"))
         stop()
         _drop_if_empty(fault_path)
         if "torch" in sys.modules:

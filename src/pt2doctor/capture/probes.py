@@ -60,6 +60,8 @@ class ProbeRecorder:
         self.pid = os.getpid()
         self.graph_exceptions = 0
         self.rank = _rank_from_env()
+        self.window: Any = None
+        """The profiled window (``run --profile``: capture/profile.py ProfileWindow)."""
         os.register_at_fork(after_in_child=self._after_fork)
 
     def _after_fork(self) -> None:
@@ -146,6 +148,9 @@ class ProbeRecorder:
         calls.setdefault(compile_id, 0)
         seconds.setdefault(compile_id, 0.0)
         recorder = self  # the lock is read per call: a forked child gets a fresh one
+        window = self.window
+        if window is not None:
+            window.compiled(compile_id)
 
         def counted_graph(*args: Any, **kwargs: Any) -> Any:
             start = clock()
@@ -159,6 +164,9 @@ class ProbeRecorder:
                 with recorder.lock:  # uncontended ~0.1 us; exact counts with threaded callers
                     calls[compile_id] += 1
                     seconds[compile_id] += elapsed
+                    count = calls[compile_id]
+                if window is not None:
+                    window.after(compile_id, count)
 
         # Keep calling-convention flags (_boxed_call), not Dynamo's disable() bookkeeping.
         counted_graph.__dict__.update(

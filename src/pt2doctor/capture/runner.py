@@ -26,6 +26,7 @@ import pt2doctor
 from pt2doctor.capture.child import BACKEND_ENV, RUN_DIR_ENV
 from pt2doctor.capture.fusion import FUSION_ENV
 from pt2doctor.capture.launch import Launch, launch_argv
+from pt2doctor.capture.profile import DEFAULT_SECONDS, DEFAULT_WARMUP, PROFILE_ENV
 from pt2doctor.errors import UsageError
 from pt2doctor.rundir.read import load_probes
 from pt2doctor.rundir.write import require_fresh_dir, write_manifest
@@ -51,12 +52,18 @@ class RunOptions:
     kernels: bool = False
     """Inductor's provenance tracking on (``--kernels``): every kernel mapped to user lines,
     and the fusion log kept (``fusion.log``)."""
+    profile_calls: int | None = None
+    """``--profile``: profile this many steady-state calls of the hot graph, with provenance
+    (kernels mapped to lines) and kernel profiling on; caches stay on unless ``kernels``."""
+    profile_seconds: float | None = None
 
 
 # torch._inductor.config.trace.provenance_tracking_level reads it (torch >= 2.8): the trace
 # then carries inductor_provenance_tracking_{node_mappings,kernel_stack_traces}.
 PROVENANCE_ENV = "INDUCTOR_PROVENANCE"
 FX_GRAPH_CACHE_ENV = "TORCHINDUCTOR_FX_GRAPH_CACHE"
+# torch._inductor.config.cpp.enable_kernel_profile: each C++ kernel records a profiler event.
+KERNEL_PROFILE_ENV = "TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE"
 AUTOGRAD_CACHE_ENV = "TORCHINDUCTOR_AUTOGRAD_CACHE"
 
 
@@ -70,6 +77,13 @@ def child_env(options: RunOptions) -> dict[str, str]:
     env["TORCH_TRACE"] = str((options.out / "trace").resolve())
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONFAULTHANDLER"] = "1"
+    if options.profile_calls is not None:
+        warmup = options.warmup_calls or DEFAULT_WARMUP
+        seconds = options.profile_seconds or DEFAULT_SECONDS
+        env[PROFILE_ENV] = f"{options.profile_calls},{warmup},{seconds}"
+        env[KERNEL_PROFILE_ENV] = "1"
+    if options.profile_calls is not None:
+        env[PROVENANCE_ENV] = "1"  # the profiled kernels' user lines
     if options.kernels:
         env[PROVENANCE_ENV] = "1"
         env[FUSION_ENV] = "1"
@@ -171,6 +185,7 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
         "warmup_calls": options.warmup_calls,
         "steady_after_s": options.steady_after,
         "kernels": options.kernels,
+        "profile_calls": options.profile_calls,
         "launcher": _launcher(argv, options.launch),
         "collective_timeout_s": options.collective_timeout,
         "host": {"python": platform.python_version(), "platform": platform.platform()},

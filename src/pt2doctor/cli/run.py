@@ -113,6 +113,26 @@ def _torchrun_option(name: str, help_text: str, kind: Any = str) -> Decorator:
     help="Map every Inductor kernel to your lines (INDUCTOR_PROVENANCE=1; compiles afresh) "
     "and keep the fusion log.",
 )
+@click.option(
+    "--profile",
+    "profile",
+    is_flag=True,
+    help="Profile steady-state calls of the hot compiled graph (torch profiler, kernels "
+    "mapped to your lines): where the compiled step's time goes. Chrome trace in "
+    "profile/trace.json. With --kernels every graph is compiled afresh.",
+)
+@click.option(
+    "--profile-calls",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="With --profile: calls of the hot graph the window holds.",
+)
+@click.option(
+    "--profile-seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    help="With --profile: close the window after S seconds (default 30).",
+)
 @click.option("--redact", is_flag=True, help="Reports without source lines, with relative paths.")
 @click.option(
     "--tlparse", "use_tlparse", is_flag=True, help="Also render tlparse's report; link to it."
@@ -130,6 +150,9 @@ def run_command(
     collective_timeout: float | None,
     fmt: str,
     kernels: bool,
+    profile: bool,
+    profile_calls: int,
+    profile_seconds: float | None,
     redact: bool,
     use_tlparse: bool,
     command: tuple[str, ...],
@@ -151,6 +174,8 @@ def run_command(
         launch=_launch(nproc, torchrun, torchrun_args),
         collective_timeout=collective_timeout,
         kernels=kernels,
+        profile_calls=profile_calls if profile else None,
+        profile_seconds=profile_seconds,
     )
     manifest = run_program(options)
     console = Console(highlight=False, stderr=True)

@@ -276,9 +276,53 @@ def _built(report: Report) -> list[str]:
     return lines
 
 
+def _time(report: Report) -> list[str]:
+    """Where the profiled time went: a bar per region, the top kernels, the time outside."""
+    from pt2doctor.report import profile_views as pv
+
+    profile = report.get("profile")
+    if not profile:
+        return []
+    if not profile.get("available"):
+        return ["## Where the time goes", "", f"No profile: {md_text(profile.get('error'))}", ""]
+    wall = profile["window"]["ms_per_call"]
+    lines = ["## Where the time goes", "", md_text(pv.summary_line(profile)) + ".", ""]
+    rows = [
+        [
+            md_text(pv.region_label(r)),
+            pv.ms(r["ms_per_call"]),
+            pv.pct(r["ms_per_call"], wall),
+            ", ".join(
+                f"{label} {pv.pct(r[field], r['ms_per_call'])}" for field, label, _ in pv.PARTS
+            ),
+        ]
+        for r in profile["regions"][: pv.TOP_REGIONS]
+    ]
+    lines += md_table(["region", "per call", "of the step", "split"], rows)
+    rows = [
+        [
+            md_code(k["name"]),
+            k["kind"],
+            pv.ms(k["ms_per_call"]),
+            pv.pct(k["ms_per_call"], wall),
+            md_text(pv.kernel_where(k)),
+        ]
+        for k in profile["kernels"][: pv.TOP_KERNELS]
+    ]
+    if rows:
+        lines += md_table(["kernel", "kind", "per call", "of the step", "user line"], rows)
+    rows = [
+        [md_text(where), pv.ms(value), pv.pct(value, wall)]
+        for where, value in pv.outside_rows(profile)
+    ]
+    lines += md_table(["outside the regions", "per call", "of the step"], rows)
+    lines += [f"Chrome trace: {md_code(profile.get('trace_file'))}", ""]
+    return lines
+
+
 def render_markdown(report: Report) -> str:
     """The whole Markdown document."""
     lines = [*_headline(report), *_cold_start(report), *_findings(report), *_breaks(report)]
-    lines += [*_frames(report), *_stories(report), *_built(report)]
+    lines += [*_frames(report), *_stories(report), *_time(report), *_built(report)]
     lines += [*_ranks(report), *_environment(report)]
     return "\n".join(lines).rstrip() + "\n"

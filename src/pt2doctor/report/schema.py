@@ -275,13 +275,16 @@ def _failure(failure: FailureEntry) -> Failure:
 
 
 def _finding(finding: Finding) -> types.Finding:
-    return {
+    row: types.Finding = {
         "severity": finding.severity,
         "code": finding.code,
         "title": finding.title,
         "advice": finding.advice,
         "evidence": finding.evidence,
     }
+    if finding.saves_ms is not None:
+        row["saves_ms"] = finding.saves_ms
+    return row
 
 
 def _summary(run: Run, ledger: Ledger, sites: list[GraphBreakSite]) -> Summary:
@@ -378,6 +381,14 @@ def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIME
         changed = _changes_by_compile(ledger, explanations)
         late = run_findings(ledger, run.manifest, run.probes, heat, changed)
         findings = sort_findings(findings + late + guard_overhead_findings(ledger, heat))
+    profiled: dict[str, Any] = {}
+    if run.profile is not None:
+        from pt2doctor.report.profile_schema import add_profile
+
+        timed = add_profile(profiled, run, ledger, sites)
+        if timed:
+            measured = {f.code for f in timed if f.code == "fallback_op"}
+            findings = sort_findings([f for f in findings if f.code not in measured] + timed)
     report: RunReport = {
         "schema_version": SCHEMA_VERSION,
         "kind": "run",
@@ -401,8 +412,24 @@ def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIME
         report["run"] = run_section(run.manifest, run.probes, heat)
     if ranks is not None:
         report["ranks"] = ranks_section(ranks, ledger, heat)
+    if "profile" in profiled:
+        report["profile"] = profiled["profile"]
+        for row, site in zip(report["graph_breaks"], sites, strict=True):
+            cost = _break_cost(profiled["profile"], site)
+            if cost is not None:
+                row["ms_per_call"] = cost
     add_cold_start(report, run, ledger, heat)
     return report
+
+
+def _break_cost(profile: Mapping[str, Any], site: GraphBreakSite) -> float | None:
+    """A break site's measured time per call of the hot loop (None: not in the window)."""
+    costs = [
+        item["ms_per_call"]
+        for item in profile.get("outside", [])
+        if item.get("compile_id") in site.compile_ids
+    ]
+    return round(sum(costs), 6) if costs else None
 
 
 def dumps_report(report: Mapping[str, Any]) -> bytes:

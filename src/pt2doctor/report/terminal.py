@@ -174,6 +174,44 @@ def _built(console: Console, report: RunReport) -> None:
         console.print(f"  … {len(lines) - TERM_GRAPHS} more in report.json")
 
 
+def _time(console: Console, report: RunReport) -> None:
+    """Where the profiled time went: a bar per region, the top kernels, the time outside."""
+    from pt2doctor.report import profile_views as pv
+
+    profile = report.get("profile")
+    if not profile:
+        return
+    if not profile.get("available"):
+        console.print(
+            f"[bold]where the time goes[/]: no profile ({escape(profile.get('error') or '')})"
+        )
+        return
+    wall = profile["window"]["ms_per_call"]
+    console.print(f"[bold]where the time goes[/]: {escape(pv.summary_line(profile))}")
+    table = _table(pv.LEGEND, {"region": 5, "per call": None, "step": None, "parts": None})
+    for region in profile["regions"][: pv.TOP_REGIONS]:
+        table.add_row(
+            escape(pv.region_label(region)),
+            pv.ms(region["ms_per_call"]),
+            pv.pct(region["ms_per_call"], wall),
+            pv.text_bar(region),
+        )
+    console.print(table)
+    kernels = _table("top kernels", {"kernel": 4, "per call": None, "step": None, "user line": 5})
+    for kernel in profile["kernels"][: pv.TOP_KERNELS]:
+        kernels.add_row(
+            escape(f"{kernel['name']} ({kernel['kind']})"),
+            pv.ms(kernel["ms_per_call"]),
+            pv.pct(kernel["ms_per_call"], wall),
+            escape(pv.kernel_where(kernel)),
+        )
+    if kernels.row_count:
+        console.print(kernels)
+    outside = "; ".join(f"{where} {pv.ms(value)}" for where, value in pv.outside_rows(profile))
+    console.print(f"  outside the regions: {escape(outside)}")
+    console.print(f"  [dim]Chrome trace: {escape(str(profile.get('trace_file')))}[/]")
+
+
 def render_terminal(report: RunReport, console: Console, cwd: str | None = None) -> None:
     """Print the summary: headline counts, findings by severity, then the two key tables.
     Paths read relative to ``cwd`` (default: the working directory) or to site-packages."""
@@ -203,6 +241,7 @@ def render_terminal(report: RunReport, console: Console, cwd: str | None = None)
         console.print(frames_table)
     for story in frame_stories(report):
         story_terminal(console, story, cwd)
+    _time(console, report)
     _built(console, report)
     if "ranks" in report:
         _ranks(console, report["ranks"])

@@ -77,7 +77,7 @@ class Summary(TypedDict):
     cache: dict[str, dict[str, int]]
 
 
-class Finding(TypedDict):
+class _FindingBase(TypedDict):
     severity: Severity
     code: str
     title: str
@@ -85,7 +85,17 @@ class Finding(TypedDict):
     evidence: list[Any]
 
 
-class GraphBreak(TypedDict):
+class Finding(_FindingBase, total=False):
+    saves_ms: float
+    """What the fix saves per call of the hot loop, as the profile measured it."""
+
+
+class _GraphBreakTime(TypedDict, total=False):
+    ms_per_call: float
+    """The break's measured cost per call of the hot loop (``run --profile`` only)."""
+
+
+class GraphBreak(_GraphBreakTime):
     """One row of ``graph_breaks[]``: a user site, deduplicated across compiles."""
 
     site: Source
@@ -367,6 +377,8 @@ class RunReport(_RunReportParts, total=False):
 
     kind: Literal["run"]
     run: dict[str, Any]
+    profile: dict[str, Any]
+    """Where the profiled window's time went (``run --profile``)."""
     ranks: Ranks
     redacted: bool
     cold_start: dict[str, Any]

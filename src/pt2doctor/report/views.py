@@ -262,6 +262,13 @@ def environment(report: Report) -> Section:
     return Section("environment", "Environment", "environment", data)
 
 
+def time_split(report: Report) -> Section | None:
+    """Where the profiled time went: report/profile_views.py."""
+    from pt2doctor.report.profile_views import profile_section
+
+    return profile_section(report)
+
+
 def built(report: Report) -> Section | None:
     """What each graph was built into: report/built_views.py."""
     from pt2doctor.report.built_views import built as built_section
@@ -283,6 +290,7 @@ SECTIONS: list[SectionBuilder] = [
     recompile_stories,
     compile_ledger,
     cold_start,
+    time_split,
     built,
     compile_timeline,
     variant_growth,

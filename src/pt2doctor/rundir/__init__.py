@@ -13,6 +13,8 @@ The layout (docs/report-schema.md says what each file holds)::
     counters/<pid>.json  each process's latest counters, replaced atomically
     fusion.log         Inductor's fusion log, bounded (``run --kernels``; capture/fusion.py);
                        fusion.rank<N>.log for each rank of a distributed run
+    profile/trace.json the profiled window's Chrome trace, profile/window.json what it held
+                       (``run --profile``; capture/profile.py)
     stdout.log, stderr.log, faulthandler.<pid>.log
     results.jsonl      what ``check`` streams (its run directory has no manifest)
 
@@ -47,6 +49,15 @@ CHECK_RESULTS = "results.jsonl"
 """What ``check`` writes in its run directory (here so ``report`` can tell one apart cheaply)."""
 FUSION_LOG = "fusion.log"
 """Inductor's fusion log in TORCH_LOGS format, as ``run --kernels`` keeps it."""
+PROFILE_DIR = "profile"
+"""``run --profile``: the profiled window (capture/profile.py)."""
+PROFILE_TRACE = "trace.json"
+"""The window's Chrome trace, under PROFILE_DIR (opens in Perfetto)."""
+PROFILE_WINDOW = "window.json"
+"""What the window held (hot compile id, calls, wall time, why it closed), under PROFILE_DIR."""
+PROFILE_START_MARK = "pt2doctor: window start"
+PROFILE_END_MARK = "pt2doctor: window end"
+"""Zero-length profiler events that bound the window in its trace."""
 COUNTERS_DIR = "counters"
 """Each process's latest counters (capture/probes.py): counters/<pid>.json."""
 
@@ -68,6 +79,11 @@ __all__ = [
     "FUSION_LOG",
     "MANIFEST",
     "PROBES_FILE",
+    "PROFILE_DIR",
+    "PROFILE_END_MARK",
+    "PROFILE_START_MARK",
+    "PROFILE_TRACE",
+    "PROFILE_WINDOW",
     "TRACE_DIR",
     "default_run_dir",
     "is_check_dir",

@@ -5,13 +5,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import orjson
+
 from pt2doctor.errors import UsageError
-from pt2doctor.rundir import FUSION_LOG, TRACE_DIR
+from pt2doctor.rundir import FUSION_LOG, PROFILE_DIR, PROFILE_TRACE, PROFILE_WINDOW, TRACE_DIR
 from pt2doctor.rundir.read import is_run_dir, load_manifest, load_probes
 from pt2doctor.trace import find_trace_logs
+from pt2doctor.trace.chrome import read_chrome_trace
 from pt2doctor.trace.collect import collect_run
 from pt2doctor.trace.fusion_log import Scheduling, parse_fusion_log
-from pt2doctor.trace.types import Run
+from pt2doctor.trace.types import ProfileCapture, Run
 
 
 def load_run(path: Path) -> Run:
@@ -27,7 +30,27 @@ def load_run(path: Path) -> Run:
     run.manifest = load_manifest(path)
     run.probes = load_probes(path)
     run.fusion = load_fusion_logs(path)
+    run.profile = load_profile(path)
     return run
+
+
+def load_profile(path: Path) -> ProfileCapture | None:
+    """The profiled window of a run directory (``run --profile``); None when it has none."""
+    folder = path / PROFILE_DIR
+    if not folder.is_dir():
+        return None
+    trace_path = folder / PROFILE_TRACE
+    try:
+        window = orjson.loads((folder / PROFILE_WINDOW).read_bytes())
+    except (OSError, orjson.JSONDecodeError) as error:
+        return ProfileCapture({}, None, str(trace_path), f"no window description: {error}")
+    if not isinstance(window, dict):
+        return ProfileCapture({}, None, str(trace_path), "window.json is not an object")
+    try:
+        trace = read_chrome_trace(trace_path)
+    except (OSError, ValueError) as error:
+        return ProfileCapture(window, None, str(trace_path), f"cannot read the trace: {error}")
+    return ProfileCapture(window, trace, str(trace_path))
 
 
 _RANK_LOG = re.compile(r"^fusion\.rank(\d+)\.log$")

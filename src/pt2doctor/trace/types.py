@@ -316,6 +316,21 @@ class Run:
     """What AOTInductor built (its wrapper code and provenance carry no compile id)."""
     fusion: dict[tuple[int | None, str], list[Scheduling]] | None = None
     """Inductor's fusion log (``run --kernels``) by (rank, compile id); None: none kept."""
+    profile: ProfileCapture | None = None
+    """The profiled window (``run --profile``); None: the run kept none."""
+
+
+@dataclass(slots=True)
+class ProfileCapture:
+    """What ``run --profile`` kept: the window's description and its Chrome trace."""
+
+    window: dict[str, Any]
+    """profile/window.json: hot_compile_id, calls, wall_s, closed_by, compiles_in_window."""
+    trace: Any
+    """The trace's events (trace/chrome.py ChromeTrace), None when it could not be read."""
+    path: str
+    error: str | None = None
+    """Why the trace could not be read, or why there is no window."""
 
 
 @dataclass(slots=True)

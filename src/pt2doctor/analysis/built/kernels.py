@@ -97,6 +97,13 @@ def _graph_kernels(built: Built, graph: InductorGraph) -> list[Kernel]:
     return [_code_kernel(built, graph, launch) for launch in launches]
 
 
+def graph_kernel_lists(built: Built | None) -> list[list[Kernel]]:
+    """Each Inductor graph's kernels (forward, then backward), in launch order."""
+    if built is None:
+        return []
+    return [_graph_kernels(built, graph) for graph in built.inductor_graphs]
+
+
 def kernel_map(built: Built | None) -> KernelMap | None:
     """The kernel map of one compile, its Inductor graphs (forward, backward) in order; None
     when the trace has no output code or provenance for it."""

@@ -1,0 +1,236 @@
+"""What the profile says to do: findings from the time split of ``profile_view``.
+
+Each finding states its measured share of the step and, where it can, what a fix saves
+(``Finding.saves_ms``, per call of the hot loop), which orders the findings of one severity.
+Thresholds are shares of the window's wall time: a part under MIN_SHARE is not worth a line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pt2doctor.analysis.findings.compiles import Finding
+from pt2doctor.analysis.time.profile import KernelTime, ProfileView, RegionTime
+
+MIN_SHARE = 0.05
+"""A part of the step under this share gets no finding."""
+OVERHEAD_SHARE = 0.5
+"""A region is overhead-bound when more than this share of its time is outside kernels."""
+LIBRARY_SHARE = 0.6
+"""Compiled time is library-bound when library kernels take more than this share of it."""
+EAGER_SHARE = 0.25
+"""Eager ATen ops outside every region above this share of the step: the model runs eagerly."""
+
+
+def _ms(value_us: float, view: ProfileView) -> str:
+    ms = view.per_call(value_us)
+    return f"{ms:.3f} ms" if ms < 1 else f"{ms:.1f} ms"
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.0f}%" if whole > 0 else "?"
+
+
+def _where(kernel: KernelTime) -> str:
+    if not kernel.user_lines:
+        return "its user line is not in the trace"
+    line = kernel.user_lines[0]
+    return f"{line.file}:{line.line}: {line.code}"
+
+
+def _region_name(region: RegionTime, names: Mapping[str, str]) -> str:
+    name = names.get(region.compile_id)
+    label = f"{region.compile_id} {name}" if name else region.compile_id
+    return f"{label} backward" if region.part == "backward" else label
+
+
+def profile_findings(
+    view: ProfileView, names: Mapping[str, str], skipped_frames: list[str], device: str
+) -> list[Finding]:
+    """``names``: compile id -> the frame's name; ``skipped_frames``: frames Dynamo ran
+    eagerly (where); ``device``: ``cuda`` or ``cpu`` (the fixes differ)."""
+    if view.wall_us <= 0 or view.calls <= 0:
+        return []
+    return [
+        *_autograd_in_inference(view),
+        *_overhead_bound(view, names, device),
+        *_library_bound(view, device),
+        *_fallback_ops(view),
+        *_graph_break_cost(view),
+        *_eager_only(view, skipped_frames),
+    ]
+
+
+def _autograd_in_inference(view: ProfileView) -> list[Finding]:
+    if view.forward_autograd_calls == 0 or view.backward_calls > 0:
+        return []
+    calls = view.forward_autograd_calls
+    return [
+        Finding(
+            "warning",
+            "autograd_in_inference",
+            f"The compiled graphs ran {calls} times through the autograd function "
+            "(CompiledFunction) and no backward ran: the loop runs inference with grad enabled",
+            "Run the loop under `with torch.inference_mode():` (or `torch.no_grad()`). Then "
+            "Inductor compiles an inference graph: no autograd wrapper per call, and no "
+            "buffers saved for a backward that never runs. The kernels themselves get "
+            "faster too (they write fewer outputs); `--profile` again shows the gain.",
+            [
+                f"{calls} forward calls, 0 backward calls in the window",
+                f"the autograd function's own time: {_ms(view.autograd_us, view)} per call "
+                "(saved at least; the kernels' saved buffers come on top)",
+                f"compiled regions: {_ms(view.compiled_us, view)} of "
+                f"{_ms(view.wall_us, view)} per call",
+            ],
+            saves_ms=round(view.per_call(view.autograd_us), 6),
+        )
+    ]
+
+
+def _overhead_bound(view: ProfileView, names: Mapping[str, str], device: str) -> list[Finding]:
+    bound = [
+        region
+        for region in view.regions
+        if region.graph_calls
+        and region.us >= MIN_SHARE * view.wall_us
+        and region.overhead_us > OVERHEAD_SHARE * region.us
+    ]
+    if not bound:
+        return []
+    fix = (
+        'Compile with `mode="reduce-overhead"` (CUDA graphs replay the kernels without '
+        "Python and launch cost)."
+        if device == "cuda"
+        else "On CPU: give each call more work (batch requests: the overhead is paid per "
+        "call, not per sample), and have fewer, larger regions (remove graph breaks, "
+        "compile the whole step)."
+    )
+    overhead = sum(region.overhead_us for region in bound)
+    total = sum(region.us for region in bound)
+    what = _region_name(bound[0], names) if len(bound) == 1 else f"{len(bound)} compiled regions"
+    return [
+        Finding(
+            "warning",
+            "overhead_bound",
+            f"{what} {'is' if len(bound) == 1 else 'are'} overhead-bound: "
+            f"{_pct(overhead, total)} of {'its' if len(bound) == 1 else 'their'} time is "
+            "outside any kernel",
+            f"Each call spends more time getting to its kernels (guards, wrappers, the "
+            f"autograd function, Python) than in them, so faster kernels cannot help. {fix}",
+            [
+                f"{_region_name(region, names)}: {region.calls} calls, "
+                f"{_ms(region.us, view)} per loop call; kernels "
+                f"{_ms(region.kernels_us + region.library_us + region.fallback_us, view)}, "
+                f"overhead {_ms(region.overhead_us, view)}"
+                + (f" (guards {_ms(region.guards_us, view)})" if region.guards_us else "")
+                for region in bound
+            ],
+        )
+    ]
+
+
+def _library_bound(view: ProfileView, device: str) -> list[Finding]:
+    compiled = view.compiled_us
+    library = sum(region.library_us for region in view.regions)
+    if compiled < MIN_SHARE * view.wall_us or library <= LIBRARY_SHARE * compiled:
+        return []
+    top = [k for k in view.kernels if k.kind == "library"][:3]
+    fix = (
+        'On GPU, `mode="max-autotune"` tries Triton and CUTLASS templates against the '
+        "library's matmuls and convolutions."
+        if device == "cuda"
+        else "On CPU no compile option makes them faster in general: `freezing` (inference "
+        "under `torch.no_grad()`) pre-packs weights for oneDNN, and changed nothing on an MLP "
+        "measured here (docs/PERFORMANCE.md); measure before keeping it. Fewer or smaller "
+        "matmuls are what moves this part."
+    )
+    return [
+        Finding(
+            "info",
+            "library_bound",
+            f"Library kernels take {_pct(library, compiled)} of the compiled time: compiling "
+            f"can make these regions at most {compiled / library:.2f}x faster than now",
+            "Inductor calls matmuls and convolutions as library kernels (oneDNN, MKL, cuBLAS): "
+            "they run as fast as in eager, and only the rest shrinks when compiled (Amdahl's "
+            f"law). {fix}",
+            [f"{k.name} ({_where(k)}): {_ms(k.us, view)} per call" for k in top],
+        )
+    ]
+
+
+def _fallback_ops(view: ProfileView) -> list[Finding]:
+    found = []
+    for kernel in view.kernels:
+        if kernel.kind != "fallback" or kernel.us < MIN_SHARE * view.wall_us:
+            continue
+        op = kernel.name.removeprefix("torch.ops.")
+        found.append(
+            Finding(
+                "warning",
+                "fallback_op",
+                f"{op} runs as its ATen kernel inside compiled {kernel.compile_id} and takes "
+                f"{_pct(kernel.us, view.wall_us)} of the step",
+                "Inductor has no lowering for it here: it costs what it costs in eager, and "
+                "the ops before and after it cannot fuse across it. Write it with ops Inductor "
+                "lowers, or move it out of the hot path.",
+                [f"{_where(kernel)}: {_ms(kernel.us, view)} per call ({kernel.launches} launches)"],
+                saves_ms=None,
+            )
+        )
+    return found
+
+
+def _graph_break_cost(view: ProfileView) -> list[Finding]:
+    found = []
+    for item in view.outside:
+        if item.site is None or item.us <= 0:
+            continue
+        site = item.site
+        share = item.us / view.wall_us
+        eager = view.eager_at.get(item.compile_id or "", [])
+        ops = ", ".join(f"{op} {_ms(us, view)}" for op, us in eager[:4])
+        found.append(
+            Finding(
+                "warning" if share >= MIN_SHARE else "info",
+                "graph_break_cost",
+                f"The graph break at {site.file}:{site.line} costs {_ms(item.us, view)} per "
+                f"call ({_pct(item.us, view.wall_us)} of the step) in eager code between "
+                "compiled regions",
+                "This is the time from the graph's return to the next region: the break's own "
+                "op, run eagerly, and the Python around it. Removing the break saves it and "
+                "lets the two graphs fuse.",
+                [f"{site.file}:{site.line}: {site.code or ''}".rstrip(": ")]
+                + ([f"eager ATen ops there per call: {ops}"] if ops else []),
+                saves_ms=round(view.per_call(item.us), 6),
+            )
+        )
+    return found
+
+
+def _eager_only(view: ProfileView, skipped_frames: list[str]) -> list[Finding]:
+    eager = sum(us for _, us in view.eager_ops)
+    if eager < EAGER_SHARE * view.wall_us:
+        return []
+    top = ", ".join(f"{name} {_ms(us, view)}" for name, us in view.eager_ops[:4])
+    evidence = [f"eager ATen ops per call: {top}"]
+    for item in view.outside:
+        at = view.eager_at.get(item.compile_id or "")
+        if item.site is not None and at:
+            share = _pct(sum(us for _, us in at), view.wall_us)
+            evidence.append(
+                f"{share} of the step at the graph break at {item.site.file}:{item.site.line}"
+            )
+    evidence += [f"skipped by Dynamo: {where}" for where in skipped_frames[:5]]
+    return [
+        Finding(
+            "warning",
+            "eager_only_time",
+            f"{_pct(eager, view.wall_us)} of the step is ATen ops run eagerly, outside every "
+            'compiled graph: that part of the "compiled" model runs eagerly',
+            "Code Dynamo skipped or did not reach (a frame it skipped, a disabled function, "
+            "the code at a graph break, code outside the compiled module) gets none of the "
+            "compiler's speedup. Compile it: remove the break or the disable, or compile the "
+            "function that calls it.",
+            evidence,
+        )
+    ]

@@ -1,0 +1,489 @@
+"""Where a compiled step's time goes: the profiled window (``run --profile``) split per call of
+the program's hot loop into compiled regions and what lies outside them.
+
+Each thread's events are nested by time. A ``Torch-Compiled Region: <compile id>`` event is one
+call of a compiled frame; the ``TorchDynamo Cache Lookup`` right before it is that call's guard
+check. The region's own time excludes the regions nested in it (a graph break's resume frame
+runs inside its parent's region) and, when its graph ends at a graph break, everything after
+its graph returned: the break's eager code, charged to the break's site. A
+``CompiledFunctionBackward`` is the backward of the region whose ``CompiledFunction`` has its
+autograd sequence number.
+
+A region's time splits into kernels (the children of ``## Call CompiledFxGraph``): generated
+(``graph_<n>_cpp_fused_*``, ``triton_*``), library (mm, addmm, convolution, SDPA, ... as
+Inductor calls them) and fallback (an ATen op with no lowering), and overhead (the rest:
+guards, wrappers, the autograd function, Python). The parts add up to the region's time by
+construction; ``outside`` is the window's wall time minus every region's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pt2doctor.analysis.built.kernels import Kernel, UserLine, graph_kernel_lists
+from pt2doctor.rundir import PROFILE_END_MARK, PROFILE_START_MARK
+from pt2doctor.trace.built import kernel_kind
+from pt2doctor.trace.chrome import ChromeTrace
+from pt2doctor.trace.types import Built, SourceLine
+
+_REGION = "Torch-Compiled Region: "
+_LOOKUP = "TorchDynamo Cache Lookup"
+_FORWARD = "CompiledFunction"
+_BACKWARD = "CompiledFunctionBackward"
+_CALL = "## Call CompiledFxGraph"
+_GENERATED = re.compile(r"^(?:graph_\d+_)?(?P<name>(?:cpp_fused|cpp_|triton_)\w*)$")
+# Inductor's own bookkeeping inside a graph call: allocation and views, not kernels.
+_BOOKKEEPING = re.compile(r"^aten::(?:empty\w*|as_strided\w*|view\w*|_reshape_alias|alias)$")
+
+
+@dataclass(slots=True)
+class KernelTime:
+    compile_id: str
+    part: str
+    """``forward`` or ``backward``."""
+    name: str
+    kind: str
+    """``generated``, ``library`` or ``fallback``."""
+    us: float = 0.0
+    launches: int = 0
+    ops: tuple[str, ...] = ()
+    user_lines: tuple[UserLine, ...] = ()
+
+
+@dataclass(slots=True)
+class RegionTime:
+    compile_id: str
+    part: str
+    calls: int = 0
+    us: float = 0.0
+    kernels_us: float = 0.0
+    library_us: float = 0.0
+    fallback_us: float = 0.0
+    guards_us: float = 0.0
+    """Part of the overhead: the guard checks (cache lookups) before each call."""
+    graph_calls: int = 0
+    """Calls of an Inductor graph (``## Call CompiledFxGraph``) in it: 0 for another backend,
+    whose ops are not split from the overhead."""
+
+    @property
+    def overhead_us(self) -> float:
+        return self.us - self.kernels_us - self.library_us - self.fallback_us
+
+
+@dataclass(slots=True)
+class OutsideTime:
+    """Time outside every region at one place: a graph break's site, or the program's own code
+    between regions (``site`` None)."""
+
+    site: SourceLine | None
+    us: float
+    compile_id: str | None = None
+    """The region whose graph ended at this break."""
+
+
+@dataclass(slots=True)
+class ProfileView:
+    calls: int
+    """Calls of the hot graph the window holds: the time below is per one of them."""
+    wall_us: float
+    hot_compile_id: str | None
+    regions: list[RegionTime] = field(default_factory=list)
+    kernels: list[KernelTime] = field(default_factory=list)
+    outside: list[OutsideTime] = field(default_factory=list)
+    eager_ops: list[tuple[str, float]] = field(default_factory=list)
+    """ATen ops that ran eagerly, outside every compiled graph (between regions, or in a
+    region after its graph returned: a graph break's code), by total time (us), the largest
+    first."""
+    eager_at: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    """Of them, those that ran in each region's break tail: compile id -> (op, us)."""
+    forward_autograd_calls: int = 0
+    """Region calls that went through the autograd function (``CompiledFunction``)."""
+    autograd_us: float = 0.0
+    """The autograd function's own time around its graph calls (forward)."""
+    backward_calls: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def compiled_us(self) -> float:
+        return sum(region.us for region in self.regions)
+
+    def per_call(self, us: float) -> float:
+        """Milliseconds per call of the hot loop."""
+        return us / max(self.calls, 1) / 1000.0
+
+
+class _Region:
+    __slots__ = ("cid", "cut", "end", "graph_end", "guards", "nested", "start", "tail_nested")
+
+    def __init__(self, cid: str, start: float, end: float, guards: float) -> None:
+        self.cid = cid
+        self.start = start
+        self.end = end
+        self.guards = guards
+        self.nested = 0.0
+        """Time of the regions (and their lookups) nested in this one."""
+        self.tail_nested = 0.0
+        """Of it, what started after this region's graph returned."""
+        self.graph_end: float | None = None
+        self.cut = False
+        """Still open when the window closed: its tail after the graph is not in it."""
+
+
+def _stem(name: str) -> str:
+    """``aten::addmm`` / ``extern_kernels.addmm`` / ``torch.ops.aten.addmm.default`` -> addmm."""
+    name = name.removeprefix("aten::").removeprefix("extern_kernels.")
+    if name.startswith("torch.ops."):
+        parts = name.split(".")
+        return parts[3] if len(parts) > 3 else parts[-1]
+    return name
+
+
+class _Kernels:
+    """A compile's kernel map, per part, for naming a profiled kernel: generated ones by name,
+    library and fallback ones by op, in launch order (the k-th addmm of a call is the k-th
+    addmm kernel)."""
+
+    def __init__(self, built: Built | None) -> None:
+        lists = graph_kernel_lists(built)
+        self.parts: dict[str, list[Kernel]] = {}
+        if lists:
+            self.parts["forward"] = lists[0]
+        if len(lists) > 1:
+            self.parts["backward"] = lists[1]
+
+    def find(self, part: str, name: str, nth: int) -> Kernel | None:
+        kernels = self.parts.get(part, [])
+        generated = _GENERATED.match(name)
+        if generated:
+            return next((k for k in kernels if k.name == generated["name"]), None)
+        stem = _stem(name)
+        same = [k for k in kernels if k.kind != "generated" and _stem(k.name) == stem]
+        return same[nth] if nth < len(same) else (same[-1] if same else None)
+
+
+def _kind(name: str, known: Kernel | None) -> str:
+    if known is not None and known.kind in ("generated", "library", "fallback"):
+        return known.kind
+    if _GENERATED.match(name):
+        return "generated"
+    found = kernel_kind(f"torch.ops.aten.{_stem(name)}.default")
+    return found if found in ("library", "fallback") else "fallback"
+
+
+def _window(trace: ChromeTrace) -> tuple[float, float]:
+    start = end = None
+    for i, name_id in enumerate(trace.name):
+        name = trace.names[name_id]
+        if name == PROFILE_START_MARK:
+            start = trace.ts[i] + trace.dur[i]
+        elif name == PROFILE_END_MARK:
+            end = trace.ts[i]
+    if start is None or end is None:
+        first = min(trace.ts, default=0.0)
+        last = max((t + d for t, d in zip(trace.ts, trace.dur, strict=True)), default=0.0)
+        return (first if start is None else start, last if end is None else end)
+    return start, end
+
+
+class _Open:
+    """An event open on a thread's stack while later ones start inside it."""
+
+    __slots__ = ("backward", "children", "end", "inner", "kind", "region", "us")
+
+    def __init__(self, end: float, kind: str) -> None:
+        self.end = end
+        self.kind = kind
+        """region, lookup, forward, backward, call, kernel, aten, other."""
+        self.region: _Region | None = None
+        """The region this event is (region) or runs in (forward, call)."""
+        self.backward: _Backward | None = None
+        self.children: list[tuple[str, float]] = []
+        """A graph call's kernels: (name, us) in launch order."""
+        self.us = 0.0
+        self.inner = 0.0
+        """An autograd function's graph calls: its own time is ``us - inner``."""
+
+
+class _Backward:
+    __slots__ = ("calls", "seq", "us")
+
+    def __init__(self, seq: int, us: float) -> None:
+        self.seq = seq
+        self.us = us
+        self.calls: list[list[tuple[str, float]]] = []
+
+
+class _Walk:
+    """One pass over the window's events, thread by thread, nesting them by time."""
+
+    def __init__(self, trace: ChromeTrace) -> None:
+        self.trace = trace
+        self.regions: list[_Region] = []
+        self.forward_calls: list[tuple[_Region, list[tuple[str, float]]]] = []
+        """Each graph call inside a region, with its kernels."""
+        self.forward_seq: dict[int, str] = {}
+        """Autograd sequence number of each CompiledFunction -> its region's compile id."""
+        self.backwards: list[_Backward] = []
+        self.eager: dict[tuple[str | None, str], float] = {}
+        """(the region it ran in, else None; op) -> time of eager ATen ops outside graphs."""
+        self.forward_autograd = 0
+        self.autograd_us = 0.0
+        self.end = 0.0
+
+    def run(self, start: float, end: float) -> None:
+        trace = self.trace
+        order = sorted(
+            (i for i in range(len(trace)) if start <= trace.ts[i] < end),
+            key=lambda i: (trace.thread[i], trace.ts[i], -trace.dur[i]),
+        )
+        self.end = end
+        thread = -1
+        stack: list[_Open] = []
+        previous: dict[int, int] = {}  # stack depth -> the last event that started there
+        for i in order:
+            ts = trace.ts[i]
+            if trace.thread[i] != thread:
+                while stack:
+                    self._close(stack.pop())
+                thread, previous = trace.thread[i], {}
+            while stack and stack[-1].end <= ts:
+                self._close(stack.pop())
+            depth = len(stack)
+            before = previous.get(depth)
+            previous[depth] = i
+            for deeper in [d for d in previous if d > depth]:
+                del previous[deeper]
+            stack.append(self._open(i, before, stack))
+        while stack:
+            self._close(stack.pop())
+
+    def _open(self, i: int, before: int | None, stack: list[_Open]) -> _Open:
+        trace = self.trace
+        name = trace.names[trace.name[i]]
+        ts = trace.ts[i]
+        dur = min(trace.dur[i], self.end - ts)  # an event open when the window closed is cut
+        top = stack[-1] if stack else None
+        region = next((item.region for item in reversed(stack) if item.region), None)
+        if name.startswith(_REGION):
+            guards = 0.0
+            if before is not None and trace.names[trace.name[before]] == _LOOKUP:
+                guards = trace.dur[before]
+            if region is not None:  # a region nested in another: its time is its own
+                region.nested += dur + guards
+                if region.graph_end is not None and ts >= region.graph_end:
+                    region.tail_nested += dur + guards
+            item = _Open(ts + dur, "region")
+            item.region = _Region(name[len(_REGION) :], ts, ts + dur, guards)
+            item.region.cut = trace.ts[i] + trace.dur[i] > self.end
+            self.regions.append(item.region)
+            return item
+        if name.startswith(_CALL):
+            if top is not None and top.kind == "forward":
+                top.inner += dur
+            item = _Open(ts + dur, "call")
+            item.backward = next((o.backward for o in reversed(stack) if o.backward), None)
+            item.region = None if item.backward is not None else region
+            return item
+        if name == _BACKWARD:
+            item = _Open(ts + dur, "backward")
+            item.backward = _Backward(trace.seq[i], dur)
+            self.backwards.append(item.backward)
+            return item
+        if name == _FORWARD and region is not None:
+            self.forward_seq[trace.seq[i]] = region.cid
+            self.forward_autograd += 1
+            item = _Open(ts + dur, "forward")
+            item.region = region
+            item.us = dur
+            return item
+        if top is not None and top.kind == "call":
+            top.children.append((name, dur))
+            return _Open(ts + dur, "kernel")
+        if name.startswith("aten::"):
+            busy = ("backward", "forward", "aten", "kernel", "call")
+            if not any(o.kind in busy for o in stack):  # an eager op, outside any graph
+                key = (None if region is None else region.cid, name)
+                self.eager[key] = self.eager.get(key, 0.0) + dur
+            return _Open(ts + dur, "aten")
+        return _Open(ts + dur, "other")
+
+    def _close(self, item: _Open) -> None:
+        if item.kind not in ("call", "forward"):
+            return
+        if item.kind == "forward":
+            self.autograd_us += item.us - item.inner
+        region = item.region
+        if region is not None and (region.graph_end is None or item.end > region.graph_end):
+            region.graph_end = item.end
+        if item.kind != "call":
+            return
+        if item.backward is not None:
+            item.backward.calls.append(item.children)
+        elif region is not None:
+            self.forward_calls.append((region, item.children))
+
+
+class _Charges:
+    """Region rows and kernel rows, filled from the walk."""
+
+    def __init__(self, builts: Mapping[str, Built | None]) -> None:
+        self.builts = builts
+        self.maps: dict[str, _Kernels] = {}
+        self.regions: dict[tuple[str, str], RegionTime] = {}
+        self.kernels: dict[tuple[str, str, str], KernelTime] = {}
+
+    def region(self, cid: str, part: str) -> RegionTime:
+        found = self.regions.get((cid, part))
+        if found is None:
+            found = self.regions[(cid, part)] = RegionTime(cid, part)
+        return found
+
+    def graph_call(self, cid: str, part: str, children: list[tuple[str, float]]) -> None:
+        """The kernels of one graph call: (name, us) in launch order."""
+        region = self.region(cid, part)
+        region.graph_calls += 1
+        maps = self.maps.get(cid)
+        if maps is None:
+            maps = self.maps[cid] = _Kernels(self.builts.get(cid))
+        nth: dict[str, int] = {}
+        for name, us in children:
+            if _BOOKKEEPING.match(name):
+                continue
+            stem = _stem(name)
+            known = maps.find(part, name, nth.get(stem, 0))
+            nth[stem] = nth.get(stem, 0) + 1
+            kind = _kind(name, known)
+            generated = _GENERATED.match(name)
+            label = known.name if known else (generated["name"] if generated else name)
+            key = (cid, part, known.key if known is not None else label)
+            row = self.kernels.get(key)
+            if row is None:
+                row = self.kernels[key] = KernelTime(
+                    cid,
+                    part,
+                    label,
+                    kind,
+                    ops=known.ops if known is not None else (),
+                    user_lines=known.user_lines if known is not None else (),
+                )
+            row.us += us
+            row.launches += 1
+            if kind == "generated":
+                region.kernels_us += us
+            elif kind == "library":
+                region.library_us += us
+            else:
+                region.fallback_us += us
+
+
+_PREFIX = re.compile(r"^graph_(\d+)_")
+
+
+def _graph_prefixes(walk: _Walk) -> dict[str, str]:
+    """``graph_<n>_`` of the generated kernels' profiler names -> the compile they ran in."""
+    found: dict[str, str] = {}
+    for region, children in walk.forward_calls:
+        for name, _ in children:
+            match = _PREFIX.match(name)
+            if match:
+                found.setdefault(match[1], region.cid)
+    return found
+
+
+def _orphan_cid(backward: _Backward, prefixes: dict[str, str], cids: set[str]) -> str | None:
+    """The compile of a backward whose forward ran before the window: by its kernels' graph
+    prefix, else the only compile with a backward in the window."""
+    for children in backward.calls:
+        for name, _ in children:
+            match = _PREFIX.match(name)
+            if match and match[1] in prefixes:
+                return prefixes[match[1]]
+    return next(iter(cids)) if len(cids) == 1 else None
+
+
+def profile_view(
+    trace: ChromeTrace,
+    calls: int,
+    hot_compile_id: str | None,
+    builts: Mapping[str, Built | None],
+    break_sites: Mapping[str, SourceLine],
+) -> ProfileView:
+    """The window's time per call of the hot loop. ``builts``: each compile id's build (for
+    its kernel map); ``break_sites``: the compile ids whose graph ends at a graph break, with
+    the break's user line."""
+    start, end = _window(trace)
+    walk = _Walk(trace)
+    walk.run(start, end)
+    charges = _Charges(builts)
+    tails: dict[str, list[float]] = {}
+    cut: dict[str, int] = {}
+    for region in walk.regions:
+        row = charges.region(region.cid, "forward")
+        row.calls += 1
+        row.guards_us += region.guards
+        own = region.end - region.start - region.nested + region.guards
+        if region.cid in break_sites and region.graph_end is not None:
+            tail = max(region.end - region.graph_end - region.tail_nested, 0.0)
+            own -= tail
+            if region.cut:
+                cut[region.cid] = cut.get(region.cid, 0) + 1
+            else:
+                tails.setdefault(region.cid, []).append(tail)
+        row.us += own
+    # The window opens and closes in the hot region's call, after its graph: the last call's
+    # break tail is past the window's end, and the first call's (before any complete region)
+    # is in it; each call's is charged at the mean of the complete ones.
+    breaks = {
+        cid: sum(found) / len(found) * (len(found) + cut.get(cid, 0))
+        for cid, found in tails.items()
+    }
+    for region, children in walk.forward_calls:
+        charges.graph_call(region.cid, "forward", children)
+    orphans = 0
+    prefixes = _graph_prefixes(walk)
+    with_backward = {walk.forward_seq[b.seq] for b in walk.backwards if b.seq in walk.forward_seq}
+    for backward in walk.backwards:
+        cid = walk.forward_seq.get(backward.seq) or _orphan_cid(backward, prefixes, with_backward)
+        if cid is None:
+            orphans += 1
+            continue
+        row = charges.region(cid, "backward")
+        row.calls += 1
+        row.us += backward.us
+        for children in backward.calls:
+            charges.graph_call(cid, "backward", children)
+    wall = max(end - start, 0.0)
+    view = ProfileView(calls, wall, hot_compile_id)
+    view.regions = sorted(charges.regions.values(), key=lambda r: -r.us)
+    view.kernels = sorted(charges.kernels.values(), key=lambda k: -k.us)
+    outside = [OutsideTime(break_sites[cid], us, cid) for cid, us in breaks.items()]
+    rest = wall - view.compiled_us - sum(item.us for item in outside)
+    view.outside = [*sorted(outside, key=lambda o: -o.us), OutsideTime(None, max(rest, 0.0))]
+    inductor = {r.compile_id for r in view.regions if r.graph_calls}
+    totals: dict[str, float] = {}
+    for (cid, op), us in walk.eager.items():
+        if cid is not None and cid not in inductor:
+            continue  # another backend's graph: its ops are the region's own
+        totals[op] = totals.get(op, 0.0) + us
+        if cid is not None:
+            view.eager_at.setdefault(cid, []).append((op, us))
+    view.eager_ops = sorted(totals.items(), key=lambda item: -item[1])
+    for found in view.eager_at.values():
+        found.sort(key=lambda item: -item[1])
+    view.forward_autograd_calls = walk.forward_autograd
+    view.autograd_us = walk.autograd_us
+    view.backward_calls = len(walk.backwards) - orphans
+    other = [r.compile_id for r in view.regions if r.part == "forward" and not r.graph_calls]
+    if other:
+        view.notes.append(
+            f"{', '.join(other)} ran no Inductor graph (another backend): their ops are counted "
+            "as the regions' overhead"
+        )
+    if orphans:
+        view.notes.append(
+            f"{orphans} backward call{'s' if orphans > 1 else ''} whose forward ran before the "
+            "window could not be joined to a compile: counted outside the regions"
+        )
+    return view

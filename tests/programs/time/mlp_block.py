@@ -1,0 +1,50 @@
+"""``pt2doctor run --profile -- python mlp_block.py``: a LayerNorm + MLP + ``cumsum`` block
+served one request at a time, the way a small inference service calls its model
+(tests/integration/test_profile.py).
+
+- ``cumsum`` has no Inductor lowering on CPU: a fallback op inside the compiled region.
+- ``--grad``: the loop runs without ``torch.no_grad()``, so every call goes through the
+  autograd function and saves buffers for a backward that never runs.
+- ``--item-break``: a ``.item()`` between the two halves: two regions and eager code between.
+- ``--eager-mlp``: the MLP is behind ``torch.compiler.disable``: it runs eagerly.
+"""
+
+import contextlib
+import sys
+
+import torch
+from torch import nn
+
+WIDTH = 256
+CALLS = 40
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(WIDTH)
+        self.up = nn.Linear(WIDTH, 4 * WIDTH)
+        self.down = nn.Linear(4 * WIDTH, WIDTH)
+
+    def mlp(self, h: torch.Tensor) -> torch.Tensor:
+        h = nn.functional.gelu(self.up(h))  # MARK:gelu
+        return self.down(h)  # MARK:down
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.norm(x)  # MARK:norm
+        if "--item-break" in sys.argv and h.abs().max().item() > 100:  # MARK:item
+            h = h / 100
+        h = self.mlp(h)
+        return h.cumsum(dim=-1)  # MARK:cumsum
+
+
+if "--eager-mlp" in sys.argv:
+    Block.mlp = torch.compiler.disable(Block.mlp)  # type: ignore[method-assign]
+
+torch.manual_seed(0)
+model = torch.compile(Block())
+requests = [torch.randn(1, WIDTH) for _ in range(CALLS)]
+with contextlib.nullcontext() if "--grad" in sys.argv else torch.no_grad():
+    for request in requests:
+        model(request)
+print("served", len(requests))
