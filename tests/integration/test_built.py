@@ -299,6 +299,8 @@ def test_an_optimizer_without_foreach_is_unrolled_per_parameter_and_foreach_fixe
 
 
 GPT2 = PROGRAM.with_name("run_hf_gpt2.py")
+GPT2_FLAGS = ("--kernels", "--profile", "--warmup-calls", "3", "--profile-calls", "8")
+"""One run for the kernel map here and the profile in test_profile.py."""
 
 
 @pytest.mark.torch_run
@@ -307,7 +309,7 @@ def test_a_hugging_face_model_maps_its_kernels_into_its_modeling_file(doctor_run
     stack-trace artifact's innermost frames, and they lie in transformers' modeling_gpt2.py
     (attention, MLP, layer norms), named in the frame's own name, not the wrapper's."""
     pytest.importorskip("transformers")
-    run = doctor_run("built_gpt2", ("--kernels",), "run_hf_gpt2")
+    run = doctor_run("built_gpt2", GPT2_FLAGS, "run_hf_gpt2")
     assert run.returncode == 0, run.stderr[-3000:]
     report = _report(run.run_dir)
     (compile_,) = report["compiles"]

@@ -7,7 +7,9 @@ hot graph's ``calls``-th call after that (or after ``seconds``, or at exit), so 
 ``calls`` whole periods of the program's loop; the hot region's last call is cut where the
 window ends, and the analysis knows it. Two zero-length markers (``pt2doctor: window
 start``/``end``) bound it in the trace. At close the profile is exported as a Chrome trace
-(``profile/trace.json``) with ``profile/window.json`` beside it, and the profiler is gone.
+(``profile/trace.json``) with ``profile/window.json`` beside it, and the profiler is gone;
+rank N > 0 of a distributed run writes ``trace.rank<N>.json`` and ``window.rank<N>.json``
+(the report reads rank 0's).
 
 Only public torch API here (``torch.profiler``); it is imported when the window opens.
 """
@@ -144,7 +146,9 @@ class ProfileWindow:
         wall = time.monotonic() - self.opened_at
         self.profiler.stop()
         self.out.mkdir(exist_ok=True)
-        trace = self.out / PROFILE_TRACE
+        rank = os.environ.get("RANK", "")
+        suffix = f".rank{rank}" if rank.isdigit() and rank != "0" else ""
+        trace = self.out / PROFILE_TRACE.replace(".json", f"{suffix}.json")
         self.profiler.export_chrome_trace(str(trace))
         window = {
             "hot_compile_id": self.hot,
@@ -158,6 +162,7 @@ class ProfileWindow:
             "pid": os.getpid(),
             "rank": os.environ.get("RANK"),
         }
-        (self.out / PROFILE_WINDOW).write_text(json.dumps(window), encoding="utf-8")
+        described = self.out / PROFILE_WINDOW.replace(".json", f"{suffix}.json")
+        described.write_text(json.dumps(window), encoding="utf-8")
         self.profiler = None
         self.state = "done"

@@ -14,6 +14,7 @@ import click
 from rich.console import Console
 
 from pt2doctor.capture.launch import Launch
+from pt2doctor.capture.profile import DEFAULT_CALLS
 from pt2doctor.capture.runner import RunOptions, run_program
 from pt2doctor.cli.outputs import FORMATS
 from pt2doctor.cli.report import COLLECTIVE_TIMEOUT_OPTION, render_run_dir
@@ -124,9 +125,7 @@ def _torchrun_option(name: str, help_text: str, kind: Any = str) -> Decorator:
 @click.option(
     "--profile-calls",
     type=click.IntRange(min=1),
-    default=20,
-    show_default=True,
-    help="With --profile: calls of the hot graph the window holds.",
+    help="With --profile: calls of the hot graph the window holds (default 20).",
 )
 @click.option(
     "--profile-seconds",
@@ -151,7 +150,7 @@ def run_command(
     fmt: str,
     kernels: bool,
     profile: bool,
-    profile_calls: int,
+    profile_calls: int | None,
     profile_seconds: float | None,
     redact: bool,
     use_tlparse: bool,
@@ -164,6 +163,8 @@ def run_command(
     report.html."""
     if command[0].startswith("-"):  # unknown options reach COMMAND (it may take its own)
         raise UsageError(f"no such option: {command[0]} (pt2doctor run --help lists them)")
+    if not profile and (profile_calls is not None or profile_seconds is not None):
+        raise UsageError("--profile-calls and --profile-seconds need --profile")
     options = RunOptions(
         command=list(command),
         out=out or default_run_dir("runs"),
@@ -174,7 +175,7 @@ def run_command(
         launch=_launch(nproc, torchrun, torchrun_args),
         collective_timeout=collective_timeout,
         kernels=kernels,
-        profile_calls=profile_calls if profile else None,
+        profile_calls=(profile_calls or DEFAULT_CALLS) if profile else None,
         profile_seconds=profile_seconds,
     )
     manifest = run_program(options)

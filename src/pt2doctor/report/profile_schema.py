@@ -134,7 +134,14 @@ def add_profile(
             names[entry.compile_id] = _region_name(frame)
     builts = {entry.compile_id: entry.record.built for entry in ledger.compiles}
     break_sites = {cid: site.site for site in sites for cid in site.compile_ids}
-    view = profile_view(capture.trace, calls, window.get("hot_compile_id"), builts, break_sites)
+    graphless = {
+        e.compile_id
+        for e in ledger.compiles
+        if e.record.built is None or e.record.built.graph is None or not e.record.built.graph.lines
+    }
+    view = profile_view(
+        capture.trace, calls, window.get("hot_compile_id"), builts, break_sites, graphless
+    )
     section = _section(view, capture.path, window, names)
     compiles = window.get("compiles_in_window") or 0
     if compiles:

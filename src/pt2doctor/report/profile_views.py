@@ -64,7 +64,8 @@ def kernel_where(kernel: Mapping[str, Any]) -> str:
     if not lines:
         return ""
     first = lines[0]
-    more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+    extra = len(lines) - 1
+    more = f" (+{extra} line{'s' if extra > 1 else ''})" if extra else ""
     return f"{line_where(first)} {cut(first.get('code') or '', 60)}{more}".strip()
 
 

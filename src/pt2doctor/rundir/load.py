@@ -31,7 +31,15 @@ def load_run(path: Path) -> Run:
     run.probes = load_probes(path)
     run.fusion = load_fusion_logs(path)
     run.profile = load_profile(path)
+    if run.profile is None and (run.manifest or {}).get("profile_calls"):
+        run.profile = ProfileCapture({}, None, str(path / PROFILE_DIR / PROFILE_TRACE), NO_WINDOW)
     return run
+
+
+NO_WINDOW = (
+    "the window never opened: no compiled graph was called --warmup-calls times with no "
+    "compile since its previous call (the program ended first, or kept compiling)"
+)
 
 
 def load_profile(path: Path) -> ProfileCapture | None:

@@ -1,6 +1,7 @@
-"""``pt2doctor run --kernels -- python run_hf_gpt2.py``: a random-init GPT-2 (transformers,
+"""``pt2doctor run --kernels --profile -- python run_hf_gpt2.py``: a random-init GPT-2 (transformers,
 nothing downloaded) compiled the way its users do, ``model.compile()``, for inference: its
-kernels map into transformers' modeling_gpt2.py (tests/integration/test_built.py)."""
+kernels map into transformers' modeling_gpt2.py, and so does their profiled time
+(tests/integration/test_built.py, test_profile.py)."""
 
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
@@ -13,5 +14,5 @@ model = GPT2LMHeadModel(config).eval()
 model.compile()
 ids = torch.randint(0, config.vocab_size, (1, 8))
 with torch.no_grad():
-    for _ in range(2):
+    for _ in range(12):  # run --profile: 3 warmup calls, then a window of 8
         model(input_ids=ids)

@@ -34,7 +34,7 @@ class Block(nn.Module):
         h = self.norm(x)  # MARK:norm
         if "--item-break" in sys.argv and h.abs().max().item() > 100:  # MARK:item
             h = h / 100
-        h = self.mlp(h)
+        h = self.mlp(h)  # MARK:mlp
         return h.cumsum(dim=-1)  # MARK:cumsum
 
 

@@ -301,6 +301,7 @@ def diff_reports(a: Report, b: Report, noise: Noise | None = None,
     """Every difference from report ``a`` to report ``b`` that matters, regressions marked."""
     from pt2doctor.analysis.built.graph_diff import graph_changes  # they build on Change
     from pt2doctor.analysis.coldstart.cache_diff import cache_miss_causes
+    from pt2doctor.analysis.time.diff import profile_changes
 
     noise = noise or Noise()
     diff = Diff(*names)
@@ -310,6 +311,7 @@ def diff_reports(a: Report, b: Report, noise: Noise | None = None,
     diff.changes += environment_changes(a, b)
     diff.changes += cache_miss_causes(a, b)
     diff.changes += graph_changes(a, b)
+    diff.changes += profile_changes(a, b, noise)
     failures = (a["summary"]["failures"], b["summary"]["failures"])
     if failures[0] != failures[1]:
         diff.changes.append(

@@ -19,6 +19,7 @@ construction; ``outside`` is the window's wall time minus every region's.
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -28,11 +29,11 @@ from pt2doctor.trace.built import kernel_kind
 from pt2doctor.trace.chrome import ChromeTrace
 from pt2doctor.trace.types import Built, SourceLine
 
-_REGION = "Torch-Compiled Region: "
+_REGION_PREFIX = "Torch-Compiled Region: "
 _LOOKUP = "TorchDynamo Cache Lookup"
 _FORWARD = "CompiledFunction"
 _BACKWARD = "CompiledFunctionBackward"
-_CALL = "## Call CompiledFxGraph"
+_CALL_PREFIX = "## Call CompiledFxGraph"
 _GENERATED = re.compile(r"^(?:graph_\d+_)?(?P<name>(?:cpp_fused|cpp_|triton_)\w*)$")
 # Inductor's own bookkeeping inside a graph call: allocation and views, not kernels.
 _BOOKKEEPING = re.compile(r"^aten::(?:empty\w*|as_strided\w*|view\w*|_reshape_alias|alias)$")
@@ -187,6 +188,27 @@ def _window(trace: ChromeTrace) -> tuple[float, float]:
     return start, end
 
 
+_OTHER, _REGION, _LOOKUP_CODE, _FWD, _BACK, _CALL, _ATEN, _KERNEL = range(8)
+_BUSY = frozenset((_FWD, _BACK, _CALL, _ATEN, _KERNEL))
+"""Open events under which an ATen op is not eager: graph calls, kernels, other ATen ops."""
+
+
+def _code(name: str) -> int:
+    if name.startswith(_REGION_PREFIX):
+        return _REGION
+    if name == _LOOKUP:
+        return _LOOKUP_CODE
+    if name == _FORWARD:
+        return _FWD
+    if name == _BACKWARD:
+        return _BACK
+    if name.startswith(_CALL_PREFIX):
+        return _CALL
+    if name.startswith("aten::"):
+        return _ATEN
+    return _OTHER
+
+
 class _Open:
     """An event open on a thread's stack while later ones start inside it."""
 
@@ -215,6 +237,18 @@ class _Backward:
         self.calls: list[list[tuple[str, float]]] = []
 
 
+def _in_order(trace: ChromeTrace, order: list[int]) -> bool:
+    """Whether ``order`` is by thread, start, and the longer of two equal starts first."""
+    ts, dur, thread = trace.ts, trace.dur, trace.thread
+    last = (-1, float("-inf"), float("inf"))
+    for i in order:
+        key = (thread[i], ts[i], -dur[i])
+        if key < last:
+            return False
+        last = key
+    return True
+
+
 class _Walk:
     """One pass over the window's events, thread by thread, nesting them by time."""
 
@@ -233,40 +267,94 @@ class _Walk:
         self.end = 0.0
 
     def run(self, start: float, end: float) -> None:
+        """Nest the events of each thread by time (a stack of open ones) and account each."""
         trace = self.trace
-        order = sorted(
-            (i for i in range(len(trace)) if start <= trace.ts[i] < end),
-            key=lambda i: (trace.thread[i], trace.ts[i], -trace.dur[i]),
-        )
+        ts_col, dur_col, thread_col = trace.ts, trace.dur, trace.thread
+        order = [i for i in range(len(trace)) if start <= ts_col[i] < end]
+        if not _in_order(trace, order):
+            # Stable sorts, last key first: by thread, then start, the longer of two equal
+            # starts first (the parent). Kineto writes them in this order already.
+            longest_first = array("d", (-d for d in dur_col))
+            order.sort(key=longest_first.__getitem__)
+            order.sort(key=ts_col.__getitem__)
+            order.sort(key=thread_col.__getitem__)
         self.end = end
+        codes = [_code(name) for name in trace.names]
+        name_col = trace.name
         thread = -1
-        stack: list[_Open] = []
-        previous: dict[int, int] = {}  # stack depth -> the last event that started there
+        ends: list[float] = []
+        kinds: list[int] = []
+        items: list[_Open | None] = []
+        last_at: list[int] = []  # per depth: the last event that started there
+        busy = 0  # open events whose aten children are not eager: graphs, kernels, aten ops
         for i in order:
-            ts = trace.ts[i]
-            if trace.thread[i] != thread:
-                while stack:
-                    self._close(stack.pop())
-                thread, previous = trace.thread[i], {}
-            while stack and stack[-1].end <= ts:
-                self._close(stack.pop())
-            depth = len(stack)
-            before = previous.get(depth)
-            previous[depth] = i
-            for deeper in [d for d in previous if d > depth]:
-                del previous[deeper]
-            stack.append(self._open(i, before, stack))
-        while stack:
-            self._close(stack.pop())
+            ts = ts_col[i]
+            if thread_col[i] != thread:
+                while ends:
+                    busy -= self._pop(ends, kinds, items)
+                thread, last_at = thread_col[i], []
+            while ends and ends[-1] <= ts:
+                ends.pop()
+                busy -= kinds.pop() in _BUSY
+                closed = items.pop()
+                if closed is not None:
+                    self._close(closed)
+            depth = len(ends)
+            before = last_at[depth] if depth < len(last_at) else None
+            del last_at[depth:]
+            last_at.append(i)
+            code = codes[name_col[i]]
+            dur = dur_col[i]
+            if ts + dur > end:  # open when the window closed: cut at its end
+                dur = end - ts
+            top = kinds[-1] if kinds else _OTHER
+            if code == _OTHER or (code == _ATEN and (busy or top == _CALL)):
+                if top == _CALL:  # a kernel of the graph call on top
+                    owner = items[-1]
+                    assert owner is not None
+                    owner.children.append((trace.names[name_col[i]], dur))
+                    code = _KERNEL
+                ends.append(ts + dur)
+                kinds.append(code)
+                items.append(None)
+                busy += code in _BUSY
+                continue
+            item = self._open(i, code, ts, dur, before, items)
+            ends.append(ts + dur)
+            kinds.append(code)
+            items.append(item)
+            busy += code in _BUSY
+        while ends:
+            busy -= self._pop(ends, kinds, items)
 
-    def _open(self, i: int, before: int | None, stack: list[_Open]) -> _Open:
+    def _pop(self, ends: list[float], kinds: list[int], items: list[_Open | None]) -> int:
+        """Close the event on top; 1 when it was busy."""
+        ends.pop()
+        code = kinds.pop()
+        item = items.pop()
+        if item is not None:
+            self._close(item)
+        return 1 if code in _BUSY else 0
+
+    def _region_of(self, items: list[_Open | None]) -> _Region | None:
+        for item in reversed(items):
+            if item is not None and item.region is not None:
+                return item.region
+        return None
+
+    def _open(
+        self,
+        i: int,
+        code: int,
+        ts: float,
+        dur: float,
+        before: int | None,
+        items: list[_Open | None],
+    ) -> _Open | None:
         trace = self.trace
-        name = trace.names[trace.name[i]]
-        ts = trace.ts[i]
-        dur = min(trace.dur[i], self.end - ts)  # an event open when the window closed is cut
-        top = stack[-1] if stack else None
-        region = next((item.region for item in reversed(stack) if item.region), None)
-        if name.startswith(_REGION):
+        region = self._region_of(items)
+        top = next((item for item in reversed(items) if item is not None), None)
+        if code == _REGION:
             guards = 0.0
             if before is not None and trace.names[trace.name[before]] == _LOOKUP:
                 guards = trace.dur[before]
@@ -275,39 +363,37 @@ class _Walk:
                 if region.graph_end is not None and ts >= region.graph_end:
                     region.tail_nested += dur + guards
             item = _Open(ts + dur, "region")
-            item.region = _Region(name[len(_REGION) :], ts, ts + dur, guards)
+            name = trace.names[trace.name[i]]
+            item.region = _Region(name[len(_REGION_PREFIX) :], ts, ts + dur, guards)
             item.region.cut = trace.ts[i] + trace.dur[i] > self.end
             self.regions.append(item.region)
             return item
-        if name.startswith(_CALL):
-            if top is not None and top.kind == "forward":
+        if code == _CALL:
+            if top is not None and top.kind == "forward" and items[-1] is top:
                 top.inner += dur
             item = _Open(ts + dur, "call")
-            item.backward = next((o.backward for o in reversed(stack) if o.backward), None)
+            item.backward = next((o.backward for o in reversed(items) if o and o.backward), None)
             item.region = None if item.backward is not None else region
             return item
-        if name == _BACKWARD:
+        if code == _BACK:
             item = _Open(ts + dur, "backward")
             item.backward = _Backward(trace.seq[i], dur)
             self.backwards.append(item.backward)
             return item
-        if name == _FORWARD and region is not None:
+        if code == _FWD:
+            if region is None:
+                return None
             self.forward_seq[trace.seq[i]] = region.cid
             self.forward_autograd += 1
             item = _Open(ts + dur, "forward")
             item.region = region
             item.us = dur
             return item
-        if top is not None and top.kind == "call":
-            top.children.append((name, dur))
-            return _Open(ts + dur, "kernel")
-        if name.startswith("aten::"):
-            busy = ("backward", "forward", "aten", "kernel", "call")
-            if not any(o.kind in busy for o in stack):  # an eager op, outside any graph
-                key = (None if region is None else region.cid, name)
-                self.eager[key] = self.eager.get(key, 0.0) + dur
-            return _Open(ts + dur, "aten")
-        return _Open(ts + dur, "other")
+        if code == _ATEN:  # nothing busy open: an eager op, outside any graph
+            name = trace.names[trace.name[i]]
+            key = (None if region is None else region.cid, name)
+            self.eager[key] = self.eager.get(key, 0.0) + dur
+        return None
 
     def _close(self, item: _Open) -> None:
         if item.kind not in ("call", "forward"):
@@ -333,12 +419,32 @@ class _Charges:
         self.maps: dict[str, _Kernels] = {}
         self.regions: dict[tuple[str, str], RegionTime] = {}
         self.kernels: dict[tuple[str, str, str], KernelTime] = {}
+        self.kernels_by_call: dict[tuple[str, str, str, int], KernelTime] = {}
+        """(compile id, part, profiled name, its n-th launch in a call) -> its row."""
+        self.stems: dict[str, str] = {}
 
     def region(self, cid: str, part: str) -> RegionTime:
         found = self.regions.get((cid, part))
         if found is None:
             found = self.regions[(cid, part)] = RegionTime(cid, part)
         return found
+
+    def _row(self, cid: str, part: str, name: str, known: Kernel | None) -> KernelTime:
+        """The kernel row a profiled kernel adds to (one per kernel of the map)."""
+        generated = _GENERATED.match(name)
+        label = known.name if known else (generated["name"] if generated else name)
+        key = (cid, part, known.key if known is not None else label)
+        row = self.kernels.get(key)
+        if row is None:
+            row = self.kernels[key] = KernelTime(
+                cid,
+                part,
+                label,
+                _kind(name, known),
+                ops=known.ops if known is not None else (),
+                user_lines=known.user_lines if known is not None else (),
+            )
+        return row
 
     def graph_call(self, cid: str, part: str, children: list[tuple[str, float]]) -> None:
         """The kernels of one graph call: (name, us) in launch order."""
@@ -349,25 +455,18 @@ class _Charges:
             maps = self.maps[cid] = _Kernels(self.builts.get(cid))
         nth: dict[str, int] = {}
         for name, us in children:
-            if _BOOKKEEPING.match(name):
+            stem = self.stems.get(name)
+            if stem is None:
+                stem = self.stems[name] = "" if _BOOKKEEPING.match(name) else _stem(name)
+            if not stem:
                 continue
-            stem = _stem(name)
-            known = maps.find(part, name, nth.get(stem, 0))
-            nth[stem] = nth.get(stem, 0) + 1
-            kind = _kind(name, known)
-            generated = _GENERATED.match(name)
-            label = known.name if known else (generated["name"] if generated else name)
-            key = (cid, part, known.key if known is not None else label)
-            row = self.kernels.get(key)
+            count = nth.get(stem, 0)
+            nth[stem] = count + 1
+            row = self.kernels_by_call.get((cid, part, name, count))
             if row is None:
-                row = self.kernels[key] = KernelTime(
-                    cid,
-                    part,
-                    label,
-                    kind,
-                    ops=known.ops if known is not None else (),
-                    user_lines=known.user_lines if known is not None else (),
-                )
+                row = self._row(cid, part, name, maps.find(part, name, count))
+                self.kernels_by_call[(cid, part, name, count)] = row
+            kind = row.kind
             row.us += us
             row.launches += 1
             if kind == "generated":
@@ -409,10 +508,12 @@ def profile_view(
     hot_compile_id: str | None,
     builts: Mapping[str, Built | None],
     break_sites: Mapping[str, SourceLine],
+    graphless: set[str] | frozenset[str] = frozenset(),
 ) -> ProfileView:
     """The window's time per call of the hot loop. ``builts``: each compile id's build (for
     its kernel map); ``break_sites``: the compile ids whose graph ends at a graph break, with
-    the break's user line."""
+    the break's user line; ``graphless``: compiles that produced no graph (only the code
+    around a break), whose whole region is that break's eager code."""
     start, end = _window(trace)
     walk = _Walk(trace)
     walk.run(start, end)
@@ -424,6 +525,8 @@ def profile_view(
         row.calls += 1
         row.guards_us += region.guards
         own = region.end - region.start - region.nested + region.guards
+        if region.cid in graphless:  # all of it after a graph that is not there
+            region.graph_end, region.tail_nested = region.start, region.nested
         if region.cid in break_sites and region.graph_end is not None:
             tail = max(region.end - region.graph_end - region.tail_nested, 0.0)
             own -= tail
@@ -461,7 +564,7 @@ def profile_view(
     outside = [OutsideTime(break_sites[cid], us, cid) for cid, us in breaks.items()]
     rest = wall - view.compiled_us - sum(item.us for item in outside)
     view.outside = [*sorted(outside, key=lambda o: -o.us), OutsideTime(None, max(rest, 0.0))]
-    inductor = {r.compile_id for r in view.regions if r.graph_calls}
+    inductor = {r.compile_id for r in view.regions if r.graph_calls} | set(graphless)
     totals: dict[str, float] = {}
     for (cid, op), us in walk.eager.items():
         if cid is not None and cid not in inductor:
@@ -475,7 +578,11 @@ def profile_view(
     view.forward_autograd_calls = walk.forward_autograd
     view.autograd_us = walk.autograd_us
     view.backward_calls = len(walk.backwards) - orphans
-    other = [r.compile_id for r in view.regions if r.part == "forward" and not r.graph_calls]
+    other = [
+        r.compile_id
+        for r in view.regions
+        if r.part == "forward" and not r.graph_calls and r.compile_id not in graphless
+    ]
     if other:
         view.notes.append(
             f"{', '.join(other)} ran no Inductor graph (another backend): their ops are counted "

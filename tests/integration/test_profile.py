@@ -1,0 +1,199 @@
+"""Where a compiled step's time goes, on real ``pt2doctor run --profile`` runs of
+tests/programs/time/mlp_block.py, asserted against the torch profiler's own events in the
+run's Chrome trace and the program's ``# MARK:`` lines.
+
+Three runs: the block served without ``no_grad`` (autograd_in_inference), with it (the fix:
+a lower per-call time), and with a ``.item()`` break plus an MLP behind
+``torch.compiler.disable`` (graph-break cost, eager-only time)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oracles import marker_in
+
+PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "time" / "mlp_block.py"
+pytestmark = pytest.mark.torch_run
+
+
+def _run(doctor_run: Any, key: str, *args: str) -> dict[str, Any]:
+    run = doctor_run(key, ("--profile",), "../time/mlp_block", *args)
+    assert run.returncode == 0, run.stderr[-3000:]
+    report: dict[str, Any] = json.loads((run.run_dir / "report.json").read_text())
+    report["_dir"], report["_stderr"] = run.run_dir, run.stderr
+    return report
+
+
+@pytest.fixture(scope="module")
+def grad(doctor_run: Any) -> dict[str, Any]:
+    return _run(doctor_run, "profile_grad", "--grad")
+
+
+@pytest.fixture(scope="module")
+def no_grad(doctor_run: Any) -> dict[str, Any]:
+    return _run(doctor_run, "profile_no_grad")
+
+
+@pytest.fixture(scope="module")
+def breaks(doctor_run: Any) -> dict[str, Any]:
+    return _run(doctor_run, "profile_breaks", "--item-break", "--eager-mlp")
+
+
+def _events(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The trace's events that start inside the window, cut at its end (the hot region's last
+    call is open when it closes), read with json, not pt2doctor's reader."""
+    trace = json.loads(Path(report["profile"]["trace_file"]).read_text())
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    start = next(e["ts"] + e["dur"] for e in events if e["name"] == "pt2doctor: window start")
+    end = next(e["ts"] for e in events if e["name"] == "pt2doctor: window end")
+    kept = [{**e, "dur": min(e["dur"], end - e["ts"])} for e in events if start <= e["ts"] < end]
+    return sorted(kept, key=lambda e: e["ts"])
+
+
+def _findings(report: dict[str, Any], code: str) -> list[dict[str, Any]]:
+    return [f for f in report["findings"] if f["code"] == code]
+
+
+def _line(kernel: dict[str, Any]) -> set[int]:
+    return {u["line"] for u in kernel["user_lines"] if u["file"] == str(PROGRAM)}
+
+
+def test_kernels_map_to_the_block_lines_and_the_cumsum_fallback_is_named(
+    no_grad: dict[str, Any],
+) -> None:
+    profile = no_grad["profile"]
+    assert profile["available"] and profile["window"]["calls"] == 20
+    kernels = {k["name"]: k for k in profile["kernels"]}
+    generated = [k for k in profile["kernels"] if k["kind"] == "generated"]
+    hottest = max(generated, key=lambda k: k["ms_per_call"])
+    assert _line(hottest) & {marker_in(PROGRAM, "gelu"), marker_in(PROGRAM, "norm")}
+    cumsum = kernels["torch.ops.aten.cumsum.default"]
+    assert cumsum["kind"] == "fallback" and _line(cumsum) == {marker_in(PROGRAM, "cumsum")}
+    matmuls = [k for k in profile["kernels"] if k["kind"] == "library"]
+    assert {line for k in matmuls for line in _line(k)} == {
+        marker_in(PROGRAM, "gelu"),
+        marker_in(PROGRAM, "down"),
+    }
+    # Each kernel's time is the profiler's own: its events' durations in the window.
+    events = _events(no_grad)
+    for kernel in generated:
+        own = sum(e["dur"] for e in events if e["name"].endswith(kernel["name"]))
+        assert kernel["ms_per_call"] == pytest.approx(own / 20 / 1000, rel=1e-3)
+    addmm = sum(e["dur"] for e in events if e["name"] == "aten::addmm")
+    library = sum(k["ms_per_call"] for k in matmuls)
+    assert library == pytest.approx(addmm / 20 / 1000, rel=1e-3)
+
+
+def test_the_parts_add_up_to_each_region_and_the_regions_are_the_profilers(
+    no_grad: dict[str, Any], breaks: dict[str, Any]
+) -> None:
+    for report in (no_grad, breaks):
+        profile = report["profile"]
+        wall = profile["window"]["ms_per_call"]
+        for region in profile["regions"]:
+            parts = sum(region[p] for p in ("kernels_ms", "library_ms", "fallback_ms"))
+            parts += region["overhead_ms"]
+            assert parts == pytest.approx(region["ms_per_call"], rel=0.02, abs=1e-6)
+            assert region["overhead_ms"] >= 0
+        total = sum(r["ms_per_call"] for r in profile["regions"])
+        total += sum(o["ms_per_call"] for o in profile["outside"])
+        assert total == pytest.approx(wall, rel=0.02)
+    # Without a break a region is its guard check plus its Torch-Compiled Region event.
+    events = _events(no_grad)
+    lookups = [
+        previous["dur"]
+        for previous, event in itertools.pairwise(events)
+        if event["name"] == "Torch-Compiled Region: 0/0"
+        and previous["name"] == "TorchDynamo Cache Lookup"
+    ]
+    regions = [e["dur"] for e in events if e["name"] == "Torch-Compiled Region: 0/0"]
+    (row,) = no_grad["profile"]["regions"]
+    assert row["calls"] == len(regions) == 20
+    assert row["ms_per_call"] == pytest.approx((sum(regions) + sum(lookups)) / 20 / 1000, rel=0.02)
+
+
+def test_inference_with_grad_enabled_is_found_and_no_grad_lowers_the_time(
+    grad: dict[str, Any], no_grad: dict[str, Any]
+) -> None:
+    (finding,) = _findings(grad, "autograd_in_inference")
+    assert "torch.inference_mode()" in finding["advice"] and finding["saves_ms"] > 0
+    assert not _findings(no_grad, "autograd_in_inference")
+    events = _events(grad)
+    assert sum(e["name"] == "CompiledFunction" for e in events) == 20
+    assert not [e for e in _events(no_grad) if e["name"] == "CompiledFunction"]
+    # The fix applied: the same loop under no_grad is faster per call.
+    slow = grad["profile"]["window"]["ms_per_call"]
+    fast = no_grad["profile"]["window"]["ms_per_call"]
+    assert fast < slow
+
+
+def test_one_request_at_a_time_is_overhead_bound(no_grad: dict[str, Any]) -> None:
+    (finding,) = _findings(no_grad, "overhead_bound")
+    assert finding["title"].startswith("0/0 Block.forward is overhead-bound")
+    assert "batch requests" in finding["advice"]
+    (row,) = no_grad["profile"]["regions"]
+    assert row["overhead_ms"] > 0.5 * row["ms_per_call"]
+
+
+def test_a_graph_break_costs_its_time_at_its_line_and_the_disabled_mlp_runs_eagerly(
+    breaks: dict[str, Any],
+) -> None:
+    costs = {f["evidence"][0].split(": ")[0]: f for f in _findings(breaks, "graph_break_cost")}
+    item = costs[f"{PROGRAM}:{marker_in(PROGRAM, 'item')}"]
+    assert "aten::item" in item["evidence"][1] and item["saves_ms"] > 0
+    disabled = costs[f"{PROGRAM}:{marker_in(PROGRAM, 'mlp')}"]
+    assert "aten::linear" in disabled["evidence"][1]
+    # The eager MLP's ops are the profiler's: every aten::linear of the window ran eagerly.
+    events = _events(breaks)
+    linear = sum(e["dur"] for e in events if e["name"] == "aten::linear") / 20 / 1000
+    eager = {op["name"]: op["ms_per_call"] for op in breaks["profile"]["eager_ops"]}
+    assert eager["aten::linear"] == pytest.approx(linear, rel=0.1)
+    (eager_only,) = _findings(breaks, "eager_only_time")
+    assert "runs eagerly" in eager_only["title"]
+    # The break table carries the cost, and the costliest break's finding comes first.
+    rows = {b["site"]["line"]: b for b in breaks["graph_breaks"]}
+    assert rows[marker_in(PROGRAM, "item")]["ms_per_call"] == item["saves_ms"]
+    first = _findings(breaks, "graph_break_cost")[0]
+    assert first["saves_ms"] == max(f["saves_ms"] for f in costs.values())
+
+
+def test_where_the_time_goes_reads_in_every_format(breaks: dict[str, Any]) -> None:
+    run_dir: Path = breaks["_dir"]
+    markdown = (run_dir / "report.md").read_text()
+    assert "## Where the time goes" in markdown
+    assert f"graph break at mlp\\_block.py:{marker_in(PROGRAM, 'item')}" in markdown
+    terminal = breaks["_stderr"]
+    assert "where the time goes" in terminal and "outside the regions: graph break at" in terminal
+    html = (run_dir / "report.html").read_text()
+    assert "Where the time goes" in html and 'class="stack"' in html
+    assert str(run_dir / "profile" / "trace.json") in html
+
+
+def test_a_hugging_face_model_s_attention_and_matmul_time_lands_on_its_module_lines(
+    doctor_run: Any,
+) -> None:
+    """GPT-2 (random init) profiled as a whole, the run test_built.py maps: the SDPA kernel's
+    time on transformers' attention line, the matmuls' on Conv1D's ``addmm``."""
+    pytest.importorskip("transformers")
+    from test_built import GPT2_FLAGS
+
+    run = doctor_run("built_gpt2", GPT2_FLAGS, "run_hf_gpt2")
+    assert run.returncode == 0, run.stderr[-3000:]
+    profile = json.loads((run.run_dir / "report.json").read_text())["profile"]
+    assert profile["window"]["calls"] == 8
+    (region,) = profile["regions"]
+    assert region["display_name"].startswith("GPT2LMHeadModel.forward") and region["calls"] == 8
+    sdpa = [k for k in profile["kernels"] if "scaled_dot_product" in k["name"]]
+    assert sdpa and sdpa[0]["kind"] == "library" and sdpa[0]["ms_per_call"] > 0
+    # transformers' attention function calls it: integrations/sdpa_attention.py
+    assert "sdpa_attention.py" in {Path(u["file"]).name for u in sdpa[0]["user_lines"]}
+    addmm = [k for k in profile["kernels"] if k["name"] == "extern_kernels.addmm"]
+    files = {Path(u["file"]).name for k in addmm for u in k["user_lines"]}
+    assert "pytorch_utils.py" in files  # Conv1D.forward: torch.addmm
+    library = sum(k["ms_per_call"] for k in profile["kernels"] if k["kind"] == "library")
+    assert library == pytest.approx(region["library_ms"], rel=1e-3)
