@@ -7,6 +7,7 @@ served one request at a time, the way a small inference service calls its model
   autograd function and saves buffers for a backward that never runs.
 - ``--item-break``: a ``.item()`` between the two halves: two regions and eager code between.
 - ``--eager-mlp``: the MLP is behind ``torch.compiler.disable``: it runs eagerly.
+- ``--width N``: the block's width (64: a small request, overhead-bound).
 """
 
 import contextlib
@@ -15,7 +16,7 @@ import sys
 import torch
 from torch import nn
 
-WIDTH = 256
+WIDTH = int(sys.argv[sys.argv.index("--width") + 1]) if "--width" in sys.argv else 64
 CALLS = 40
 
 
@@ -42,6 +43,7 @@ if "--eager-mlp" in sys.argv:
     Block.mlp = torch.compiler.disable(Block.mlp)  # type: ignore[method-assign]
 
 torch.manual_seed(0)
+torch.set_num_threads(1)  # one request, one core: steady times beside the suite's other worker
 model = torch.compile(Block())
 requests = [torch.randn(1, WIDTH) for _ in range(CALLS)]
 with contextlib.nullcontext() if "--grad" in sys.argv else torch.no_grad():
