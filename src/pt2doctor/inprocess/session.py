@@ -20,6 +20,7 @@ from typing import Any, TextIO
 from pt2doctor import torchcompat
 from pt2doctor.analysis.findings.compiles import frame_label
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME
+from pt2doctor.analysis.text import counted
 from pt2doctor.capture.probes import ProbeRecorder, install_torch_probes
 from pt2doctor.errors import Pt2DoctorError
 from pt2doctor.report import build_report
@@ -103,7 +104,8 @@ class Watch:
         breaks = self.report()["graph_breaks"]
         if breaks:
             raise AssertionError(
-                f"{len(breaks)} graph-break site(s):\n" + "\n".join(map(_describe_break, breaks))
+                f"{counted(len(breaks), 'graph-break site')}:\n"
+                + "\n".join(map(_describe_break, breaks))
             )
 
     def assert_max_variants(self, fn: Callable[..., Any], n: int) -> None:

@@ -9,18 +9,21 @@ from typing import Any
 
 import jinja2
 
+from pt2doctor.analysis.text import counted
 from pt2doctor.report.types import RunReport
 from pt2doctor.report.views import build_view
 
 
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=jinja2.PackageLoader("pt2doctor.report", "templates"),
         autoescape=True,  # every template here is HTML, whatever its file name
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    environment.filters["counted"] = lambda n, word: counted(int(n), word)
+    return environment
 
 
 def render_view(view: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from pt2doctor.analysis.paths import display_path, shorten_paths
 from pt2doctor.analysis.recompiles.frame_names import wrapped_name
+from pt2doctor.analysis.text import counted
 from pt2doctor.report.format import built_line, compile_names, warm_start_estimate
 from pt2doctor.report.frame_story import frame_stories, headline_counts, story_terminal
 from pt2doctor.report.types import Finding, Frame, GraphBreak, Ranks, RunReport, Summary
@@ -226,10 +227,10 @@ def render_terminal(report: RunReport, console: Console, cwd: str | None = None)
     stats = report["parse_stats"]
     if stats["problems"] or stats["unknown_kinds"]:
         console.print(
-            f"[yellow]parse: {stats['problems']} problem(s)[/] "
+            f"[yellow]parse: {counted(stats['problems'], 'problem')}[/] "
             f"(non-trace lines {stats['non_trace_lines']}, bad envelopes "
             f"{stats['bad_envelopes']}, md5 mismatches {stats['md5_mismatches']}, truncated "
-            f"{stats['truncated_records']}); {len(stats['unknown_kinds'])} record kind(s) not "
+            f"{stats['truncated_records']}); {counted(len(stats['unknown_kinds']), 'record kind')} not "
             "understood"
         )
     console.print()

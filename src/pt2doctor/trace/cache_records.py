@@ -142,4 +142,8 @@ def decode_autotune_event(payload: str | None) -> CacheEvent | None:
     if not tuned:
         return None
     status = "miss" if "miss" in tuned else "hit"
-    return CacheEvent("triton_autotune", status, detail=f"{len(tuned)} kernel(s) autotuned")
+    return CacheEvent(
+        "triton_autotune",
+        status,
+        detail=f"{len(tuned)} kernel{'s' if len(tuned) != 1 else ''} autotuned",
+    )

@@ -22,6 +22,7 @@ from typing import Any
 
 from pt2doctor.analysis.coldstart.caches import worst_events
 from pt2doctor.analysis.recompiles.ledger import CompileEntry, Ledger, compile_phases
+from pt2doctor.analysis.text import counted
 
 # Phases in the order a compile runs them, with the words the report uses.
 PHASE_LABELS = {
@@ -53,11 +54,11 @@ ADVICE_MEGA_CACHE = (
     "torch.compiler.load_cache_artifacts()."
 )
 ADVICE_VARIANTS = (
-    "{recompiles} of the {compiles} compiles are extra variants of {frames} frame(s) "
+    "{recompiles} of the {compiles} compiles are extra variants of {frames} "
     "({seconds:.1f} s): every variant is one more cache entry to build and load; fewer variants "
     "(see the recompile findings) cut both cold and warm start."
 )
-ADVICE_BYPASS = "{count} cache lookup(s) bypassed the cache ({reason}): those graphs compile fully on every start."
+ADVICE_BYPASS = "{count} bypassed the cache ({reason}): those graphs compile fully on every start."
 ADVICE_WARM = (
     "The caches hit: the {seconds:.1f} s left is Dynamo tracing, guard building and cache "
     "loading, which no cache skips; fewer variants or compiling a repeated block once "
@@ -259,12 +260,13 @@ def _advice(ledger: Ledger, state: CacheState, cold_s: float, warm_s: float,
         advice += [ADVICE_PERSISTENT_DIR.format(warm=warm_s, cold=cold_s), ADVICE_MEGA_CACHE]
     if state.counts["bypass"]:
         reason = reasons[0] if reasons else "no reason logged"
-        advice.append(ADVICE_BYPASS.format(count=state.counts["bypass"], reason=reason))
+        bypassed = counted(state.counts["bypass"], "cache lookup")
+        advice.append(ADVICE_BYPASS.format(count=bypassed, reason=reason))
     extra = [entry for frame in ledger.frames for entry in frame.compiles[1:]]
     if extra:
         frames = sum(1 for frame in ledger.frames if len(frame.compiles) > 1)
         seconds = sum(entry.record.compile_time_s or 0.0 for entry in extra)
-        advice.append(ADVICE_VARIANTS.format(recompiles=len(extra), frames=frames,
+        advice.append(ADVICE_VARIANTS.format(recompiles=len(extra), frames=counted(frames, "frame"),
                                              compiles=len(ledger.compiles), seconds=seconds))  # fmt: skip
     if state.state == "warm":
         advice.append(ADVICE_WARM.format(seconds=cold_s))

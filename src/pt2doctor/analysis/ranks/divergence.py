@@ -23,6 +23,7 @@ from pt2doctor.analysis.ranks.summary import (
     rank_summaries,
 )
 from pt2doctor.analysis.recompiles.ledger import Ledger
+from pt2doctor.analysis.text import counted
 from pt2doctor.trace.types import Run
 
 # torch.distributed's default collective timeout (NCCL and gloo): 10 minutes.
@@ -106,11 +107,13 @@ def _compile_skew(analysis: RankAnalysis) -> list[Divergence]:
     severity = skew_severity(share)
     title = (
         f"{names(behind)} compiled more or longer than the others: {slow.label} "
-        f"{slow.compile_time_s:.2f} s in {slow.compiles} compile(s), {fast.label} "
+        f"{slow.compile_time_s:.2f} s in {counted(slow.compiles, 'compile')}, {fast.label} "
         f"{fast.compile_time_s:.2f} s in {fast.compiles}; skew {skew:.2f} s, {share:.2%} of the "
         f"{analysis.collective_timeout_s:g} s collective timeout"
     )
-    evidence = [f"{r.label}: {r.compiles} compile(s), {r.compile_time_s:.3f} s" for r in ranks]
+    evidence = [
+        f"{r.label}: {counted(r.compiles, 'compile')}, {r.compile_time_s:.3f} s" for r in ranks
+    ]
     return [
         Divergence("compile_skew", severity, behind, title, evidence[:MAX_EVIDENCE], skew_s=skew)
     ]
@@ -180,10 +183,13 @@ def _cache_imbalance(analysis: RankAnalysis) -> list[Divergence]:
     most = [rank for rank in ranks if rank.cache_misses == max(misses)]
     least = [rank for rank in ranks if rank.cache_misses == min(misses)]
     title = (
-        f"Compile-cache misses differ across ranks: {names(most)} missed {max(misses)} time(s), "
+        f"Compile-cache misses differ across ranks: {names(most)} missed {counted(max(misses), 'time')}, "
         f"{names(least)} {min(misses)}"
     )
-    evidence = [f"{r.label}: {r.cache_hits} hit(s), {r.cache_misses} miss(es)" for r in ranks]
+    evidence = [
+        f"{r.label}: {counted(r.cache_hits, 'hit')}, {counted(r.cache_misses, 'miss')}"
+        for r in ranks
+    ]
     return [Divergence("cache_imbalance", "warning", most, title, evidence[:MAX_EVIDENCE])]
 
 
