@@ -46,6 +46,7 @@ EventName = Literal[
     "cold",
     "done",
     "custom_ops",  # the custom ops a group's models call, each with its opcheck
+    "profile",  # check --profile: a group's eager and compiled Chrome traces
     # ablate workers (pt2doctor.ablate.trial)
     "trial_start",
     "trial",

@@ -84,15 +84,18 @@ def test_serving_loop_shows_its_planted_problems(tmp_path: Path, run_env: dict[s
 def test_transformer_example_quick_check_and_its_memory_budget(
     tmp_path: Path, run_env: dict[str, str]
 ) -> None:
-    """``check --quick`` on one of the example's cells: 8 iterations, no cold start, no
-    regional variant (the model repeats a block: a full check would add one). A peak-memory
-    budget of 1 MB fails, with the group process's own peak RSS as the measured value."""
+    """``check --quick --profile`` on one of the example's cells under Inductor: 8
+    iterations, no cold start, no regional variant (the model repeats a block: a full check
+    would add one). A peak-memory budget of 1 MB fails, with the group process's own peak RSS
+    as the measured value. The profile says why the speedup is what it is: library kernels
+    against the rest, and the bound on the speedup, checked against the profiler's own
+    events."""
     budget = tmp_path / "pt2doctor.toml"
     budget.write_text("peak_memory_mb = 1\n")
     out = tmp_path / "check"
     done = _pt2doctor(
         ["check", str(EXAMPLES / "cases" / "transformer_block.py"), "--out", str(out),
-         "--backend", "eager", "--quick", "--cells", "seq16/float32/eval", "--budget", str(budget)],
+         "--quick", "--profile", "--cells", "seq16/float32/eval", "--budget", str(budget)],
         tmp_path, run_env,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr[-4000:]
@@ -111,3 +114,29 @@ def test_transformer_example_quick_check_and_its_memory_budget(
     assert 100 < peak <= resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 + 0.1
     (clause,) = [c for c in report["contract"]["clauses"] if c["name"] == "peak_memory_mb"]
     assert (clause["ok"], clause["measured"], clause["budget"]) == (False, peak, 1)
+    profile = group["profile"]
+    assert profile["available"] and profile["calls"] == 10
+    eager, compiled = profile["eager"], profile["compiled"]
+    for split in (eager, compiled):
+        parts = split["library_ms"] + split["ops_ms"] + split["overhead_ms"]
+        assert parts == pytest.approx(split["total_ms"], abs=1e-5)
+    # The eager library time is the profiler's: its matmul and attention events, per call.
+    trace = json.loads(Path(profile["traces"]["eager"]).read_text())["traceEvents"]
+    events = [e for e in trace if e.get("ph") == "X"]
+    start = next(e["ts"] + e["dur"] for e in events if e["name"] == "pt2doctor: window start")
+    end = next(e["ts"] for e in events if e["name"] == "pt2doctor: window end")
+    library = sum(
+        e["dur"]
+        for e in events
+        if start <= e["ts"] < end
+        and (e["name"] in ("aten::addmm", "aten::mm", "aten::bmm")
+             or e["name"].startswith("aten::_scaled_dot_product"))
+    ) / 10 / 1000  # fmt: skip
+    assert eager["library_ms"] == pytest.approx(library, rel=0.01)
+    assert compiled["library_ms"] > 0
+    bound = eager["total_ms"] / compiled["library_ms"]
+    assert profile["bound"] == pytest.approx(bound, rel=1e-3)
+    assert profile["bound"] >= eager["total_ms"] / compiled["total_ms"]  # Amdahl: at most
+    assert f"at most {profile['bound']:.2f}x without faster library kernels" in profile["statement"]
+    assert f"speedup {group['steady']['speedup']:.2f}x" in profile["statement"]
+    assert "why (profiled): library kernels" in done.stderr + done.stdout

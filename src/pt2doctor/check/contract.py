@@ -20,6 +20,8 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
+from pt2doctor.analysis.text import counted
+
 # key: (type, default). A None default means: no clause unless the budget names it.
 BUDGET_KEYS: dict[str, tuple[type, Any]] = {
     "cold_start_s": (float, None),
@@ -160,7 +162,7 @@ def evaluate(budget: Budget, measures: dict[str, Any]) -> list[Clause]:
         clauses.append(
             Clause(
                 "custom_ops_opcheck",
-                f"{len(failing)} of {len(ops)} custom op(s) failing",
+                f"{len(failing)} of {counted(len(ops), 'custom op')} failing",
                 "every custom op passes opcheck and eager vs compiled",
                 not failing,
                 ", ".join(failing[:5]),
@@ -171,7 +173,7 @@ def evaluate(budget: Budget, measures: dict[str, Any]) -> list[Clause]:
         clauses.append(
             Clause(
                 "alignment",
-                f"{len(failing)} cell(s) failing",
+                f"{counted(len(failing), 'cell')} failing",
                 "every cell",
                 not failing,
                 ", ".join(failing[:5]),

@@ -20,7 +20,7 @@ from pt2doctor.rundir.read import read_jsonl
 from pt2doctor.workers import EventName, Outcome, last_event
 
 _CELL_RESULTS: frozenset[EventName] = frozenset({"alignment", "warmup"})
-_KEPT_AS_IS: frozenset[EventName] = frozenset({"done", "environment", "custom_ops"})
+_KEPT_AS_IS: frozenset[EventName] = frozenset({"done", "environment", "custom_ops", "profile"})
 
 
 class GroupRun:

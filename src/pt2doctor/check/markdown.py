@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pt2doctor.analysis.text import counted
 from pt2doctor.check.cost import cost_line
 from pt2doctor.check.types import ALIGNED, CheckReport, Distribution, Steady, VariantRow
 from pt2doctor.check.views import shown_value, worst_tensor
@@ -25,11 +26,17 @@ def _headline(report: Report) -> list[str]:
     summary, contract = report["summary"], report["contract"]
     failed = sum(clause["ok"] is False for clause in contract["clauses"])
     verdict = (
-        "✅ **contract met**" if contract["ok"] else f"❌ **contract failed** ({failed} clause(s))"
+        "✅ **contract met**"
+        if contract["ok"]
+        else f"❌ **contract failed** ({counted(failed, 'clause')})"
     )
     counts = ", ".join(f"{n} {md_text(v)}" for v, n in summary["verdicts"].items())
     source = md_code(contract["budget"]) if contract["budget"] else "defaults (no budget file)"
-    lines = ["## pt2doctor check", "", f"{verdict}: {summary['cells']} cell(s): {counts or 'none'}"]
+    lines = [
+        "## pt2doctor check",
+        "",
+        f"{verdict}: {counted(summary['cells'], 'cell')}: {counts or 'none'}",
+    ]
     lines += ["", f"Budget: {source}", ""]
     if report["interrupted"]:
         lines += ["_Interrupted: the report holds what was measured so far._", ""]
@@ -112,6 +119,30 @@ def _variant_rows(variant: VariantRow) -> list[list[str]]:
     return rows
 
 
+def _profiles(report: Report) -> list[str]:
+    """Why each profiled group's speedup is what it is (``check --profile``)."""
+    lines = []
+    for variant in report["variants"]:
+        for group in variant["groups"]:
+            profile = group.get("profile")
+            if not profile:
+                continue
+            if not profile.get("available"):
+                lines.append(f"- {md_code(variant['name'])} {md_code(group['group'])}: no "
+                             f"profile ({md_text(profile.get('error'))})")  # fmt: skip
+                continue
+            eager, compiled = profile["eager"], profile["compiled"]
+            lines.append(
+                f"- {md_code(variant['name'])} {md_code(group['group'])}: "
+                f"{md_text(profile['statement'])}. Per call, eager / compiled ms: library "
+                f"{eager['library_ms']:.3f} / {compiled['library_ms']:.3f}, other ops "
+                f"{eager['ops_ms']:.3f} / {compiled['ops_ms']:.3f} (compiled: generated and "
+                f"fallback kernels), overhead {eager['overhead_ms']:.3f} / "
+                f"{compiled['overhead_ms']:.3f}"
+            )
+    return ["### Why the speedup is what it is (profiled)", "", *lines, ""] if lines else []
+
+
 def _variants(report: Report) -> list[str]:
     rows = [row for variant in report["variants"] for row in _variant_rows(variant)]
     if not rows:
@@ -147,6 +178,7 @@ def _environment(report: Report) -> list[str]:
 def render_check_markdown(report: Report) -> str:
     """The whole Markdown document of a check report."""
     lines = [*_headline(report), *_clauses(report), *_failing_cells(report), *_variants(report)]
+    lines += _profiles(report)
     lines += [*_late(report), *_environment(report)]
     if cost := report.get("cost"):
         lines += [

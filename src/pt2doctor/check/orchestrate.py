@@ -33,6 +33,8 @@ class CheckOptions:
     cold_start: bool = True
     regional: bool | None = None  # None: each case decides (a repeated block found)
     seed: int = 0
+    profile_calls: int | None = None
+    """``--profile``: steady-state calls of each group profiled, eager and compiled."""
 
 
 @dataclass(slots=True)
@@ -72,6 +74,7 @@ class Orchestrator:
             "variant": job.variant.as_dict(),
             "seed": self.options.seed,
             "iterations": self.options.iterations,
+            "profile_calls": self.options.profile_calls,
         }
         spawned = time.time()
         outcome = self.launcher(

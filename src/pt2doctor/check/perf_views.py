@@ -155,6 +155,15 @@ def _percentiles_ms(dist: Distribution | None) -> dict[str, float | None]:
     }
 
 
+def _why(profile: dict[str, Any] | None) -> str | None:
+    """The profiled explanation of the speedup (``check --profile``), or why there is none."""
+    if not profile:
+        return None
+    if not profile.get("available"):
+        return f"no profile: {profile.get('error')}"
+    return str(profile["statement"])
+
+
 def steady_state(report: Report, latencies: Latencies) -> Section | None:
     """Latency distributions (eager vs compiled) and speedup with its 95% interval per variant
     and group; the noise warnings that say how far to trust them."""
@@ -171,6 +180,7 @@ def steady_state(report: Report, latencies: Latencies) -> Section | None:
                 "noise_warnings": [cut(w) for w in steady.get("noise_warnings", [])],
                 "error": cut(group.get("error")),
                 "raw": bool(latencies.get(key)),
+                "why": _why(group.get("profile")),
             }
         )  # fmt: skip
     if not rows:

@@ -5,6 +5,7 @@ group, the contract's clauses, and findings. Documented in docs/report-schema.md
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, cast
 
 from pt2doctor import __version__
@@ -102,13 +103,53 @@ def _custom_ops(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(ops.values())
 
 
+def group_profile(record: dict[str, Any], steady: dict[str, Any]) -> dict[str, Any]:
+    """``groups[].profile``: the eager and compiled profiles split side by side and the bound
+    on the speedup they imply (read again from their traces: ``report CHECK_DIR`` redoes it)."""
+    from pt2doctor.analysis.time.profile import profile_view
+    from pt2doctor.analysis.time.speedup import compiled_split, eager_split, speedup_bound
+    from pt2doctor.trace.chrome import read_chrome_trace
+
+    if record.get("error"):
+        return {"available": False, "error": record["error"], "cell": record.get("cell")}
+    calls = int(record["calls"])
+    try:
+        eager = eager_split(read_chrome_trace(Path(record["eager"])), calls)
+        view = profile_view(read_chrome_trace(Path(record["compiled"])), calls, None, {}, {},
+                            kernel_events=False)  # fmt: skip
+    except (OSError, ValueError) as error:
+        return {"available": False, "error": f"cannot read the profile: {error}"}
+    bound = speedup_bound(eager, compiled_split(view), steady.get("speedup"))
+
+    def split(part: Any) -> dict[str, float]:
+        return {
+            "total_ms": round(part.total_ms, 6),
+            "library_ms": round(part.library_ms, 6),
+            "ops_ms": round(part.ops_ms, 6),
+            "overhead_ms": round(part.overhead_ms, 6),
+        }
+
+    return {
+        "available": True,
+        "cell": record.get("cell"),
+        "calls": calls,
+        "eager": split(bound.eager),
+        "compiled": split(bound.compiled),
+        "speedup": round(bound.speedup, 4),
+        "bound": None if bound.bound is None else round(bound.bound, 4),
+        "statement": bound.statement,
+        "traces": {"eager": record["eager"], "compiled": record["compiled"]},
+        "notes": view.notes,
+    }
+
+
 def _groups(records: list[dict[str, Any]], case: str, variant: str) -> list[dict[str, Any]]:
     groups: dict[str, dict[str, Any]] = {}
     for record in records:
         if record.get("case") != case or record.get("variant") != variant:
             continue
         kind, key = record.get("record"), record.get("group")
-        if key is None or kind not in ("group", "warmup", "warmup_total", "done"):
+        if key is None or kind not in ("group", "warmup", "warmup_total", "done", "profile"):
             continue
         entry = groups.setdefault(key, {"group": key, "warmup": {"per_cell": {}}})
         if kind == "group":
@@ -119,7 +160,11 @@ def _groups(records: list[dict[str, Any]], case: str, variant: str) -> list[dict
             entry["warmup"]["seconds"] = round(record["seconds"], 6)
         elif kind == "done":
             entry["memory"] = record.get("memory")
+        elif kind == "profile":
+            entry["profile"] = _strip(record, "case", "variant", "group")
     for entry in groups.values():
+        if "profile" in entry:
+            entry["profile"] = group_profile(entry["profile"], entry.get("steady") or {})
         frames = entry.get("frames", [])
         entry["max_variants_per_frame"] = max((f["variants"] for f in frames), default=0)
     return list(groups.values())

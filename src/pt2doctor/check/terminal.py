@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from pt2doctor.analysis.text import counted
 from pt2doctor.check.cost import cost_line
 from pt2doctor.check.perf_views import frame_place
 from pt2doctor.check.types import (
@@ -102,10 +103,14 @@ def _group_line(variant: VariantRow, group: GroupRow) -> str:
     return (
         f"  {escape(group['group'].partition('/')[2])}: warmup "
         f"{seconds_text(group['warmup'].get('seconds'))}, {group['max_variants_per_frame']} "
-        f"variant(s)/frame; p50 eager {ms_text(eager.get('p50_s'))} -> compiled "
+        f"{'variant' if group['max_variants_per_frame'] == 1 else 'variants'} per frame; p50 eager {ms_text(eager.get('p50_s'))} -> compiled "
         f"{ms_text(compiled.get('p50_s'))} ms, p99 {ms_text(eager.get('p99_s'))} -> "
         f"{ms_text(compiled.get('p99_s'))} ms; {speedup}; "
-        + (f"[red]{late} recompile(s) after warmup[/]" if late else "no recompile after warmup")
+        + (
+            f"[red]{counted(late, 'recompile')} after warmup[/]"
+            if late
+            else "no recompile after warmup"
+        )
     )
 
 
@@ -127,6 +132,10 @@ def _render_variants(report: CheckReport, console: Console) -> None:
         console.print(f"{head}: {cold_text}")
         for group in variant["groups"]:
             console.print(_group_line(variant, group))
+            profile = group.get("profile")
+            if profile:
+                why = profile["statement"] if profile.get("available") else profile.get("error")
+                console.print(f"    [dim]why (profiled):[/] {escape(str(why))}")
 
 
 def _spread(dist: Distribution) -> float | None:
@@ -188,7 +197,7 @@ def _details(report: CheckReport, console: Console) -> None:
                 causes = ", ".join(regional.get("recompile_causes", [])) or "none"
                 console.print(
                     f"regional {escape(where)}: {regional['blocks']} blocks {shared}: "
-                    f"{regional['block_compiles']} compile(s) of the block, recompiled for "
+                    f"{counted(regional['block_compiles'], 'compile')} of the block, recompiled for "
                     f"{escape(causes)}"
                 )
 
@@ -196,7 +205,7 @@ def _details(report: CheckReport, console: Console) -> None:
 def render_check(report: CheckReport, console: Console) -> None:
     summary = report["summary"]
     counts = ", ".join(f"{n} {verdict}" for verdict, n in summary["verdicts"].items())
-    console.print(f"[bold]pt2doctor check[/]: {summary['cells']} cell(s): {counts}")
+    console.print(f"[bold]pt2doctor check[/]: {counted(summary['cells'], 'cell')}: {counts}")
     console.print(_cells_table(report))
     _render_variants(report, console)
     _details(report, console)

@@ -132,6 +132,8 @@ class GroupRow(GroupCompileFacts, total=False):
     steady: Steady | None
     samples: str
     memory: dict[str, float | None] | None
+    profile: dict[str, Any]
+    """``check --profile``: eager and compiled calls split side by side, the speedup's bound."""
     regional: dict[str, Any]
     status: str
     error: str | None

@@ -135,6 +135,38 @@ def steady_phase(
     samples.flush()
 
 
+def profile_phase(
+    models: GroupModels, group: list[Cell], calls: int, out: Path, emit: Emit
+) -> None:
+    """``check --profile``: ``calls`` steady-state calls of the group's first cell profiled,
+    eager then compiled, outside the timed samples; each kind's Chrome trace is kept in the
+    attempt's directory, bounded by the same window marks as ``run --profile``."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from pt2doctor.rundir import PROFILE_END_MARK, PROFILE_START_MARK
+
+    cell = group[0]
+    activities = [ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(ProfilerActivity.CUDA)
+    traces = {}
+    for kind in ("eager", "compiled"):
+        runner = getattr(models, kind)
+        timed_step(runner, cell)  # the other kind ran last: caches warm for this one
+        path = out / f"profile-{kind}.json"
+        with profile(activities=activities) as prof:
+            with record_function(PROFILE_START_MARK):
+                pass
+            for _ in range(calls):
+                timed_step(runner, cell)
+            with record_function(PROFILE_END_MARK):
+                pass
+        prof.export_chrome_trace(str(path))
+        traces[kind] = str(path)
+    emit("profile", cell=cell.id, calls=calls, **traces)
+
+
 def _compile_facts(report: dict[str, Any], models: GroupModels) -> dict[str, Any]:
     """What the captured compile report says about this group: variants, breaks, late
     compiles with their failed guards, and whether repeated blocks share one artifact."""
@@ -233,6 +265,11 @@ def run_group(spec: dict[str, Any], out: Path, emit: Emit) -> None:
         report = watch.report()
     (out / "compile-report.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
     emit("steady_done", cells=[cell.id for cell in group], **_compile_facts(report, models))
+    if spec.get("profile_calls"):
+        try:
+            profile_phase(models, group, int(spec["profile_calls"]), out, emit)
+        except Exception as error:  # the measurements are kept: say why there is no profile
+            emit("profile", cell=group[0].id, error=one_line(error))
     emit("done", memory=memory_now())
 
 

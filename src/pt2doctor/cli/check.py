@@ -26,6 +26,8 @@ from pt2doctor.rundir.read import read_jsonl
 from pt2doctor.rundir.write import default_run_dir, require_fresh_dir
 from pt2doctor.workers import UNIT_RESULTS, EventName
 
+PROFILE_CALLS = 10
+"""``--profile``: calls of each kind profiled per group."""
 # --quick: a smoke run of the protocol (no cold starts, no regional variant, few samples).
 QUICK_ITERATIONS = 8
 
@@ -131,6 +133,12 @@ def _progress_callback(progress: Progress, task: Any) -> Any:
 @click.option(
     "--quick", is_flag=True, help="A smoke run: 8 iterations, no cold starts, no regional variant."
 )
+@click.option(
+    "--profile",
+    is_flag=True,
+    help=f"Profile {PROFILE_CALLS} steady-state calls of each group, eager and compiled, after "
+    "the timed samples: why the speedup is what it is, and its bound.",
+)
 @document_options
 def check_command(
     case_file: Path,
@@ -145,6 +153,7 @@ def check_command(
     budget_file: Path | None,
     expect_env: Path | None,
     quick: bool,
+    profile: bool,
     fmt: str,
     md_path: Path | None,
     html_path: Path | None,
@@ -172,6 +181,7 @@ def check_command(
         cell_timeout,
         cold_start and not quick,
         False if quick else regional,
+        profile_calls=PROFILE_CALLS if profile else None,
     )
     console = Console(highlight=False, stderr=fmt != "term")
     settings = {"budget": budget.as_dict(), "expected_env": expected, "started": started}

@@ -139,8 +139,15 @@ def add_profile(
         for e in ledger.compiles
         if e.record.built is None or e.record.built.graph is None or not e.record.built.graph.lines
     }
+    kernel_events = True if window.get("kernel_profile", True) else None
     view = profile_view(
-        capture.trace, calls, window.get("hot_compile_id"), builts, break_sites, graphless
+        capture.trace,
+        calls,
+        window.get("hot_compile_id"),
+        builts,
+        break_sites,
+        graphless,
+        kernel_events,
     )
     section = _section(view, capture.path, window, names)
     compiles = window.get("compiles_in_window") or 0

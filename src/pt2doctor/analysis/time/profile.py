@@ -105,6 +105,8 @@ class ProfileView:
     """The autograd function's own time around its graph calls (forward)."""
     backward_calls: int = 0
     notes: list[str] = field(default_factory=list)
+    window: tuple[float, float] = (0.0, 0.0)
+    """Its start and end in the trace's clock (us)."""
 
     @property
     def compiled_us(self) -> float:
@@ -234,7 +236,8 @@ class _Backward:
     def __init__(self, seq: int, us: float) -> None:
         self.seq = seq
         self.us = us
-        self.calls: list[list[tuple[str, float]]] = []
+        self.calls: list[tuple[list[tuple[str, float]], float]] = []
+        """Each graph call: its kernels (name, us) and its own duration."""
 
 
 def _in_order(trace: ChromeTrace, order: list[int]) -> bool:
@@ -255,7 +258,7 @@ class _Walk:
     def __init__(self, trace: ChromeTrace) -> None:
         self.trace = trace
         self.regions: list[_Region] = []
-        self.forward_calls: list[tuple[_Region, list[tuple[str, float]]]] = []
+        self.forward_calls: list[tuple[_Region, list[tuple[str, float]], float]] = []
         """Each graph call inside a region, with its kernels."""
         self.forward_seq: dict[int, str] = {}
         """Autograd sequence number of each CompiledFunction -> its region's compile id."""
@@ -372,6 +375,7 @@ class _Walk:
             if top is not None and top.kind == "forward" and items[-1] is top:
                 top.inner += dur
             item = _Open(ts + dur, "call")
+            item.us = dur
             item.backward = next((o.backward for o in reversed(items) if o and o.backward), None)
             item.region = None if item.backward is not None else region
             return item
@@ -406,9 +410,9 @@ class _Walk:
         if item.kind != "call":
             return
         if item.backward is not None:
-            item.backward.calls.append(item.children)
+            item.backward.calls.append((item.children, item.us))
         elif region is not None:
-            self.forward_calls.append((region, item.children))
+            self.forward_calls.append((region, item.children, item.us))
 
 
 class _Charges:
@@ -422,6 +426,9 @@ class _Charges:
         self.kernels_by_call: dict[tuple[str, str, str, int], KernelTime] = {}
         """(compile id, part, profiled name, its n-th launch in a call) -> its row."""
         self.stems: dict[str, str] = {}
+        self.unnamed: dict[tuple[str, str], float] = {}
+        """Per region and part: its graph calls' time outside the kernels they name."""
+        self.generated_events = 0
 
     def region(self, cid: str, part: str) -> RegionTime:
         found = self.regions.get((cid, part))
@@ -446,10 +453,14 @@ class _Charges:
             )
         return row
 
-    def graph_call(self, cid: str, part: str, children: list[tuple[str, float]]) -> None:
-        """The kernels of one graph call: (name, us) in launch order."""
+    def graph_call(
+        self, cid: str, part: str, children: list[tuple[str, float]], us_in_call: float
+    ) -> None:
+        """The kernels of one graph call: (name, us) in launch order, and the call's time."""
         region = self.region(cid, part)
         region.graph_calls += 1
+        key = (cid, part)
+        self.unnamed[key] = self.unnamed.get(key, 0.0) + us_in_call - sum(us for _, us in children)
         maps = self.maps.get(cid)
         if maps is None:
             maps = self.maps[cid] = _Kernels(self.builts.get(cid))
@@ -467,6 +478,7 @@ class _Charges:
                 row = self._row(cid, part, name, maps.find(part, name, count))
                 self.kernels_by_call[(cid, part, name, count)] = row
             kind = row.kind
+            self.generated_events += kind == "generated"
             row.us += us
             row.launches += 1
             if kind == "generated":
@@ -483,7 +495,7 @@ _PREFIX = re.compile(r"^graph_(\d+)_")
 def _graph_prefixes(walk: _Walk) -> dict[str, str]:
     """``graph_<n>_`` of the generated kernels' profiler names -> the compile they ran in."""
     found: dict[str, str] = {}
-    for region, children in walk.forward_calls:
+    for region, children, _ in walk.forward_calls:
         for name, _ in children:
             match = _PREFIX.match(name)
             if match:
@@ -494,7 +506,7 @@ def _graph_prefixes(walk: _Walk) -> dict[str, str]:
 def _orphan_cid(backward: _Backward, prefixes: dict[str, str], cids: set[str]) -> str | None:
     """The compile of a backward whose forward ran before the window: by its kernels' graph
     prefix, else the only compile with a backward in the window."""
-    for children in backward.calls:
+    for children, _ in backward.calls:
         for name, _ in children:
             match = _PREFIX.match(name)
             if match and match[1] in prefixes:
@@ -509,11 +521,13 @@ def profile_view(
     builts: Mapping[str, Built | None],
     break_sites: Mapping[str, SourceLine],
     graphless: set[str] | frozenset[str] = frozenset(),
+    kernel_events: bool | None = None,
 ) -> ProfileView:
     """The window's time per call of the hot loop. ``builts``: each compile id's build (for
     its kernel map); ``break_sites``: the compile ids whose graph ends at a graph break, with
     the break's user line; ``graphless``: compiles that produced no graph (only the code
-    around a break), whose whole region is that break's eager code."""
+    around a break), whose whole region is that break's eager code; ``kernel_events``:
+    whether generated kernels record profiler events (None: when the trace has some)."""
     start, end = _window(trace)
     walk = _Walk(trace)
     walk.run(start, end)
@@ -542,8 +556,8 @@ def profile_view(
         cid: sum(found) / len(found) * (len(found) + cut.get(cid, 0))
         for cid, found in tails.items()
     }
-    for region, children in walk.forward_calls:
-        charges.graph_call(region.cid, "forward", children)
+    for region, children, us in walk.forward_calls:
+        charges.graph_call(region.cid, "forward", children, us)
     orphans = 0
     prefixes = _graph_prefixes(walk)
     with_backward = {walk.forward_seq[b.seq] for b in walk.backwards if b.seq in walk.forward_seq}
@@ -555,10 +569,23 @@ def profile_view(
         row = charges.region(cid, "backward")
         row.calls += 1
         row.us += backward.us
-        for children in backward.calls:
-            charges.graph_call(cid, "backward", children)
+        for children, us in backward.calls:
+            charges.graph_call(cid, "backward", children, us)
+    estimated = not kernel_events if kernel_events is not None else not charges.generated_events
+    if estimated and charges.unnamed:
+        # No kernel events (traced without TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE=1): the
+        # generated kernels are what the graph calls spent outside the ops they name.
+        for key, us in charges.unnamed.items():
+            charges.regions[key].kernels_us += max(us, 0.0)
     wall = max(end - start, 0.0)
     view = ProfileView(calls, wall, hot_compile_id)
+    view.window = (start, end)
+    if estimated and charges.unnamed:
+        view.notes.append(
+            "the trace has no kernel events (TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE=1 gives "
+            "C++ kernels theirs): generated-kernel time is each graph call's time outside its "
+            "library and fallback ops"
+        )
     view.regions = sorted(charges.regions.values(), key=lambda r: -r.us)
     view.kernels = sorted(charges.kernels.values(), key=lambda k: -k.us)
     outside = [OutsideTime(break_sites[cid], us, cid) for cid, us in breaks.items()]
