@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -347,8 +348,13 @@ def test_a_cache_hit_replays_old_lines_and_run_kernels_compiles_afresh(
     import sys
 
     program = tmp_path / "block.py"
-    program.write_text(PROGRAM.read_text())
-    env = {**run_env, "INDUCTOR_PROVENANCE": "1", "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "c")}
+    # The session's cache (its C++ builds are warm), and a graph no earlier run compiled: a
+    # LayerNorm eps of this test's own makes the first compile a miss.
+    eps = 1e-5 + uuid.uuid4().int % 10**6 * 1e-15
+    source = PROGRAM.read_text().replace("nn.LayerNorm(32)", f"nn.LayerNorm(32, eps={eps!r})")
+    assert source != PROGRAM.read_text()
+    program.write_text(source)
+    env = {**run_env, "INDUCTOR_PROVENANCE": "1"}
 
     def traced(name: str) -> dict[str, Any]:
         trace = tmp_path / name

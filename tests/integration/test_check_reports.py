@@ -79,7 +79,9 @@ def test_no_script_from_a_check_report_runs_in_a_browser(hostile, chromium, tmp_
     assert "&lt;img src=x onerror=document.title='PWNED-1'&gt;" in dom
     assert "&lt;/script&gt;&lt;script&gt;document.title='PWNED-3'" in dom
     assert "self.tag == \"&lt;script&gt;document.body.setAttribute('data-pwned','4')" in dom
-    assert "compile(s) of the block" in dom  # the regional variant's block-sharing line
+    assert re.search(
+        r"\d+ compiles? of the block", dom
+    )  # the regional variant's block-sharing line
 
 
 def test_check_writes_three_reports_and_prints_the_chosen_one(hostile):
@@ -88,7 +90,7 @@ def test_check_writes_three_reports_and_prints_the_chosen_one(hostile):
     assert stdout.startswith("<!DOCTYPE html>") and "pt2doctor check report" in stdout
     assert (hostile / "report.md").read_text() == (hostile.parent / "extra" / "r.md").read_text()
     markdown = (hostile / "report.md").read_text()
-    assert markdown.startswith("## pt2doctor check\n\n❌ **contract failed** (2 clause(s))")
+    assert markdown.startswith("## pt2doctor check\n\n❌ **contract failed** (2 clauses)")
     assert "PWNED-3" in markdown
     assert not re.search(r"<(script|img|svg|b)\b", markdown, re.IGNORECASE)
 

@@ -89,8 +89,8 @@ def test_a_cache_miss_on_one_rank_only(real_log: str, tmp_path: Path) -> None:
     )
     divergence, finding = _only(report, "rank_cache_imbalance")
     assert divergence["ranks"] == [1]
-    assert "rank 1: 0 hit(s), 1 miss(es)" in divergence["evidence"]
-    assert "rank 0: 0 hit(s), 0 miss(es)" in divergence["evidence"]
+    assert "rank 1: 0 hits, 1 miss" in divergence["evidence"]
+    assert "rank 0: 0 hits, 0 misses" in divergence["evidence"]
     assert finding["severity"] == "warning"
 
 

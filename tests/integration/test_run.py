@@ -35,7 +35,7 @@ EAGER = ("--backend", "eager")
 # 2 CPU cores, more while the other xdist worker compiles with Inductor).
 READY_WITHIN_S = 120
 # --timeout for the hanging program: long enough for torch import and the compile under load.
-TIMEOUT_S = 20
+TIMEOUT_S = 14
 
 Report = dict[str, Any]
 
