@@ -108,3 +108,12 @@ def built_line(entry: Mapping[str, Any], names: Mapping[tuple[str, str], str]) -
         refused = len(fusion.get("rejected") or []) + int(fusion.get("more") or 0)
         line += f"; {refused} fusion{'s' if refused != 1 else ''} refused"
     return line
+
+
+def plan_saving(item: Mapping[str, Any]) -> str:
+    """`` (costs 0.126 ms per call)``: what acting on a plan line saves, as the profile
+    measured it ('' when unmeasured, or when the title says it already)."""
+    saves = item.get("saves_ms")
+    if not saves or "ms per call" in str(item.get("title")):
+        return ""
+    return f" (costs {saves:.3f} ms per call)"

@@ -19,6 +19,7 @@ from pt2doctor.report.format import (
     compile_names,
     file_name,
     hot_break,
+    plan_saving,
     source_where,
     warm_start_estimate,
 )
@@ -73,6 +74,18 @@ def _headline(report: Report) -> list[str]:
     if report.get("redacted"):
         lines += ["_Redacted: source lines removed, paths made relative._", ""]
     return lines
+
+
+def _plan(report: Report) -> list[str]:
+    """What to do first: the plan as a numbered list."""
+    items = report.get("plan") or []
+    if not items:
+        return []
+    lines = ["## What to do first", ""]
+    for number, item in enumerate(items, 1):
+        saves = plan_saving(item)
+        lines.append(f"{number}. *{item['step']}*: {md_text(item['title'])}{saves}")
+    return [*lines, ""]
 
 
 def _findings(report: Report) -> list[str]:
@@ -322,7 +335,8 @@ def _time(report: Report) -> list[str]:
 
 def render_markdown(report: Report) -> str:
     """The whole Markdown document."""
-    lines = [*_headline(report), *_cold_start(report), *_findings(report), *_breaks(report)]
+    lines = [*_headline(report), *_plan(report), *_cold_start(report), *_findings(report)]
+    lines += _breaks(report)
     lines += [*_frames(report), *_stories(report), *_time(report), *_built(report)]
     lines += [*_ranks(report), *_environment(report)]
     return "\n".join(lines).rstrip() + "\n"

@@ -18,6 +18,8 @@ from pt2doctor.analysis.time.profile import ProfileView, profile_view
 from pt2doctor.trace.chrome import ChromeTrace
 from pt2doctor.trace.types import Run, SourceLine
 
+LARGE_TRACE_BYTES = 20_000_000
+"""A window's trace above this gets a note (about 2.4 KB per kernel launch per call)."""
 MAX_KERNELS = 60
 """Kernel rows kept in the report, the slowest first."""
 NOT_COMPARABLE = (
@@ -156,6 +158,12 @@ def add_profile(
             0,
             f"{compiles} {'compiles' if compiles > 1 else 'compile'} ran inside the window: "
             "their time is counted outside the regions",
+        )
+    size = window.get("trace_bytes")
+    if isinstance(size, int) and size > LARGE_TRACE_BYTES:
+        section["notes"].append(
+            f"the Chrome trace is {size / 1e6:.0f} MB: Perfetto opens it slowly; "
+            "--profile-calls fewer keeps it smaller"
         )
     report["profile"] = section
     skipped = [frame_where(frame) for frame in ledger.frames if frame.skipped]

@@ -32,6 +32,7 @@ from pt2doctor.analysis.built.graph_size import (
 )
 from pt2doctor.analysis.built.kernels import KernelMap, kernel_map
 from pt2doctor.analysis.findings.compiles import sort_findings
+from pt2doctor.analysis.findings.plan import plan
 from pt2doctor.analysis.ranks.divergence import DEFAULT_COLLECTIVE_TIMEOUT_S, cross_rank_analysis
 from pt2doctor.analysis.ranks.findings import rank_findings
 from pt2doctor.analysis.recompiles.fixes import recompile_fixes
@@ -396,6 +397,10 @@ def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIME
         "inputs": {"paths": run.sources, "streams": run.streams},
         "environment": dict(sorted(environment.items())),
         "summary": _summary(run, ledger, sites),
+        "plan": [
+            {"step": item.step, "code": item.code, "title": item.title, "saves_ms": item.saves_ms}
+            for item in plan(findings)
+        ],
         "findings": [_finding(f) for f in findings],
         "graph_breaks": [_graph_break(site) for site in sites],
         "frames": [_frame(f, e) for f, e in zip(ledger.frames, explanations, strict=True)],

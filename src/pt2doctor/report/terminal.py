@@ -12,7 +12,12 @@ from rich.table import Table
 from pt2doctor.analysis.paths import display_path, shorten_paths
 from pt2doctor.analysis.recompiles.frame_names import wrapped_name
 from pt2doctor.analysis.text import counted
-from pt2doctor.report.format import built_line, compile_names, warm_start_estimate
+from pt2doctor.report.format import (
+    built_line,
+    compile_names,
+    plan_saving,
+    warm_start_estimate,
+)
 from pt2doctor.report.frame_story import frame_stories, headline_counts, story_terminal
 from pt2doctor.report.types import Finding, Frame, GraphBreak, Ranks, RunReport, Summary
 
@@ -31,6 +36,21 @@ def _headline(summary: Summary) -> str:
         f"{summary['failures']} failures, "
         f"{summary['total_compile_time_s']:.2f} s compiling, cache {hits} hit / {misses} miss"
     )
+
+
+def _plan(console: Console, report: RunReport, cwd: str | None) -> None:
+    """What to do first: the plan's numbered lines (nothing when it is empty)."""
+    items = report.get("plan") or []
+    if not items:
+        return
+    console.print("[bold]What to do first[/]")
+    for number, item in enumerate(items, 1):
+        saves = plan_saving(item)
+        console.print(
+            f"  {number}. [dim]{item['step']}:[/] {escape(shorten_paths(item['title'], cwd))}"
+            f"{saves}"
+        )
+    console.print()
 
 
 def _findings(console: Console, findings: list[Finding], cwd: str | None) -> None:
@@ -234,6 +254,7 @@ def render_terminal(report: RunReport, console: Console, cwd: str | None = None)
             "understood"
         )
     console.print()
+    _plan(console, report, cwd)
     _findings(console, report["findings"], cwd)
     if report["graph_breaks"]:
         console.print(_breaks_table(report["graph_breaks"], cwd))

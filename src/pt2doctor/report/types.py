@@ -90,6 +90,16 @@ class Finding(_FindingBase, total=False):
     """What the fix saves per call of the hot loop, as the profile measured it."""
 
 
+class PlanItem(TypedDict):
+    """One line of "What to do first" (``plan[]``)."""
+
+    step: str
+    """correctness, recompiles, graph breaks or performance: the practice's order."""
+    code: str
+    title: str
+    saves_ms: float | None
+
+
 class _GraphBreakTime(TypedDict, total=False):
     ms_per_call: float
     """The break's measured cost per call of the hot loop (``run --profile`` only)."""
@@ -376,6 +386,8 @@ class RunReport(_RunReportParts, total=False):
     rank; ``redacted`` only with ``--redact``."""
 
     kind: Literal["run"]
+    plan: list[PlanItem]
+    """What to do first: at most five actions (absent before 2026-12-01)."""
     run: dict[str, Any]
     profile: dict[str, Any]
     """Where the profiled window's time went (``run --profile``)."""

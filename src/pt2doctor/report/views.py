@@ -61,6 +61,14 @@ def headline(report: Report) -> Section:
         "inputs": report["inputs"]["paths"],
         "counts": [{"label": label, "value": value} for label, value in counts],
         "run": run_line,
+        "plan": [
+            {
+                "step": item["step"],
+                "title": cut(item["title"]),
+                "saves_ms": item.get("saves_ms"),
+            }
+            for item in report.get("plan") or []
+        ],
         "findings": findings,
         "more_findings": max(0, len(report["findings"]) - MAX_FINDINGS),
         "redacted": bool(report.get("redacted")),

@@ -8,6 +8,7 @@ served one request at a time, the way a small inference service calls its model
 - ``--item-break``: a ``.item()`` between the two halves: two regions and eager code between.
 - ``--eager-mlp``: the MLP is behind ``torch.compiler.disable``: it runs eagerly.
 - ``--width N``: the block's width (64: a small request, overhead-bound).
+- ``--batch N``: the same requests served N to a call (overhead_bound's fix).
 """
 
 import contextlib
@@ -45,8 +46,9 @@ if "--eager-mlp" in sys.argv:
 torch.manual_seed(0)
 torch.set_num_threads(1)  # one request, one core: steady times beside the suite's other worker
 model = torch.compile(Block())
-requests = [torch.randn(1, WIDTH) for _ in range(CALLS)]
+BATCH = int(sys.argv[sys.argv.index("--batch") + 1]) if "--batch" in sys.argv else 1
+requests = [torch.randn(1, WIDTH) for _ in range(CALLS * BATCH)]
 with contextlib.nullcontext() if "--grad" in sys.argv else torch.no_grad():
-    for request in requests:
-        model(request)
+    for first in range(0, len(requests), BATCH):
+        model(torch.cat(requests[first : first + BATCH]))
 print("served", len(requests))

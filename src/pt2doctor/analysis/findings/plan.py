@@ -1,0 +1,72 @@
+"""The report's first screen, "What to do first": at most PLAN_SIZE actions drawn from the
+findings, in the order the troubleshooting practice takes them (correctness, then recompiles,
+then graph breaks, then performance), one line each.
+
+Only findings that ask for action (errors and warnings) enter the plan. Within a step, what the
+profile measured a fix to save comes first, then the findings' own order (hottest breaks first);
+a graph-break site appears once, with its measured cost when the profile has one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pt2doctor.analysis.findings.compiles import Finding
+
+PLAN_SIZE = 5
+STEPS = ("correctness", "recompiles", "graph breaks", "performance")
+_STEP_OF = {
+    "compile_failure": "correctness",
+    "program_failed": "correctness",
+    "rank_specific_failure": "correctness",
+    "compiled_but_never_called": "correctness",
+    "no_compilation_observed": "correctness",
+    "recompile_limit_hit": "recompiles",
+    "recompiles": "recompiles",
+    "unexplained_recompile_after_warmup": "recompiles",
+    "rank_specific_recompile": "recompiles",
+    "guard_overhead": "recompiles",
+    "graph_break": "graph breaks",
+    "graph_break_cost": "graph breaks",
+    "frame_skipped": "graph breaks",
+    "eager_only_time": "graph breaks",
+}
+NOT_ACTIONS = frozenset({"probes_unavailable", "triage_run", "parse_problems"})
+"""Findings about the capture, not the program."""
+_SITE = re.compile(r" at (\S+:\d+)")
+
+
+@dataclass(slots=True)
+class PlanItem:
+    step: str
+    code: str
+    title: str
+    saves_ms: float | None
+
+
+def _site(finding: Finding) -> str | None:
+    match = _SITE.search(finding.title)
+    return match[1] if match else None
+
+
+def plan(findings: list[Finding]) -> list[PlanItem]:
+    """The first actions to take, from ``findings`` (sorted by severity already). A graph
+    break's site is one line: its ``graph_break`` finding (the fix), with the time its
+    ``graph_break_cost`` measured."""
+    actionable = [
+        f for f in findings if f.severity in ("error", "warning") and f.code not in NOT_ACTIONS
+    ]
+    broken = {_site(f) for f in actionable if f.code == "graph_break"} - {None}
+    cost = {_site(f): f.saves_ms for f in actionable if f.code == "graph_break_cost"}
+    candidates = []
+    for index, finding in enumerate(actionable):
+        site = _site(finding)
+        if finding.code == "graph_break_cost" and site in broken:
+            continue  # the break's own finding carries its cost
+        saves = cost.get(site) if finding.code == "graph_break" else finding.saves_ms
+        step = _STEP_OF.get(finding.code, "performance")
+        key = (STEPS.index(step), saves is None, -(saves or 0.0), index)
+        candidates.append((key, PlanItem(step, finding.code, finding.title, saves)))
+    candidates.sort(key=lambda candidate: candidate[0])
+    return [item for _, item in candidates[:PLAN_SIZE]]
