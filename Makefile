@@ -31,9 +31,10 @@ demo: $(STAMP) ## `pt2doctor run` on a serving loop, then `check` of a transform
 	rm -rf $(DEMO_DIR) $(DEMO_DIR)-check
 	@$(BYTECODE) >/dev/null
 	$(VENV)/bin/pt2doctor run --out $(DEMO_DIR) --warmup-calls 3 -- $(PY) examples/serving_loop.py
-	@# Quick mode on the eval cells (fp32 and bf16, two sequence buckets) under Inductor; the
+	@# Quick mode on the eval cells (fp32 and bf16, two sequence buckets) under Inductor, with
+	@# a profile of each group saying why its speedup is what it is; the
 	@# whole matrix with training cells takes ~10 min on 2 CPU cores: drop --quick and --cells.
-	$(VENV)/bin/pt2doctor check examples/cases/transformer_block.py --quick --cells eval \
+	$(VENV)/bin/pt2doctor check examples/cases/transformer_block.py --quick --cells eval --profile \
 		--out $(DEMO_DIR)-check
 
 test: $(STAMP) ## run the whole test suite (unit + real torch.compile runs: several minutes)

@@ -54,7 +54,9 @@ class RunOptions:
     and the fusion log kept (``fusion.log``)."""
     profile_calls: int | None = None
     """``--profile``: profile this many steady-state calls of the hot graph, with provenance
-    (kernels mapped to lines) and kernel profiling on; caches stay on unless ``kernels``."""
+    (kernels mapped to lines) and kernel profiling on, every graph compiled afresh as with
+    ``kernels`` (a cached graph would bring back the lines of the compile that filled the
+    cache)."""
     profile_seconds: float | None = None
 
 
@@ -82,11 +84,10 @@ def child_env(options: RunOptions) -> dict[str, str]:
         seconds = options.profile_seconds or DEFAULT_SECONDS
         env[PROFILE_ENV] = f"{options.profile_calls},{warmup},{seconds}"
         env[KERNEL_PROFILE_ENV] = "1"
-    if options.profile_calls is not None:
-        env[PROVENANCE_ENV] = "1"  # the profiled kernels' user lines
     if options.kernels:
-        env[PROVENANCE_ENV] = "1"
         env[FUSION_ENV] = "1"
+    if options.kernels or options.profile_calls is not None:
+        env[PROVENANCE_ENV] = "1"
         # Each graph compiled afresh: an FX graph (or AOTAutograd) cache hit replays the
         # provenance of the compile that filled the cache, with that day's line numbers (an
         # edit above a line leaves the graph, and so the key, unchanged), and the scheduler,

@@ -119,8 +119,8 @@ def _torchrun_option(name: str, help_text: str, kind: Any = str) -> Decorator:
     "profile",
     is_flag=True,
     help="Profile steady-state calls of the hot compiled graph (torch profiler, kernels "
-    "mapped to your lines): where the compiled step's time goes. Chrome trace in "
-    "profile/trace.json. With --kernels every graph is compiled afresh.",
+    "mapped to your lines, compiled afresh as with --kernels): where the compiled step's time "
+    "goes. Chrome trace in profile/trace.json.",
 )
 @click.option(
     "--profile-calls",
