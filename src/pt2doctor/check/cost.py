@@ -124,7 +124,7 @@ COST_LABELS = {
 
 
 def cost_line(cost: dict[str, Any]) -> str:
-    """``check took 45.3 s: its own process 6.2 s (...), 6 worker process(es) 39.1 s: process
+    """``check took 45.3 s: its own process 6.2 s (...), worker 6 processes 39.1 s: process
     starts 14.2 s, ...; 4.1x its compile and measure time``: the parts over 0.05 s, largest
     first."""
     parts = sorted(
@@ -132,11 +132,12 @@ def cost_line(cost: dict[str, Any]) -> str:
         key=lambda item: -item[1],
     )
     shown = ", ".join(f"{label} {seconds:.1f} s" for label, seconds in parts if seconds >= 0.05)
-    line = f"check took {cost['wall_s']:.1f} s over {cost['launches']} process(es): {shown}"
+    processes = f"{cost['launches']} process{'es' if cost['launches'] != 1 else ''}"
+    line = f"check took {cost['wall_s']:.1f} s over {processes}: {shown}"
     if cost.get("command_s") is not None:
         line = (f"check took {cost['command_s']:.1f} s: its own process {cost['parent_s']:.1f} s "
-                f"(loading the cases, planning, between workers), {cost['launches']} worker "
-                f"process(es) {cost['wall_s']:.1f} s: {shown}")  # fmt: skip
+                f"(loading the cases, planning, between workers), worker {processes} "
+                f"{cost['wall_s']:.1f} s: {shown}")  # fmt: skip
     if cost.get("ratio") is not None:
         line += (f"; {cost['ratio']:.1f}x its compile ({cost['compile_s']:.1f} s) and "
                  f"measure ({cost['measure_s']:.1f} s) time")  # fmt: skip

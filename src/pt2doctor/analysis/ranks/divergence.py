@@ -230,7 +230,7 @@ def _presence(
         concerned.update((rank.identity.stream, rank) for rank in having)
         lacking = [rank for rank in ranks if item not in members(rank)]
         evidence.append(f"{describe(item)}: on {names(having)}, not on {names(lacking)}")
-    title = f"{len(partial)} {what} on some ranks only"
+    title = f"{counted(len(partial), what)} on some ranks only"
     return [Divergence(kind, "warning", list(concerned.values()), title, evidence[:MAX_EVIDENCE])]
 
 
@@ -240,11 +240,9 @@ def _site_text(site: tuple[str | None, int | None]) -> str:
 
 def _frames_and_sites(analysis: RankAnalysis) -> list[Divergence]:
     return [
+        *_presence(analysis, "frames", lambda r: set(r.frame_compiles), "frame", _frame_text),
         *_presence(
-            analysis, "frames", lambda r: set(r.frame_compiles), "frame(s) compiled", _frame_text
-        ),
-        *_presence(
-            analysis, "break_sites", lambda r: r.break_sites, "graph-break site(s)", _site_text
+            analysis, "break_sites", lambda r: r.break_sites, "graph-break site", _site_text
         ),
         *_presence(
             analysis, "failures", lambda r: r.failure_frames, "compile failure(s)", _frame_text
@@ -268,7 +266,9 @@ def _identity_problems(
             + ", ".join(map(str, i.envelope_ranks))
             for i in mismatched
         ]
-        title = f"{len(mismatched)} log(s) whose file name and records disagree on the rank"
+        title = (
+            f"{counted(len(mismatched), 'log')} whose file name and records disagree on the rank"
+        )
         found.append(
             Divergence(
                 "rank_name_mismatch",
