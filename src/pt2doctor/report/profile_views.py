@@ -115,6 +115,7 @@ def profile_section(report: Report) -> Section | None:
                         "text": f"{label} {ms(region[field])} ({pct(region[field], total)})",
                     }
                     for field, label, _ in PARTS
+                    if region[field] > 0.0005 * max(total, 1e-9)  # a part that shows
                 ],
             }
         )

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, Literal
 
-from pt2doctor.report.format import cut, hot_break, source_where
+from pt2doctor.report.format import cut, hot_break, plan_saving, source_where
 from pt2doctor.report.rank_views import ranks
 from pt2doctor.report.sections import Section, environment_rows
 from pt2doctor.report.types import Compile, FailedGuard, RunReport
@@ -62,11 +62,7 @@ def headline(report: Report) -> Section:
         "counts": [{"label": label, "value": value} for label, value in counts],
         "run": run_line,
         "plan": [
-            {
-                "step": item["step"],
-                "title": cut(item["title"]),
-                "saves_ms": item.get("saves_ms"),
-            }
+            {"step": item["step"], "title": cut(item["title"]), "effect": plan_saving(item)}
             for item in report.get("plan") or []
         ],
         "findings": findings,
