@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.analysis.breaks.sites import GraphBreakSite
+from pt2doctor.analysis.breaks.sites import GraphBreakSite, user_caller
 from pt2doctor.analysis.findings.compiles import Finding, frame_where
 from pt2doctor.analysis.recompiles.frame_names import display_name
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FrameEntry, Ledger
-from pt2doctor.analysis.time.findings import profile_findings
+from pt2doctor.analysis.time.findings import BreakContext, profile_findings
 from pt2doctor.analysis.time.profile import ProfileView, profile_view
 from pt2doctor.trace.chrome import ChromeTrace
 from pt2doctor.trace.types import Run, SourceLine
@@ -126,16 +126,29 @@ def add_profile(
     window = capture.window
     calls = window.get("calls")
     if not isinstance(calls, int) or calls <= 0:
-        report["profile"] = unavailable(
-            capture.path, "the window holds no complete call of the hot graph"
-        )
+        why = "the window holds no complete call of the hot graph"
+        if window.get("closed_by") == "exit":
+            why += (
+                f": the program ended right after warmup (--warmup-calls "
+                f"{window.get('warmup_calls')}); run more steps, or lower --warmup-calls"
+            )
+        report["profile"] = unavailable(capture.path, why)
         return []
     names: dict[str, str] = {}
     for frame in ledger.frames:
         for entry in frame.compiles:
             names[entry.compile_id] = _region_name(frame)
     builts = {entry.compile_id: entry.record.built for entry in ledger.compiles}
-    break_sites = {cid: site.site for site in sites for cid in site.compile_ids}
+    # A break in library code is shown at the user's line that led there (the LR scheduler's
+    # wrapper of optimizer.step: at the user's opt.step()), and one by design says so.
+    break_sites = {
+        cid: user_caller(site) or site.site for site in sites for cid in site.compile_ids
+    }
+    context = {
+        cid: BreakContext(site.by_design, None if user_caller(site) is None else site.site)
+        for site in sites
+        for cid in site.compile_ids
+    }
     graphless = {
         e.compile_id
         for e in ledger.compiles
@@ -173,4 +186,4 @@ def add_profile(
             "on CUDA the split is of host-side time (launches); device kernel time is in the "
             "Chrome trace"
         )
-    return profile_findings(view, names, skipped, device)
+    return profile_findings(view, names, skipped, device, context)

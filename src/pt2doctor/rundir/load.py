@@ -38,7 +38,8 @@ def load_run(path: Path) -> Run:
 
 NO_WINDOW = (
     "the window never opened: no compiled graph was called --warmup-calls times with no "
-    "compile since its previous call (the program ended first, or kept compiling)"
+    "compile since its previous call (the program ended first, or kept compiling): run more "
+    "steps, or lower --warmup-calls"
 )
 
 

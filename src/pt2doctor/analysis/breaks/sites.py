@@ -253,7 +253,7 @@ def _heat_fact(site: GraphBreakSite) -> str:
     return f"ran {counted(site.hits, 'time')} (cold: a startup-only break is not worth a rewrite)"
 
 
-def _user_caller(site: GraphBreakSite) -> SourceLine | None:
+def user_caller(site: GraphBreakSite) -> SourceLine | None:
     """For a break in library code (torch, an installed package, the standard library): the
     innermost frame of the user's own code that led to it; None for a break in the user's code."""
     if site.site.file is None or is_user_file(site.site.file):
@@ -270,7 +270,7 @@ def _site_facts(site: GraphBreakSite) -> str:
     # In a frame Dynamo skipped, the break never runs compiled: no heat to state.
     heat = "" if site.hits is None and site.frame_skipped else f" {_heat_fact(site)}"
     facts = f"Here `{code}`{heat}" if code else f"Here the break{heat}"
-    caller = _user_caller(site)
+    caller = user_caller(site)
     if caller is not None:
         facts += (
             f"{';' if heat else ','} in library code, reached from your {caller.function} "

@@ -50,6 +50,13 @@ def _site(finding: Finding) -> str | None:
     return match[1] if match else None
 
 
+def _subject(title: str) -> str:
+    """What a finding is about: the frame or site its title opens with, up to the first ')'
+    (``Layer.forward (modeling.py:89)``), else the whole title."""
+    head, close, _ = title.partition(")")
+    return head + close if close and " (" in head else title
+
+
 def plan(findings: list[Finding]) -> list[PlanItem]:
     """The first actions to take, from ``findings`` (sorted by severity already). A graph
     break's site is one line: its ``graph_break`` finding (the fix), with the time its
@@ -60,12 +67,17 @@ def plan(findings: list[Finding]) -> list[PlanItem]:
     broken = {_site(f) for f in actionable if f.code == "graph_break"} - {None}
     cost = {_site(f): f.saves_ms for f in actionable if f.code == "graph_break_cost"}
     candidates = []
+    subjects: set[tuple[str, str]] = set()
     for index, finding in enumerate(actionable):
+        step = _STEP_OF.get(finding.code, "performance")
+        subject = (step, _subject(finding.title))
+        if subject in subjects:
+            continue  # one line per frame or site in a step: the first finding about it
+        subjects.add(subject)
         site = _site(finding)
         if finding.code == "graph_break_cost" and site in broken:
             continue  # the break's own finding carries its cost
         saves = cost.get(site) if finding.code == "graph_break" else finding.saves_ms
-        step = _STEP_OF.get(finding.code, "performance")
         key = (STEPS.index(step), saves is None, -(saves or 0.0), index)
         candidates.append((key, PlanItem(step, finding.code, finding.title, saves)))
     candidates.sort(key=lambda candidate: candidate[0])

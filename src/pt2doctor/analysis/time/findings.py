@@ -8,9 +8,12 @@ Thresholds are shares of the window's wall time: a part under MIN_SHARE is not w
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
-from pt2doctor.analysis.findings.compiles import Finding
+from pt2doctor.analysis.findings.compiles import Finding, Severity
+from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.time.profile import KernelTime, ProfileView, RegionTime
+from pt2doctor.trace.types import SourceLine
 
 MIN_SHARE = 0.05
 """A part of the step under this share gets no finding."""
@@ -44,11 +47,25 @@ def _region_name(region: RegionTime, names: Mapping[str, str]) -> str:
     return f"{label} backward" if region.part == "backward" else label
 
 
+class BreakContext(NamedTuple):
+    """What the graph-break analysis knows of the break ending a region."""
+
+    by_design: bool
+    """A library break that is meant to be there (the LR scheduler's wrapper of step)."""
+    library_site: SourceLine | None
+    """Where the break is when it is in library code (the profile shows the user's line)."""
+
+
 def profile_findings(
-    view: ProfileView, names: Mapping[str, str], skipped_frames: list[str], device: str
+    view: ProfileView,
+    names: Mapping[str, str],
+    skipped_frames: list[str],
+    device: str,
+    breaks: Mapping[str, BreakContext] | None = None,
 ) -> list[Finding]:
     """``names``: compile id -> the frame's name; ``skipped_frames``: frames Dynamo ran
-    eagerly (where); ``device``: ``cuda`` or ``cpu`` (the fixes differ)."""
+    eagerly (where); ``device``: ``cuda`` or ``cpu`` (the fixes differ); ``breaks``: compile
+    id -> its break's context."""
     if view.wall_us <= 0 or view.calls <= 0:
         return []
     return [
@@ -56,7 +73,7 @@ def profile_findings(
         *_overhead_bound(view, names, device),
         *_library_bound(view, device),
         *_fallback_ops(view),
-        *_graph_break_cost(view),
+        *_graph_break_cost(view, breaks or {}),
         *_eager_only(view, skipped_frames),
     ]
 
@@ -180,7 +197,7 @@ def _fallback_ops(view: ProfileView) -> list[Finding]:
     return found
 
 
-def _graph_break_cost(view: ProfileView) -> list[Finding]:
+def _graph_break_cost(view: ProfileView, breaks: Mapping[str, BreakContext]) -> list[Finding]:
     found = []
     for item in view.outside:
         if item.site is None or item.us <= 0:
@@ -189,19 +206,38 @@ def _graph_break_cost(view: ProfileView) -> list[Finding]:
         share = item.us / view.wall_us
         eager = view.eager_at.get(item.compile_id or "", [])
         ops = ", ".join(f"{op} {_ms(us, view)}" for op, us in eager[:4])
-        found.append(
-            Finding(
-                "warning" if share >= MIN_SHARE else "info",
-                "graph_break_cost",
-                f"The graph break at {site.file}:{site.line} costs {_ms(item.us, view)} per "
-                f"call ({_pct(item.us, view.wall_us)} of the step) in eager code between "
-                "compiled regions",
+        context = breaks.get(item.compile_id or "", BreakContext(False, None))
+        where = f"{site.file}:{site.line}"
+        if context.library_site is not None:
+            inner = context.library_site
+            where += f" (in library code, at {library_path(inner.file or '') or inner.file}:{inner.line})"
+        severity: Severity
+        if context.by_design:
+            severity, advice = (
+                "info",
+                (
+                    "The break is there by design (see its graph-break finding): this is what it "
+                    "costs, not something to rewrite."
+                ),
+            )
+        else:
+            severity = "warning" if share >= MIN_SHARE else "info"
+            advice = (
                 "This is the time from the graph's return to the next region: the break's own "
                 "op, run eagerly, and the Python around it. Removing the break saves it and "
-                "lets the two graphs fuse.",
+                "lets the two graphs fuse."
+            )
+        found.append(
+            Finding(
+                severity,
+                "graph_break_cost",
+                f"The graph break at {where} costs {_ms(item.us, view)} per call "
+                f"({_pct(item.us, view.wall_us)} of the step) in eager code between compiled "
+                "regions",
+                advice,
                 [f"{site.file}:{site.line}: {site.code or ''}".rstrip(": ")]
                 + ([f"eager ATen ops there per call: {ops}"] if ops else []),
-                saves_ms=round(view.per_call(item.us), 6),
+                saves_ms=None if context.by_design else round(view.per_call(item.us), 6),
             )
         )
     return found
