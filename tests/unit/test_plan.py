@@ -1,0 +1,57 @@
+"""The first screen's plan, from findings as the analyses word them (titles taken from real
+runs: a regional Llama whose shared frame hit the recompile limit, a model with two breaks)."""
+
+from __future__ import annotations
+
+from pt2doctor.analysis.findings.compiles import Finding
+from pt2doctor.analysis.findings.plan import PLAN_SIZE, plan
+
+FRAME = "LlamaDecoderLayer.forward_with_checkpointing (transformers/modeling_layers.py:89)"
+
+
+def test_one_line_per_frame_in_a_step_and_the_practice_s_order() -> None:
+    findings = [
+        Finding("error", "recompile_limit_hit", f"{FRAME} hit the recompile limit", "raise it"),
+        *[
+            Finding(
+                "error",
+                "unexplained_recompile_after_warmup",
+                f"{FRAME} compiled after warmup (at {t} s, after {n} calls of its frame)",
+                "",
+            )
+            for t, n in ((3.4, 2), (3.8, 3), (3.9, 4), (4.1, 5), (4.3, 6))
+        ],
+        Finding("warning", "overhead_bound", "0/0 Block.forward is overhead-bound: 73% ...", ""),
+        Finding(
+            "warning", "graph_break", "Graph break at m.py:35 in forward (x, ran 40 times)", ""
+        ),
+        Finding(
+            "warning",
+            "graph_break_cost",
+            "The graph break at m.py:35 costs 0.015 ms",
+            "",
+            saves_ms=0.015,
+        ),
+        Finding(
+            "warning", "graph_break", "Graph break at m.py:37 in forward (y, ran 40 times)", ""
+        ),
+        Finding(
+            "warning",
+            "graph_break_cost",
+            "The graph break at m.py:37 costs 0.126 ms",
+            "",
+            saves_ms=0.126,
+        ),
+        Finding("info", "fallback_op", "aten.cumsum.default has no Inductor lowering here", ""),
+        Finding("warning", "triage_run", "a --backend eager triage run", ""),
+    ]
+    items = plan(findings)
+    assert len(items) <= PLAN_SIZE
+    assert [(i.step, i.code) for i in items] == [
+        ("recompiles", "recompile_limit_hit"),  # one line for the frame, not six
+        ("graph breaks", "graph_break"),  # the costlier break first, with its cost
+        ("graph breaks", "graph_break"),
+        ("performance", "overhead_bound"),
+    ]
+    assert "m.py:37" in items[1].title and items[1].saves_ms == 0.126
+    assert "m.py:35" in items[2].title and items[2].saves_ms == 0.015
