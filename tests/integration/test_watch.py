@@ -204,3 +204,21 @@ def test_guards_are_timed_once_per_variant_however_many_watches_ran() -> None:
     assert probes is not None
     timed = probes.guard_check_us
     assert set(timed) == {row["compile_id"]} and 0 < timed[row["compile_id"]] < 1000, timed
+
+
+def test_watch_profiles_the_steady_calls_in_process() -> None:
+    """``watch(profile=N)``: the same window and time split as ``run --profile``, in this
+    process: both graphs of the break, six calls each. Under the eager backend the regions'
+    ops are not split from their overhead, and the report says so."""
+    compiled = torch.compile(with_item_break, backend="eager")
+    x = torch.randn(64)
+    with pt2doctor.watch(profile=6) as w:
+        for _ in range(14):  # 5 warmup calls, a window of 6, then the rest
+            compiled(x)
+        report = w.report()
+    profile = report["profile"]
+    assert profile["available"] and profile["window"]["calls"] == 6
+    assert {r["compile_id"] for r in profile["regions"]} == {"0/0", "1/0"}
+    assert all(r["calls"] == 6 for r in profile["regions"])
+    assert any("another backend" in note for note in profile["notes"])
+    assert Path(profile["trace_file"]).is_file()

@@ -63,8 +63,11 @@ class ProfileWindow:
         warmup: int,
         seconds: float,
         on_error: Callable[[str, BaseException], None],
+        kernel_profile: bool = True,
     ) -> None:
         self.on_error = on_error
+        self.kernel_profile = kernel_profile
+        """Whether generated kernels record profiler events (run --profile sets it up)."""
         self.out = run_dir / PROFILE_DIR
         self.calls = calls
         self.warmup = warmup
@@ -151,6 +154,7 @@ class ProfileWindow:
         trace = self.out / PROFILE_TRACE.replace(".json", f"{suffix}.json")
         self.profiler.export_chrome_trace(str(trace))
         window = {
+            "kernel_profile": self.kernel_profile,
             "hot_compile_id": self.hot,
             "calls": self.seen,
             "asked_calls": self.calls,

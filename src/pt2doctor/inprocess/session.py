@@ -22,10 +22,12 @@ from pt2doctor.analysis.findings.compiles import frame_label
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME
 from pt2doctor.analysis.text import counted
 from pt2doctor.capture.probes import ProbeRecorder, install_torch_probes
+from pt2doctor.capture.profile import DEFAULT_SECONDS, DEFAULT_WARMUP, ProfileWindow
 from pt2doctor.errors import Pt2DoctorError
 from pt2doctor.report import build_report
 from pt2doctor.report.frame_story import change_text
 from pt2doctor.report.notebook import Report
+from pt2doctor.rundir.load import load_profile
 from pt2doctor.rundir.read import load_probes
 from pt2doctor.trace.collect import collect_run
 
@@ -35,8 +37,9 @@ TRACE_FILE = "dedicated_log_torch_trace_watch.log"
 class Watch:
     """An in-process capture; use as a context manager (see :func:`watch`)."""
 
-    def __init__(self, out: Path | None = None) -> None:
+    def __init__(self, out: Path | None = None, profile: int | None = None) -> None:
         self._own_dir = out is None
+        self.profile_calls = profile
         self.dir = Path(tempfile.mkdtemp(prefix="pt2doctor-watch-")) if out is None else out
         self.manifest: dict[str, Any] = {}
         self._stream: TextIO | None = None
@@ -50,6 +53,16 @@ class Watch:
         if self._detach is None:
             raise Pt2DoctorError("watch() is unavailable on this torch (no structured trace)")
         self._recorder = ProbeRecorder(self.dir)
+        if self.profile_calls:
+            recorder = self._recorder
+            self._recorder.window = ProfileWindow(
+                self.dir,
+                self.profile_calls,
+                DEFAULT_WARMUP,
+                DEFAULT_SECONDS,
+                lambda what, error: recorder.event("probe_error", what=what, error=repr(error)),
+                kernel_profile=False,  # the kernels compiled here record no events of their own
+            )
         install_torch_probes(self._recorder)
         self.manifest = {
             "command": ["<watch>"],
@@ -68,6 +81,9 @@ class Watch:
         self._stop()
 
     def _stop(self) -> None:
+        if self._recorder is not None and self._recorder.window is not None:
+            window = self._recorder.window
+            window.guarded(lambda: window.close("exit"))
         if self._recorder is not None:
             torchcompat.unwrap(self._recorder.count_graph)
             torchcompat.unwrap(self._recorder.count_resume)
@@ -97,6 +113,8 @@ class Watch:
         run = collect_run([log for log in logs if log.stat().st_size])
         run.manifest = {**self.manifest, "end_time": self.manifest.get("end_time") or time.time()}
         run.probes = load_probes(self.dir)
+        if self.profile_calls:
+            run.profile = load_profile(self.dir)
         return Report(build_report(run))
 
     # -- assertions ---------------------------------------------------------------------------
@@ -143,9 +161,12 @@ class Watch:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def watch(out: Path | None = None) -> Watch:
-    """Capture torch.compile behaviour in this process: ``with pt2doctor.watch() as w: ...``."""
-    return Watch(out)
+def watch(out: Path | None = None, profile: int | None = None) -> Watch:
+    """Capture torch.compile behaviour in this process: ``with pt2doctor.watch() as w: ...``.
+    ``profile=N``: also profile N steady-state calls of the hot compiled graph, as ``run
+    --profile`` does (``w.report()["profile"]``; generated kernels are timed together, as the
+    time each graph call spends outside its library and fallback ops)."""
+    return Watch(out, profile)
 
 
 def _describe_break(row: dict[str, Any]) -> str:
