@@ -6,6 +6,7 @@ One home, so the run, check and ablate renderers cannot drift apart (they once h
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -117,3 +118,27 @@ def plan_saving(item: Mapping[str, Any]) -> str:
     if not saves or "ms per call" in str(item.get("title")):
         return ""
     return f" (costs {saves:.3f} ms per call)"
+
+
+_SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<=[.!?])\s+(?=[A-Z`(])")
+
+
+def _open(text: str) -> bool:
+    """Whether ``text`` ends inside parentheses or a `code` span."""
+    return text.count("(") > text.count(")") or text.count("`") % 2 == 1
+ADVICE_SENTENCES = 3
+"""The sentences of advice shown at a glance; the rest is folded."""
+
+
+def advice_parts(text: str, sentences: int = ADVICE_SENTENCES) -> tuple[str, str]:
+    """(the first ``sentences`` sentences, the rest) of an advice paragraph; the rest is ''
+    when there is no more."""
+    parts: list[str] = []
+    for piece in _SENTENCE_END.split(text.strip()):
+        if parts and _open(parts[-1]):  # inside parentheses or code: one sentence still
+            parts[-1] += " " + piece
+        else:
+            parts.append(piece)
+    if len(parts) <= sentences:
+        return text.strip(), ""
+    return " ".join(parts[:sentences]), " ".join(parts[sentences:])

@@ -114,7 +114,7 @@ def frame_stories(report: Report) -> list[dict[str, Any]]:
 def headline_counts(summary: Mapping[str, Any]) -> str:
     """``7 recompiles + 1 refused`` (the refusal at the recompile limit is not a recompile)."""
     refused = summary.get("refused") or 0
-    text = f"{summary['recompiles']} recompiles"
+    text = counted(summary["recompiles"], "recompile")
     return text + (f" + {refused} refused" if refused else "")
 
 

@@ -14,7 +14,9 @@ from typing import Any
 
 from pt2doctor.analysis.built.graph_diff import refused_pair
 from pt2doctor.analysis.coldstart.explain import PHASE_LABELS, phases_in_order
+from pt2doctor.analysis.text import counted
 from pt2doctor.report.format import (
+    advice_parts,
     built_line,
     compile_names,
     file_name,
@@ -61,8 +63,9 @@ def _headline(report: Report) -> list[str]:
     lines = [
         "## pt2doctor report",
         "",
-        f"**{s['frames']}** frames, **{s['compiles']}** compiles ({_recompile_counts(s)}), "
-        f"**{s['break_sites']}** graph-break sites, **{s['failures']}** failures, "
+        f"{_bold_count(s['frames'], 'frame')}, {_bold_count(s['compiles'], 'compile')} "
+        f"({_recompile_counts(s)}), {_bold_count(s['break_sites'], 'graph-break site')}, "
+        f"{_bold_count(s['failures'], 'failure')}, "
         f"**{s['total_compile_time_s']:.2f} s** compiling",
         "",
     ]
@@ -98,7 +101,10 @@ def _findings(report: Report) -> list[str]:
         lines.append(f"- {icons.get(f['severity'], '')} **{f['severity']}** `{f['code']}` "
                      f"{md_text(f['title'])}")  # fmt: skip
         lines += [f"  - {md_code(e)}" for e in f["evidence"][:4]]
-        lines.append(f"  - fix: {md_text(f['advice'])}")
+        advice, more = advice_parts(f["advice"])
+        lines.append(f"  - fix: {md_text(advice)}")
+        if more:
+            lines.append(f"    <details><summary>more</summary>{md_text(more)}</details>")
     if len(findings) > MAX_FINDINGS:
         lines.append(f"- ... and {len(findings) - MAX_FINDINGS} more in report.json")
     return [*lines, ""]
@@ -168,6 +174,12 @@ def _change_lines(frame: Mapping[str, Any]) -> list[str]:
         else:
             lines += [f"{entry['compile_id']}: {change_text(c)}" for c in changes]
     return lines
+
+
+def _bold_count(n: int, word: str) -> str:
+    """``**3** frames``, ``**1** frame``."""
+    number, _, noun = counted(n, word).partition(" ")
+    return f"**{number}** {noun}"
 
 
 def _recompile_counts(summary: Mapping[str, Any]) -> str:

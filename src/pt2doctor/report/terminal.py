@@ -13,6 +13,7 @@ from pt2doctor.analysis.paths import display_path, shorten_paths
 from pt2doctor.analysis.recompiles.frame_names import wrapped_name
 from pt2doctor.analysis.text import counted
 from pt2doctor.report.format import (
+    advice_parts,
     built_line,
     compile_names,
     plan_saving,
@@ -30,10 +31,11 @@ def _headline(summary: Summary) -> str:
     hits = sum(counts.get("hit", 0) for counts in cache.values())
     misses = sum(counts.get("miss", 0) for counts in cache.values())
     return (
-        f"{summary['frames']} frames, {summary['compiles']} compiles "
-        f"({headline_counts(summary)}, {summary['restarts']} restarts), "
-        f"{summary['graphs']} graphs, {summary['break_sites']} graph-break sites, "
-        f"{summary['failures']} failures, "
+        f"{counted(summary['frames'], 'frame')}, {counted(summary['compiles'], 'compile')} "
+        f"({headline_counts(summary)}, {counted(summary['restarts'], 'restart')}), "
+        f"{counted(summary['graphs'], 'graph')}, "
+        f"{counted(summary['break_sites'], 'graph-break site')}, "
+        f"{counted(summary['failures'], 'failure')}, "
         f"{summary['total_compile_time_s']:.2f} s compiling, cache {hits} hit / {misses} miss"
     )
 
@@ -65,8 +67,9 @@ def _findings(console: Console, findings: list[Finding], cwd: str | None) -> Non
         )
         for line in finding["evidence"][:4]:
             console.print(f"          [dim]{escape(shorten_paths(str(line), cwd))}[/]")
-        advice = shorten_paths(finding["advice"], cwd)
-        console.print(f"          [italic]fix:[/] {escape(advice)}", soft_wrap=False)
+        advice, more = advice_parts(shorten_paths(finding["advice"], cwd))
+        folded = " [dim](more in report.md)[/]" if more else ""
+        console.print(f"          [italic]fix:[/] {escape(advice)}{folded}", soft_wrap=False)
     if len(findings) > MAX_FINDINGS:
         console.print(f"... and {len(findings) - MAX_FINDINGS} more findings in the JSON report")
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, Literal
 
-from pt2doctor.report.format import cut, hot_break, plan_saving, source_where
+from pt2doctor.report.format import advice_parts, cut, hot_break, plan_saving, source_where
 from pt2doctor.report.rank_views import ranks
 from pt2doctor.report.sections import Section, environment_rows
 from pt2doctor.report.types import Compile, FailedGuard, RunReport
@@ -53,7 +53,8 @@ def headline(report: Report) -> Section:
             "code": f["code"],
             "title": cut(f["title"]),
             "evidence": [cut(str(e), 200) for e in f["evidence"][:6]],
-            "advice": f["advice"],
+            "advice": advice_parts(f["advice"])[0],
+            "more": advice_parts(f["advice"])[1],
         }
         for f in report["findings"][:MAX_FINDINGS]
     ]
