@@ -126,6 +126,8 @@ _SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<=[.!?])\s+(?=[A-Z`(])"
 def _open(text: str) -> bool:
     """Whether ``text`` ends inside parentheses or a `code` span."""
     return text.count("(") > text.count(")") or text.count("`") % 2 == 1
+
+
 ADVICE_SENTENCES = 3
 """The sentences of advice shown at a glance; the rest is folded."""
 
