@@ -55,3 +55,34 @@ def test_one_line_per_frame_in_a_step_and_the_practice_s_order() -> None:
     ]
     assert "m.py:37" in items[1].title and items[1].saves_ms == 0.126
     assert "m.py:35" in items[2].title and items[2].saves_ms == 0.015
+
+
+def test_a_break_that_made_its_frame_eager_is_the_frame_s_line() -> None:
+    """The demo's detokenize: the .item() in its loop makes Dynamo skip the whole frame; the
+    plan says so once."""
+    findings = [
+        Finding(
+            "warning",
+            "frame_skipped",
+            "detokenize (examples/serving_loop.py:136) runs eagerly: Dynamo skipped the whole "
+            "frame",
+            "",
+        ),
+        Finding(
+            "warning",
+            "graph_break",
+            "Graph break at examples/serving_loop.py:122 in forward (data_dependent_scalar, "
+            "ran 10 times): Unsupported Tensor.item() call",
+            "",
+        ),
+        Finding(
+            "warning",
+            "graph_break",
+            "Graph break at examples/serving_loop.py:142 in detokenize "
+            "(data_dependent_scalar): Unsupported Tensor.item() call",
+            "",
+        ),
+    ]
+    titles = [item.title for item in plan(findings)]
+    assert len(titles) == 2
+    assert titles[0].startswith("detokenize") and "serving_loop.py:122" in titles[1]

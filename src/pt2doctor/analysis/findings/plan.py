@@ -4,7 +4,8 @@ then graph breaks, then performance), one line each.
 
 Only findings that ask for action (errors and warnings) enter the plan. Within a step, what the
 profile measured a fix to save comes first, then the findings' own order (hottest breaks first);
-a graph-break site appears once, with its measured cost when the profile has one.
+a graph-break site appears once, with its measured cost when the profile has one, and a break
+that made its whole frame run eagerly is that frame's line.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ _STEP_OF = {
 NOT_ACTIONS = frozenset({"probes_unavailable", "triage_run", "parse_problems"})
 """Findings about the capture, not the program."""
 _SITE = re.compile(r" at (\S+:\d+)")
+_BREAK_IN = re.compile(r"^Graph break at (?P<file>\S+):\d+ in (?P<function>\w+)")
+_SKIPPED = re.compile(r"^(?P<function>\w+) \((?P<file>\S+):\d+\) runs eagerly")
 
 
 @dataclass(slots=True)
@@ -65,6 +68,11 @@ def plan(findings: list[Finding]) -> list[PlanItem]:
         f for f in findings if f.severity in ("error", "warning") and f.code not in NOT_ACTIONS
     ]
     broken = {_site(f) for f in actionable if f.code == "graph_break"} - {None}
+    skipped = {
+        (m["file"], m["function"])
+        for f in actionable
+        if f.code == "frame_skipped" and (m := _SKIPPED.match(f.title))
+    }
     cost = {_site(f): f.saves_ms for f in actionable if f.code == "graph_break_cost"}
     candidates = []
     subjects: set[tuple[str, str]] = set()
@@ -77,6 +85,9 @@ def plan(findings: list[Finding]) -> list[PlanItem]:
         site = _site(finding)
         if finding.code == "graph_break_cost" and site in broken:
             continue  # the break's own finding carries its cost
+        inside = _BREAK_IN.match(finding.title) if finding.code == "graph_break" else None
+        if inside and (inside["file"], inside["function"]) in skipped:
+            continue  # the break that made its frame eager: the skipped frame's line says it
         saves = cost.get(site) if finding.code == "graph_break" else finding.saves_ms
         key = (STEPS.index(step), saves is None, -(saves or 0.0), index)
         candidates.append((key, PlanItem(step, finding.code, finding.title, saves)))
