@@ -1,10 +1,12 @@
-"""The first screen's plan, from findings as the analyses word them (titles taken from real
-runs: a regional Llama whose shared frame hit the recompile limit, a model with two breaks)."""
+"""The first screen's plan, from findings as the analyses word and place them (titles taken
+from real runs: a regional Llama whose shared frame hit the recompile limit, a model with two
+breaks; ``where`` as the break and skipped-frame findings set it)."""
 
 from __future__ import annotations
 
 from pt2doctor.analysis.findings.compiles import Finding
 from pt2doctor.analysis.findings.plan import PLAN_SIZE, plan
+from pt2doctor.trace.types import SourceLine
 
 FRAME = "LlamaDecoderLayer.forward_with_checkpointing (transformers/modeling_layers.py:89)"
 
@@ -23,7 +25,11 @@ def test_one_line_per_frame_in_a_step_and_the_practice_s_order() -> None:
         ],
         Finding("warning", "overhead_bound", "0/0 Block.forward is overhead-bound: 73% ...", ""),
         Finding(
-            "warning", "graph_break", "Graph break at m.py:35 in forward (x, ran 40 times)", ""
+            "warning",
+            "graph_break",
+            "Graph break at m.py:35 in forward (x, ran 40 times)",
+            "",
+            where=SourceLine("m.py", 35, "forward"),
         ),
         Finding(
             "warning",
@@ -31,9 +37,14 @@ def test_one_line_per_frame_in_a_step_and_the_practice_s_order() -> None:
             "The graph break at m.py:35 costs 0.015 ms",
             "",
             saves_ms=0.015,
+            where=SourceLine("m.py", 35, "forward"),
         ),
         Finding(
-            "warning", "graph_break", "Graph break at m.py:37 in forward (y, ran 40 times)", ""
+            "warning",
+            "graph_break",
+            "Graph break at m.py:37 in forward (y, ran 40 times)",
+            "",
+            where=SourceLine("m.py", 37, "forward"),
         ),
         Finding(
             "warning",
@@ -41,6 +52,7 @@ def test_one_line_per_frame_in_a_step_and_the_practice_s_order() -> None:
             "The graph break at m.py:37 costs 0.126 ms",
             "",
             saves_ms=0.126,
+            where=SourceLine("m.py", 37, "forward"),
         ),
         Finding("info", "fallback_op", "aten.cumsum.default has no Inductor lowering here", ""),
         Finding("warning", "triage_run", "a --backend eager triage run", ""),
@@ -67,6 +79,7 @@ def test_a_break_that_made_its_frame_eager_is_the_frame_s_line() -> None:
             "detokenize (examples/serving_loop.py:136) runs eagerly: Dynamo skipped the whole "
             "frame",
             "",
+            where=SourceLine("examples/serving_loop.py", 136, "detokenize"),
         ),
         Finding(
             "warning",
@@ -74,6 +87,7 @@ def test_a_break_that_made_its_frame_eager_is_the_frame_s_line() -> None:
             "Graph break at examples/serving_loop.py:122 in forward (data_dependent_scalar, "
             "ran 10 times): Unsupported Tensor.item() call",
             "",
+            where=SourceLine("examples/serving_loop.py", 122, "forward"),
         ),
         Finding(
             "warning",
@@ -81,6 +95,7 @@ def test_a_break_that_made_its_frame_eager_is_the_frame_s_line() -> None:
             "Graph break at examples/serving_loop.py:142 in detokenize "
             "(data_dependent_scalar): Unsupported Tensor.item() call",
             "",
+            where=SourceLine("examples/serving_loop.py", 142, "detokenize"),
         ),
     ]
     titles = [item.title for item in plan(findings)]

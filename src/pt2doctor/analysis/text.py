@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-_IRREGULAR = {"miss": "misses", "was": "were", "is": "are", "this": "these"}
+_IRREGULAR = {"miss": "misses", "process": "processes", "was": "were", "is": "are", "this": "these"}
 
 
 def counted(n: int, word: str) -> str:

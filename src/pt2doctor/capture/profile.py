@@ -53,8 +53,8 @@ def window_from_env(
 
 
 class ProfileWindow:
-    """Opens and closes the profiler from the compiled-graph wrapper (``before``/``after`` each
-    call, ``compiled`` for each new graph), once per process."""
+    """Opens and closes the profiler from the compiled-graph wrapper (``after`` each call,
+    ``compiled`` for each new graph), once per process."""
 
     def __init__(
         self,

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pt2doctor.analysis.text import counted
+
 PARTS = (
     "process_start_s",
     "align_build_s",
@@ -132,7 +134,7 @@ def cost_line(cost: dict[str, Any]) -> str:
         key=lambda item: -item[1],
     )
     shown = ", ".join(f"{label} {seconds:.1f} s" for label, seconds in parts if seconds >= 0.05)
-    processes = f"{cost['launches']} process{'es' if cost['launches'] != 1 else ''}"
+    processes = counted(cost["launches"], "process")
     line = f"check took {cost['wall_s']:.1f} s over {processes}: {shown}"
     if cost.get("command_s") is not None:
         line = (f"check took {cost['command_s']:.1f} s: its own process {cost['parent_s']:.1f} s "

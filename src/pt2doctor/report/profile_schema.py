@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from pt2doctor.analysis.breaks.sites import GraphBreakSite, user_caller
-from pt2doctor.analysis.findings.compiles import Finding, frame_where
+from pt2doctor.analysis.findings.compiles import Finding, frame_where, resume_label
 from pt2doctor.analysis.recompiles.frame_names import display_name
-from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FrameEntry, Ledger
+from pt2doctor.analysis.recompiles.ledger import FrameEntry, Ledger
+from pt2doctor.analysis.text import counted
 from pt2doctor.analysis.time.findings import BreakContext, profile_findings
 from pt2doctor.analysis.time.profile import ProfileView, profile_view
 from pt2doctor.trace.chrome import ChromeTrace
@@ -103,10 +104,7 @@ def _section(
 
 def _region_name(frame: FrameEntry) -> str:
     """The frame's name; a resume frame's as the part of its function after the break."""
-    resume = RESUME_NAME.match(frame.function or "")
-    if resume is not None:
-        return f"{resume[1]} after its graph break at line {resume[2]}"
-    return display_name(frame)
+    return resume_label(frame.function) or display_name(frame)
 
 
 def unavailable(trace_file: str | None, why: str) -> dict[str, Any]:
@@ -141,14 +139,13 @@ def add_profile(
     builts = {entry.compile_id: entry.record.built for entry in ledger.compiles}
     # A break in library code is shown at the user's line that led there (the LR scheduler's
     # wrapper of optimizer.step: at the user's opt.step()), and one by design says so.
-    break_sites = {
-        cid: user_caller(site) or site.site for site in sites for cid in site.compile_ids
-    }
-    context = {
-        cid: BreakContext(site.by_design, None if user_caller(site) is None else site.site)
-        for site in sites
-        for cid in site.compile_ids
-    }
+    break_sites: dict[str, SourceLine] = {}
+    context: dict[str, BreakContext] = {}
+    for site in sites:
+        caller = user_caller(site)
+        for cid in site.compile_ids:
+            break_sites[cid] = caller or site.site
+            context[cid] = BreakContext(site.by_design, None if caller is None else site.site)
     graphless = {
         e.compile_id
         for e in ledger.compiles
@@ -169,8 +166,8 @@ def add_profile(
     if compiles:
         section["notes"].insert(
             0,
-            f"{compiles} {'compiles' if compiles > 1 else 'compile'} ran inside the window: "
-            "their time is counted outside the regions",
+            f"{counted(compiles, 'compile')} ran inside the window: their time is counted "
+            "outside the regions",
         )
     size = window.get("trace_bytes")
     if isinstance(size, int) and size > LARGE_TRACE_BYTES:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pt2doctor.analysis.text import counted
 from pt2doctor.report.format import cut, file_name
 from pt2doctor.report.sections import Section
 
@@ -64,8 +65,7 @@ def kernel_where(kernel: Mapping[str, Any]) -> str:
     if not lines:
         return ""
     first = lines[0]
-    extra = len(lines) - 1
-    more = f" (+{extra} line{'s' if extra > 1 else ''})" if extra else ""
+    more = f" (+{counted(len(lines) - 1, 'line')})" if len(lines) > 1 else ""
     return f"{line_where(first)} {cut(first.get('code') or '', 60)}{more}".strip()
 
 

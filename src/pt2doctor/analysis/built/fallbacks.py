@@ -5,16 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pt2doctor.analysis.built.kernels import Kernel, KernelMap
+from pt2doctor.analysis.built.kernels import KernelMap, first_line_where
 from pt2doctor.analysis.findings.compiles import Finding
 from pt2doctor.analysis.recompiles.ledger import CompileEntry
-
-
-def _where(kernel: Kernel) -> str:
-    if not kernel.user_lines:
-        return "its user line is not in the trace"
-    line = kernel.user_lines[0]  # its first trace: the fallback op's own
-    return f"{line.file}:{line.line}: {line.code}"
 
 
 def fallback_findings(
@@ -31,7 +24,7 @@ def fallback_findings(
             ids, lines = seen.setdefault(kernel.name, ([], []))
             if entry.compile_id not in ids:
                 ids.append(entry.compile_id)
-            where = _where(kernel)
+            where = first_line_where(kernel.user_lines)
             if where not in lines:
                 lines.append(where)
     return [

@@ -11,6 +11,7 @@ get lines: the map says it is partial and why.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
 from pt2doctor.trace.built import GraphLine, KernelKind, Launch, kernel_kind
@@ -64,6 +65,15 @@ def _unique(lines: list[GraphLine] | list[tuple[str, int, str, str]]) -> tuple[U
     for line in lines:
         seen.setdefault((line[0], line[1]), UserLine(line[0], line[1], line[3]))
     return tuple(seen.values())
+
+
+def first_line_where(user_lines: Sequence[UserLine]) -> str:
+    """``file:line: code`` of a kernel's first user line (a fallback's: its own op's), as the
+    findings cite it."""
+    if not user_lines:
+        return "its user line is not in the trace"
+    line = user_lines[0]
+    return f"{line.file}:{line.line}: {line.code}"
 
 
 def kernel_name(key: str) -> str:

@@ -48,13 +48,25 @@ class Finding:
     evidence: list[str] = field(default_factory=list)
     saves_ms: float | None = None
     """What the fix saves per call of the hot loop, measured by the profile (None: unknown)."""
+    where: SourceLine | None = None
+    """The site or frame the finding is about, where it has one (a break's site, a skipped
+    frame): what the plan matches findings by. Not in report.json (the title says it)."""
+
+
+def resume_label(function: str | None) -> str | None:
+    """A resume function as the part of its function after a break (``forward after its graph
+    break at line 35``); None for any other function."""
+    resume = RESUME_NAME.match(function or "")
+    if resume is None:
+        return None
+    return f"{resume.group(1)} after its graph break at line {resume.group(2)}"
 
 
 def frame_label(function: str | None, file: str | None, line: int | None) -> str:
     """``fn (file:line)``; a resume function reads as the part of ``fn`` after a break."""
-    resume = RESUME_NAME.match(function or "")
+    resume = resume_label(function)
     if resume is not None:
-        return f"{resume.group(1)} after its graph break at line {resume.group(2)} ({file})"
+        return f"{resume} ({file})"
     return f"{function} ({file}:{line})"
 
 
@@ -197,6 +209,7 @@ def _frame_findings(
                 f"{frame_where(frame)} runs eagerly: Dynamo skipped the whole frame",
                 _skipped_frame_advice(frame, sites),
                 [f"compiles {id_ranges(ids)}", *reason[:1]],
+                where=SourceLine(frame.file, frame.line, frame.function),
             )
         )
     recompiles = _recompile_finding(frame, explanation)
@@ -235,6 +248,7 @@ def _break_finding(site: GraphBreakSite) -> Finding:
         + (" (PyTorch's, by design)" if site.by_design else ""),
         advice=site.advice,
         evidence=evidence,
+        where=site.site,
     )
 
 

@@ -10,7 +10,6 @@ that made its whole frame run eagerly is that frame's line.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from pt2doctor.analysis.findings.compiles import Finding
@@ -35,9 +34,6 @@ _STEP_OF = {
 }
 NOT_ACTIONS = frozenset({"probes_unavailable", "triage_run", "parse_problems"})
 """Findings about the capture, not the program."""
-_SITE = re.compile(r" at (\S+:\d+)")
-_BREAK_IN = re.compile(r"^Graph break at (?P<file>\S+):\d+ in (?P<function>\w+)")
-_SKIPPED = re.compile(r"^(?P<function>\w+) \((?P<file>\S+):\d+\) runs eagerly")
 
 
 @dataclass(slots=True)
@@ -48,9 +44,11 @@ class PlanItem:
     saves_ms: float | None
 
 
-def _site(finding: Finding) -> str | None:
-    match = _SITE.search(finding.title)
-    return match[1] if match else None
+def _site(finding: Finding) -> tuple[str | None, int | None] | None:
+    """A graph-break finding's site (file, line); None for any other finding."""
+    if finding.where is None or finding.code not in ("graph_break", "graph_break_cost"):
+        return None
+    return (finding.where.file, finding.where.line)
 
 
 def _subject(title: str) -> str:
@@ -69,9 +67,9 @@ def plan(findings: list[Finding]) -> list[PlanItem]:
     ]
     broken = {_site(f) for f in actionable if f.code == "graph_break"} - {None}
     skipped = {
-        (m["file"], m["function"])
+        (f.where.file, f.where.function)
         for f in actionable
-        if f.code == "frame_skipped" and (m := _SKIPPED.match(f.title))
+        if f.code == "frame_skipped" and f.where is not None
     }
     cost = {_site(f): f.saves_ms for f in actionable if f.code == "graph_break_cost"}
     candidates = []
@@ -85,8 +83,8 @@ def plan(findings: list[Finding]) -> list[PlanItem]:
         site = _site(finding)
         if finding.code == "graph_break_cost" and site in broken:
             continue  # the break's own finding carries its cost
-        inside = _BREAK_IN.match(finding.title) if finding.code == "graph_break" else None
-        if inside and (inside["file"], inside["function"]) in skipped:
+        where = finding.where if finding.code == "graph_break" else None
+        if where is not None and (where.file, where.function) in skipped:
             continue  # the break that made its frame eager: the skipped frame's line says it
         saves = cost.get(site) if finding.code == "graph_break" else finding.saves_ms
         key = (STEPS.index(step), saves is None, -(saves or 0.0), index)

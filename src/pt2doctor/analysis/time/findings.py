@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from pt2doctor.analysis.built.kernels import first_line_where
 from pt2doctor.analysis.findings.compiles import Finding, Severity
 from pt2doctor.analysis.paths import library_path
-from pt2doctor.analysis.time.profile import KernelTime, ProfileView, RegionTime
+from pt2doctor.analysis.time.profile import ProfileView, RegionTime
 from pt2doctor.trace.types import SourceLine
 
 MIN_SHARE = 0.05
@@ -32,13 +33,6 @@ def _ms(value_us: float, view: ProfileView) -> str:
 
 def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.0f}%" if whole > 0 else "?"
-
-
-def _where(kernel: KernelTime) -> str:
-    if not kernel.user_lines:
-        return "its user line is not in the trace"
-    line = kernel.user_lines[0]
-    return f"{line.file}:{line.line}: {line.code}"
 
 
 def _region_name(region: RegionTime, names: Mapping[str, str]) -> str:
@@ -170,7 +164,10 @@ def _library_bound(view: ProfileView, device: str) -> list[Finding]:
             "Inductor calls matmuls and convolutions as library kernels (oneDNN, MKL, cuBLAS): "
             "they run as fast as in eager, and only the rest shrinks when compiled (Amdahl's "
             f"law). {fix}",
-            [f"{k.name} ({_where(k)}): {_ms(k.us, view)} per call" for k in top],
+            [
+                f"{k.name} ({first_line_where(k.user_lines)}): {_ms(k.us, view)} per call"
+                for k in top
+            ],
         )
     ]
 
@@ -190,7 +187,9 @@ def _fallback_ops(view: ProfileView) -> list[Finding]:
                 "Inductor has no lowering for it here: it costs what it costs in eager, and "
                 "the ops before and after it cannot fuse across it. Write it with ops Inductor "
                 "lowers, or move it out of the hot path.",
-                [f"{_where(kernel)}: {_ms(kernel.us, view)} per call ({kernel.launches} launches)"],
+                [
+                    f"{first_line_where(kernel.user_lines)}: {_ms(kernel.us, view)} per call ({kernel.launches} launches)"
+                ],
                 saves_ms=None,
             )
         )
@@ -238,6 +237,7 @@ def _graph_break_cost(view: ProfileView, breaks: Mapping[str, BreakContext]) -> 
                 [f"{site.file}:{site.line}: {site.code or ''}".rstrip(": ")]
                 + ([f"eager ATen ops there per call: {ops}"] if ops else []),
                 saves_ms=None if context.by_design else round(view.per_call(item.us), 6),
+                where=context.library_site or site,
             )
         )
     return found

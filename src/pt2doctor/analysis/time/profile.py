@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pt2doctor.analysis.built.kernels import Kernel, UserLine, graph_kernel_lists
+from pt2doctor.analysis.text import counted
 from pt2doctor.rundir import PROFILE_END_MARK, PROFILE_START_MARK
 from pt2doctor.trace.built import kernel_kind
 from pt2doctor.trace.chrome import ChromeTrace
@@ -37,6 +38,11 @@ _CALL_PREFIX = "## Call CompiledFxGraph"
 _GENERATED = re.compile(r"^(?:graph_\d+_)?(?P<name>(?:cpp_fused|cpp_|triton_)\w*)$")
 # Inductor's own bookkeeping inside a graph call: allocation and views, not kernels.
 _BOOKKEEPING = re.compile(r"^aten::(?:empty\w*|as_strided\w*|view\w*|_reshape_alias|alias)$")
+
+
+def per_call_ms(us: float, calls: int) -> float:
+    """``us`` of a window that holds ``calls`` calls, in milliseconds per call."""
+    return us / max(calls, 1) / 1000.0
 
 
 @dataclass(slots=True)
@@ -114,7 +120,7 @@ class ProfileView:
 
     def per_call(self, us: float) -> float:
         """Milliseconds per call of the hot loop."""
-        return us / max(self.calls, 1) / 1000.0
+        return per_call_ms(us, self.calls)
 
 
 class _Region:
@@ -175,7 +181,9 @@ def _kind(name: str, known: Kernel | None) -> str:
     return found if found in ("library", "fallback") else "fallback"
 
 
-def _window(trace: ChromeTrace) -> tuple[float, float]:
+def trace_window(trace: ChromeTrace) -> tuple[float, float]:
+    """The profiled window's start and end in the trace's clock (us): between its marks, else
+    the whole trace."""
     start = end = None
     for i, name_id in enumerate(trace.name):
         name = trace.names[name_id]
@@ -214,12 +222,12 @@ def _code(name: str) -> int:
 class _Open:
     """An event open on a thread's stack while later ones start inside it."""
 
-    __slots__ = ("backward", "children", "end", "inner", "kind", "region", "us")
+    __slots__ = ("backward", "children", "code", "end", "inner", "region", "us")
 
-    def __init__(self, end: float, kind: str) -> None:
+    def __init__(self, end: float, code: int) -> None:
         self.end = end
-        self.kind = kind
-        """region, lookup, forward, backward, call, kernel, aten, other."""
+        self.code = code
+        """``_REGION``, ``_FWD``, ``_BACK`` or ``_CALL``: the events the walk keeps open."""
         self.region: _Region | None = None
         """The region this event is (region) or runs in (forward, call)."""
         self.backward: _Backward | None = None
@@ -238,6 +246,19 @@ class _Backward:
         self.us = us
         self.calls: list[tuple[list[tuple[str, float]], float]] = []
         """Each graph call: its kernels (name, us) and its own duration."""
+
+
+def event_order(trace: ChromeTrace, start: float, end: float) -> list[int]:
+    """The events that start in [start, end), by thread, then start, the longer of two equal
+    starts first (the parent before its children): the order to nest them in."""
+    order = [i for i in range(len(trace)) if start <= trace.ts[i] < end]
+    if not _in_order(trace, order):
+        # Stable sorts, last key first. Kineto writes them in this order already.
+        longest_first = array("d", (-d for d in trace.dur))
+        order.sort(key=longest_first.__getitem__)
+        order.sort(key=trace.ts.__getitem__)
+        order.sort(key=trace.thread.__getitem__)
+    return order
 
 
 def _in_order(trace: ChromeTrace, order: list[int]) -> bool:
@@ -273,14 +294,7 @@ class _Walk:
         """Nest the events of each thread by time (a stack of open ones) and account each."""
         trace = self.trace
         ts_col, dur_col, thread_col = trace.ts, trace.dur, trace.thread
-        order = [i for i in range(len(trace)) if start <= ts_col[i] < end]
-        if not _in_order(trace, order):
-            # Stable sorts, last key first: by thread, then start, the longer of two equal
-            # starts first (the parent). Kineto writes them in this order already.
-            longest_first = array("d", (-d for d in dur_col))
-            order.sort(key=longest_first.__getitem__)
-            order.sort(key=ts_col.__getitem__)
-            order.sort(key=thread_col.__getitem__)
+        order = event_order(trace, start, end)
         self.end = end
         codes = [_code(name) for name in trace.names]
         name_col = trace.name
@@ -365,22 +379,22 @@ class _Walk:
                 region.nested += dur + guards
                 if region.graph_end is not None and ts >= region.graph_end:
                     region.tail_nested += dur + guards
-            item = _Open(ts + dur, "region")
+            item = _Open(ts + dur, _REGION)
             name = trace.names[trace.name[i]]
             item.region = _Region(name[len(_REGION_PREFIX) :], ts, ts + dur, guards)
             item.region.cut = trace.ts[i] + trace.dur[i] > self.end
             self.regions.append(item.region)
             return item
         if code == _CALL:
-            if top is not None and top.kind == "forward" and items[-1] is top:
+            if top is not None and top.code == _FWD and items[-1] is top:
                 top.inner += dur
-            item = _Open(ts + dur, "call")
+            item = _Open(ts + dur, _CALL)
             item.us = dur
             item.backward = next((o.backward for o in reversed(items) if o and o.backward), None)
             item.region = None if item.backward is not None else region
             return item
         if code == _BACK:
-            item = _Open(ts + dur, "backward")
+            item = _Open(ts + dur, _BACK)
             item.backward = _Backward(trace.seq[i], dur)
             self.backwards.append(item.backward)
             return item
@@ -389,7 +403,7 @@ class _Walk:
                 return None
             self.forward_seq[trace.seq[i]] = region.cid
             self.forward_autograd += 1
-            item = _Open(ts + dur, "forward")
+            item = _Open(ts + dur, _FWD)
             item.region = region
             item.us = dur
             return item
@@ -400,14 +414,14 @@ class _Walk:
         return None
 
     def _close(self, item: _Open) -> None:
-        if item.kind not in ("call", "forward"):
+        if item.code not in (_CALL, _FWD):
             return
-        if item.kind == "forward":
+        if item.code == _FWD:
             self.autograd_us += item.us - item.inner
         region = item.region
         if region is not None and (region.graph_end is None or item.end > region.graph_end):
             region.graph_end = item.end
-        if item.kind != "call":
+        if item.code != _CALL:
             return
         if item.backward is not None:
             item.backward.calls.append((item.children, item.us))
@@ -528,7 +542,7 @@ def profile_view(
     the break's user line; ``graphless``: compiles that produced no graph (only the code
     around a break), whose whole region is that break's eager code; ``kernel_events``:
     whether generated kernels record profiler events (None: when the trace has some)."""
-    start, end = _window(trace)
+    start, end = trace_window(trace)
     walk = _Walk(trace)
     walk.run(start, end)
     charges = _Charges(builts)
@@ -572,7 +586,8 @@ def profile_view(
         for children, us in backward.calls:
             charges.graph_call(cid, "backward", children, us)
     estimated = not kernel_events if kernel_events is not None else not charges.generated_events
-    if estimated and charges.unnamed:
+    estimated = estimated and bool(charges.unnamed)
+    if estimated:
         # No kernel events (traced without TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE=1): the
         # generated kernels are what the graph calls spent outside the ops they name.
         for key, us in charges.unnamed.items():
@@ -580,7 +595,7 @@ def profile_view(
     wall = max(end - start, 0.0)
     view = ProfileView(calls, wall, hot_compile_id)
     view.window = (start, end)
-    if estimated and charges.unnamed:
+    if estimated:
         view.notes.append(
             "the trace has no kernel events (TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE=1 gives "
             "C++ kernels theirs): generated-kernel time is each graph call's time outside its "
@@ -617,7 +632,7 @@ def profile_view(
         )
     if orphans:
         view.notes.append(
-            f"{orphans} backward call{'s' if orphans > 1 else ''} whose forward ran before the "
-            "window could not be joined to a compile: counted outside the regions"
+            f"{counted(orphans, 'backward call')} whose forward ran before the window could "
+            "not be joined to a compile: counted outside the regions"
         )
     return view

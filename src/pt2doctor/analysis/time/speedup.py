@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pt2doctor.analysis.time.profile import ProfileView, profile_view
+from pt2doctor.analysis.time.profile import ProfileView, event_order, per_call_ms, trace_window
 from pt2doctor.trace.built import kernel_kind
 from pt2doctor.trace.chrome import ChromeTrace
 
@@ -42,13 +42,9 @@ def _library(name: str) -> bool:
 def eager_split(trace: ChromeTrace, calls: int) -> StepSplit:
     """An eager call: library ops (outside another library op), the other ATen ops (the
     top-level ones, less the library time inside them), the rest."""
-    view = profile_view(trace, calls, None, {}, {})  # the window and its wall time
-    start, end = view.window
+    start, end = trace_window(trace)
     library = ops = 0.0
-    order = sorted(
-        (i for i in range(len(trace)) if start <= trace.ts[i] < end),
-        key=lambda i: (trace.thread[i], trace.ts[i], -trace.dur[i]),
-    )
+    order = event_order(trace, start, end)
     stack: list[tuple[float, bool, bool]] = []  # (end, is an ATen op, is a library op)
     thread = -1
     for i in order:
@@ -65,9 +61,13 @@ def eager_split(trace: ChromeTrace, calls: int) -> StepSplit:
         if is_library and not any(entry[2] for entry in stack):
             library += dur
         stack.append((ts + dur, aten, is_library))
-    per = view.per_call
-    total = per(view.wall_us)
-    return StepSplit(total, per(library), per(ops - library), total - per(ops))
+    total = per_call_ms(max(end - start, 0.0), calls)
+    return StepSplit(
+        total,
+        per_call_ms(library, calls),
+        per_call_ms(ops - library, calls),
+        total - per_call_ms(ops, calls),
+    )
 
 
 def compiled_split(view: ProfileView) -> StepSplit:
