@@ -144,8 +144,9 @@ def test_one_request_at_a_time_is_overhead_bound_and_batching_fixes_it(
     no_grad: dict[str, Any], doctor_run: Any
 ) -> None:
     """The fix the finding gives, applied: the same 40 requests served 8 to a call. The
-    overhead is paid per call, so the time per request drops, and so does the overhead's share
-    of the region."""
+    overhead is paid per call, so the overhead per request drops, and so does the time per
+    request. (The overhead's share of the call is no test: this block's compute barely grows
+    from 1 to 8 rows, so the share moves by noise; CI saw 69% -> 73%.)"""
     (finding,) = _findings(no_grad, "overhead_bound")
     assert finding["title"].startswith("0/0 Block.forward is overhead-bound")
     assert "batch requests" in finding["advice"]
@@ -153,9 +154,7 @@ def test_one_request_at_a_time_is_overhead_bound_and_batching_fixes_it(
     assert row["overhead_ms"] > 0.5 * row["ms_per_call"]
     batched = _run(doctor_run, "profile_batched", "--batch", "8")
     (batched_row,) = batched["profile"]["regions"]
-    assert batched_row["overhead_ms"] / batched_row["ms_per_call"] < (
-        row["overhead_ms"] / row["ms_per_call"]
-    )
+    assert batched_row["overhead_ms"] / 8 < row["overhead_ms"] / 2
     per_request = batched["profile"]["window"]["ms_per_call"] / 8
     assert per_request < no_grad["profile"]["window"]["ms_per_call"] / 2
 
