@@ -20,7 +20,16 @@ SHARED_LAYERS: tuple[tuple[str, ...], ...] = (
     ("workers", "forkserver"),  # the one launcher and its fork server
     ("capture",),
 )
-COMMAND_PACKAGES = ("cases", "check", "ablate", "cli", "harness", "inprocess", "pytest_plugin")
+COMMAND_PACKAGES = (
+    "cases",
+    "check",
+    "ablate",
+    "cli",
+    "harness",
+    "inprocess",
+    "pytest_plugin",
+    "tryfixes",  # run --try-fixes: re-runs through capture, judged by the report
+)
 # Importable from anywhere: the package root (``__version__``), errors and the lazy-name helper.
 BASE_MODULES = ("errors", "_lazy", "__init__", "__main__")
 

@@ -23,6 +23,17 @@ REAL = Path(__file__).resolve().parents[1] / "programs" / "real"
 SITE_PACKAGES = re.compile(r"(site-packages|/torch/|torch/_|nn/modules/|transformers/)")
 
 
+TRY_ONE = ("--try-fixes", "1")
+"""The corpus runs whose fix pt2doctor can apply are run with it tried (tests/integration/
+test_try_fixes.py reads the tries): the re-run is the fix applied."""
+
+
+def corpus_run(doctor_run: Any, key: str) -> Any:
+    """The shared run of corpus program ``key`` (CORPUS: its flags and program)."""
+    flags, program = CORPUS[key]
+    return doctor_run(key, flags, program)
+
+
 def _report(run: Any) -> dict[str, Any]:
     assert run.returncode == 0, run.stderr[-3000:]
     report: dict[str, Any] = json.loads((run.run_dir / "report.json").read_text())
@@ -43,6 +54,14 @@ def _graphs(program: Path, *flags: str, env: dict[str, str]) -> tuple[int, str]:
     return (int(found[1]) if found else -1), done.stderr
 
 
+def tried_graphs(run: Any, n: int = 1) -> tuple[int, str]:
+    """What the program printed in ``tries/<n>``, the re-run with a fix applied by
+    ``--try-fixes``: (graphs Dynamo compiled, its stderr)."""
+    folder = run.run_dir / "tries" / str(n)
+    found = re.search(r"^graphs: (\d+)$", (folder / "stdout.log").read_text(), re.M)
+    return (int(found[1]) if found else -1), (folder / "stderr.log").read_text()
+
+
 def _fixes(report: dict[str, Any]) -> list[str]:
     return [fix for frame in report["frames"] for fix in frame["fixes"]]
 
@@ -51,12 +70,11 @@ def test_a_rotary_cache_keyed_by_length_is_named_at_the_users_line_and_the_fix_w
     doctor_run: Any, run_env: dict[str, str]
 ) -> None:
     program = REAL / "rotary_lm.py"
-    report = _report(doctor_run("real_rotary", (), "../real/rotary_lm"))
+    report = _report(corpus_run(doctor_run, "real_rotary"))
     (frame,) = [f for f in report["frames"] if f["variants"] > 1]
     assert frame["variants"] == 6
     # The raw trace: the shape env specialized the length with this user stack.
-    specializations = [json.dumps(e) for e, _ in raw_records(doctor_run("real_rotary", (),
-                       "../real/rotary_lm").run_dir / "trace")
+    specializations = [json.dumps(e) for e, _ in raw_records(corpus_run(doctor_run, "real_rotary").run_dir / "trace")
                        if "symbolic_shape_specialization" in e]  # fmt: skip
     assert specializations and "user_stack" in specializations[0]
     (fix,) = [f for f in _fixes(report) if "ids.shape[1]" in f]
@@ -83,7 +101,7 @@ def test_the_users_dynamic_false_is_the_evidence_for_a_static_batch_size(
     transformers line where the first guard was installed, and dropping it works."""
     pytest.importorskip("transformers")
     program = REAL / "bert_dynamic_false.py"
-    run = doctor_run("real_bert_static", (), "../real/bert_dynamic_false")
+    run = corpus_run(doctor_run, "real_bert_static")
     report, calls = _report(run), _compile_calls(run)
     assert [c["settings"]["dynamic"] for c in calls] == [False]
     (fix,) = [f for f in _fixes(report) if "input_ids" in f]
@@ -92,7 +110,7 @@ def test_the_users_dynamic_false_is_the_evidence_for_a_static_batch_size(
     assert "transformers/" not in fix and "Rewrite that line" not in fix
     (frame,) = [f for f in report["frames"] if f["variants"] > 1]
     assert frame["variants"] == 6  # the run itself: one variant per batch size
-    assert _graphs(program, "--fixed", env=run_env)[0] == 2  # the fix, applied
+    assert tried_graphs(run)[0] == 2  # the fix, applied (--try-fixes: dynamic=None)
 
 
 def test_regional_compilation_layer_index_is_a_per_instance_constant_not_a_counter(
@@ -104,14 +122,15 @@ def test_regional_compilation_layer_index_is_a_per_instance_constant_not_a_count
     it says, ends the eager fallback."""
     pytest.importorskip("transformers")
     program = REAL / "llama_regional.py"
-    run = doctor_run("real_regional", (), "../real/llama_regional")
+    run = corpus_run(doctor_run, "real_regional")
     report, calls = _report(run), _compile_calls(run)
     assert len(calls) == 10 and {c["name"] for c in calls} == {"LlamaDecoderLayer"}
     (frame,) = [f for f in report["frames"] if f["variants"] > 1]
     assert frame["limit_hit"] is True and frame["outlook"]["bounded"] is True
     fixes = _fixes(report)
-    (fix,) = [f for f in fixes if "layer_idx" in f]
-    assert fix.startswith("self.self_attn.layer_idx is a per-instance constant, not a counter: "
+    (head,) = [f for f in fixes if "layer_idx" in f]
+    fix = " ".join(fixes[fixes.index(head) :])
+    assert head.startswith("self.self_attn.layer_idx is a per-instance constant, not a counter: "
                           f"10 LlamaDecoderLayer instances are compiled one by one ({program}:"
                           f"{marker_in(program, 'compile')})")  # fmt: skip
     assert "Raise torch._dynamo.config.recompile_limit" in fix
@@ -121,7 +140,7 @@ def test_regional_compilation_layer_index_is_a_per_instance_constant_not_a_count
     (limit,) = [f for f in report["findings"] if f["code"] == "recompile_limit_hit"]
     assert "raising the limit to cover them is the fix here" in limit["advice"]
     assert frame["variants"] == 8  # the limit stops at 8; two layers run eagerly
-    graphs, stderr = _graphs(program, "--limit", env=run_env)  # the fix, applied
+    graphs, stderr = tried_graphs(run)  # the fix, applied (--try-fixes: recompile_limit = 10)
     assert graphs == 10 and "recompile_limit" not in stderr
 
 
@@ -130,7 +149,7 @@ def test_the_lr_schedulers_break_at_optimizer_step_is_by_design(doctor_run: Any)
     ``optimizer.step()``: the scheduler's wrapper lives in a file Dynamo skips. Harmless, as
     said: Adam's own step is compiled as a frame of its own (a graph of its update)."""
     program = REAL / "optimizer_scheduler.py"
-    run = doctor_run("real_opt_sched", (), "../real/optimizer_scheduler")
+    run = corpus_run(doctor_run, "real_opt_sched")
     report = _report(run)
     (site,) = [b for b in report["graph_breaks"] if b["site"]["line"] == marker_in(program, "step")]
     assert "torch/optim/lr_scheduler.py" in site["reason"]  # the raw reason names the wrapper
@@ -153,7 +172,7 @@ def test_diff_of_the_raised_limit_reads_as_the_improvement_it_is(
     pytest.importorskip("transformers")
     from pt2doctor.cli import main
 
-    before = doctor_run("real_regional", (), "../real/llama_regional")
+    before = corpus_run(doctor_run, "real_regional")
     after = doctor_run("real_regional_limit", (), "../real/llama_regional", "--limit")
     assert after.returncode == 0, after.stderr[-2000:]
     assert main(["diff", str(before.run_dir), str(after.run_dir), "--format", "json"]) == 0
@@ -172,7 +191,7 @@ def test_a_partial_last_batch_is_named_and_drop_last_removes_its_recompile(
     ``drop_last=True``, as the fix says, leaves one graph. A tensor in ``args[0]`` is not the
     frame's ``self``: the frame is not called ``Tensor.forward``."""
     program = REAL / "partial_batch.py"
-    report = _report(doctor_run("real_partial_batch", (), "../real/partial_batch"))
+    report = _report(corpus_run(doctor_run, "real_partial_batch"))
     (frame,) = [f for f in report["frames"] if f["variants"] > 1]
     assert not frame["display_name"].startswith("Tensor.")
     (fix,) = [f for f in frame["fixes"] if "partial last batch" in f]
@@ -191,7 +210,7 @@ def test_generate_with_a_static_cache_is_told_it_already_has_one(doctor_run: Any
     report no longer tells the user to use the static cache they use, nor that its length
     grows every step."""
     pytest.importorskip("transformers")
-    run = doctor_run("real_generate_static", (), "../real/llama_generate_static")
+    run = corpus_run(doctor_run, "real_generate_static")
     report = _report(run)
     guards = [p for e, p in raw_records(run.run_dir / "trace") if "dynamo_cpp_guards_str" in e]
     assert any("transformers.cache_utils.StaticCache" in g for g in guards)
@@ -213,7 +232,8 @@ def test_dynamic_padding_marks_every_tensor_that_shares_the_length(
     does not do, leaves the recompile."""
     pytest.importorskip("transformers")
     program = REAL / "bert_dynamic_padding.py"
-    report = _report(doctor_run("real_bert_padding", (), "../real/bert_dynamic_padding"))
+    run = corpus_run(doctor_run, "real_bert_padding")
+    report = _report(run)
     fixes = [f for f in _fixes(report) if "maybe_mark_dynamic" in f]
     assert len(fixes) == 1  # one fix for the shared size, not one sentence per tensor
     (fix,) = fixes
@@ -221,18 +241,19 @@ def test_dynamic_padding_marks_every_tensor_that_shares_the_length(
         "torch._dynamo.maybe_mark_dynamic(batch['attention_mask'], 1)" in fix  # fmt: skip
     assert "one left static pins it" in fix
     assert [f["variants"] for f in report["frames"] if f["variants"] > 1] == [2]
-    assert _graphs(program, "--mark", env=run_env)[0] == 1  # the fix, applied
+    assert tried_graphs(run)[0] == 1  # the fix, applied (--try-fixes: both marks)
     assert _graphs(program, "--mark-ids", env=run_env)[0] == 2  # one left static pins it
 
 
-CORPUS = {
-    "real_rotary": ("../real/rotary_lm",),
-    "real_bert_static": ("../real/bert_dynamic_false",),
-    "real_regional": ("../real/llama_regional",),
-    "real_opt_sched": ("../real/optimizer_scheduler",),
-    "real_partial_batch": ("../real/partial_batch",),
-    "real_generate_static": ("../real/llama_generate_static",),
-    "real_bert_padding": ("../real/bert_dynamic_padding",),
+CORPUS = {  # key: (pt2doctor run flags, program): one run per key, shared by the tests
+    "real_rotary": (("--try-fixes", "2"), "../real/rotary_lm"),  # nothing to try: no re-run
+    "real_bert_static": (TRY_ONE, "../real/bert_dynamic_false"),
+    "real_regional": (TRY_ONE, "../real/llama_regional"),
+    "real_opt_sched": ((), "../real/optimizer_scheduler"),
+    "real_partial_batch": ((), "../real/partial_batch"),
+    "real_generate_static": ((), "../real/llama_generate_static"),
+    "real_bert_padding": (TRY_ONE, "../real/bert_dynamic_padding"),
+    "real_finetune_eval": (("--try-fixes", "3"), "../real/llama_finetune_eval"),
 }
 _LIBRARY_LINE = re.compile(r"at (\S*(?:site-packages|/torch/|transformers/|nn/modules/)\S*):\d+")
 
@@ -242,9 +263,9 @@ def test_no_fix_asks_the_user_to_edit_a_library(doctor_run: Any, key: str) -> No
     """Every fix and advice the corpus produces: none tells the user to rewrite or edit a line
     of torch or a dependency (a library line may be named as where a break or guard is, with
     the user's way out, never as the line to change)."""
-    if key in ("real_bert_static", "real_regional", "real_generate_static", "real_bert_padding"):
+    if key not in ("real_rotary", "real_opt_sched", "real_partial_batch"):
         pytest.importorskip("transformers")
-    report = _report(doctor_run(key, (), *CORPUS[key]))
+    report = _report(corpus_run(doctor_run, key))
     texts = _fixes(report) + [f["advice"] for f in report["findings"]]
     texts += [site["advice"] for site in report["graph_breaks"]]
     for text in texts:

@@ -4,7 +4,11 @@ rules (analysis/recompiles/outlook.py) on hand-built changes."""
 from __future__ import annotations
 
 from pt2doctor.analysis.recompiles.changes import SourceChange
-from pt2doctor.analysis.recompiles.fixes import hf_generate_pattern, recompile_fixes
+from pt2doctor.analysis.recompiles.fixes import (
+    hf_generate_pattern,
+    recompile_candidates,
+    recompile_fixes,
+)
 from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
     Outlook,
@@ -52,9 +56,31 @@ def test_generate_on_an_encoder_decoder_model_is_recognised_by_its_cache() -> No
 
 def test_a_size_that_went_dynamic_names_the_argument_and_dim() -> None:
     row = Varying("x.shape[1]", "size", ["4", "5"], True, 1)
-    fixes = recompile_fixes(explanation([], varying=[row]))
-    assert "torch._dynamo.maybe_mark_dynamic(x, 1)" in fixes[0]
-    assert "sizes 0 and 1" in fixes[0]
+    size = SourceChange("x.shape[1]", "size", "4", "5", dynamic=True)
+    (fix,) = recompile_candidates(explanation([size], varying=[row]))
+    assert "torch._dynamo.maybe_mark_dynamic(x, 1)" in fix.text
+    assert "sizes 0 and 1" in fix.text
+    assert fix.trial is not None and fix.trial.marks == (("x", 1),)
+
+
+def test_a_size_that_changed_with_a_flag_gets_no_mark_the_flag_would_still_recompile() -> None:
+    """tests/programs/multi_guard.py: --try-fixes measured the mark change nothing."""
+    rows = [Varying("x.shape[0]", "size", ["4", "5"], True, 1),
+            Varying("flag", "flag", ["True", "False"], False, 1)]  # fmt: skip
+    changes = [SourceChange("x.shape[0]", "size", "4", "5", dynamic=True),
+               SourceChange("flag", "flag", "True", "False")]  # fmt: skip
+    fixes = recompile_fixes(explanation(changes, varying=rows))
+    assert not any("maybe_mark_dynamic" in fix for fix in fixes)
+    assert fixes[0].startswith("flag = True / False: ")  # pre-warm each state
+
+
+def test_a_first_size_of_one_says_the_mark_alone_changes_nothing() -> None:
+    row = Varying("x.shape[0]", "size", ["1", "2"], True, 1)
+    size = SourceChange("x.shape[0]", "size", "1", "2", dynamic=True)
+    (fix,) = recompile_candidates(explanation([size], varying=[row]))
+    assert "The first call had size 1" in fix.text and "changes nothing" in fix.text
+    assert fix.trial is not None
+    assert fix.trial.config == (("torch.fx.experimental._config.backed_size_oblivious", True),)
 
 
 def test_an_int_argument_that_went_dynamic_is_not_called_baked_in() -> None:

@@ -24,6 +24,8 @@ from pt2doctor.rundir import FUSION_LOG
 
 RUN_DIR_ENV = "PT2DOCTOR_RUN_DIR"
 BACKEND_ENV = "PT2DOCTOR_BACKEND"
+TRY_FIX_ENV = "PT2DOCTOR_TRY_FIX"
+"""A fix to apply (JSON, ``run --try-fixes``: torchcompat/tryfix.py), before any compile."""
 PLUGIN_ENV = "PT2DOCTOR_CHILD_PLUGIN"
 """``package.module:function`` a command (ablate's script mode) runs in the child once torch
 is imported, with the probe recorder: the command's own probes, without capture importing
@@ -167,8 +169,12 @@ def _keep_fusion_log(run_dir: Path) -> None:
 
 
 def _on_torch(recorder: ProbeRecorder, backend: str | None) -> None:
-    """Once torch is imported: record what torch.compile is called on (a compiled object that
-    is never called compiles nothing), and force ``backend`` when the run asks for one."""
+    """Once torch is imported: apply the fix a ``--try-fixes`` re-run tries, record what
+    torch.compile is called on (a compiled object that is never called compiles nothing;
+    recorded as the program wrote it), and force ``backend`` when the run asks for one."""
+    trial = os.environ.get(TRY_FIX_ENV)
+    if trial:
+        _guarded(recorder, "try fix", lambda: _try_fix(recorder, trial))()
     _guarded(
         recorder,
         "compile calls",
@@ -187,6 +193,14 @@ def _on_torch(recorder: ProbeRecorder, backend: str | None) -> None:
     plugin = os.environ.get(PLUGIN_ENV)
     if plugin:
         _guarded(recorder, f"plugin {plugin}", lambda: _plugin(plugin)(recorder))()
+
+
+def _try_fix(recorder: ProbeRecorder, trial: str) -> None:
+    import json
+
+    marker = torchcompat.apply_trial(json.loads(trial), recorder.event)
+    if marker is not None:  # how many calls each mark reached, at exit
+        atexit.register(lambda: recorder.event("try_fix_marks", made=dict(marker.made)))
 
 
 def _plugin(spec: str) -> Callable[[ProbeRecorder], None]:

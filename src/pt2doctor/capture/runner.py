@@ -9,6 +9,7 @@ when it ends, however it ends: exit, exception, signal, ``--timeout`` kill or Ct
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import platform
 import shutil
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pt2doctor
-from pt2doctor.capture.child import BACKEND_ENV, RUN_DIR_ENV
+from pt2doctor.capture.child import BACKEND_ENV, RUN_DIR_ENV, TRY_FIX_ENV
 from pt2doctor.capture.fusion import FUSION_ENV
 from pt2doctor.capture.launch import Launch, launch_argv
 from pt2doctor.capture.profile import DEFAULT_SECONDS, DEFAULT_WARMUP, PROFILE_ENV
@@ -58,6 +59,10 @@ class RunOptions:
     ``kernels`` (a cached graph would bring back the lines of the compile that filled the
     cache)."""
     profile_seconds: float | None = None
+    try_fix: dict[str, Any] | None = None
+    """A fix the child applies to the program (``--try-fixes``: torchcompat/tryfix.py)."""
+    quiet: bool = False
+    """Keep the program's output in stdout.log/stderr.log only (a ``--try-fixes`` re-run)."""
 
 
 # torch._inductor.config.trace.provenance_tracking_level reads it (torch >= 2.8): the trace
@@ -98,15 +103,21 @@ def child_env(options: RunOptions) -> dict[str, str]:
         env[BACKEND_ENV] = options.backend
     else:
         env.pop(BACKEND_ENV, None)
+    if options.try_fix is not None:
+        env[TRY_FIX_ENV] = json.dumps(options.try_fix)
+    else:
+        env.pop(TRY_FIX_ENV, None)
     return env
 
 
-def _tee(source: IO[bytes], sink: IO[bytes], log: Path) -> threading.Thread:
+def _tee(source: IO[bytes], sink: IO[bytes] | None, log: Path) -> threading.Thread:
     def pump() -> None:
         with log.open("wb") as kept:
             for chunk in iter(lambda: source.read1(65536), b""):  # type: ignore[attr-defined]
                 kept.write(chunk)
                 kept.flush()
+                if sink is None:
+                    continue
                 try:
                     sink.write(chunk)
                     sink.flush()
@@ -192,6 +203,8 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
         "host": {"python": platform.python_version(), "platform": platform.platform()},
         "pt2doctor_version": pt2doctor.__version__,
     }
+    if options.try_fix is not None:
+        manifest["try_fix"] = options.try_fix
     write_manifest(options.out, manifest)
     try:
         process = subprocess.Popen(
@@ -206,8 +219,12 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
         raise UsageError(f"cannot run {argv[0]}: {error.strerror}") from error
     assert process.stdout is not None and process.stderr is not None
     pumps = [
-        _tee(process.stdout, sys.stdout.buffer, options.out / "stdout.log"),
-        _tee(process.stderr, sys.stderr.buffer, options.out / "stderr.log"),
+        _tee(
+            process.stdout, None if options.quiet else sys.stdout.buffer, options.out / "stdout.log"
+        ),
+        _tee(
+            process.stderr, None if options.quiet else sys.stderr.buffer, options.out / "stderr.log"
+        ),
     ]
     stopped_by = _wait(process, options.timeout)
     for pump in pumps:

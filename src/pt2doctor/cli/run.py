@@ -132,6 +132,14 @@ def _torchrun_option(name: str, help_text: str, kind: Any = str) -> Decorator:
     type=click.FloatRange(min=0, min_open=True),
     help="With --profile: close the window after S seconds (default 30).",
 )
+@click.option(
+    "--try-fixes",
+    "try_fixes",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Re-run the program up to N times, each with one fix the report names applied (a "
+    "config value, input marks, a torch.compile setting), and report its measured effect.",
+)
 @click.option("--redact", is_flag=True, help="Reports without source lines, with relative paths.")
 @click.option(
     "--tlparse", "use_tlparse", is_flag=True, help="Also render tlparse's report; link to it."
@@ -152,6 +160,7 @@ def run_command(
     profile: bool,
     profile_calls: int | None,
     profile_seconds: float | None,
+    try_fixes: int | None,
     redact: bool,
     use_tlparse: bool,
     command: tuple[str, ...],
@@ -180,6 +189,12 @@ def run_command(
     )
     manifest = run_program(options)
     console = Console(highlight=False, stderr=True)
+    if try_fixes:
+        from pt2doctor.tryfixes import try_fixes as run_tries
+
+        made = run_tries(options, try_fixes, lambda line: console.print(f"[dim]pt2doctor {line}"))
+        if not made:
+            console.print("[dim]pt2doctor: no fix in the report is one it can apply itself")
     console.rule("[bold]pt2doctor")
     render_run_dir(options.out, json_path, fmt, redact, use_tlparse, collective_timeout)
     returned = manifest["returned"]

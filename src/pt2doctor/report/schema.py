@@ -32,6 +32,7 @@ from pt2doctor.analysis.built.graph_size import (
 )
 from pt2doctor.analysis.built.kernels import KernelMap, kernel_map
 from pt2doctor.analysis.findings.compiles import sort_findings
+from pt2doctor.analysis.findings.plan import PlanItem as PlanStep
 from pt2doctor.analysis.findings.plan import plan
 from pt2doctor.analysis.ranks.divergence import DEFAULT_COLLECTIVE_TIMEOUT_S, cross_rank_analysis
 from pt2doctor.analysis.ranks.findings import rank_findings
@@ -53,6 +54,7 @@ from pt2doctor.report.types import (
     Failure,
     Frame,
     GraphBreak,
+    PlanItem,
     Recompile,
     RunReport,
     Source,
@@ -285,6 +287,24 @@ def _finding(finding: Finding) -> types.Finding:
     }
     if finding.saves_ms is not None:
         row["saves_ms"] = finding.saves_ms
+    trials = [fix.trial.as_json() for fix in finding.fixes if fix.trial is not None]
+    if trials:
+        row["tryable"] = trials
+    if finding.tries:
+        row["tries"] = finding.tries
+        row["tried"] = finding.tries[-1]
+    return row
+
+
+def _plan_item(item: PlanStep) -> PlanItem:
+    row: PlanItem = {
+        "step": item.step,
+        "code": item.code,
+        "title": item.title,
+        "saves_ms": item.saves_ms,
+    }
+    if item.tried is not None:
+        row["tried"] = item.tried
     return row
 
 
@@ -390,6 +410,10 @@ def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIME
         if timed:
             measured = {f.code for f in timed if f.code == "fallback_op"}
             findings = sort_findings([f for f in findings if f.code not in measured] + timed)
+    if run.tries:
+        from pt2doctor.analysis.findings.tries import attach_tries
+
+        attach_tries(findings, run)
     report: RunReport = {
         "schema_version": SCHEMA_VERSION,
         "kind": "run",
@@ -397,10 +421,7 @@ def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIME
         "inputs": {"paths": run.sources, "streams": run.streams},
         "environment": dict(sorted(environment.items())),
         "summary": _summary(run, ledger, sites),
-        "plan": [
-            {"step": item.step, "code": item.code, "title": item.title, "saves_ms": item.saves_ms}
-            for item in plan(findings)
-        ],
+        "plan": [_plan_item(item) for item in plan(findings)],
         "findings": [_finding(f) for f in findings],
         "graph_breaks": [_graph_break(site) for site in sites],
         "frames": [_frame(f, e) for f, e in zip(ledger.frames, explanations, strict=True)],

@@ -88,16 +88,29 @@ class _FindingBase(TypedDict):
 class Finding(_FindingBase, total=False):
     saves_ms: float
     """What the fix saves per call of the hot loop, as the profile measured it."""
+    tryable: list[dict[str, Any]]
+    """The fixes pt2doctor can apply itself (``run --try-fixes``), in the advice's order:
+    ``{label, config, marks, compile}``."""
+    tried: dict[str, Any]
+    """``run --try-fixes``: the last try of its fixes, ``{fix, applied_as, before, after,
+    verdict: helped|no_effect|worse, run_dir, trial, summary}``."""
+    tries: list[dict[str, Any]]
+    """Every try of its fixes, in order (``tried`` is the last)."""
 
 
-class PlanItem(TypedDict):
-    """One line of "What to do first" (``plan[]``)."""
-
+class _PlanItemBase(TypedDict):
     step: str
     """correctness, recompiles, graph breaks or performance: the practice's order."""
     code: str
     title: str
     saves_ms: float | None
+
+
+class PlanItem(_PlanItemBase, total=False):
+    """One line of "What to do first" (``plan[]``)."""
+
+    tried: str
+    """``tried: helped (compiles 6 → 2)``: what ``run --try-fixes`` measured for its fix."""
 
 
 class _GraphBreakTime(TypedDict, total=False):

@@ -15,6 +15,7 @@ The layout (docs/report-schema.md says what each file holds)::
                        fusion.rank<N>.log for each rank of a distributed run
     profile/trace.json the profiled window's Chrome trace, profile/window.json what it held
                        (``run --profile``; capture/profile.py)
+    tries/index.json   the fixes ``run --try-fixes`` tried, tries/<n>/ the run with each one
     stdout.log, stderr.log, faulthandler.<pid>.log
     results.jsonl      what ``check`` streams (its run directory has no manifest)
 
@@ -55,6 +56,10 @@ PROFILE_TRACE = "trace.json"
 """The window's Chrome trace, under PROFILE_DIR (opens in Perfetto)."""
 PROFILE_WINDOW = "window.json"
 """What the window held (hot compile id, calls, wall time, why it closed), under PROFILE_DIR."""
+TRIES_DIR = "tries"
+"""``run --try-fixes``: one run directory per fix tried (tries/<n>/), and TRIES_INDEX."""
+TRIES_INDEX = "index.json"
+"""Under TRIES_DIR: ``[{"n", "trial"}]``, the fixes tried, in order."""
 PROFILE_START_MARK = "pt2doctor: window start"
 PROFILE_END_MARK = "pt2doctor: window end"
 """Zero-length profiler events that bound the window in its trace."""

@@ -8,13 +8,21 @@ from pathlib import Path
 import orjson
 
 from pt2doctor.errors import UsageError
-from pt2doctor.rundir import FUSION_LOG, PROFILE_DIR, PROFILE_TRACE, PROFILE_WINDOW, TRACE_DIR
+from pt2doctor.rundir import (
+    FUSION_LOG,
+    PROFILE_DIR,
+    PROFILE_TRACE,
+    PROFILE_WINDOW,
+    TRACE_DIR,
+    TRIES_DIR,
+    TRIES_INDEX,
+)
 from pt2doctor.rundir.read import is_run_dir, load_manifest, load_probes
 from pt2doctor.trace import find_trace_logs
 from pt2doctor.trace.chrome import read_chrome_trace
 from pt2doctor.trace.collect import collect_run
 from pt2doctor.trace.fusion_log import Scheduling, parse_fusion_log
-from pt2doctor.trace.types import ProfileCapture, Run
+from pt2doctor.trace.types import ProfileCapture, Run, Try
 
 
 def load_run(path: Path) -> Run:
@@ -33,7 +41,26 @@ def load_run(path: Path) -> Run:
     run.profile = load_profile(path)
     if run.profile is None and (run.manifest or {}).get("profile_calls"):
         run.profile = ProfileCapture({}, None, str(path / PROFILE_DIR / PROFILE_TRACE), NO_WINDOW)
+    run.tries = load_tries(path)
     return run
+
+
+def load_tries(path: Path) -> list[Try]:
+    """The re-runs of ``run --try-fixes`` (tries/index.json), each loaded; a try whose run
+    directory is missing or unreadable is left out."""
+    try:
+        index = orjson.loads((path / TRIES_DIR / TRIES_INDEX).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return []
+    tries = []
+    for item in index if isinstance(index, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("n"), int):
+            continue
+        folder = path / TRIES_DIR / str(item["n"])
+        if not is_run_dir(folder) or not isinstance(item.get("trial"), dict):
+            continue
+        tries.append(Try(item["n"], item["trial"], load_run(folder)))
+    return tries
 
 
 NO_WINDOW = (

@@ -135,6 +135,8 @@ def _add_event(data: ProbeData, event: dict[str, Any]) -> None:
         data.compile_calls.append({k: v for k, v in event.items() if k not in ("kind", "t")})
     elif kind == "environment":
         data.environment = {k: v for k, v in event.items() if k not in ("kind", "t", "rank")}
+    elif isinstance(kind, str) and kind.startswith("try_fix") and len(data.try_fix) < 20:
+        data.try_fix.append({k: v for k, v in event.items() if k != "t"})
     elif kind in ("probes", "probe_error", "backend_override"):
         data.hooks[str(kind)] = {k: v for k, v in event.items() if k not in ("kind",)}
 

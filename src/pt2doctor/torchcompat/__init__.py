@@ -7,8 +7,8 @@ never by ``report``, which does not import torch at all: torch is imported insid
 functions, so importing this package costs no torch. The areas: ``version`` (which torch),
 ``dynamo`` (compile ids, graph and resume hooks, ``torch.compile`` itself), ``guards`` (guard
 timing), ``trace_log`` (the structured trace in process), ``dispatch`` (aten and custom-op
-recording), ``inductor`` (config, modes, pass hooks, bisector, preload) and ``fingerprint``
-(the environment). Callers use ``torchcompat.<name>``; every public name is here.
+recording), ``inductor`` (config, modes, pass hooks, bisector, preload), ``tryfix`` (a fix applied from
+outside the program: ``run --try-fixes``) and ``fingerprint`` (the environment). Callers use ``torchcompat.<name>``; every public name is here.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ from pt2doctor.torchcompat.inductor import (
     without_compiler_hooks,
 )
 from pt2doctor.torchcompat.trace_log import FUSION_LOGGERS, attach_fusion_log, attach_trace_file
+from pt2doctor.torchcompat.tryfix import apply_trial
 from pt2doctor.torchcompat.version import MIN_TORCH, supported, torch_version
 
 __all__ = [
@@ -67,6 +68,7 @@ __all__ = [
     "MAX_COMPILE_CALLS",
     "MIN_TORCH",
     "TORCH_NAMESPACES",
+    "apply_trial",
     "attach_fusion_log",
     "attach_trace_file",
     "bisect_compiler",

@@ -318,6 +318,17 @@ class Run:
     """Inductor's fusion log (``run --kernels``) by (rank, compile id); None: none kept."""
     profile: ProfileCapture | None = None
     """The profiled window (``run --profile``); None: the run kept none."""
+    tries: list[Try] = field(default_factory=list)
+    """The re-runs ``run --try-fixes`` made, each with a fix applied (tries/index.json)."""
+
+
+@dataclass(slots=True)
+class Try:
+    """One ``--try-fixes`` re-run: the trial it applied and its own run, loaded."""
+
+    n: int
+    trial: dict[str, Any]
+    run: Run
 
 
 @dataclass(slots=True)
@@ -351,6 +362,9 @@ class ProbeData:
     """Exceptions raised inside a compiled graph: ``compile_id``, ``type``, ``message``."""
     environment: dict[str, Any] = field(default_factory=dict)
     compile_calls: list[dict[str, Any]] = field(default_factory=list)
+    try_fix: list[dict[str, Any]] = field(default_factory=list)
+    """What a ``--try-fixes`` re-run applied (``try_fix_*`` events: config set, compile
+    wrapped, marks made)."""
     """The program's first torch.compile calls: ``target`` (module, module.compile(), method,
     function), ``name``, and the user's ``file``/``line``/``function`` that called it."""
     hooks: dict[str, Any] = field(default_factory=dict)

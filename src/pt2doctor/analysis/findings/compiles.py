@@ -6,7 +6,7 @@ import itertools
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from pt2doctor.analysis.breaks.advice import (
     COMPILE_ERROR_ADVICE,
@@ -17,9 +17,10 @@ from pt2doctor.analysis.breaks.advice import (
 )
 from pt2doctor.analysis.breaks.sites import GraphBreakSite
 from pt2doctor.analysis.recompiles.fixes import (
+    Fix,
     hf_generate_pattern,
     partial_batch_fix,
-    recompile_fixes,
+    recompile_candidates,
 )
 from pt2doctor.analysis.recompiles.frame_names import display_name
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FailureEntry, FrameEntry, Ledger
@@ -51,6 +52,11 @@ class Finding:
     where: SourceLine | None = None
     """The site or frame the finding is about, where it has one (a break's site, a skipped
     frame): what the plan matches findings by. Not in report.json (the title says it)."""
+    fixes: list[Fix] = field(default_factory=list)
+    """The fixes its advice is made of, in order, with their trials (``run --try-fixes``)."""
+    tries: list[dict[str, Any]] = field(default_factory=list)
+    """What ``run --try-fixes`` measured for its fixes, in the order they were tried
+    (analysis/findings/tries.py)."""
 
 
 def resume_label(function: str | None) -> str | None:
@@ -146,10 +152,10 @@ def _recompile_title(frame: FrameEntry, explanation: FrameExplanation) -> str:
 def _recompile_finding(frame: FrameEntry, explanation: FrameExplanation) -> Finding | None:
     if not frame.recompiles and frame.refused is None:
         return None
-    fixes = recompile_fixes(explanation)
+    fixes = recompile_candidates(explanation)
     if not fixes:
         categories = sorted({g.category for e in frame.recompiles for g in e.failed_guards})
-        fixes = [RECOMPILE_ADVICE.get(c, RECOMPILE_ADVICE["other"]) for c in categories[:1]]
+        fixes = [Fix(RECOMPILE_ADVICE.get(c, RECOMPILE_ADVICE["other"])) for c in categories[:1]]
     evidence = [f"outlook: {explanation.outlook.reason}"]
     items = [*explanation.recompiles, *([explanation.refused] if explanation.refused else [])]
     # Each recompile's first change, then each one's second, ...: a view that shows only the
@@ -166,8 +172,9 @@ def _recompile_finding(frame: FrameEntry, explanation: FrameExplanation) -> Find
         severity=_recompile_severity(frame, explanation),
         code="recompiles",
         title=_recompile_title(frame, explanation),
-        advice=" ".join(fixes) or RECOMPILE_ADVICE["other"],
+        advice=" ".join(fix.text for fix in fixes) or RECOMPILE_ADVICE["other"],
         evidence=evidence,
+        fixes=fixes,
     )
 
 

@@ -5,7 +5,8 @@ then graph breaks, then performance), one line each.
 Only findings that ask for action (errors and warnings) enter the plan. Within a step, what the
 profile measured a fix to save comes first, then the findings' own order (hottest breaks first);
 a graph-break site appears once, with its measured cost when the profile has one, and a break
-that made its whole frame run eagerly is that frame's line.
+that made its whole frame run eagerly is that frame's line. A line whose fix ``--try-fixes``
+tried says what the try measured.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pt2doctor.analysis.findings.compiles import Finding
+from pt2doctor.analysis.findings.tries import effect
 
 PLAN_SIZE = 5
 STEPS = ("correctness", "recompiles", "graph breaks", "performance")
@@ -42,6 +44,8 @@ class PlanItem:
     code: str
     title: str
     saves_ms: float | None
+    tried: str | None = None
+    """What ``--try-fixes`` measured for its fix: ``tried: helped (compiles 6 → 2)``."""
 
 
 def _site(finding: Finding) -> tuple[str | None, int | None] | None:
@@ -72,6 +76,11 @@ def plan(findings: list[Finding]) -> list[PlanItem]:
         if f.code == "frame_skipped" and f.where is not None
     }
     cost = {_site(f): f.saves_ms for f in actionable if f.code == "graph_break_cost"}
+    tried = {  # a frame's try, on whichever of its findings the plan shows
+        (_STEP_OF.get(f.code, "performance"), _subject(f.title)): effect(f.tries[-1])
+        for f in reversed(actionable)
+        if f.tries
+    }
     candidates = []
     subjects: set[tuple[str, str]] = set()
     for index, finding in enumerate(actionable):
@@ -88,6 +97,7 @@ def plan(findings: list[Finding]) -> list[PlanItem]:
             continue  # the break that made its frame eager: the skipped frame's line says it
         saves = cost.get(site) if finding.code == "graph_break" else finding.saves_ms
         key = (STEPS.index(step), saves is None, -(saves or 0.0), index)
-        candidates.append((key, PlanItem(step, finding.code, finding.title, saves)))
+        item = PlanItem(step, finding.code, finding.title, saves, tried.get(subject))
+        candidates.append((key, item))
     candidates.sort(key=lambda candidate: candidate[0])
     return [item for _, item in candidates[:PLAN_SIZE]]

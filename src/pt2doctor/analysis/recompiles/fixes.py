@@ -21,6 +21,7 @@ installed torch. Measured on torch 2.13 with ``backend="eager"``:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pt2doctor.analysis.paths import library_path
@@ -32,6 +33,43 @@ from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import SourceLine
 
 _INT = lazy_compile(r"-?\d+")
+DYNAMO_CONFIG = "torch._dynamo.config"
+SHAPES_CONFIG = "torch.fx.experimental._config"
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """A fix pt2doctor can apply to the program itself (``run --try-fixes``): config values set
+    before the program starts, ``maybe_mark_dynamic`` on named arguments of every compiled
+    callable at each call, ``torch.compile`` settings replaced. ``label`` is the fix as the
+    user would write it."""
+
+    label: str
+    config: tuple[tuple[str, Any], ...] = ()
+    """(``module.name``, value): ``torch._dynamo.config.recompile_limit``, 16."""
+    marks: tuple[tuple[str, int], ...] = ()
+    """(argument name, dim): the argument passed by that keyword, or at that parameter's
+    position of the compiled callable's signature."""
+    compile: tuple[tuple[str, Any], ...] = ()
+    """torch.compile keyword arguments to replace: ("dynamic", None)."""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "config": dict(self.config),
+            "marks": [{"arg": arg, "dim": dim} for arg, dim in self.marks],
+            "compile": dict(self.compile),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """One fix's text, and how pt2doctor can apply it itself (None: it is code to change)."""
+
+    text: str
+    trial: Trial | None = None
+
+
 _PLAIN_TENSOR = lazy_compile(r"(?:\w+|(?:kwargs|args)\['\w+'\])")
 
 
@@ -120,10 +158,12 @@ HF_ENCODER_DECODER_FIX = (
 _HF_FIXES = {"decoder": HF_GENERATE_FIX, "encoder_decoder": HF_ENCODER_DECODER_FIX}
 
 
-def _dynamic_size_fix(rows: list[Varying]) -> str | None:
+def _dynamic_size_fix(rows: list[Varying]) -> Fix | None:
     """One mark fix for every input dim that took the same sizes (they share one symbol: marking
     one alone changes nothing while another pins it). Only inputs the user passes: a tensor
-    made inside the model cannot be marked, and ``kwargs['x']`` is the tensor passed as x=."""
+    made inside the model cannot be marked, and ``kwargs['x']`` is the tensor passed as x=.
+    When the first call had size 0 or 1, the mark alone changes nothing (0/1 specialization):
+    that is said first, and the fix adds ``backed_size_oblivious``."""
     marks = []
     for row in rows:
         parts = tensor_and_dim(row.source)
@@ -147,12 +187,52 @@ def _dynamic_size_fix(rows: list[Varying]) -> str | None:
         if len(marks) > 1
         else ""
     )
-    return (
+    them = "them" if len(marks) > 1 else "it"
+    trial_marks = tuple((name, dim) for _, dim, _, name in marks)
+    first = rows[0].values[0] if rows[0].values else None
+    if first in ("0", "1"):
+        return Fix(
+            f"{sources} became dynamic after one static recompile (automatic dynamic shapes). "
+            f"The first call had size {first}, and Dynamo always specializes sizes 0 and 1: "
+            f"marking the dim alone changes nothing. Warm up with a size of 2 or more first, or "
+            f"mark {what} and set {SHAPES_CONFIG}.backed_size_oblivious = True, so that size "
+            f"{first} compiles the dynamic variant too.{shared}",
+            Trial(
+                f"{calls} with {SHAPES_CONFIG}.backed_size_oblivious = True",
+                config=((f"{SHAPES_CONFIG}.backed_size_oblivious", True),),
+                marks=trial_marks,
+            ),
+        )
+    return Fix(
         f"{sources} became dynamic after one static recompile (automatic dynamic shapes). To "
-        f"compile {'them' if len(marks) > 1 else 'it'} dynamic from the first call, mark "
+        f"compile {them} dynamic from the first call, mark "
         f"{what}.{shared} maybe_mark_dynamic is the safe form (mark_dynamic raises "
         "ConstraintViolationError when the code specializes that dim); sizes 0 and 1, and sizes "
-        "outside min/max, still recompile."
+        "outside min/max, still recompile.",
+        Trial(calls, marks=trial_marks),
+    )
+
+
+def _marks_save_a_recompile(explanation: FrameExplanation, rows: list[Varying]) -> bool:
+    """Whether marking ``rows`` from the first call removes a recompile: one whose changes are
+    all among them. A size that changed together with a flag or a dtype still recompiles for
+    the flag (tests/programs/multi_guard.py: the mark changed nothing, --try-fixes measured)."""
+    marked = {row.source for row in rows}
+    return any(
+        item.changes and all(change.label in marked for change in item.changes)
+        for item in explanation.recompiles
+    )
+
+
+def _mark_trial(row: Varying) -> Trial | None:
+    """``maybe_mark_dynamic`` on the input dim of ``row`` (None: not an input's dim)."""
+    parts = tensor_and_dim(row.source)
+    if parts is None or not _PLAIN_TENSOR.fullmatch(parts[0]):
+        return None
+    name = argument_of(parts[0])
+    shown = f"batch['{name}']" if parts[0].startswith("kwargs") else name
+    return Trial(
+        f"torch._dynamo.maybe_mark_dynamic({shown}, {parts[1]})", marks=((name, parts[1]),)
     )
 
 
@@ -161,25 +241,26 @@ def _values(row: Varying, most: int = 6) -> str:
     return shown + (", …" if len(row.values) > most else "")
 
 
-def _static_by_setting(row: Varying, call: dict[str, Any] | None) -> str | None:
+def _static_by_setting(row: Varying, call: dict[str, Any] | None) -> Fix | None:
     """The user's own ``dynamic=False`` keeps the size static: say so, with its line."""
     settings = (call or {}).get("settings") or {}
     if settings.get("dynamic") is not False:
         return None
     where = f" at {call['file']}:{call['line']}" if call and call.get("file") else ""
-    return (
+    return Fix(
         f"dynamic=False in your torch.compile call{where} keeps {row.source} static: each new "
         f"size ({_values(row)}) compiles a new variant. Drop dynamic=False (the size becomes "
         "dynamic at its first change: 2 variants instead of one per size), or pad inputs to a "
-        "few fixed sizes if you want static kernels for each."
+        "few fixed sizes if you want static kernels for each.",
+        Trial("torch.compile without dynamic=False", compile=(("dynamic", None),)),
     )
 
 
-def _specialized_size_fix(row: Varying, change: SourceChange | None) -> str:
+def _specialized_size_fix(row: Varying, change: SourceChange | None) -> Fix:
     site = change.specialized_at if change else None
     installed = change.installed_at if change else None
     if site is not None:  # the user's own line that needed the concrete size
-        return (
+        return Fix(
             f"{row.source} is made static by your code at {site.file}:{site.line}"
             + (f" (`{site.code.strip()}`)" if site.code else "")
             + f": it needs the concrete size (a dict key, a Python int, a shape-dependent "
@@ -190,29 +271,33 @@ def _specialized_size_fix(row: Varying, change: SourceChange | None) -> str:
             "nothing, mark_dynamic raises ConstraintViolationError)."
         )
     if installed is not None and installed.file and library_path(installed.file) is not None:
-        return (
+        return Fix(
             f"{row.source} stays static: each new size ({_values(row)}) compiles a new "
             f"variant. The guard was installed inside library code "
             f"({library_path(installed.file)}:{installed.line}), not a line to edit, and the "
             "log names no line of yours that needs the concrete size. Pad inputs to a few "
             "fixed sizes, or look in your code for the size used as a dict key, a Python int "
-            "or in a shape-dependent branch."
+            "or in a shape-dependent branch.",
+            _mark_trial(row),  # whether dynamic shapes were only off for it: a re-run tells
         )
     where = _at(installed)
     if not where:  # no user line: Python code, dynamic=False or a static mark, the log can't say
-        return (
+        return Fix(
             f"{row.source} stays static: each new size ({_values(row)}) compiles a new variant "
             "and it never became dynamic. Either Python code needs the concrete size (a dict "
             "key, a Python int, a shape-dependent branch: keep it a tensor dimension) or "
             "dynamic shapes are off for it (dynamic=False, mark_static, "
-            "automatic_dynamic_shapes=False); or pad inputs to a few fixed sizes."
+            "automatic_dynamic_shapes=False); or pad inputs to a few fixed sizes.",
+            _mark_trial(row),
         )
-    return (
-        f"{row.source} is specialized by Python code{where}: each new size ({_values(row)}) "
-        "compiles a new variant and it never becomes dynamic (a size used as a dict key, a "
-        "Python int or a shape-dependent branch). Rewrite that line to keep the size a tensor "
-        "dimension, or pad inputs to a few fixed sizes; marking the dim dynamic would raise "
-        "ConstraintViolationError there."
+    return Fix(
+        f"{row.source} stays static, guarded by Python code{where}: each new size "
+        f"({_values(row)}) compiles a new variant and it never became dynamic. If that line "
+        "needs the concrete size (a dict key, a Python int, a shape-dependent branch), rewrite "
+        "it to keep the size a tensor dimension, or pad inputs to a few fixed sizes; if it "
+        "does not, marking the dim dynamic before each call serves every size (the log cannot "
+        "tell: pt2doctor run --try-fixes tries the mark).",
+        _mark_trial(row),
     )
 
 
@@ -247,10 +332,19 @@ def partial_batch_fix(explanation: FrameExplanation) -> str | None:
     )
 
 
-def _per_instance_fix(row: Varying, explanation: FrameExplanation) -> str:
+def _limit_trial(limit: int) -> Trial:
+    return Trial(
+        f"{DYNAMO_CONFIG}.recompile_limit = {limit}",
+        config=((f"{DYNAMO_CONFIG}.recompile_limit", limit),),
+    )
+
+
+def _per_instance_fixes(row: Varying, explanation: FrameExplanation) -> list[Fix]:
     """An int attribute that differs per instance (a layer index of layers compiled one by
     one): not a counter. Each variant serves its instance and is reused; only the recompile
-    limit can matter."""
+    limit can matter. Past the limit the log cannot say how many states each instance serves
+    (the variants stop at the limit): the limit for the states seen, then for twice as many
+    (training and eval, grad on and off), each its own fix to try."""
     call = explanation.compile_call or {}
     where = f" ({call['file']}:{call['line']})" if call.get("file") else ""
     instances = row.instances or 0
@@ -262,31 +356,53 @@ def _per_instance_fix(row: Varying, explanation: FrameExplanation) -> str:
         f"its own value ({_values(row)}), and each variant is reused on every call of its "
         "instance. Nothing needs to become dynamic."
     )
-    if variants >= limit or instances >= limit:
-        return head + (
-            f" {variants} variants reach the recompile limit ({limit}): the instances past it "
-            "run eagerly. Raise torch._dynamo.config.recompile_limit to at least the number of "
-            "instances times the states each one serves."
-        )
-    return head + (
-        f" {variants} variants stay below the recompile limit ({limit}); with more instances "
-        "than that, raise torch._dynamo.config.recompile_limit to cover them."
-    )
+    if variants < limit and instances < limit:
+        return [
+            Fix(
+                head + f" {variants} variants stay below the recompile limit ({limit}); with more "
+                "instances than that, raise torch._dynamo.config.recompile_limit to cover them."
+            )
+        ]
+    states = max(1, round(variants / max(1, len(row.values))))
+    enough = max(instances * states, limit + 1)
+    more = max(instances * states * 2, enough + 1)
+    return [
+        Fix(
+            f"{head} {variants} variants reach the recompile limit ({limit}): the instances "
+            "past it run eagerly."
+        ),
+        Fix(
+            "Raise torch._dynamo.config.recompile_limit to at least the number of instances "
+            f"times the states each one serves ({instances} × {states} seen: "
+            f"torch._dynamo.config.recompile_limit = {enough}).",
+            _limit_trial(enough),
+        ),
+        Fix(
+            f"If each instance serves more states than the log shows before the limit "
+            f"(training and eval, grad on and off), raise it to {more} ({instances} × "
+            f"{states * 2}).",
+            _limit_trial(more),
+        ),
+    ]
 
 
-def _counter_fix(row: Varying, change: SourceChange | None) -> str:
+def _counter_fix(row: Varying, change: SourceChange | None) -> Fix:
     where = _at(change.installed_at if change else None)
-    return (
+    return Fix(
         f"{row.source} is an int attribute of an nn.Module that changes on every call (a "
         f"counter, read{where}). Set torch._dynamo.config.allow_unspec_int_on_nn_module = True "
         "so Dynamo treats it as a dynamic int (one more variant instead of one per value), or "
-        "keep it in a tensor (register_buffer) updated in place."
+        "keep it in a tensor (register_buffer) updated in place.",
+        Trial(
+            f"{DYNAMO_CONFIG}.allow_unspec_int_on_nn_module = True",
+            config=((f"{DYNAMO_CONFIG}.allow_unspec_int_on_nn_module", True),),
+        ),
     )
 
 
-def _constant_fix(row: Varying, change: SourceChange | None) -> str:
+def _constant_fix(row: Varying, change: SourceChange | None) -> Fix:
     where = _at(change.installed_at if change else None)
-    return (
+    return Fix(
         f"{row.source} is a Python value baked into each variant (read{where}): "
         f"{_values(row)} so far. Pass it as a tensor, or keep it out of the compiled "
         "function, so one variant serves every value."
@@ -295,7 +411,7 @@ def _constant_fix(row: Varying, change: SourceChange | None) -> str:
 
 def _unbounded_fix(
     row: Varying, change: SourceChange | None, call: dict[str, Any] | None = None
-) -> str | None:
+) -> Fix | None:
     is_int = all(_INT.fullmatch(value) for value in row.values)
     if row.kind == "size":
         return _static_by_setting(row, call) or _specialized_size_fix(row, change)
@@ -304,7 +420,7 @@ def _unbounded_fix(
     if row.kind == "value":
         return _constant_fix(row, change)
     if row.kind == "object_identity":
-        return (
+        return Fix(
             f"{row.source} is a new object at every call (an object built inside the loop): "
             "create it once, outside the loop, and reuse it."
         )
@@ -348,24 +464,33 @@ def _layout_fix(rows: list[Varying]) -> str:
 
 
 def recompile_fixes(explanation: FrameExplanation) -> list[str]:
-    """The fixes for one frame, most specific first; Dynamo's own hints last, verbatim."""
+    """The fixes for one frame as text (:func:`recompile_candidates`)."""
+    return [fix.text for fix in recompile_candidates(explanation)]
+
+
+def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
+    """The fixes for one frame, most specific first, each with its trial where pt2doctor can
+    apply it; Dynamo's own hints last, verbatim."""
     generate = hf_generate_pattern(explanation)
-    fixes = [_HF_FIXES[generate]] if generate else []
+    fixes = [Fix(_HF_FIXES[generate])] if generate else []
     static = explanation.hf_cache_class if explanation.hf_cache_class and "Static" in (
         explanation.hf_cache_class) else None  # fmt: skip
     if generate == "decoder" and static:
-        fixes = [HF_STATIC_GENERATE.format(cache=static)]
+        fixes = [Fix(HF_STATIC_GENERATE.format(cache=static))]
     outlook = explanation.outlook
-    fix: str | None
+    fix: Fix | None
     for row in outlook.varying:
         change = _first_change(explanation, row.source)
         if row.instances:
-            fix = _per_instance_fix(row, explanation)
-        elif row.dynamic and row.kind == "size":
+            fixes += _per_instance_fixes(row, explanation)
+            continue
+        if row.dynamic and row.kind == "size":
             # The inputs that took the same sizes share this one fix (and symbol).
             same = [r for r in outlook.varying if r.dynamic and r.kind == "size"
                     and r.values == row.values]  # fmt: skip
-            fix = None if fixes or same[0] is not row else _dynamic_size_fix(same)
+            fix = None
+            if not fixes and same[0] is row and _marks_save_a_recompile(explanation, same):
+                fix = _dynamic_size_fix(same)
         elif not row.dynamic and row.kind not in FLAG_KINDS and row.changes >= 2:
             fix = _unbounded_fix(row, change, explanation.compile_call)
         else:
@@ -374,24 +499,26 @@ def recompile_fixes(explanation: FrameExplanation) -> list[str]:
             fixes.append(fix)
     layouts = [row for row in outlook.varying if row.kind in LAYOUT_KINDS and not row.dynamic]
     if layouts and outlook.bounded is not False:
-        fixes.append(_layout_fix(layouts))
+        fixes.append(Fix(_layout_fix(layouts)))
     flags = [row for row in outlook.varying if row.kind in FLAG_KINDS and not row.dynamic]
     if outlook.bounded and flags and not fixes:
         went_dynamic = sum(1 for row in outlook.varying if row.dynamic)
-        fixes.append(_flags_fix(flags, len(explanation.variants), went_dynamic))
+        fixes.append(Fix(_flags_fix(flags, len(explanation.variants), went_dynamic)))
     dynamic = [row.source for row in outlook.varying if row.dynamic]
     partial = partial_batch_fix(explanation)
     if partial and not fixes:
-        fixes.append(partial)
+        fixes.append(Fix(partial))
     if outlook.bounded and not fixes and dynamic:
         fixes.append(
-            f"Nothing to fix: {', '.join(dynamic)} became dynamic after one recompile "
-            f"(automatic dynamic) and now {'serves' if len(dynamic) == 1 else 'serve'} every new "
-            "value. Pre-warm with two different values to pay that recompile before serving."
+            Fix(
+                f"Nothing to fix: {', '.join(dynamic)} became dynamic after one recompile "
+                f"(automatic dynamic) and now {'serves' if len(dynamic) == 1 else 'serve'} every new "
+                "value. Pre-warm with two different values to pay that recompile before serving."
+            )
         )
     # Dynamo's hint for an int attribute says to make it dynamic: wrong for a per-instance
     # constant, whose own fix says why.
     constants = {row.source for row in outlook.varying if row.instances}
     hints = {c.hint for c in _changes(explanation) if c.hint and c.source not in constants}
-    fixes += [f"Dynamo's hint: {hint}" for hint in sorted(hints)]
+    fixes += [Fix(f"Dynamo's hint: {hint}") for hint in sorted(hints)]
     return fixes

@@ -1,0 +1,201 @@
+"""What ``run --try-fixes`` measured: each fix re-run with the fix applied, its effect on the
+run (compiles, recompiles, limit hits, graph breaks, wall time, exit code) before and after, a
+verdict, and the finding's advice rewritten so that a fix that did not help is never shown as
+the fix.
+
+The verdict compares, in order, whether the program still ran, then recompile-limit hits
+(a frame past the limit runs eagerly: raising the limit adds compiles and still helps; a
+limit still hit as often is ``no_effect`` whatever it added), then recompiles, then graph
+breaks: the first that differs decides (fewer: ``helped``, more: ``worse``); all equal is
+``no_effect``. Wall time is reported, not judged (one run each).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from pt2doctor.analysis.findings.compiles import Finding
+from pt2doctor.trace.types import Run, Try
+
+Verdict = Literal["helped", "no_effect", "worse"]
+VERDICT_WORDS = {"helped": "helped", "no_effect": "no effect", "worse": "made it worse"}
+_JUDGED = ("limit_hits", "recompiles", "graph_breaks")
+_NAMES = {
+    "compiles": "compiles",
+    "recompiles": "recompiles",
+    "limit_hits": "limit hits",
+    "graph_breaks": "graph breaks",
+    "wall_s": "wall",
+    "exit_code": "exit code",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a run did, in the numbers a fix is judged by."""
+
+    compiles: int
+    recompiles: int
+    limit_hits: int
+    graph_breaks: int
+    wall_s: float | None
+    exit_code: int | None
+
+
+def outcome(run: Run) -> Outcome:
+    """``run``'s numbers (its ledger and break sites; wall time and exit from its manifest)."""
+    from pt2doctor.analysis.breaks.sites import graph_break_sites
+    from pt2doctor.analysis.recompiles.ledger import compile_ledger
+
+    ledger = compile_ledger(run)
+    sites = graph_break_sites(ledger)
+    manifest = run.manifest or {}
+    start, end = manifest.get("start_time"), manifest.get("end_time")
+    wall = round(end - start, 3) if isinstance(start, float) and isinstance(end, float) else None
+    returned = manifest.get("returned")
+    return Outcome(
+        compiles=len(ledger.compiles),
+        recompiles=sum(len(frame.recompiles) for frame in ledger.frames),
+        limit_hits=sum(1 for frame in ledger.frames if frame.limit_hit),
+        graph_breaks=sum(len(site.compile_ids) for site in sites),
+        wall_s=wall,
+        exit_code=returned if isinstance(returned, int) else None,
+    )
+
+
+def verdict(before: Outcome, after: Outcome) -> Verdict:
+    if (after.exit_code or 0) != 0 and (before.exit_code or 0) == 0:
+        return "worse"
+    if before.limit_hits and after.limit_hits == before.limit_hits:
+        return "no_effect"  # still past the limit: the compiles a raised limit adds are no harm
+    for name in _JUDGED:
+        old, new = getattr(before, name), getattr(after, name)
+        if new != old:
+            return "helped" if new < old else "worse"
+    return "no_effect"
+
+
+def trial_key(trial: dict[str, Any]) -> str:
+    """A trial's identity: the same fix proposed again is the same try."""
+    return json.dumps({k: v for k, v in trial.items() if k != "label"}, sort_keys=True)
+
+
+def applied_as(trial: dict[str, Any], run: Run) -> str:
+    """How the re-run applied the fix, from what its process recorded doing."""
+    events = run.probes.try_fix if run.probes is not None else []
+    parts = []
+    for event in events:
+        if event.get("kind") == "try_fix_config":
+            if event.get("ok"):
+                parts.append(
+                    f"{event.get('key')} = {event.get('value')!r} set before the program ran"
+                )
+            else:
+                parts.append(f"{event.get('key')} not set: {event.get('error')}")
+    compile_settings = trial.get("compile") or {}
+    if compile_settings:
+        settings = ", ".join(f"{k}={v!r}" for k, v in compile_settings.items())
+        parts.append(f"every torch.compile call given {settings}")
+    if trial.get("marks"):
+        made = next((e.get("made") for e in events if e.get("kind") == "try_fix_marks"), None)
+        if made:
+            counts = ", ".join(f"{key.replace(':', ' dim ')}: {n} calls" for key, n in made.items())
+            parts.append(f"maybe_mark_dynamic before each call of the compiled code ({counts})")
+        else:
+            parts.append("marks reached no call: no compiled callable takes that argument")
+    return "; ".join(parts) or "not applied (the re-run recorded nothing)"
+
+
+def changes(before: dict[str, Any], after: dict[str, Any], wall: bool = True) -> str:
+    """``limit hits 1 → 0, compiles 8 → 10``: what moved, the compiles always, and the wall
+    time when ``wall``."""
+    shown = []
+    for name in ("exit_code", *_JUDGED, "compiles"):
+        old, new = before.get(name), after.get(name)
+        if old != new or name == "compiles" or (name == "limit_hits" and old):
+            shown.append(f"{_NAMES[name]} {old} → {new}")
+    if wall and before.get("wall_s") is not None and after.get("wall_s") is not None:
+        shown.append(f"wall {before['wall_s']:.1f} → {after['wall_s']:.1f} s")
+    return ", ".join(shown)
+
+
+def effect(row: dict[str, Any]) -> str:
+    """A try in a few words, for the plan: ``tried recompile_limit = 10: helped, limit hits
+    1 → 0, compiles 9 → 10``."""
+    verdict_words = VERDICT_WORDS.get(row["verdict"], row["verdict"])
+    fix = str(row["fix"]).replace("torch._dynamo.config.", "").replace("torch._dynamo.", "")
+    return f"tried {fix}: {verdict_words}, {changes(row['before'], row['after'], wall=False)}"
+
+
+def tried_row(trial: dict[str, Any], before: Outcome, found: Try) -> dict[str, Any]:
+    """The ``findings[].tried`` object of one try."""
+    after = outcome(found.run)
+    return {
+        "fix": trial.get("label", ""),
+        "applied_as": applied_as(trial, found.run),
+        "before": asdict(before),
+        "after": asdict(after),
+        "verdict": verdict(before, after),
+        "run_dir": f"tries/{found.n}",
+        "trial": trial,
+        "summary": changes(asdict(before), asdict(after)),
+    }
+
+
+def attach_tries(findings: list[Finding], run: Run) -> None:
+    """Give each finding whose fixes were tried its measured ``tries``, and rewrite its advice:
+    a tried fix that helped is said first with its numbers; one that did not is replaced by
+    "tried X: no effect (…)" and the next candidate."""
+    if not run.tries:
+        return
+    before = outcome(run)
+    by_key = {trial_key(found.trial): found for found in run.tries}
+    for finding in findings:
+        rows: list[tuple[int, dict[str, Any]]] = []
+        for index, fix in enumerate(finding.fixes):
+            found = None if fix.trial is None else by_key.get(trial_key(fix.trial.as_json()))
+            if found is not None and fix.trial is not None:
+                rows.append((index, tried_row(fix.trial.as_json(), before, found)))
+        if not rows:
+            continue
+        finding.tries = [row for _, row in rows]
+        finding.advice = tried_advice(finding, rows)
+
+
+def tried_advice(finding: Finding, rows: list[tuple[int, dict[str, Any]]]) -> str:
+    """The advice once fixes were tried: what each try did, then the fixes not ruled out (a
+    fix that did not help is dropped; "Next:" leads to the candidate after it)."""
+    said = [
+        f"Tried {row['fix']}: {VERDICT_WORDS[row['verdict']]} ({row['summary']})."
+        for _, row in rows
+    ]
+    failed = {index for index, row in rows if row["verdict"] != "helped"}
+    rest = [(i, fix.text) for i, fix in enumerate(finding.fixes) if i not in failed]
+    if not any(row["verdict"] == "helped" for _, row in rows):
+        after = [i for i, _ in rest if i > max(failed)]  # the candidate after the last tried
+        if after:
+            rest = [(i, f"Next: {text}" if i == after[0] else text) for i, text in rest]
+        else:
+            rest.append((len(finding.fixes), NOTHING_LEFT))
+    return " ".join(said + [text for _, text in rest])
+
+
+NOTHING_LEFT = (
+    "No other fix here is one pt2doctor can apply: the evidence says what differs between the "
+    "variants."
+)
+
+
+def next_trial(findings: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The next fix to try, from report findings (``tryable``, ``tries``): each finding in
+    order, until one of its fixes helped; its candidates in order, each tried once."""
+    tried = {trial_key(row["trial"]) for f in findings for row in f.get("tries", [])}
+    for finding in findings:
+        if any(row["verdict"] == "helped" for row in finding.get("tries", [])):
+            continue
+        for trial in finding.get("tryable", []):
+            if trial_key(trial) not in tried:
+                return dict(trial)
+    return None

@@ -1,0 +1,102 @@
+"""``pt2doctor run --try-fixes``: each fix the report can apply itself is re-run with the fix
+applied, in ``tries/<n>/``, and the finding says what it measured. The numbers are checked
+against what the re-run program itself printed and warned (``graphs: N`` from Dynamo's
+counters, the recompile-limit warning), not against pt2doctor's own reading of them.
+
+The runs are the corpus runs of test_real_programs.py (shared, ``backend="eager"``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from test_real_programs import REAL, _report, corpus_run, tried_graphs
+
+pytestmark = pytest.mark.torch_run
+
+
+def _finding(report: dict[str, Any], code: str) -> dict[str, Any]:
+    (finding,) = [f for f in report["findings"] if f["code"] == code]
+    return finding
+
+
+def test_a_first_limit_that_is_too_low_is_said_to_do_nothing_and_the_next_one_helps(
+    doctor_run: Any,
+) -> None:
+    """Six Llama layers compiled one by one, trained then evaluated: twelve variants (layers ×
+    train/eval) against the default limit of 8. The log stops at the limit, so the states each
+    layer serves are unknown: the first candidate (the states seen: 9) still hits the limit,
+    and the report says so; the next (twice the states: 12) compiles every layer in both
+    states, as the program's own counter and the missing limit warning show."""
+    pytest.importorskip("transformers")
+    run = corpus_run(doctor_run, "real_finetune_eval")
+    report = _report(run)
+    finding = _finding(report, "recompiles")
+    first, second = finding["tries"]
+    assert finding["tried"] == second
+    limit = "torch._dynamo.config.recompile_limit"
+    assert (first["fix"], first["verdict"]) == (f"{limit} = 9", "no_effect")
+    assert (second["fix"], second["verdict"]) == (f"{limit} = 12", "helped")
+    assert first["before"]["limit_hits"] == first["after"]["limit_hits"] == 1
+    assert second["after"]["limit_hits"] == 0
+    assert second["applied_as"] == f"{limit} = 12 set before the program ran"
+    # The re-runs as the program saw them: the first still warned about the limit.
+    graphs, stderr = tried_graphs(run, 1)
+    assert graphs == 9 and "recompile_limit" in stderr
+    graphs, stderr = tried_graphs(run, 2)
+    assert graphs == 6 * 2 and "recompile_limit" not in stderr
+    assert second["after"]["compiles"] == 12
+    # The advice: the fix that did not help is not shown as the fix.
+    advice = finding["advice"]
+    assert advice.startswith(f"Tried {limit} = 9: no effect (limit hits 1 → 1, ")
+    assert f"Tried {limit} = 12: helped (limit hits 1 → 0, " in advice
+    assert f"{limit} = 9)." not in advice  # the candidate's own sentence is gone
+    (plan,) = [p for p in report["plan"] if p["step"] == "recompiles"]
+    assert plan["tried"].startswith("tried recompile_limit = 12: helped, limit hits 1 → 0")
+    index = json.loads((run.run_dir / "tries" / "index.json").read_text())
+    assert [item["n"] for item in index] == [1, 2]  # a fix that helped ends the finding's tries
+    manifest = json.loads((run.run_dir / "tries" / "2" / "manifest.json").read_text())
+    assert manifest["try_fix"]["config"] == {limit: 12}
+
+
+def test_dropping_the_users_dynamic_false_is_tried_and_helps(doctor_run: Any) -> None:
+    """BERT compiled with ``dynamic=False`` over six batch sizes: the try gives every
+    torch.compile call ``dynamic=None``; six graphs become two, as the program counted."""
+    pytest.importorskip("transformers")
+    run = corpus_run(doctor_run, "real_bert_static")
+    finding = _finding(_report(run), "recompiles")
+    tried = finding["tried"]
+    assert (tried["fix"], tried["verdict"]) == ("torch.compile without dynamic=False", "helped")
+    assert (tried["before"]["compiles"], tried["after"]["compiles"]) == (6, 2)
+    assert tried["applied_as"] == "every torch.compile call given dynamic=None"
+    assert finding["advice"].startswith("Tried torch.compile without dynamic=False: helped (")
+    assert tried_graphs(run)[0] == 2
+    # The re-run's compile call was the program's own, with the setting replaced.
+    probes = (run.run_dir / "tries" / "1" / "probes.jsonl").read_text().splitlines()
+    events = map(json.loads, probes)
+    calls = [e for e in events if e["kind"] == "compile_call"]
+    assert [c["settings"]["dynamic"] for c in calls] == [False]  # recorded as written
+    assert str(REAL / "bert_dynamic_false.py") == calls[0]["file"]
+
+
+def test_both_marks_of_a_shared_length_are_applied_at_each_call(doctor_run: Any) -> None:
+    """``model(**batch)`` with dynamic padding: the try marks ``input_ids`` and
+    ``attention_mask`` dim 1 before each of the four calls; two graphs become one."""
+    pytest.importorskip("transformers")
+    run = corpus_run(doctor_run, "real_bert_padding")
+    tried = _finding(_report(run), "recompiles")["tried"]
+    assert tried["verdict"] == "helped"
+    assert (tried["before"]["recompiles"], tried["after"]["recompiles"]) == (1, 0)
+    assert "input_ids dim 1: 4 calls, attention_mask dim 1: 4 calls" in tried["applied_as"]
+    assert tried_graphs(run)[0] == 1
+
+
+def test_a_program_with_nothing_to_apply_is_not_re_run(doctor_run: Any) -> None:
+    """The rotary cache keyed by length: its fix is code (slice one table), so nothing is
+    tried and no tries directory is made."""
+    run = corpus_run(doctor_run, "real_rotary")
+    report = _report(run)
+    assert not (run.run_dir / "tries").exists()
+    assert not any("tried" in f or "tryable" in f for f in report["findings"])
+    assert "no fix in the report is one it can apply itself" in run.stderr

@@ -1,0 +1,65 @@
+"""The verdict of a fix tried by ``run --try-fixes``, the next fix to try, and the advice once
+tried (analysis/findings/tries.py): pure functions of the numbers and findings."""
+
+from __future__ import annotations
+
+from pt2doctor.analysis.findings.compiles import Finding
+from pt2doctor.analysis.findings.tries import (
+    NOTHING_LEFT,
+    Outcome,
+    next_trial,
+    tried_advice,
+    verdict,
+)
+from pt2doctor.analysis.recompiles.fixes import Fix, Trial
+
+
+def _outcome(**numbers: int) -> Outcome:
+    base = {"compiles": 9, "recompiles": 7, "limit_hits": 1, "graph_breaks": 0, "exit_code": 0}
+    return Outcome(wall_s=1.0, **{**base, **numbers})  # type: ignore[arg-type]
+
+
+def test_a_limit_no_longer_hit_helped_though_it_compiled_more() -> None:
+    assert verdict(_outcome(), _outcome(limit_hits=0, recompiles=11, compiles=12)) == "helped"
+
+
+def test_a_limit_still_hit_is_no_effect_whatever_it_added() -> None:
+    assert verdict(_outcome(), _outcome(recompiles=8, compiles=10)) == "no_effect"
+
+
+def test_fewer_recompiles_helped_more_breaks_or_a_failed_run_is_worse() -> None:
+    before = _outcome(limit_hits=0)
+    assert verdict(before, _outcome(limit_hits=0, recompiles=1)) == "helped"
+    assert verdict(before, _outcome(limit_hits=0, graph_breaks=2)) == "worse"
+    assert verdict(before, _outcome(limit_hits=0, recompiles=0, exit_code=1)) == "worse"
+    assert verdict(before, before) == "no_effect"
+
+
+def _row(trial: Trial, result: str) -> dict[str, object]:
+    return {"fix": trial.label, "trial": trial.as_json(), "verdict": result, "summary": "…"}
+
+
+LOW, HIGH = Trial("limit = 9", config=(("a.b", 9),)), Trial("limit = 12", config=(("a.b", 12),))
+
+
+def test_the_next_trial_is_the_first_untried_candidate_of_a_finding_not_yet_helped() -> None:
+    findings = [{"tryable": [LOW.as_json(), HIGH.as_json()], "tries": []}]
+    assert next_trial(findings) == LOW.as_json()
+    findings[0]["tries"] = [_row(LOW, "no_effect")]
+    assert next_trial(findings) == HIGH.as_json()
+    findings[0]["tries"].append(_row(HIGH, "helped"))
+    assert next_trial(findings) is None
+
+
+def test_a_fix_that_did_not_help_is_replaced_by_what_it_measured_and_the_next() -> None:
+    fixes = [Fix("Layers are constants."), Fix("Set 9.", LOW), Fix("Or set 12.", HIGH)]
+    finding = Finding("error", "recompiles", "t", "", fixes=fixes)
+    advice = tried_advice(finding, [(1, _row(LOW, "no_effect"))])
+    assert advice == "Tried limit = 9: no effect (…). Layers are constants. Next: Or set 12."
+    advice = tried_advice(finding, [(1, _row(LOW, "no_effect")), (2, _row(HIGH, "worse"))])
+    assert advice.endswith("made it worse (…). Layers are constants. " + NOTHING_LEFT)
+    advice = tried_advice(finding, [(1, _row(LOW, "no_effect")), (2, _row(HIGH, "helped"))])
+    assert advice == (
+        "Tried limit = 9: no effect (…). Tried limit = 12: helped (…). Layers are constants. "
+        "Or set 12."
+    )
