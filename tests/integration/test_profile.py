@@ -121,6 +121,13 @@ def test_the_parts_add_up_to_each_region_and_the_regions_are_the_profilers(
     assert row["ms_per_call"] == pytest.approx((sum(regions) + sum(lookups)) / 20 / 1000, rel=0.02)
 
 
+def _median_call(report: dict[str, Any]) -> float:
+    """The median call of region 0/0 in the profiler's own events (robust to a preempted
+    call, which moves a mean over 20 calls on a busy machine)."""
+    calls = [e["dur"] for e in _events(report) if e["name"] == "Torch-Compiled Region: 0/0"]
+    return statistics.median(calls)
+
+
 def test_inference_with_grad_enabled_is_found_and_no_grad_lowers_the_time(
     grad: dict[str, Any], no_grad: dict[str, Any]
 ) -> None:
@@ -131,32 +138,26 @@ def test_inference_with_grad_enabled_is_found_and_no_grad_lowers_the_time(
     assert sum(e["name"] == "CompiledFunction" for e in events) == 20
     assert not [e for e in _events(no_grad) if e["name"] == "CompiledFunction"]
 
-    # The fix applied: the same loop under no_grad is faster per call (the median call of
-    # the region in the profiler's events, robust to a preempted call).
-    def median_call(report: dict[str, Any]) -> float:
-        calls = [e["dur"] for e in _events(report) if e["name"] == "Torch-Compiled Region: 0/0"]
-        return statistics.median(calls)
-
-    assert median_call(no_grad) < median_call(grad)
+    # The fix applied: the same loop under no_grad is faster per call.
+    assert _median_call(no_grad) < _median_call(grad)
 
 
 def test_one_request_at_a_time_is_overhead_bound_and_batching_fixes_it(
     no_grad: dict[str, Any], doctor_run: Any
 ) -> None:
     """The fix the finding gives, applied: the same 40 requests served 8 to a call. The
-    overhead is paid per call, so the overhead per request drops, and so does the time per
-    request. (The overhead's share of the call is no test: this block's compute barely grows
-    from 1 to 8 rows, so the share moves by noise; CI saw 69% -> 73%.)"""
+    overhead is paid per call, so the time per request drops: the median region call, from
+    the profiler's own events. (Means over the window are no test on a busy machine: CI saw
+    one preempted call move the batched run's mean overhead 6x; nor is the overhead's share:
+    this block's compute barely grows from 1 to 8 rows.)"""
     (finding,) = _findings(no_grad, "overhead_bound")
     assert finding["title"].startswith("0/0 Block.forward is overhead-bound")
     assert "batch requests" in finding["advice"]
     (row,) = no_grad["profile"]["regions"]
     assert row["overhead_ms"] > 0.5 * row["ms_per_call"]
     batched = _run(doctor_run, "profile_batched", "--batch", "8")
-    (batched_row,) = batched["profile"]["regions"]
-    assert batched_row["overhead_ms"] / 8 < row["overhead_ms"] / 2
-    per_request = batched["profile"]["window"]["ms_per_call"] / 8
-    assert per_request < no_grad["profile"]["window"]["ms_per_call"] / 2
+    assert len(batched["profile"]["regions"]) == 1
+    assert _median_call(batched) / 8 < _median_call(no_grad) / 2
 
 
 def test_a_graph_break_costs_its_time_at_its_line_and_the_disabled_mlp_runs_eagerly(
