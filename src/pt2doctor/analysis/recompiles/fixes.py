@@ -164,14 +164,10 @@ def _dynamic_size_fix(rows: list[Varying]) -> Fix | None:
     made inside the model cannot be marked, and ``kwargs['x']`` is the tensor passed as x=.
     When the first call had size 0 or 1, the mark alone changes nothing (0/1 specialization):
     that is said first, and the fix adds ``backed_size_oblivious``."""
-    marks = []
-    for row in rows:
-        parts = tensor_and_dim(row.source)
-        if parts is None or not _PLAIN_TENSOR.fullmatch(parts[0]):
-            return None
-        keyword = parts[0].startswith("kwargs")
-        name = argument_of(parts[0])
-        marks.append((f"batch['{name}']" if keyword else name, parts[1], keyword, name))
+    found = [_input_dim(row) for row in rows]
+    if None in found:
+        return None
+    marks = [mark for mark in found if mark is not None]
     sources = ", ".join(row.source for row in rows)
     calls = " and ".join(f"torch._dynamo.maybe_mark_dynamic({t}, {dim})" for t, dim, _, _ in marks)
     keywords = [name for _, _, keyword, name in marks if keyword]
@@ -224,16 +220,25 @@ def _marks_save_a_recompile(explanation: FrameExplanation, rows: list[Varying]) 
     )
 
 
-def _mark_trial(row: Varying) -> Trial | None:
-    """``maybe_mark_dynamic`` on the input dim of ``row`` (None: not an input's dim)."""
+def _input_dim(row: Varying) -> tuple[str, int, bool, str] | None:
+    """The input dim ``row`` is, as a mark names it: (what the user writes, dim, passed by
+    keyword, argument name); ``kwargs['x']`` is ``batch['x']``, the tensor passed as x=. None
+    when ``row`` is not a dim of a tensor the user passes."""
     parts = tensor_and_dim(row.source)
     if parts is None or not _PLAIN_TENSOR.fullmatch(parts[0]):
         return None
+    keyword = parts[0].startswith("kwargs")
     name = argument_of(parts[0])
-    shown = f"batch['{name}']" if parts[0].startswith("kwargs") else name
-    return Trial(
-        f"torch._dynamo.maybe_mark_dynamic({shown}, {parts[1]})", marks=((name, parts[1]),)
-    )
+    return (f"batch['{name}']" if keyword else name, parts[1], keyword, name)
+
+
+def _mark_trial(row: Varying) -> Trial | None:
+    """``maybe_mark_dynamic`` on the input dim of ``row`` (None: not an input's dim)."""
+    found = _input_dim(row)
+    if found is None:
+        return None
+    shown, dim, _, name = found
+    return Trial(f"torch._dynamo.maybe_mark_dynamic({shown}, {dim})", marks=((name, dim),))
 
 
 def _values(row: Varying, most: int = 6) -> str:
