@@ -4,8 +4,9 @@ After the main run, its report's findings offer the fixes pt2doctor can apply it
 (``findings[].tryable``: a config value, input marks, a torch.compile setting). Each is
 re-run once, in order, with the main run's command, backend and timeout, in
 ``tries/<n>/`` under the main run directory (the program's output goes only to that run's
-logs). After each re-run the report is built again: a finding whose fix helped is done;
-one whose fix did not help has its next candidate tried. At most N re-runs.
+logs). Each re-run is judged against the main run (analysis/findings/tries.py ``verdict``): a
+finding whose fix helped is done; one whose fix did not help has its next candidate tried. At
+most N re-runs. The report then judges them again, offline, from the run directories.
 
 The order is the report's: errors first, then warnings, then info.
 """
@@ -15,42 +16,37 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from pt2doctor.capture.runner import RunOptions, run_program
 from pt2doctor.rundir import TRIES_DIR, TRIES_INDEX
 
 
-def _findings(run_dir: Path) -> list[dict[str, Any]]:
+def try_fixes(options: RunOptions, budget: int, say: Callable[[str], None] = lambda _: None) -> int:
+    """Re-run ``options.command`` with each fix to try, at most ``budget`` times; returns how
+    many re-runs were made. ``say`` hears one line per re-run. The main run's report is built
+    once; each re-run is judged by its own outcome against the main run's."""
+    from pt2doctor.analysis.findings.tries import next_trial, outcome, trial_key, verdict
     from pt2doctor.report.schema import build_report
     from pt2doctor.rundir.load import load_run
 
-    return [dict(finding) for finding in build_report(load_run(run_dir))["findings"]]
-
-
-def try_fixes(options: RunOptions, budget: int, say: Callable[[str], None] = lambda _: None) -> int:
-    """Re-run ``options.command`` with each fix to try, at most ``budget`` times; returns how
-    many re-runs were made. ``say`` hears one line per re-run."""
-    from pt2doctor.analysis.findings.tries import next_trial
-
+    main = load_run(options.out)
+    candidates = [list(f.get("tryable", [])) for f in build_report(main)["findings"]]
+    before = outcome(main)
+    verdicts: dict[str, str] = {}
     index: list[dict[str, Any]] = []
     folder = options.out / TRIES_DIR
     for n in range(1, budget + 1):
-        trial = next_trial(_findings(options.out))
+        trial = next_trial(candidates, verdicts)
         if trial is None:
             break
         say(f"try {n}/{budget}: {trial['label']}")
+        out = folder / str(n)
+        # A try measures compiles, not the profile.
         run_program(
-            dataclasses.replace(
-                options,
-                out=folder / str(n),
-                try_fix=trial,
-                quiet=True,
-                profile_calls=None,  # a try measures compiles, not the profile
-                launch=options.launch,
-            )
+            dataclasses.replace(options, out=out, try_fix=trial, quiet=True, profile_calls=None)
         )
+        verdicts[trial_key(trial)] = verdict(before, outcome(load_run(out)))
         index.append({"n": n, "trial": trial})
         (folder / TRIES_INDEX).write_text(json.dumps(index, indent=1), encoding="utf-8")
     return len(index)

@@ -93,9 +93,7 @@ def test_a_rotary_cache_keyed_by_length_is_named_at_the_users_line_and_the_fix_w
     assert max(f["variants"] for f in after["frames"]) == 2
 
 
-def test_the_users_dynamic_false_is_the_evidence_for_a_static_batch_size(
-    doctor_run: Any, run_env: dict[str, str]
-) -> None:
+def test_the_users_dynamic_false_is_the_evidence_for_a_static_batch_size(doctor_run: Any) -> None:
     """A BERT encoder compiled with ``dynamic=False`` over varying batch sizes: the fix names
     the user's own setting and its line (recorded from the torch.compile call), not the
     transformers line where the first guard was installed, and dropping it works."""
@@ -114,7 +112,7 @@ def test_the_users_dynamic_false_is_the_evidence_for_a_static_batch_size(
 
 
 def test_regional_compilation_layer_index_is_a_per_instance_constant_not_a_counter(
-    doctor_run: Any, run_env: dict[str, str]
+    doctor_run: Any,
 ) -> None:
     """Ten Llama decoder layers compiled one by one (``layer.compile()``) share one frame and
     differ by ``self_attn.layer_idx``: a per-layer constant. The fix says so (not "a counter:

@@ -8,6 +8,7 @@ from pt2doctor.analysis.findings.tries import (
     NOTHING_LEFT,
     Outcome,
     next_trial,
+    trial_key,
     tried_advice,
     verdict,
 )
@@ -43,12 +44,13 @@ LOW, HIGH = Trial("limit = 9", config=(("a.b", 9),)), Trial("limit = 12", config
 
 
 def test_the_next_trial_is_the_first_untried_candidate_of_a_finding_not_yet_helped() -> None:
-    findings = [{"tryable": [LOW.as_json(), HIGH.as_json()], "tries": []}]
-    assert next_trial(findings) == LOW.as_json()
-    findings[0]["tries"] = [_row(LOW, "no_effect")]
-    assert next_trial(findings) == HIGH.as_json()
-    findings[0]["tries"].append(_row(HIGH, "helped"))
-    assert next_trial(findings) is None
+    candidates = [[LOW.as_json(), HIGH.as_json()]]
+    verdicts: dict[str, str] = {}
+    assert next_trial(candidates, verdicts) == LOW.as_json()
+    verdicts[trial_key(LOW.as_json())] = "no_effect"
+    assert next_trial(candidates, verdicts) == HIGH.as_json()
+    verdicts[trial_key(HIGH.as_json())] = "helped"
+    assert next_trial(candidates, verdicts) is None
 
 
 def test_a_fix_that_did_not_help_is_replaced_by_what_it_measured_and_the_next() -> None:

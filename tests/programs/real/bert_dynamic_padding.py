@@ -1,8 +1,9 @@
 """Sequence classification with dynamic padding, as a transformers fine-tune batches text: a
 random-init BERT (nothing downloaded) called ``model(**batch)`` on batches padded to their
 longest sequence, so the length changes (tests/integration/test_real_programs.py).
-``--mark`` applies the fix pt2doctor prints (mark the length of every tensor passed, before
-the first call); ``--mark-ids`` marks input_ids alone. Prints the graphs Dynamo compiled."""
+The fix pt2doctor prints (mark the length of every tensor passed) is applied by
+``run --try-fixes`` (tests/integration/test_try_fixes.py); ``--mark-ids`` marks input_ids
+alone, which the fix says does not help. Prints the graphs Dynamo compiled."""
 
 import sys
 
@@ -18,9 +19,7 @@ with torch.no_grad():
     for length in (9, 12, 15, 11):
         batch = {"input_ids": torch.randint(1, 100, (4, length)),
                  "attention_mask": torch.ones(4, length, dtype=torch.long)}  # fmt: skip
-        if "--mark" in sys.argv or "--mark-ids" in sys.argv:
+        if "--mark-ids" in sys.argv:
             torch._dynamo.maybe_mark_dynamic(batch["input_ids"], 1)
-        if "--mark" in sys.argv:
-            torch._dynamo.maybe_mark_dynamic(batch["attention_mask"], 1)
         compiled(**batch)
 print("graphs:", torch._dynamo.utils.counters["stats"]["unique_graphs"])

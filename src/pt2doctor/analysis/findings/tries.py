@@ -155,9 +155,10 @@ def attach_tries(findings: list[Finding], run: Run) -> None:
     for finding in findings:
         rows: list[tuple[int, dict[str, Any]]] = []
         for index, fix in enumerate(finding.fixes):
-            found = None if fix.trial is None else by_key.get(trial_key(fix.trial.as_json()))
-            if found is not None and fix.trial is not None:
-                rows.append((index, tried_row(fix.trial.as_json(), before, found)))
+            trial = None if fix.trial is None else fix.trial.as_json()
+            found = None if trial is None else by_key.get(trial_key(trial))
+            if trial is not None and found is not None:
+                rows.append((index, tried_row(trial, before, found)))
         if not rows:
             continue
         finding.tries = [row for _, row in rows]
@@ -188,14 +189,17 @@ NOTHING_LEFT = (
 )
 
 
-def next_trial(findings: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The next fix to try, from report findings (``tryable``, ``tries``): each finding in
-    order, until one of its fixes helped; its candidates in order, each tried once."""
-    tried = {trial_key(row["trial"]) for f in findings for row in f.get("tries", [])}
-    for finding in findings:
-        if any(row["verdict"] == "helped" for row in finding.get("tries", [])):
+def next_trial(
+    candidates: list[list[dict[str, Any]]], verdicts: dict[str, str]
+) -> dict[str, Any] | None:
+    """The next fix to try: ``candidates`` are each finding's ``tryable`` trials, findings in
+    the report's order; ``verdicts`` what each trial tried so far gave (by :func:`trial_key`).
+    Each finding in order until one of its fixes helped; its candidates in order, each trial
+    tried once."""
+    for trials in candidates:
+        if any(verdicts.get(trial_key(trial)) == "helped" for trial in trials):
             continue
-        for trial in finding.get("tryable", []):
-            if trial_key(trial) not in tried:
+        for trial in trials:
+            if trial_key(trial) not in verdicts:
                 return dict(trial)
     return None
