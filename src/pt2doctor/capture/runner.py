@@ -218,13 +218,10 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
         shutil.rmtree(options.out, ignore_errors=True)  # nothing ran, nothing to keep
         raise UsageError(f"cannot run {argv[0]}: {error.strerror}") from error
     assert process.stdout is not None and process.stderr is not None
+    sinks = (None, None) if options.quiet else (sys.stdout.buffer, sys.stderr.buffer)
     pumps = [
-        _tee(
-            process.stdout, None if options.quiet else sys.stdout.buffer, options.out / "stdout.log"
-        ),
-        _tee(
-            process.stderr, None if options.quiet else sys.stderr.buffer, options.out / "stderr.log"
-        ),
+        _tee(process.stdout, sinks[0], options.out / "stdout.log"),
+        _tee(process.stderr, sinks[1], options.out / "stderr.log"),
     ]
     stopped_by = _wait(process, options.timeout)
     for pump in pumps:

@@ -114,7 +114,7 @@ def built_line(entry: Mapping[str, Any], names: Mapping[tuple[str, str], str]) -
 def plan_saving(item: Mapping[str, Any]) -> str:
     """`` (costs 0.126 ms per call)``: what acting on a plan line saves, as the profile
     measured it ('' when unmeasured, or when the title says it already), and what
-    ``--try-fixes`` measured for its fix (`` (tried: helped (compiles 6 → 2))``)."""
+    ``--try-fixes`` measured for its fix (`` (tried recompile_limit = 12: helped, …)``)."""
     saves = item.get("saves_ms")
     tried = f" ({item['tried']})" if item.get("tried") else ""
     if not saves or "ms per call" in str(item.get("title")):

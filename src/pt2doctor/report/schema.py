@@ -34,6 +34,7 @@ from pt2doctor.analysis.built.kernels import KernelMap, kernel_map
 from pt2doctor.analysis.findings.compiles import sort_findings
 from pt2doctor.analysis.findings.plan import PlanItem as PlanStep
 from pt2doctor.analysis.findings.plan import plan
+from pt2doctor.analysis.findings.tries import Outcome, outcome_of
 from pt2doctor.analysis.ranks.divergence import DEFAULT_COLLECTIVE_TIMEOUT_S, cross_rank_analysis
 from pt2doctor.analysis.ranks.findings import rank_findings
 from pt2doctor.analysis.recompiles.fixes import recompile_fixes
@@ -308,7 +309,7 @@ def _plan_item(item: PlanStep) -> PlanItem:
     return row
 
 
-def _summary(run: Run, ledger: Ledger, sites: list[GraphBreakSite]) -> Summary:
+def _summary(run: Run, ledger: Ledger, sites: list[GraphBreakSite], counts: Outcome) -> Summary:
     caches: dict[str, Counter[str]] = {}
     for entry in ledger.compiles:
         for cache, outcome in entry.record.cache.items():
@@ -316,17 +317,17 @@ def _summary(run: Run, ledger: Ledger, sites: list[GraphBreakSite]) -> Summary:
     times = [e.record.compile_time_s for e in ledger.compiles if e.record.compile_time_s]
     return {
         "frames": len(ledger.frames),
-        "compiles": len(ledger.compiles),
+        "compiles": counts.compiles,
         "compile_ids": run.compile_id_count,
         "graphs": sum(entry.record.graph_count for entry in ledger.compiles),
         "break_sites": len(sites),
-        "graph_breaks": sum(len(site.compile_ids) for site in sites),
-        "recompiles": sum(len(frame.recompiles) for frame in ledger.frames),
+        "graph_breaks": counts.graph_breaks,
+        "recompiles": counts.recompiles,
         "refused": sum(1 for frame in ledger.frames if frame.refused is not None),
         "restarts": sum(len(entry.record.restart_reasons) for entry in ledger.compiles),
         "failures": len(ledger.failures),
         "skipped_frames": sum(1 for frame in ledger.frames if frame.skipped),
-        "limit_hits": sum(1 for frame in ledger.frames if frame.limit_hit),
+        "limit_hits": counts.limit_hits,
         "total_compile_time_s": round(sum(times), 6),
         "cache": {name: dict(sorted(counts.items())) for name, counts in sorted(caches.items())},
     }
@@ -410,17 +411,18 @@ def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIME
         if timed:
             measured = {f.code for f in timed if f.code == "fallback_op"}
             findings = sort_findings([f for f in findings if f.code not in measured] + timed)
+    counts = outcome_of(ledger, sites, run.manifest)
     if run.tries:
         from pt2doctor.analysis.findings.tries import attach_tries
 
-        attach_tries(findings, run)
+        attach_tries(findings, run.tries, counts)
     report: RunReport = {
         "schema_version": SCHEMA_VERSION,
         "kind": "run",
         "tool": {"name": "pt2doctor", "version": __version__},
         "inputs": {"paths": run.sources, "streams": run.streams},
         "environment": dict(sorted(environment.items())),
-        "summary": _summary(run, ledger, sites),
+        "summary": _summary(run, ledger, sites, counts),
         "plan": [_plan_item(item) for item in plan(findings)],
         "findings": [_finding(f) for f in findings],
         "graph_breaks": [_graph_break(site) for site in sites],

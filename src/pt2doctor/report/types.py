@@ -110,7 +110,8 @@ class PlanItem(_PlanItemBase, total=False):
     """One line of "What to do first" (``plan[]``)."""
 
     tried: str
-    """``tried: helped (compiles 6 → 2)``: what ``run --try-fixes`` measured for its fix."""
+    """``tried recompile_limit = 12: helped, limit hits 1 → 0, compiles 9 → 12``: what
+    ``run --try-fixes`` measured for its frame's fix."""
 
 
 class _GraphBreakTime(TypedDict, total=False):

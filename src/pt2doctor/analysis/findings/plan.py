@@ -45,7 +45,8 @@ class PlanItem:
     title: str
     saves_ms: float | None
     tried: str | None = None
-    """What ``--try-fixes`` measured for its fix: ``tried: helped (compiles 6 → 2)``."""
+    """What ``--try-fixes`` measured for its frame's fix (analysis/findings/tries.py
+    ``effect``): ``tried recompile_limit = 12: helped, limit hits 1 → 0, compiles 9 → 12``."""
 
 
 def _site(finding: Finding) -> tuple[str | None, int | None] | None:

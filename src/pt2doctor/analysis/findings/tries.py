@@ -16,7 +16,9 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from pt2doctor.analysis.breaks.sites import GraphBreakSite, graph_break_sites
 from pt2doctor.analysis.findings.compiles import Finding
+from pt2doctor.analysis.recompiles.ledger import Ledger, compile_ledger
 from pt2doctor.trace.types import Run, Try
 
 Verdict = Literal["helped", "no_effect", "worse"]
@@ -45,13 +47,17 @@ class Outcome:
 
 
 def outcome(run: Run) -> Outcome:
-    """``run``'s numbers (its ledger and break sites; wall time and exit from its manifest)."""
-    from pt2doctor.analysis.breaks.sites import graph_break_sites
-    from pt2doctor.analysis.recompiles.ledger import compile_ledger
-
+    """``run``'s numbers, from its ledger and break sites (:func:`outcome_of`)."""
     ledger = compile_ledger(run)
-    sites = graph_break_sites(ledger)
-    manifest = run.manifest or {}
+    return outcome_of(ledger, graph_break_sites(ledger), run.manifest)
+
+
+def outcome_of(
+    ledger: Ledger, sites: list[GraphBreakSite], manifest: dict[str, Any] | None
+) -> Outcome:
+    """The numbers of a run already analysed (the report's summary counts the same way); wall
+    time and exit code from its manifest."""
+    manifest = manifest or {}
     start, end = manifest.get("start_time"), manifest.get("end_time")
     wall = round(end - start, 3) if isinstance(start, float) and isinstance(end, float) else None
     returned = manifest.get("returned")
@@ -144,14 +150,12 @@ def tried_row(trial: dict[str, Any], before: Outcome, found: Try) -> dict[str, A
     }
 
 
-def attach_tries(findings: list[Finding], run: Run) -> None:
-    """Give each finding whose fixes were tried its measured ``tries``, and rewrite its advice:
-    a tried fix that helped is said first with its numbers; one that did not is replaced by
-    "tried X: no effect (…)" and the next candidate."""
-    if not run.tries:
-        return
-    before = outcome(run)
-    by_key = {trial_key(found.trial): found for found in run.tries}
+def attach_tries(findings: list[Finding], tries: list[Try], before: Outcome) -> None:
+    """Give each finding whose fixes were tried its measured ``tries`` (``before``: the main
+    run's outcome), and rewrite its advice: a tried fix that helped is said first with its
+    numbers; one that did not is replaced by "tried X: no effect (…)" and the next
+    candidate."""
+    by_key = {trial_key(found.trial): found for found in tries}
     for finding in findings:
         rows: list[tuple[int, dict[str, Any]]] = []
         for index, fix in enumerate(finding.fixes):
