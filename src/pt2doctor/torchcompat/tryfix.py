@@ -17,7 +17,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from pt2doctor.torchcompat.dynamo import _wrap_torch_compile
+from pt2doctor.torchcompat.dynamo import _wrap_torch_compile, original_module
 from pt2doctor.torchcompat.version import supported
 
 CONFIG_MODULES = ("torch._dynamo.config", "torch._inductor.config", "torch.fx.experimental._config")
@@ -91,11 +91,7 @@ class Marker:
         A compiled module keeps its type: its ``forward`` is replaced on the instance."""
         positions = _positions(_signature(target))
         mark = self.mark
-        try:
-            from torch._dynamo.eval_frame import OptimizedModule
-        except ImportError:
-            OptimizedModule = ()  # type: ignore[assignment,misc]
-        if isinstance(compiled, OptimizedModule):
+        if original_module(compiled) is not compiled:  # torch.compile(module): an OptimizedModule
             inner = compiled.forward
 
             def forward(*args: Any, **kwargs: Any) -> Any:
