@@ -243,6 +243,118 @@ def test_dynamic_padding_marks_every_tensor_that_shares_the_length(
     assert _graphs(program, "--mark-ids", env=run_env)[0] == 2  # one left static pins it
 
 
+def test_generate_with_the_default_cache_is_bounded_and_the_static_cache_compiles_fewer(
+    doctor_run: Any, run_env: dict[str, str]
+) -> None:
+    """GPT-2 ``generate()`` with the default (dynamic) cache over two prompt lengths: prefill and
+    decode, each static then dynamic, 4 variants, bounded. The fix names the static cache and
+    says marks cannot reach the tensors generate() builds; applied (``--static``), the decode
+    step compiles once: one graph fewer."""
+    pytest.importorskip("transformers")
+    program = REAL / "gpt2_generate_dynamic.py"
+    report = _report(corpus_run(doctor_run, "real_generate_dynamic"))
+    (frame,) = [f for f in report["frames"] if f["variants"] > 1]
+    assert frame["variants"] == 4 and frame["outlook"]["bounded"] is True
+    (fix,) = frame["fixes"]
+    assert fix.startswith("This is Hugging Face generate(): the prefill")
+    assert 'cache_implementation="static", max_length=N' in fix
+    assert "no tensor you hold reaches the compiled forward" in fix
+    assert "before the first call" not in fix  # no mark the user cannot apply
+    (finding,) = [f for f in report["findings"] if f["code"] == "recompiles"]
+    assert finding["severity"] == "info"
+    assert _graphs(program, "--static", env=run_env)[0] == frame["variants"] - 1  # the fix, applied
+
+
+def test_an_encoder_decoder_generate_is_told_the_static_cache_and_one_prompt_length(
+    doctor_run: Any, run_env: dict[str, str]
+) -> None:
+    """T5 ``generate()`` over three sentence lengths: the first decoder step and the decode
+    steps, the self-attention cache growing and the encoder length changing, 6 variants. The
+    fix says static cache and one padded prompt length, "two variants in all"; applied
+    (``--static``), two graphs."""
+    pytest.importorskip("transformers")
+    program = REAL / "t5_generate.py"
+    report = _report(corpus_run(doctor_run, "real_t5_generate"))
+    (frame,) = [f for f in report["frames"] if f["variants"] > 1]
+    assert frame["variants"] == 6 and frame["outlook"]["bounded"] is True
+    (fix,) = frame["fixes"]
+    assert fix.startswith("This is Hugging Face generate() on an encoder-decoder model")
+    assert "two variants in all" in fix
+    assert _graphs(program, "--static", env=run_env)[0] == 2  # the fix, applied
+
+
+def test_a_vision_model_whose_first_batch_has_one_image_is_told_the_zero_one_rule_first(
+    doctor_run: Any,
+) -> None:
+    """ViT over batches of 1, 2, 4 and 8: size 1 is specialized, size 2 recompiles dynamic. The
+    fix leads with the 0/1 rule (a mark alone changes nothing) and tries the mark with
+    backed_size_oblivious: one graph for every batch size, measured by the re-run."""
+    pytest.importorskip("transformers")
+    run = corpus_run(doctor_run, "real_vit")
+    report = _report(run)
+    (frame,) = [f for f in report["frames"] if f["variants"] > 1]
+    assert frame["variants"] == 2
+    assert [row["serves"] for row in frame["variants_table"]] == [
+        {"kwargs['pixel_values'].shape[0]": "1"},
+        {"kwargs['pixel_values'].shape[0]": "dynamic"},
+    ]
+    (fix,) = [f for f in frame["fixes"] if "maybe_mark_dynamic" in f]
+    assert "The first call had size 1, and Dynamo always specializes sizes 0 and 1" in fix
+    (finding,) = [f for f in report["findings"] if f["code"] == "recompiles"]
+    tried = finding["tried"]
+    assert tried["verdict"] == "helped" and "backed_size_oblivious" in tried["fix"]
+    assert tried_graphs(run)[0] == 1  # the fix, applied (--try-fixes)
+
+
+def test_a_bucketed_server_with_dynamic_false_is_bounded_by_its_buckets(doctor_run: Any) -> None:
+    """Requests padded to 16, 32 or 64 tokens under ``dynamic=False``: the sizes take new values
+    at every recompile but come back (the probes count each variant's calls), so the variants
+    are bounded by the buckets, by design. Not "unbounded, drop dynamic=False": one fix names
+    both tensors, the buckets with their calls, and the user's setting."""
+    pytest.importorskip("transformers")
+    program = REAL / "bucketed_server.py"
+    report = _report(corpus_run(doctor_run, "real_bucketed"))
+    (frame,) = [f for f in report["frames"] if f["variants"] > 1]
+    lengths = re.search(r"for length in \(([\d, ]+)\)", program.read_text())
+    assert lengths is not None
+    buckets = [next(b for b in (16, 32, 64) if b >= int(n)) for n in lengths[1].split(", ")]
+    assert [row["calls"] for row in frame["variants_table"]] == [
+        buckets.count(b) for b in (16, 32, 64)
+    ]
+    assert frame["outlook"]["bounded"] is True
+    (fix,) = frame["fixes"]
+    assert fix.startswith("kwargs['input_ids'].shape[1] and kwargs['attention_mask'].shape[1] "
+                          "take 3 values that recur (16, 32 and 64: 6, 3 and 3 calls)")  # fmt: skip
+    assert (
+        f"dynamic=False in your torch.compile call at {program}:{marker_in(program, 'compile')}"
+        in fix
+    )
+    (finding,) = [f for f in report["findings"] if f["code"] == "recompiles"]
+    assert finding["severity"] == "info" and not finding.get("tryable")
+    assert "unbounded" not in finding["title"]
+
+
+def test_a_unets_attention_blocks_are_repeated_modules_and_regional_compilation_fixes_it(
+    doctor_run: Any, run_env: dict[str, str]
+) -> None:
+    """A diffusers UNet compiled whole: the attention processor's lines appear 8 times in one
+    graph, each copy on its own module's weights (4 transformer blocks, 2 attentions each). Not
+    "a loop, unrolled" with loop advice: repeated blocks, and compile_repeated_blocks. Applied
+    (``--regional``), one graph per block width: 2 graphs for the 4 blocks."""
+    pytest.importorskip("diffusers")
+    report = _report(corpus_run(doctor_run, "real_unet"))
+    assert not [f for f in report["findings"] if f["code"] == "unrolled_loop"]
+    (finding,) = [f for f in report["findings"] if f["code"] == "repeated_blocks"]
+    assert "diffusers/models/attention_processor.py) run 8 times in one graph" in finding["title"]
+    assert "compile_repeated_blocks()" in finding["advice"] and "gains[i]" not in finding["advice"]
+    graphs = [p for e, p in raw_records(corpus_run(doctor_run, "real_unet").run_dir / "trace")
+              if "dynamo_output_graph" in e]  # fmt: skip
+    (line,) = set(re.findall(r"# File: (\S+attention_processor\.py:\d+) in __call__, code: query = attn\.to_q\(",
+                             graphs[0]))  # fmt: skip
+    assert graphs[0].count(f"# File: {line} in __call__") == 8
+    assert _graphs(REAL / "unet_denoise.py", "--regional", env=run_env)[0] == 2  # the fix, applied
+
+
 CORPUS = {  # key: (pt2doctor run flags, program): one run per key, shared by the tests
     "real_rotary": (("--try-fixes", "2"), "../real/rotary_lm"),  # nothing to try: no re-run
     "real_bert_static": (TRY_ONE, "../real/bert_dynamic_false"),
@@ -252,6 +364,11 @@ CORPUS = {  # key: (pt2doctor run flags, program): one run per key, shared by th
     "real_generate_static": ((), "../real/llama_generate_static"),
     "real_bert_padding": (TRY_ONE, "../real/bert_dynamic_padding"),
     "real_finetune_eval": (("--try-fixes", "3"), "../real/llama_finetune_eval"),
+    "real_generate_dynamic": ((), "../real/gpt2_generate_dynamic"),
+    "real_t5_generate": ((), "../real/t5_generate"),
+    "real_vit": (TRY_ONE, "../real/vit_batches"),
+    "real_bucketed": (TRY_ONE, "../real/bucketed_server"),  # nothing to try: warm-up is code
+    "real_unet": ((), "../real/unet_denoise"),
 }
 _LIBRARY_LINE = re.compile(r"at (\S*(?:site-packages|/torch/|transformers/|nn/modules/)\S*):\d+")
 
@@ -262,7 +379,7 @@ def test_no_fix_asks_the_user_to_edit_a_library(doctor_run: Any, key: str) -> No
     of torch or a dependency (a library line may be named as where a break or guard is, with
     the user's way out, never as the line to change)."""
     if key not in ("real_rotary", "real_opt_sched", "real_partial_batch"):
-        pytest.importorskip("transformers")
+        pytest.importorskip("diffusers" if key == "real_unet" else "transformers")
     report = _report(corpus_run(doctor_run, key))
     texts = _fixes(report) + [f["advice"] for f in report["findings"]]
     texts += [site["advice"] for site in report["graph_breaks"]]

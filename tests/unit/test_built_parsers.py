@@ -86,3 +86,26 @@ def test_run_says_no_such_option_when_a_mistyped_option_comes_before_the_command
 ) -> None:
     assert main(["run", "--profil", "--", "python", "x.py"]) == 2
     assert "no such option: --profil" in capsys.readouterr().err
+
+
+LAYERS = """class GraphModule(torch.nn.Module):
+    def forward(self, L_x_: "f32[2, 4][4, 1]cpu", L_self_modules_layers_modules_0_parameters_weight_: "f32[4, 4][4, 1]cpu", L_self_modules_layers_modules_1_parameters_weight_: "f32[4, 4][4, 1]cpu", L_self_parameters_scale_: "f32[4][1]cpu"):
+        # File: /m/model.py:8 in forward, code: x = F.linear(x, self.weight)
+        x: "f32[2, 4][4, 1]cpu" = torch._C._nn.linear(l_x_, l_self_modules_layers_modules_0_parameters_weight_, None);  l_self_modules_layers_modules_0_parameters_weight_ = None
+        # File: /m/model.py:9 in forward, code: x = x * self.scale
+        x_1: "f32[2, 4][4, 1]cpu" = x * l_self_parameters_scale_
+        # File: /m/model.py:8 in forward, code: x = F.linear(x, self.weight)
+        x_2: "f32[2, 4][4, 1]cpu" = torch._C._nn.linear(x_1, l_self_modules_layers_modules_1_parameters_weight_, None)
+        # File: /m/model.py:9 in forward, code: x = x * self.scale
+        x_3: "f32[2, 4][4, 1]cpu" = x_2 * l_self_parameters_scale_
+        return (x_3,)
+"""
+
+
+def test_each_line_names_the_modules_whose_weights_its_ops_read() -> None:
+    """A layer's line run by two layers reads two modules' weights; a line that reads one
+    module's parameter on every pass, one (a loop over one module). What is set to None after
+    the ``;`` is not read."""
+    lines = {g.line: g for g in parse_output_graph(LAYERS).lines}
+    assert lines[8].owners == {"l_self_modules_layers_modules_0", "l_self_modules_layers_modules_1"}
+    assert lines[9].owners == {"l_self"}

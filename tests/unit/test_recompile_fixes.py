@@ -216,3 +216,45 @@ def test_a_title_with_an_unknown_bound_names_what_changed_once() -> None:
     look = Outlook(None, "mode changed once: too few recompiles", [row])
     title = _recompile_title(frame, FrameExplanation([], None, [], look))
     assert title.endswith("recompiled 1 time: 2 variants, bound unknown (mode changed once)")
+
+
+def test_values_recur_when_a_variant_is_called_after_a_later_one_compiled() -> None:
+    """The probes' heat: a variant called more often than its frame was called before the next
+    value compiled served calls after it, so its value came back (buckets), and one that was
+    not (a size per call, each once) did not."""
+    from pt2doctor.analysis.recompiles.outlook import VariantRow, recurring_sources
+
+    def rows(calls: list[int]) -> list[VariantRow]:
+        return [VariantRow(f"0/{i}", {"x.shape[1]": str(16 << i)}, [], n, None)
+                for i, n in enumerate(calls)]  # fmt: skip
+
+    at = {"0/0": 0, "0/1": 2, "0/2": 4}
+    assert recurring_sources(rows([6, 3, 3]), at) == {"x.shape[1]"}
+    assert recurring_sources(rows([2, 2, 1]), at) == set()  # each value only until the next
+    assert recurring_sources(rows([6, 3, 3]), {}) == set()  # no probes: nothing to tell
+    dynamic = [VariantRow("0/0", {"x.shape[1]": "dynamic"}, [], 9, None), *rows([1, 1])[1:]]
+    assert recurring_sources(dynamic, at) == set()  # a dynamic variant serves every value
+
+
+def test_recurring_sizes_under_dynamic_false_are_one_fix_bounded_by_design() -> None:
+    ids = Varying("kwargs['ids'].shape[1]", "size", ["16", "32", "64"], False, 2, recurs=True)
+    mask = Varying("kwargs['mask'].shape[1]", "size", ["16", "32", "64"], False, 2, recurs=True)
+    item = explanation(varying=[ids, mask])
+    item.compile_call = {"settings": {"dynamic": False}, "file": "serve.py", "line": 9}
+    (fix,) = recompile_candidates(item)
+    assert fix.text.startswith("kwargs['ids'].shape[1] and kwargs['mask'].shape[1] take 3 values")
+    assert "dynamic=False in your torch.compile call at serve.py:9" in fix.text
+    assert fix.trial is None  # the fix is a warm-up: code
+    ids.recurs = mask.recurs = False  # sizes that never came back: drop dynamic=False, once
+    (fix,) = recompile_candidates(item)
+    assert "keeps kwargs['ids'].shape[1] and kwargs['mask'].shape[1] static" in fix.text
+    assert fix.trial is not None and fix.trial.compile == (("dynamic", None),)
+
+
+def test_a_kwargs_dict_of_another_length_is_a_value_change_with_both_lengths() -> None:
+    from pt2doctor.analysis.recompiles.changes import to_change
+    from pt2doctor.analysis.recompiles.guards import FailedGuard
+
+    failure = FailedGuard("len(L['kwargs']) != 1", "other", None)
+    change = to_change(failure, {"len(kwargs)": "2"})
+    assert (change.source, change.kind, change.old, change.new) == ("len(kwargs)", "value", "1", "2")

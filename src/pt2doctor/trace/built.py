@@ -27,6 +27,7 @@ _FILE_COMMENT = re.compile(
 )
 # A node line of a printed FX graph: ``name: "f32[8]cpu" = target(args)`` or ``name = ...``.
 _NODE = re.compile(r"^\s+(?P<name>[A-Za-z_]\w*)(?:: \"[^\"]*\")? = (?P<rhs>.+)$")
+_OWNER = re.compile(r"\b[lL]_\w*?(?=_(?:parameters|buffers)_)")
 _SIGNATURE = re.compile(r"^\s*def forward\(self, (?P<args>.*)\):\s*$")
 _ARG_SHAPE = re.compile(r"\w+: \"[a-z]+\d*\[(?P<shape>[^\]]*)\]")
 _STACK_FRAME = re.compile(
@@ -52,6 +53,10 @@ class GraphLine(NamedTuple):
     period: int
     """How often the line's op sequence repeats back to back (1: no repetition): a one-line
     loop body unrolled N times is N copies of one op pattern under one comment."""
+    owners: frozenset[str] = frozenset()
+    """The modules whose parameters or buffers the line's ops read (``l_self_modules_layers_
+    modules_0``): one per copy when the same code runs in several modules (a layer stack),
+    one for a Python loop over one module's weights."""
 
 
 class OutputGraph(NamedTuple):
@@ -112,6 +117,7 @@ def parse_output_graph(payload: str) -> OutputGraph:
     kinds: dict[tuple[str, int, str, str], list[str]] = {}
     groups: dict[tuple[str, int, str, str], int] = {}
     node_lines: dict[str, tuple[str, int, str, str]] = {}
+    owners: dict[tuple[str, int, str, str], set[str]] = {}
     inputs: list[int | None] = []
     current: tuple[str, int, str, str] | None = None
     for text in payload.splitlines():
@@ -124,12 +130,19 @@ def parse_output_graph(payload: str) -> OutputGraph:
         elif current is not None and (node := _NODE.match(text)) is not None:
             kinds[current].append(_op_kind(node["rhs"]))
             node_lines[node["name"]] = current
+            owners.setdefault(current, set()).update(_OWNER.findall(node["rhs"].split(";")[0]))
         elif current is None and (signature := _SIGNATURE.match(text)) is not None:
             inputs = [_numel(m["shape"]) for m in _ARG_SHAPE.finditer(signature["args"])]
     kept = [key for key in order if kinds[key]]
     position = {key: at for at, key in enumerate(kept)}
     lines = [
-        GraphLine(*key, ops=len(kinds[key]), groups=groups[key], period=_period(kinds[key]))
+        GraphLine(
+            *key,
+            ops=len(kinds[key]),
+            groups=groups[key],
+            period=_period(kinds[key]),
+            owners=frozenset(owners.get(key, ())),
+        )
         for key in kept
     ]
     return OutputGraph(lines, {name: position[key] for name, key in node_lines.items()}, inputs)

@@ -46,11 +46,15 @@ def _lines_ops(row: Mapping[str, Any]) -> dict[tuple[str, str], tuple[int, int]]
     }
 
 
+_REPEATING = ("unrolled_loop", "repeated_blocks")  # findings of a line that repeats in a graph
+
+
 def _unrolled(report: Report) -> dict[str, set[tuple[str, str]]]:
-    """compile id -> the (file name, code) of each line an unrolled_loop finding names."""
+    """compile id -> the (file name, code) of each line an unrolled_loop or repeated_blocks
+    finding names."""
     found: dict[str, set[tuple[str, str]]] = {}
     for finding in report.get("findings", []):
-        if finding.get("code") != "unrolled_loop" or len(finding.get("evidence", [])) < 2:
+        if finding.get("code") not in _REPEATING or len(finding.get("evidence", [])) < 2:
             continue
         graph = _GRAPH_OF.match(str(finding["evidence"][1]))
         site, _, code = str(finding["evidence"][0]).partition(": ")

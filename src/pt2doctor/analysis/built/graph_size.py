@@ -91,17 +91,45 @@ def _unrolled(entry: CompileEntry, group: list[GraphLine], total: int) -> Findin
     codegen = entry.phases.get("inductor_codegen", 0.0) + entry.phases.get("cpp_triton_build", 0.0)
     if seconds is not None and codegen:
         cost += f" ({codegen:.1f} s of it Inductor codegen and kernel build)"
-    title = (
-        f"{where} of {group[0].function} ({group[0].file}) unrolled {repeats} times into "
-        f"{ops} of the graph's {total} ops ({ops / total:.0%})"
-    )
     big = ops >= _MANY_OPS or (seconds or 0) >= _SLOW_COMPILE_S
+    evidence = [f"{group[0].file}:{first}: {code}", f"graph {entry.compile_id}: {total} ops{cost}"]
+    share = f"{ops} of the graph's {total} ops ({ops / total:.0%})"
+    if max(len(line.owners) for line in group) >= repeats:  # each copy on its own weights
+        title = (
+            f"{where} of {group[0].function} ({group[0].file}) run {repeats} times in one "
+            f"graph, once per module that calls them: {share}"
+        )
+        advice = _repeated_advice(group[0].file)
+        return Finding("warning" if big else "info", "repeated_blocks", title, advice, evidence)
+    title = (
+        f"{where} of {group[0].function} ({group[0].file}) unrolled {repeats} times into {share}"
+    )
     return Finding(
         "warning" if big else "info",
         "unrolled_loop",
         title,
         _unrolled_advice(group[0].file, repeats),
-        [f"{group[0].file}:{first}: {code}", f"graph {entry.compile_id}: {total} ops{cost}"],
+        evidence,
+    )
+
+
+def _repeated_advice(file: str) -> str:
+    """The same module code, run by many modules (a layer stack, a UNet's attention blocks):
+    Dynamo inlines each call, so the graph holds a copy per module. Regional compilation
+    compiles the block once (tests/programs/real/unet_denoise.py: 8 copies of the attention
+    processor in one graph; 4 in all with compile_repeated_blocks)."""
+    how = (
+        "model.compile_repeated_blocks() (diffusers compiles the block classes the model "
+        "lists in _repeated_blocks)"
+        if "diffusers/" in file
+        else "for block in model.layers: block.compile() (the ModuleList that holds the "
+        "repeated blocks)"
+    )
+    return (
+        "Dynamo inlines every module call, so this graph holds one copy of that code per module "
+        "that runs it, and compile time grows with the copies. Compile the repeated block "
+        f"instead of the whole model (regional compilation): {how}. Blocks of one class and "
+        "shape then share one compiled graph."
     )
 
 

@@ -25,6 +25,7 @@ from pt2doctor.analysis.recompiles.sources import (
     index_pattern,
     root_of,
 )
+from pt2doctor.analysis.recompiles.variant_values import guard_values
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import CompileRecord, SourceLine
 
@@ -40,6 +41,7 @@ _EXPECTED = lazy_compile(r"expected (.+?), actual (.+?)\.?$")
 _NOW = lazy_compile(r"^(?P<old>.+?) \(now (?P<new>.+)\)$", re.S)
 _TENSOR_TYPE = lazy_compile(r"expected type of '(.+)' to be a tensor type, ' but found (.+)$")
 _CHECK_ID = lazy_compile(r"___check_(obj|type)_id\((.+?), \d+\)")
+_LENGTH = lazy_compile(r"len\((?P<of>.+)\) != (?P<n>\d+)")
 _CLASS = lazy_compile(r"type=<class '([\w.]+)'>")
 _TENSOR_KINDS = {"dispatch key set": "dispatch_keys"}
 _GLOBAL_NAMES = {"grad_mode": "grad mode", "autocast": "autocast"}
@@ -160,7 +162,11 @@ def _global_change(failure: FailedGuard) -> SourceChange:
     return SourceChange(_GLOBAL_NAMES.get(category, category), category, old, new)
 
 
-def _text_change(failure: FailedGuard) -> SourceChange:
+def _text_change(failure: FailedGuard, new_values: dict[str, str]) -> SourceChange:
+    length = _LENGTH.fullmatch(failure.text.strip())
+    if length is not None:  # a dict or list of another length (kwargs with one key more)
+        source = f"len({human_source(length['of'])})"
+        return SourceChange(source, "value", length["n"], new_values.get(source))
     identity = _CHECK_ID.search(failure.text)
     if identity is not None:
         kind = "object_identity" if identity.group(1) == "obj" else "type"
@@ -185,7 +191,7 @@ def to_change(failure: FailedGuard, new_values: dict[str, str]) -> SourceChange:
     elif kind == ("global",):
         change = _global_change(failure)
     else:
-        change = _text_change(failure)
+        change = _text_change(failure, new_values)
     change.hint = failure.hint
     change.installed_at = failure.source
     return change
@@ -305,6 +311,9 @@ def _new_values(record: CompileRecord) -> dict[str, str]:
             values.setdefault(human_source(guard.source), value)
     for source, value in record.symbols.values():
         values.setdefault(human_source(source), value)
+    for source, value in guard_values(record).items():
+        if source.startswith("len("):  # a dict's length, from its guarded keys
+            values.setdefault(source, value)
     return values
 
 

@@ -134,8 +134,8 @@ HF_GENERATE_FIX = (
     "step (one static decode compile, then a dynamic one). Use a static cache of one size: "
     'model.generate(..., cache_implementation="static", max_length=N) with the same N on every '
     "call, so the decode step compiles once (with max_new_tokens the cache is sized per prompt "
-    "and recompiles); or mark the prompt length and the cache length dynamic before the first "
-    "call."
+    "and recompiles). Marking sizes dynamic is no way out here: generate() builds the cache and "
+    "the model's inputs itself, so no tensor you hold reaches the compiled forward."
 )
 HF_STATIC_GENERATE = (
     "This is Hugging Face generate() with a static KV cache ({cache}, as its guards show): the "
@@ -246,19 +246,65 @@ def _values(row: Varying, most: int = 6) -> str:
     return shown + (", …" if len(row.values) > most else "")
 
 
-def _static_by_setting(row: Varying, call: dict[str, Any] | None) -> Fix | None:
-    """The user's own ``dynamic=False`` keeps the size static: say so, with its line."""
+def _dynamic_false_at(call: dict[str, Any] | None) -> str | None:
+    """`` at FILE:LINE`` of the user's torch.compile call when it set ``dynamic=False`` (""
+    when the line is unknown), None when it did not."""
     settings = (call or {}).get("settings") or {}
     if settings.get("dynamic") is not False:
         return None
-    where = f" at {call['file']}:{call['line']}" if call and call.get("file") else ""
+    return f" at {call['file']}:{call['line']}" if call and call.get("file") else ""
+
+
+def _static_by_setting(
+    row: Varying, call: dict[str, Any] | None, same: list[Varying] | None = None
+) -> Fix | None:
+    """The user's own ``dynamic=False`` keeps the size static: say so, with its line, in one
+    fix for every size that took the same values (``same``)."""
+    where = _dynamic_false_at(call)
+    if where is None or row.kind != "size":
+        return None
+    names = " and ".join(r.source for r in (same or [row]))
     return Fix(
-        f"dynamic=False in your torch.compile call{where} keeps {row.source} static: each new "
+        f"dynamic=False in your torch.compile call{where} keeps {names} static: each new "
         f"size ({_values(row)}) compiles a new variant. Drop dynamic=False (the size becomes "
         "dynamic at its first change: 2 variants instead of one per size), or pad inputs to a "
         "few fixed sizes if you want static kernels for each.",
         Trial("torch.compile without dynamic=False", compile=(("dynamic", None),)),
     )
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def _recurring_fix(rows: list[Varying], explanation: FrameExplanation) -> Fix:
+    """Values that came back (padding buckets, prefill and decode): a fixed set, one variant
+    each, by design; the user's dynamic=False, where set, is the reason each is static."""
+    row = rows[0]
+    names = " and ".join(r.source for r in rows)
+    calls: dict[str, int] = {}
+    for variant in explanation.variants:
+        value = variant.serves.get(row.source.split(" (")[0])
+        if value is not None and value != "dynamic" and variant.calls is not None:
+            calls[value] = calls.get(value, 0) + variant.calls
+    seen = _values(row)
+    if len(calls) > 1:  # each value with its calls, in one order
+        values, times = list(calls), [str(n) for n in calls.values()]
+        seen = f"{_and(values)}: {_and(times)} calls"
+    text = (
+        f"{names} {'takes' if len(rows) == 1 else 'take'} {len(row.values)} values that recur "
+        f"({seen}): a fixed set{', as padding to buckets gives' if row.kind == 'size' else ''}, with one variant "
+        "per value, reused whenever the value comes back. Bounded by design: warm each value up "
+        "(one call each) before timing or serving, so no request pays a compile."
+    )
+    where = _dynamic_false_at(explanation.compile_call)
+    if where is not None:
+        text += (
+            f" dynamic=False in your torch.compile call{where} is what keeps each value its "
+            "own static variant; keep it for static kernels per bucket, or drop it to serve "
+            "every value with 2 variants."
+        )
+    return Fix(text)
 
 
 def _specialized_size_fix(row: Varying, change: SourceChange | None) -> Fix:
@@ -415,11 +461,15 @@ def _constant_fix(row: Varying, change: SourceChange | None) -> Fix:
 
 
 def _unbounded_fix(
-    row: Varying, change: SourceChange | None, call: dict[str, Any] | None = None
+    row: Varying,
+    change: SourceChange | None,
+    call: dict[str, Any] | None = None,
+    same: list[Varying] | None = None,
 ) -> Fix | None:
+    """``same``: the sizes that took the same values, which one dynamic=False fix names."""
     is_int = all(_INT.fullmatch(value) for value in row.values)
     if row.kind == "size":
-        return _static_by_setting(row, call) or _specialized_size_fix(row, change)
+        return _static_by_setting(row, call, same) or _specialized_size_fix(row, change)
     if row.kind == "value" and row.source.startswith("self.") and is_int:
         return _counter_fix(row, change)
     if row.kind == "value":
@@ -496,8 +546,16 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
             fix = None
             if not fixes and same[0] is row and _marks_save_a_recompile(explanation, same):
                 fix = _dynamic_size_fix(same)
+        elif row.recurs and not row.dynamic and row.kind not in FLAG_KINDS:
+            same = [r for r in outlook.varying if r.recurs and not r.dynamic
+                    and r.kind == row.kind and r.values == row.values]  # fmt: skip
+            fix = _recurring_fix(same, explanation) if same[0] is row else None
         elif not row.dynamic and row.kind not in FLAG_KINDS and row.changes >= 2:
-            fix = _unbounded_fix(row, change, explanation.compile_call)
+            same = [r for r in outlook.varying if _static_by_setting(r, explanation.compile_call)
+                    and r.values == row.values]  # fmt: skip
+            if row in same and same[0] is not row:
+                continue  # one fix names every size the user's dynamic=False keeps static
+            fix = _unbounded_fix(row, change, explanation.compile_call, same)
         else:
             fix = None
         if fix is not None:

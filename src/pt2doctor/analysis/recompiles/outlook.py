@@ -10,12 +10,16 @@ value every call will hit ``recompile_limit`` and then run eagerly. The rules:
   product of their values (bounded);
 - a value that took a new value at every recompile (two or more) and never became dynamic is
   unbounded: counters, Python numbers baked in, ids of objects rebuilt per call, sizes Python
-  code specializes (a dict keyed by a length).
+  code specializes (a dict keyed by a length);
+- unless its values recur: a variant called again after one for another value was compiled
+  (the probes' heat) serves a value that came back. Values that come back are a fixed set
+  (sizes padded to buckets, prefill and decode), bounded by the values seen.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +88,9 @@ class Varying:
     """A per-instance constant: an int attribute of ``self`` whose values are those of the
     ``instances`` modules of one class compiled one by one (regional compilation), not a
     counter (attach_compile_calls)."""
+    recurs: bool = False
+    """A value of it came back after another value compiled (a variant was called again after
+    a later one compiled): a fixed set of values, not a counter (:func:`recurring_sources`)."""
 
 
 @dataclass(slots=True)
@@ -235,7 +242,9 @@ def _serves(
     return serves
 
 
-def _varying(explained: list[RecompileExplanation]) -> list[Varying]:
+def _varying(
+    explained: list[RecompileExplanation], recurring: AbstractSet[str] = frozenset()
+) -> list[Varying]:
     by_source: dict[str, Varying] = {}
     for item in explained:
         for change in item.changes:
@@ -244,6 +253,7 @@ def _varying(explained: list[RecompileExplanation]) -> list[Varying]:
             )
             row.changes += 1
             row.dynamic = row.dynamic or change.dynamic
+            row.recurs = row.recurs or change.source in recurring
             for value in (change.old, change.new):
                 if value is not None and value not in row.values:
                     row.values.append(value)
@@ -265,7 +275,27 @@ def recompile_limit_of(frame: FrameEntry, environment: dict[str, Any]) -> int:
 
 
 def _unbounded(row: Varying) -> bool:
-    return not row.dynamic and row.kind not in FLAG_KINDS and row.changes >= 2
+    return not row.dynamic and row.kind not in FLAG_KINDS and row.changes >= 2 and not row.recurs
+
+
+def recurring_sources(rows: list[VariantRow], frame_calls: dict[str, int | None]) -> set[str]:
+    """The sources one of whose static values came back: variant i, serving value v, was
+    called more often than its frame was called before the first later variant with another
+    value of that source compiled, so calls after that compile came back to v (the probes count
+    calls per variant and the frame's calls at each compile). Empty without probes."""
+    found = set()
+    for i, row in enumerate(rows):
+        calls, start = row.calls, frame_calls.get(row.compile_id)
+        if calls is None or start is None:
+            continue
+        for source, value in row.serves.items():
+            if value == "dynamic" or source in found:
+                continue
+            later = next((r for r in rows[i + 1 :] if r.serves.get(source, value) != value), None)
+            then = None if later is None else frame_calls.get(later.compile_id)
+            if then is not None and calls > then - start:
+                found.add(source)
+    return found
 
 
 def _layout(row: Varying) -> bool:
@@ -274,8 +304,9 @@ def _layout(row: Varying) -> bool:
 
 
 def settled(row: Varying) -> bool:
-    """A varying value whose variants are bounded: dynamic, a flag, or a second layout."""
-    return row.dynamic or row.kind in FLAG_KINDS or _layout(row)
+    """A varying value whose variants are bounded: dynamic, a flag, a second layout, or values
+    that recur."""
+    return row.dynamic or row.kind in FLAG_KINDS or _layout(row) or row.recurs
 
 
 def flag_states(flags: list[Varying]) -> int:
@@ -288,6 +319,7 @@ def _bounded_reason(varying: list[Varying], variants: int) -> str:
     dynamic = [v.source for v in varying if v.dynamic]
     flags = [v for v in varying if not v.dynamic and v.kind in FLAG_KINDS]
     layouts = [v for v in varying if _layout(v)]
+    recurring = [v for v in varying if v.recurs and not v.dynamic and v.kind not in FLAG_KINDS]
     parts = []
     if dynamic:
         parts.append(
@@ -300,12 +332,21 @@ def _bounded_reason(varying: list[Varying], variants: int) -> str:
     if layouts:
         names = ", ".join(f"{v.source}: {' / '.join(v.values)}" for v in layouts)
         parts.append(f"a second memory layout ({names}) compiles its own variant")
+    if recurring:
+        names = ", ".join(f"{v.source}: {' / '.join(v.values)}" for v in recurring)
+        parts.append(f"values that recur ({names}) compile one variant each")
     return f"{variants} variants: " + "; ".join(parts) if parts else f"{variants} variants"
 
 
-def outlook(frame: FrameEntry, explained: list[RecompileExplanation], limit: int) -> Outlook:
-    """Is the frame's variant set bounded, and when will the recompile limit be hit?"""
-    varying = _varying(explained)
+def outlook(
+    frame: FrameEntry,
+    explained: list[RecompileExplanation],
+    limit: int,
+    recurring: AbstractSet[str] = frozenset(),
+) -> Outlook:
+    """Is the frame's variant set bounded, and when will the recompile limit be hit?
+    ``recurring``: the sources whose values came back (:func:`recurring_sources`)."""
+    varying = _varying(explained, recurring)
     unbounded = [v for v in varying if _unbounded(v)]
     if unbounded:
         names = ", ".join(v.source for v in unbounded)
@@ -337,9 +378,11 @@ def explain_frame(
     calls: dict[str, int | None],
     after_warmup: list[str],
     environment: dict[str, Any],
+    frame_calls: dict[str, int | None] | None = None,
 ) -> FrameExplanation:
     """Changes per recompile, the variant table and the outlook of one frame. ``calls`` is the
-    heat per compile id (empty without run probes)."""
+    heat per compile id, ``frame_calls`` the frame's calls when each compiled (both empty
+    without run probes)."""
     explained = [_explain(frame, i) for i, e in enumerate(frame.compiles) if e.cause == "recompile"]
     refused = frame.refused.compile_id if frame.refused is not None else None
     kept = [item for item in explained if item.compile_id != refused]
@@ -359,7 +402,8 @@ def explain_frame(
         for entry in frame.compiles
         if produced_code(entry.record)
     ]
-    look = outlook(frame, explained, recompile_limit_of(frame, environment))
+    recurring = recurring_sources(rows, frame_calls or {})
+    look = outlook(frame, explained, recompile_limit_of(frame, environment), recurring)
     cache_class = next(
         (e.record.hf_cache_class for e in frame.compiles if e.record.hf_cache_class), None
     )
@@ -382,7 +426,8 @@ def explain_frames(
         own = {e.compile_id: items.get((frame.stream, e.compile_id)) for e in frame.compiles}
         calls = {cid: None if item is None else item.calls for cid, item in own.items()}
         late = [cid for cid, item in own.items() if item is not None and item.after_warmup]
-        explanations.append(explain_frame(frame, calls, late, environment))
+        at = {cid: None if item is None else item.frame_calls for cid, item in own.items()}
+        explanations.append(explain_frame(frame, calls, late, environment, at))
     return explanations
 
 

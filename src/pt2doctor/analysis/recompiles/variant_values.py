@@ -14,6 +14,7 @@ from pt2doctor.trace.types import CompileRecord
 _SIZE = lazy_compile(r"size=\[([^\]]*)\]")
 _VALUE_KINDS = frozenset({"TRUE_MATCH", "FALSE_MATCH", "EQUALS_MATCH", "CONSTANT_MATCH"})
 _GLOBALS = {"grad_mode": "grad mode"}
+_DICT_KEY = lazy_compile(r"list\(dict\.keys\((?P<dict>.+)\)\)\[(?P<index>\d+)\]")
 
 
 def _global_state(code: str) -> dict[str, str]:
@@ -41,6 +42,10 @@ def guard_values(record: CompileRecord) -> dict[str, str]:
             values.update(_global_state(guard.code))
         elif guard.kind in _VALUE_KINDS and source and "==" in guard.code:
             values.setdefault(source, guard.code.rpartition("==")[2].strip())
+            key = _DICT_KEY.fullmatch(guard.source or "")
+            if key is not None:  # a dict's keys are guarded one by one: its length
+                length = f"len({human_source(key['dict'])})"
+                values[length] = str(max(int(values.get(length, 0)), int(key["index"]) + 1))
     return values
 
 
