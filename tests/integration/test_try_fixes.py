@@ -49,8 +49,8 @@ def test_a_first_limit_that_is_too_low_is_said_to_do_nothing_and_the_next_one_he
     assert second["after"]["compiles"] == 12
     # The advice: the fix that did not help is not shown as the fix.
     advice = finding["advice"]
-    assert advice.startswith(f"Tried {limit} = 9: no effect (limit hits 1 → 1, ")
-    assert f"Tried {limit} = 12: helped (limit hits 1 → 0, " in advice
+    assert advice.startswith(f"Tried {limit} = 12: helped (limit hits 1 → 0, ")
+    assert f"Tried {limit} = 9 before it: no effect (limit hits 1 → 1, " in advice
     assert f"{limit} = 9)." not in advice  # the candidate's own sentence is gone
     (plan,) = [p for p in report["plan"] if p["step"] == "recompiles"]
     assert plan["tried"].startswith("tried recompile_limit = 12: helped, limit hits 1 → 0")

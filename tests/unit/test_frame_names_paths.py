@@ -82,7 +82,7 @@ def test_display_paths() -> None:
 
 def test_terminal_at_80_columns_cuts_no_path() -> None:
     """A CI log (no TTY, 80 columns): every line fits, no cell ends in an ellipsis, and paths
-    read from the working directory, file:line first."""
+    read from the working directory."""
     long_dir = "/home/ci/builds/very/long/checkout/path/of/the/project/examples"
     report = {
         "inputs": {"paths": [f"{long_dir}/trace"]},
@@ -129,7 +129,13 @@ def test_terminal_at_80_columns_cuts_no_path() -> None:
     assert "…" not in text
     cells = first_column_cells(text)
     assert cells[0] == "serving_loop.py:42step"  # relative to the working directory
-    assert cells[1] == "transformers/utils/generic.py:1030GPT2LMHeadModel.forward"
+    # The name a user knows first, then the frame's own place (no torch.compile call recorded).
+    assert cells[1] == "GPT2LMHeadModel.forwardtransformers/utils/generic.py:1030"
+    # With the run's torch.compile call: where the user compiled it, not the library's file.
+    report["frames"][0]["compiled_at"] = {"file": f"{long_dir}/serve.py", "line": 12, "name": None}
+    buffer = io.StringIO()
+    render_terminal(report, Console(file=buffer, width=80, color_system=None), cwd=long_dir)
+    assert first_column_cells(buffer.getvalue())[1] == "GPT2LMHeadModel.forwardcompiledatserve.py:12"
 
 
 def first_column_cells(text: str) -> list[str]:

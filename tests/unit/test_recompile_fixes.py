@@ -257,4 +257,9 @@ def test_a_kwargs_dict_of_another_length_is_a_value_change_with_both_lengths() -
 
     failure = FailedGuard("len(L['kwargs']) != 1", "other", None)
     change = to_change(failure, {"len(kwargs)": "2"})
-    assert (change.source, change.kind, change.old, change.new) == ("len(kwargs)", "value", "1", "2")
+    assert (change.source, change.kind, change.old, change.new) == (
+        "len(kwargs)",
+        "value",
+        "1",
+        "2",
+    )

@@ -62,6 +62,6 @@ def test_a_fix_that_did_not_help_is_replaced_by_what_it_measured_and_the_next() 
     assert advice.endswith("made it worse (…). Layers are constants. " + NOTHING_LEFT)
     advice = tried_advice(finding, [(1, _row(LOW, "no_effect")), (2, _row(HIGH, "helped"))])
     assert advice == (
-        "Tried limit = 9: no effect (…). Tried limit = 12: helped (…). Layers are constants. "
-        "Or set 12."
+        "Tried limit = 12: helped (…). Tried limit = 9 before it: no effect (…). Layers are "
+        "constants. Or set 12."
     )

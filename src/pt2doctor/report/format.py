@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pt2doctor.analysis.paths import library_path
+from pt2doctor.report.types import Finding
 
 # Longest text shown in a table cell before it is cut (the full text stays in report.json).
 MAX_CELL = 400
@@ -146,3 +147,45 @@ def advice_parts(text: str, sentences: int = ADVICE_SENTENCES) -> tuple[str, str
     if len(parts) <= sentences:
         return text.strip(), ""
     return " ".join(parts[:sentences]), " ".join(parts[sentences:])
+
+
+def grouped_findings(findings: list[Finding]) -> list[Finding]:
+    """The findings as the reports show them: those of one cause (``cause``) as one, at the
+    place of the first, with the others' ``code: title`` in ``also``, their evidence after its
+    own, and the advice of the one whose fixes were tried (else the last one's: a limit hit's
+    advice points to its recompiles finding, whose fixes it is)."""
+    groups: dict[str, list[Finding]] = {}
+    for finding in findings:
+        if finding.get("cause"):
+            groups.setdefault(str(finding["cause"]), []).append(finding)
+    shown: list[Finding] = []
+    for finding in findings:
+        members = groups.get(str(finding.get("cause") or ""), [finding])
+        if len(members) < 2:
+            shown.append(finding)
+            continue
+        if finding is not members[0]:
+            continue
+        tried = [m for m in members if m.get("tried")]
+        advice = (tried or members)[-1]["advice"]
+        merged: Finding = {
+            **finding,
+            "advice": advice,
+            "evidence": [e for m in members for e in m["evidence"]],
+            "also": [
+                f"{m['code']}: {_after_shared(finding['title'], m['title'])}" for m in members[1:]
+            ],
+        }
+        shown.append(merged)
+    return shown
+
+
+def _after_shared(first: str, title: str) -> str:
+    """``title`` without the words it opens with in common with ``first`` (the frame both
+    findings name): ``recompiled 7 times: 8 variants``."""
+    shared = 0
+    for a, b in zip(first.split(" "), title.split(" "), strict=False):
+        if a != b:
+            break
+        shared += 1
+    return " ".join(title.split(" ")[shared:]) if shared >= 2 else title

@@ -20,6 +20,7 @@ from pt2doctor.report.format import (
     built_line,
     compile_names,
     file_name,
+    grouped_findings,
     hot_break,
     plan_saving,
     source_where,
@@ -97,16 +98,18 @@ def _findings(report: Report) -> list[str]:
         return ["No findings: every compile is explained and nothing needs action.", ""]
     icons = {"error": "🔴", "warning": "🟡", "info": "🔵"}
     lines = ["### Findings", ""]
-    for f in findings[:MAX_FINDINGS]:
+    shown = grouped_findings(findings)
+    for f in shown[:MAX_FINDINGS]:
         lines.append(f"- {icons.get(f['severity'], '')} **{f['severity']}** `{f['code']}` "
                      f"{md_text(f['title'])}")  # fmt: skip
+        lines += [f"  - also {md_text(also)}" for also in f.get("also", [])]
         lines += [f"  - {md_code(e)}" for e in f["evidence"][:4]]
         advice, more = advice_parts(f["advice"])
         lines.append(f"  - fix: {md_text(advice)}")
         if more:
             lines.append(f"    <details><summary>more</summary>{md_text(more)}</details>")
-    if len(findings) > MAX_FINDINGS:
-        lines.append(f"- ... and {len(findings) - MAX_FINDINGS} more in report.json")
+    if len(shown) > MAX_FINDINGS:
+        lines.append(f"- ... and {len(shown) - MAX_FINDINGS} more in report.json")
     return [*lines, ""]
 
 

@@ -123,7 +123,14 @@ def _frame(frame: FrameEntry, explanation: FrameExplanation) -> Frame:
         "variants_table": [row.as_dict() for row in explanation.variants],
         "outlook": explanation.outlook.as_dict(),
         "fixes": recompile_fixes(explanation) if frame.recompiles or refused else [],
+        "compiled_at": _compiled_at(explanation.compile_call),
     }
+
+
+def _compiled_at(call: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not call or not call.get("file"):
+        return None
+    return {"file": call["file"], "line": call.get("line"), "name": call.get("name")}
 
 
 def _compile(entry: CompileEntry, found: KernelMap | None) -> Compile:
@@ -288,6 +295,8 @@ def _finding(finding: Finding) -> types.Finding:
     }
     if finding.saves_ms is not None:
         row["saves_ms"] = finding.saves_ms
+    if finding.cause is not None:
+        row["cause"] = finding.cause
     trials = [fix.trial.as_json() for fix in finding.fixes if fix.trial is not None]
     if trials:
         row["tryable"] = trials

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from rich.console import Console
@@ -16,6 +17,7 @@ from pt2doctor.report.format import (
     advice_parts,
     built_line,
     compile_names,
+    grouped_findings,
     plan_saving,
     warm_start_estimate,
 )
@@ -24,6 +26,7 @@ from pt2doctor.report.types import Finding, Frame, GraphBreak, Ranks, RunReport,
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_FINDINGS = 25
+_KWARG = re.compile(r"\bkwargs\['(\w+)'\]")
 
 
 def _headline(summary: Summary) -> str:
@@ -44,6 +47,11 @@ def _plan(console: Console, report: RunReport, cwd: str | None) -> None:
     """What to do first: the plan's numbered lines (nothing when it is empty)."""
     items = report.get("plan") or []
     if not items:
+        if report["findings"]:  # every finding is for reference: say so before them
+            console.print(
+                "[bold]What to do first[/]: nothing needs fixing (the findings below are for reference)"
+            )
+            console.print()
         return
     console.print("[bold]What to do first[/]")
     for number, item in enumerate(items, 1):
@@ -59,19 +67,27 @@ def _findings(console: Console, findings: list[Finding], cwd: str | None) -> Non
     if not findings:
         console.print("[green]No findings: every compile is explained and nothing needs action.")
         return
-    for finding in findings[:MAX_FINDINGS]:
+    shown = grouped_findings(findings)
+    for finding in shown[:MAX_FINDINGS]:
         style = _SEVERITY_STYLE.get(finding["severity"], "")
-        console.print(
-            f"[{style}]{finding['severity'].upper():7}[/] "
-            f"[bold]{escape(finding['code'])}[/]  {escape(shorten_paths(finding['title'], cwd))}"
+        # A grid, so that every wrapped line keeps its indent (a flat print wrapped to column 0).
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(width=7, no_wrap=True)
+        grid.add_column(overflow="fold")
+        grid.add_row(
+            f"[{style}]{finding['severity'].upper()}[/]",
+            f"[bold]{escape(finding['code'])}[/]  {escape(shorten_paths(finding['title'], cwd))}",
         )
+        for also in finding.get("also", []):  # the same cause's other findings
+            grid.add_row("", f"[bold]also[/] {escape(shorten_paths(also, cwd))}")
         for line in finding["evidence"][:4]:
-            console.print(f"          [dim]{escape(shorten_paths(str(line), cwd))}[/]")
+            grid.add_row("", f"[dim]{escape(shorten_paths(str(line), cwd))}[/]")
         advice, more = advice_parts(shorten_paths(finding["advice"], cwd))
         folded = " [dim](more in report.md)[/]" if more else ""
-        console.print(f"          [italic]fix:[/] {escape(advice)}{folded}", soft_wrap=False)
-    if len(findings) > MAX_FINDINGS:
-        console.print(f"... and {len(findings) - MAX_FINDINGS} more findings in the JSON report")
+        grid.add_row("", f"[italic]fix:[/] {escape(advice)}{folded}")
+        console.print(grid)
+    if len(shown) > MAX_FINDINGS:
+        console.print(f"... and {len(shown) - MAX_FINDINGS} more findings in the JSON report")
 
 
 def _table(title: str, columns: dict[str, int | None]) -> Table:
@@ -101,24 +117,38 @@ def _breaks_table(breaks: list[GraphBreak], cwd: str | None) -> Table:
 
 
 def _frame_cell(frame: Frame, cwd: str | None) -> str:
-    """``file:line`` first, then the name a user knows (the wrapper's place is the file:line)."""
+    """The name a user knows, then where they compiled it (their torch.compile call) or, when
+    the run did not record it, the frame's own ``file:line``."""
     name = wrapped_name(str(frame.get("display_name") or frame["function"]))
-    return f"{display_path(frame['file'], cwd)}:{frame['line']}\n{name}"
+    at = frame.get("compiled_at")
+    if at:
+        return f"{name}\ncompiled at {display_path(at['file'], cwd)}:{at['line']}"
+    return f"{name}\n{display_path(frame['file'], cwd)}:{frame['line']}"
+
+
+def _what_changed(frame: Frame) -> str:
+    """The values that differ between the frame's variants, as the user names them (the
+    failed-guard categories said "stride, other" for most frames)."""
+    varying = (frame.get("outlook") or {}).get("varying", [])
+    sources = [_KWARG.sub(r"\1", str(row["source"])) for row in varying]  # kwargs['x'] is x=
+    if not sources:
+        causes = {g["category"] for r in frame["recompiles"] for g in r["failed_guards"]}
+        return ", ".join(sorted(causes)) or "-"
+    return "\n".join(sources[:2]) + (f"\n+{len(sources) - 2} more" if len(sources) > 2 else "")
 
 
 def _frames_table(frames: list[Frame], cwd: str | None) -> Table:
     table = _table(
         "Frames with recompiles, limit hits or skips",
-        {"frame": 5, "variants": None, "recompile causes": 4, "limit hit": None, "eager": None},
+        {"frame": 5, "variants": None, "what changed": 4, "limit hit": None, "eager": None},
     )
     for frame in frames:
         if not (frame["recompiles"] or frame["limit_hit"] or frame["skipped"]):
             continue
-        causes = sorted({g["category"] for r in frame["recompiles"] for g in r["failed_guards"]})
         table.add_row(
             escape(_frame_cell(frame, cwd)),
             str(frame["variants"]),
-            ", ".join(causes) or "-",
+            escape(_what_changed(frame)),
             "yes" if frame["limit_hit"] else "",
             "yes" if frame["skipped"] else "",
         )
@@ -241,6 +271,9 @@ def render_terminal(report: RunReport, console: Console, cwd: str | None = None)
     Paths read relative to ``cwd`` (default: the working directory) or to site-packages."""
     cwd = os.getcwd() if cwd is None else cwd
     paths = ", ".join(display_path(path, cwd) for path in report["inputs"]["paths"])
+    folders = {os.path.dirname(path) for path in report["inputs"]["paths"]}
+    if "run" in report and len(folders) == 1 and os.path.basename(next(iter(folders))) == "trace":
+        paths = display_path(os.path.dirname(next(iter(folders))), cwd)  # the run directory
     console.print(f"[bold]pt2doctor report[/] — {escape(paths)}")
     if "run" in report:
         console.print(_run_line(report["run"]))

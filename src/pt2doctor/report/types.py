@@ -96,6 +96,12 @@ class Finding(_FindingBase, total=False):
     verdict: helped|no_effect|worse, run_dir, trial, summary}``."""
     tries: list[dict[str, Any]]
     """Every try of its fixes, in order (``tried`` is the last)."""
+    cause: str
+    """Shared by the findings of one root cause (a frame's ``recompile_limit_hit`` and its
+    ``recompiles``: ``frame STREAM/ID``); the reports show them as one."""
+    also: list[str]
+    """Display only (report/format.py grouped_findings): ``code: title`` of the findings of
+    the same cause shown under this one. Never in report.json."""
 
 
 class _PlanItemBase(TypedDict):
@@ -186,6 +192,9 @@ class Frame(TypedDict, total=False):
     variants_table: list[dict[str, Any]]
     outlook: dict[str, Any]
     fixes: list[Any]
+    compiled_at: dict[str, Any] | None
+    """The user's ``torch.compile`` call this frame came from: ``{file, line, name}`` (a run's
+    probes; null without, or when the run made several calls none of which names it)."""
 
 
 class ResumesAfter(TypedDict):

@@ -13,7 +13,14 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, Literal
 
-from pt2doctor.report.format import advice_parts, cut, hot_break, plan_saving, source_where
+from pt2doctor.report.format import (
+    advice_parts,
+    cut,
+    grouped_findings,
+    hot_break,
+    plan_saving,
+    source_where,
+)
 from pt2doctor.report.rank_views import ranks
 from pt2doctor.report.sections import Section, environment_rows
 from pt2doctor.report.types import Compile, FailedGuard, RunReport
@@ -52,11 +59,12 @@ def headline(report: Report) -> Section:
             "severity": f["severity"],
             "code": f["code"],
             "title": cut(f["title"]),
+            "also": [cut(also) for also in f.get("also", [])],
             "evidence": [cut(str(e), 200) for e in f["evidence"][:6]],
             "advice": advice_parts(f["advice"])[0],
             "more": advice_parts(f["advice"])[1],
         }
-        for f in report["findings"][:MAX_FINDINGS]
+        for f in grouped_findings(report["findings"])[:MAX_FINDINGS]
     ]
     data = {
         "inputs": report["inputs"]["paths"],
@@ -67,7 +75,7 @@ def headline(report: Report) -> Section:
             for item in report.get("plan") or []
         ],
         "findings": findings,
-        "more_findings": max(0, len(report["findings"]) - MAX_FINDINGS),
+        "more_findings": max(0, len(grouped_findings(report["findings"])) - MAX_FINDINGS),
         "redacted": bool(report.get("redacted")),
     }
     return Section("summary", "Summary", "headline", data)

@@ -16,6 +16,7 @@ from pt2doctor.analysis.breaks.advice import (
     SKIPPED_FRAME_ADVICE,
 )
 from pt2doctor.analysis.breaks.sites import GraphBreakSite
+from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.fixes import (
     Fix,
     hf_generate_pattern,
@@ -30,7 +31,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     explain_frames,
     settled,
 )
-from pt2doctor.analysis.text import counted, id_ranges
+from pt2doctor.analysis.text import counted, id_ranges, merged_runs
 from pt2doctor.trace.records import ParseStats
 from pt2doctor.trace.types import SourceLine
 
@@ -57,6 +58,9 @@ class Finding:
     tries: list[dict[str, Any]] = field(default_factory=list)
     """What ``run --try-fixes`` measured for its fixes, in the order they were tried
     (analysis/findings/tries.py)."""
+    cause: str | None = None
+    """Findings of one root cause share it (a frame's limit hit and its recompiles): the
+    reports show them as one (report/format.py grouped_findings)."""
 
 
 def resume_label(function: str | None) -> str | None:
@@ -76,9 +80,13 @@ def frame_label(function: str | None, file: str | None, line: int | None) -> str
     return f"{function} ({file}:{line})"
 
 
-def frame_where(frame: FrameEntry) -> str:
-    """The frame as a user knows it (:func:`display_name`), with its location."""
+def frame_where(frame: FrameEntry, call: dict[str, Any] | None = None) -> str:
+    """The frame as a user knows it (:func:`display_name`), with its location: the user's own
+    ``torch.compile`` call (``call``, as the run recorded it) where the frame's code is a
+    library's (a decoder layer compiled by ``layer.compile()`` runs transformers' code)."""
     name = display_name(frame)
+    if call and call.get("file") and frame.file and library_path(frame.file) is not None:
+        return f"{name.split(' (through ')[0]} (compiled at {call['file']}:{call.get('line')})"
     if frame.is_resume or name == frame.function:
         return frame_label(frame.function, frame.file, frame.line)
     if " (through " in name:
@@ -111,7 +119,8 @@ def _recompile_severity(frame: FrameEntry, explanation: FrameExplanation) -> Sev
 
 
 def _recompile_title(frame: FrameEntry, explanation: FrameExplanation) -> str:
-    count = f"{frame_where(frame)} recompiled {counted(len(frame.recompiles), 'time')}"
+    where = frame_where(frame, explanation.compile_call)
+    count = f"{where} recompiled {counted(len(frame.recompiles), 'time')}"
     if frame.refused is not None:
         count += " + 1 refused"
     bounded = explanation.outlook.bounded
@@ -162,12 +171,13 @@ def _recompile_finding(frame: FrameEntry, explanation: FrameExplanation) -> Find
     # first lines still names every recompile (a decode step's layout change, not only the
     # prefill's three changes).
     rounds = itertools.zip_longest(*(item.changes for item in items))
-    evidence += [
+    lines = [
         change_line(item.compile_id, item.compared_with, change)
         for row in rounds
         for item, change in zip(items, row, strict=True)
         if change is not None
-    ][:11]
+    ]
+    evidence += merged_runs(lines)[:11]  # one line for what every layer's recompile changed
     return Finding(
         severity=_recompile_severity(frame, explanation),
         code="recompiles",
@@ -204,7 +214,7 @@ def _frame_findings(
                 f"per instance of the {per_instance[0].instances} modules compiled one by one: "
                 "raising the limit to cover them is the fix here (see the recompiles finding)."
             )
-        title = f"{frame_where(frame)} hit the recompile limit"
+        title = f"{frame_where(frame, explanation.compile_call)} hit the recompile limit"
         evidence = [f"compiles {id_ranges(ids)}"]
         findings.append(Finding("error", "recompile_limit_hit", title, advice, evidence))
     if frame.skipped:
@@ -221,6 +231,8 @@ def _frame_findings(
         )
     recompiles = _recompile_finding(frame, explanation)
     if recompiles is not None:
+        if frame.limit_hit:  # the limit hit is what the recompiles led to: one cause
+            findings[0].cause = recompiles.cause = f"frame {frame.stream}/{frame.frame_id}"
         findings.append(recompiles)
     for entry in frame.compiles:
         ops = entry.record.graph_op_count

@@ -170,11 +170,17 @@ def attach_tries(findings: list[Finding], tries: list[Try], before: Outcome) -> 
 
 
 def tried_advice(finding: Finding, rows: list[tuple[int, dict[str, Any]]]) -> str:
-    """The advice once fixes were tried: what each try did, then the fixes not ruled out (a
-    fix that did not help is dropped; "Next:" leads to the candidate after it)."""
-    said = [
-        f"Tried {row['fix']}: {VERDICT_WORDS[row['verdict']]} ({row['summary']})."
+    """The advice once fixes were tried: the try that helped, then what the others did, then
+    the fixes not ruled out (a fix that did not help is dropped; "Next:" leads to the
+    candidate after it)."""
+    helped = [row for _, row in rows if row["verdict"] == "helped"]
+    said = [f"Tried {row['fix']}: {VERDICT_WORDS['helped']} ({row['summary']})." for row in helped]
+    # What helped is the news: the tries that did not come after it, in the order run.
+    said += [
+        f"Tried {row['fix']}{' before it' if helped else ''}: {VERDICT_WORDS[row['verdict']]} "
+        f"({row['summary']})."
         for _, row in rows
+        if row["verdict"] != "helped"
     ]
     failed = {index for index, row in rows if row["verdict"] != "helped"}
     rest = [(i, fix.text) for i, fix in enumerate(finding.fixes) if i not in failed]

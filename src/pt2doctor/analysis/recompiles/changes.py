@@ -41,6 +41,7 @@ _EXPECTED = lazy_compile(r"expected (.+?), actual (.+?)\.?$")
 _NOW = lazy_compile(r"^(?P<old>.+?) \(now (?P<new>.+)\)$", re.S)
 _TENSOR_TYPE = lazy_compile(r"expected type of '(.+)' to be a tensor type, ' but found (.+)$")
 _CHECK_ID = lazy_compile(r"___check_(obj|type)_id\((.+?), \d+\)")
+_OTHER_BOOL = {"True": "False", "False": "True"}
 _LENGTH = lazy_compile(r"len\((?P<of>.+)\) != (?P<n>\d+)")
 _CLASS = lazy_compile(r"type=<class '([\w.]+)'>")
 _TENSOR_KINDS = {"dispatch key set": "dispatch_keys"}
@@ -192,6 +193,10 @@ def to_change(failure: FailedGuard, new_values: dict[str, str]) -> SourceChange:
         change = _global_change(failure)
     else:
         change = _text_change(failure, new_values)
+    if change.kind == "flag" and change.new is None and change.old in _OTHER_BOOL:
+        # A bool's guard failed, and the new variant does not read it (a layer's own cache
+        # entry, read only by that layer): it holds the other value.
+        change.new = _OTHER_BOOL[change.old]
     change.hint = failure.hint
     change.installed_at = failure.source
     return change
