@@ -135,7 +135,9 @@ def test_terminal_at_80_columns_cuts_no_path() -> None:
     report["frames"][0]["compiled_at"] = {"file": f"{long_dir}/serve.py", "line": 12, "name": None}
     buffer = io.StringIO()
     render_terminal(report, Console(file=buffer, width=80, color_system=None), cwd=long_dir)
-    assert first_column_cells(buffer.getvalue())[1] == "GPT2LMHeadModel.forwardcompiledatserve.py:12"
+    assert (
+        first_column_cells(buffer.getvalue())[1] == "GPT2LMHeadModel.forwardcompiledatserve.py:12"
+    )
 
 
 def first_column_cells(text: str) -> list[str]:

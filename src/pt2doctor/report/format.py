@@ -6,6 +6,7 @@ One home, so the run, check and ablate renderers cannot drift apart (they once h
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -189,3 +190,13 @@ def _after_shared(first: str, title: str) -> str:
             break
         shared += 1
     return " ".join(title.split(" ")[shared:]) if shared >= 2 else title
+
+
+def report_inputs(report: Mapping[str, Any]) -> list[str]:
+    """What the report was built from, as a reader knows it: a run's directory (its logs lie
+    in ``trace/``), else the log paths."""
+    paths = [str(path) for path in report["inputs"]["paths"]]
+    folders = {os.path.dirname(path) for path in paths}
+    if "run" in report and len(folders) == 1 and os.path.basename(next(iter(folders))) == "trace":
+        return [os.path.dirname(next(iter(folders)))]
+    return paths

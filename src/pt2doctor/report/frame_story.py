@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from pt2doctor.analysis.paths import display_path
+from pt2doctor.analysis.paths import display_path, library_path
 from pt2doctor.analysis.recompiles.changes import kind_words
 from pt2doctor.analysis.recompiles.frame_names import names_its_wrapper
 from pt2doctor.analysis.text import counted
@@ -77,7 +77,7 @@ def frame_story(frame: Mapping[str, Any]) -> dict[str, Any] | None:
     refused = frame.get("refused")
     return {
         # display_name (issue 13 item 6) where the report has it; the function name before.
-        "frame": f"{frame.get('display_name') or frame['function']} ({frame['file']}:{frame['line']})",
+        "frame": _story_frame(frame),
         "function": frame["function"],
         "name": frame.get("display_name") or frame["function"],
         "file": frame["file"],
@@ -103,6 +103,16 @@ def frame_story(frame: Mapping[str, Any]) -> dict[str, Any] | None:
         "changed": [_recompile(entry) for entry in frame["recompiles"]],
         "fixes": frame.get("fixes") or [],
     }
+
+
+def _story_frame(frame: Report) -> str:
+    """``name (file:line)``; a library frame the user compiled by a call the run recorded is
+    named by that call (``LlamaDecoderLayer.forward (compiled at train.py:21)``)."""
+    name = str(frame.get("display_name") or frame["function"])
+    at = frame.get("compiled_at")
+    if at and library_path(str(frame["file"] or "")) is not None:
+        return f"{name.split(' (through ')[0]} (compiled at {at['file']}:{at['line']})"
+    return f"{name} ({frame['file']}:{frame['line']})"
 
 
 def frame_stories(report: Report) -> list[dict[str, Any]]:
@@ -174,5 +184,6 @@ def story_markdown(story: dict[str, Any]) -> list[str]:
         lines.append(f"- {md_text(item['compile_id'] + against)} changed:")
         lines += [f"  - {md_code(line)}" for line in item["changes"]]
     lines += ["", f"**Outlook**: {md_text(story['outlook'])}", ""]
-    lines += [f"- fix: {md_text(fix)}" for fix in story["fixes"]]
+    if story["fixes"]:  # the recompiles finding's, printed in the findings above
+        lines.append("- its fixes are in the findings above")
     return [*lines, ""]

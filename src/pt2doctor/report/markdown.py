@@ -80,10 +80,15 @@ def _headline(report: Report) -> list[str]:
     return lines
 
 
+NOTHING_TO_FIX = "Nothing needs fixing: the findings below are for reference."
+
+
 def _plan(report: Report) -> list[str]:
     """What to do first: the plan as a numbered list."""
     items = report.get("plan") or []
     if not items:
+        if report.get("findings"):
+            return ["## What to do first", "", NOTHING_TO_FIX, ""]
         return []
     lines = ["## What to do first", ""]
     for number, item in enumerate(items, 1):

@@ -19,9 +19,11 @@ from pt2doctor.report.format import (
     compile_names,
     grouped_findings,
     plan_saving,
+    report_inputs,
     warm_start_estimate,
 )
 from pt2doctor.report.frame_story import frame_stories, headline_counts, story_terminal
+from pt2doctor.report.markdown import NOTHING_TO_FIX
 from pt2doctor.report.types import Finding, Frame, GraphBreak, Ranks, RunReport, Summary
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -48,9 +50,7 @@ def _plan(console: Console, report: RunReport, cwd: str | None) -> None:
     items = report.get("plan") or []
     if not items:
         if report["findings"]:  # every finding is for reference: say so before them
-            console.print(
-                "[bold]What to do first[/]: nothing needs fixing (the findings below are for reference)"
-            )
+            console.print(f"[bold]What to do first[/]: {NOTHING_TO_FIX}")
             console.print()
         return
     console.print("[bold]What to do first[/]")
@@ -270,10 +270,7 @@ def render_terminal(report: RunReport, console: Console, cwd: str | None = None)
     """Print the summary: headline counts, findings by severity, then the two key tables.
     Paths read relative to ``cwd`` (default: the working directory) or to site-packages."""
     cwd = os.getcwd() if cwd is None else cwd
-    paths = ", ".join(display_path(path, cwd) for path in report["inputs"]["paths"])
-    folders = {os.path.dirname(path) for path in report["inputs"]["paths"]}
-    if "run" in report and len(folders) == 1 and os.path.basename(next(iter(folders))) == "trace":
-        paths = display_path(os.path.dirname(next(iter(folders))), cwd)  # the run directory
+    paths = ", ".join(display_path(path, cwd) for path in report_inputs(report))
     console.print(f"[bold]pt2doctor report[/] — {escape(paths)}")
     if "run" in report:
         console.print(_run_line(report["run"]))

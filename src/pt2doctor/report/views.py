@@ -19,6 +19,7 @@ from pt2doctor.report.format import (
     grouped_findings,
     hot_break,
     plan_saving,
+    report_inputs,
     source_where,
 )
 from pt2doctor.report.rank_views import ranks
@@ -67,7 +68,7 @@ def headline(report: Report) -> Section:
         for f in grouped_findings(report["findings"])[:MAX_FINDINGS]
     ]
     data = {
-        "inputs": report["inputs"]["paths"],
+        "inputs": report_inputs(report),
         "counts": [{"label": label, "value": value} for label, value in counts],
         "run": run_line,
         "plan": [

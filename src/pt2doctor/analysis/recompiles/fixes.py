@@ -14,9 +14,14 @@ installed torch. Measured on torch 2.13 with ``backend="eager"``:
   is never called "baked in";
 - ``mark_dynamic`` on a size that Python code specializes raises ConstraintViolationError;
 - Hugging Face ``generate(cache_implementation="static", max_length=N)``: one graph fewer than
-  the dynamic cache (the decode step compiles once);
-- the same on an encoder-decoder model (T5), with prompts of one length: 2 graphs (the first
-  decoder step, the decode step) instead of 3; prompts of several lengths add two more.
+  the dynamic cache (the decode step compiles once; tests/programs/real/gpt2_generate_dynamic.py,
+  4 graphs → 3, in tests/integration/test_real_programs.py, as the next three);
+- the same on an encoder-decoder model (T5), with prompts padded to one length: 2 graphs (the
+  first decoder step, the decode step) instead of 6 (t5_generate.py, three prompt lengths);
+- values that recur (sizes padded to buckets under ``dynamic=False``): one variant each, reused
+  (bucketed_server.py: 12 requests, 3 variants called 6, 3 and 3 times);
+- regional compilation of a diffusers UNet (``compile_repeated_blocks()``): one graph per
+  BasicTransformerBlock width (unet_denoise.py: 2 graphs for 4 blocks).
 """
 
 from __future__ import annotations
@@ -549,7 +554,8 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
         elif row.recurs and not row.dynamic and row.kind not in FLAG_KINDS:
             same = [r for r in outlook.varying if r.recurs and not r.dynamic
                     and r.kind == row.kind and r.values == row.values]  # fmt: skip
-            fix = _recurring_fix(same, explanation) if same[0] is row else None
+            # generate()'s prefill and decode recur by design: its own fix says so.
+            fix = _recurring_fix(same, explanation) if same[0] is row and not generate else None
         elif not row.dynamic and row.kind not in FLAG_KINDS and row.changes >= 2:
             same = [r for r in outlook.varying if _static_by_setting(r, explanation.compile_call)
                     and r.values == row.values]  # fmt: skip
