@@ -83,11 +83,18 @@ def _headline(report: Report) -> list[str]:
 NOTHING_TO_FIX = "Nothing needs fixing: the findings below are for reference."
 
 
+def only_info(report: Report) -> bool:
+    """Findings, every one of them ``info``, in a report that has a plan (before 2026-12-01 a
+    report had none, so its empty plan says nothing)."""
+    findings = report.get("findings") or []
+    return "plan" in report and bool(findings) and all(f["severity"] == "info" for f in findings)
+
+
 def _plan(report: Report) -> list[str]:
     """What to do first: the plan as a numbered list."""
     items = report.get("plan") or []
     if not items:
-        if report.get("findings"):
+        if only_info(report):
             return ["## What to do first", "", NOTHING_TO_FIX, ""]
         return []
     lines = ["## What to do first", ""]

@@ -23,7 +23,7 @@ from pt2doctor.report.format import (
     warm_start_estimate,
 )
 from pt2doctor.report.frame_story import frame_stories, headline_counts, story_terminal
-from pt2doctor.report.markdown import NOTHING_TO_FIX
+from pt2doctor.report.markdown import NOTHING_TO_FIX, only_info
 from pt2doctor.report.types import Finding, Frame, GraphBreak, Ranks, RunReport, Summary
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -49,7 +49,7 @@ def _plan(console: Console, report: RunReport, cwd: str | None) -> None:
     """What to do first: the plan's numbered lines (nothing when it is empty)."""
     items = report.get("plan") or []
     if not items:
-        if report["findings"]:  # every finding is for reference: say so before them
+        if only_info(report):  # every finding is for reference: say so before them
             console.print(f"[bold]What to do first[/]: {NOTHING_TO_FIX}")
             console.print()
         return

@@ -22,6 +22,7 @@ from pt2doctor.report.format import (
     report_inputs,
     source_where,
 )
+from pt2doctor.report.markdown import only_info
 from pt2doctor.report.rank_views import ranks
 from pt2doctor.report.sections import Section, environment_rows
 from pt2doctor.report.types import Compile, FailedGuard, RunReport
@@ -76,6 +77,7 @@ def headline(report: Report) -> Section:
             for item in report.get("plan") or []
         ],
         "findings": findings,
+        "only_info": only_info(report),
         "more_findings": max(0, len(grouped_findings(report["findings"])) - MAX_FINDINGS),
         "redacted": bool(report.get("redacted")),
     }
