@@ -355,6 +355,37 @@ def test_a_unets_attention_blocks_are_repeated_modules_and_regional_compilation_
     assert _graphs(REAL / "unet_denoise.py", "--regional", env=run_env)[0] == 2  # the fix, applied
 
 
+def test_the_frames_a_logging_break_splits_off_are_one_cause_with_the_break(
+    doctor_run: Any, run_env: dict[str, str]
+) -> None:
+    """A GPT-2 fine-tune's compiled step: transformers' loss_function logs inside forward, a
+    break that splits the step into six frames, each recompiling once for the batch length.
+    Their six recompiles findings share the break's cause (one block in every report), the
+    loss and output frames the break split off get no mark on tensors the library made, and
+    the break's fix, applied (``--loss-type``), halves the graphs."""
+    pytest.importorskip("transformers")
+    program = REAL / "gpt2_finetune_logging.py"
+    report = _report(corpus_run(doctor_run, "real_finetune_logging"))
+    (site,) = [f for f in report["findings"] if f["code"] == "graph_break"]
+    recompiles = [f for f in report["findings"] if f["code"] == "recompiles"]
+    assert len(recompiles) == 6 and {f["cause"] for f in recompiles} == {site["cause"]}
+    assert site["cause"].endswith("transformers/modeling_utils.py:" + str(
+        next(b for b in report["graph_breaks"])["site"]["line"]))  # fmt: skip
+    assert 'model.loss_type = "ForCausalLM"' in site["advice"]
+    split_off = [f for f in recompiles if f["title"].startswith(("ForCausalLMLoss", "Causal"))]
+    assert len(split_off) == 2
+    for finding in split_off:
+        assert "maybe_mark_dynamic" not in finding["advice"], finding["advice"]
+        assert "nothing of yours to mark" in finding["advice"]
+    from pt2doctor.report.markdown import render_markdown
+
+    markdown = render_markdown(report)
+    assert markdown.count("`recompiles`") == 0  # no block of its own: under the break
+    assert "also recompiles of 6 frames it split off (train\\_step, " in markdown
+    graphs = report["summary"]["graphs"]  # what Dynamo compiled in the run: 4
+    assert _graphs(program, "--loss-type", env=run_env)[0] == graphs // 2  # the fix, applied
+
+
 CORPUS = {  # key: (pt2doctor run flags, program): one run per key, shared by the tests
     "real_rotary": (("--try-fixes", "2"), "../real/rotary_lm"),  # nothing to try: no re-run
     "real_bert_static": (TRY_ONE, "../real/bert_dynamic_false"),
@@ -369,6 +400,7 @@ CORPUS = {  # key: (pt2doctor run flags, program): one run per key, shared by th
     "real_vit": (TRY_ONE, "../real/vit_batches"),
     "real_bucketed": (TRY_ONE, "../real/bucketed_server"),  # nothing to try: warm-up is code
     "real_unet": ((), "../real/unet_denoise"),
+    "real_finetune_logging": ((), "../real/gpt2_finetune_logging"),
 }
 _LIBRARY_LINE = re.compile(r"at (\S*(?:site-packages|/torch/|transformers/|nn/modules/)\S*):\d+")
 

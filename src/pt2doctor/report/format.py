@@ -150,11 +150,17 @@ def advice_parts(text: str, sentences: int = ADVICE_SENTENCES) -> tuple[str, str
     return " ".join(parts[:sentences]), " ".join(parts[sentences:])
 
 
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+_ADVICE_FROM = {"recompile_limit_hit": "recompiles"}
+"""A block led by this code shows that member's advice: a limit hit's fixes are its
+recompiles'."""
+
+
 def grouped_findings(findings: list[Finding]) -> list[Finding]:
     """The findings as the reports show them: those of one cause (``cause``) as one, at the
-    place of the first, with the others' ``code: title`` in ``also``, their evidence after its
-    own, and the advice of the one whose fixes were tried (else the last one's: a limit hit's
-    advice points to its recompiles finding, whose fixes it is)."""
+    place of the first, led by the most severe (a break before the frames it made), with the
+    others' ``code: title`` in ``also``, their evidence after its own, and the advice of the
+    one whose fixes were tried, else the lead's (a limit hit's: its recompiles')."""
     groups: dict[str, list[Finding]] = {}
     for finding in findings:
         if finding.get("cause"):
@@ -167,15 +173,18 @@ def grouped_findings(findings: list[Finding]) -> list[Finding]:
             continue
         if finding is not members[0]:
             continue
+        # The block opens with its most severe member, a break before the frames it made.
+        lead = min(members, key=lambda m: (_SEVERITY_ORDER.get(m["severity"], 3),
+                                           m["code"] != "graph_break"))  # fmt: skip
+        members = [lead, *(m for m in members if m is not lead)]
         tried = [m for m in members if m.get("tried")]
-        advice = (tried or members)[-1]["advice"]
+        deferred = [m for m in members if m["code"] == _ADVICE_FROM.get(lead["code"])]
+        advice = (tried or deferred or [lead])[-1]["advice"]
         merged: Finding = {
-            **finding,
+            **lead,
             "advice": advice,
             "evidence": [e for m in members for e in m["evidence"]],
-            "also": [
-                f"{m['code']}: {_after_shared(finding['title'], m['title'])}" for m in members[1:]
-            ],
+            "also": _also(lead, members[1:]),
         }
         shown.append(merged)
     return shown
@@ -200,3 +209,31 @@ def report_inputs(report: Mapping[str, Any]) -> list[str]:
     if "run" in report and len(folders) == 1 and os.path.basename(next(iter(folders))) == "trace":
         return [os.path.dirname(next(iter(folders)))]
     return paths
+
+
+_RECOMPILED = re.compile(r"^(?P<name>.+?)(?: \([^()]*\))? recompiled [^:]*: (?P<state>.+)$")
+_MANY = 3
+"""From this many, the recompiles of the frames of one cause read as one line."""
+
+
+def _also(lead: Finding, others: list[Finding]) -> list[str]:
+    """``code: title`` of each other finding of a block; the recompiles of many frames (those
+    a break split off) as one line, each frame by name: ``recompiles of 6 frames it split off
+    (train_step, wrapper, GPT2LMHeadModel.forward ×2, …): 2 variants by design``."""
+    frames = [(m, _RECOMPILED.match(m["title"])) for m in others if m["code"] == "recompiles"]
+    if len(frames) < _MANY or any(found is None for _, found in frames):
+        return [f"{m['code']}: {_after_shared(lead['title'], m['title'])}" for m in others]
+    names: dict[str, int] = {}
+    states = set()
+    for _, found in frames:
+        assert found is not None
+        names[found["name"]] = names.get(found["name"], 0) + 1
+        states.add(found["state"])
+    listed = ", ".join(name + (f" ×{n}" if n > 1 else "") for name, n in names.items())
+    state = f": {states.pop()}" if len(states) == 1 else ""
+    split = "it split off" if lead["code"] == "graph_break" else "of this cause"
+    rest = [m for m in others if m["code"] != "recompiles"]
+    return [
+        f"recompiles of {len(frames)} frames {split} ({listed}){state}",
+        *(f"{m['code']}: {_after_shared(lead['title'], m['title'])}" for m in rest),
+    ]

@@ -61,6 +61,16 @@ class Finding:
     cause: str | None = None
     """Findings of one root cause share it (a frame's limit hit and its recompiles): the
     reports show them as one (report/format.py grouped_findings)."""
+    library: str | None = None
+    """For a split-off library frame's recompiles (FrameExplanation.split_off): the package
+    its code is in (``transformers``)."""
+
+    def split_off_by(self, site: GraphBreakSite) -> bool:
+        """A split-off frame of the library the break is in: the break split it off."""
+        where = library_path(str(site.site.file or "")) if site.site.file else None
+        return (
+            self.library is not None and where is not None and where.split("/")[0] == self.library
+        )
 
 
 def resume_label(function: str | None) -> str | None:
@@ -178,6 +188,7 @@ def _recompile_finding(frame: FrameEntry, explanation: FrameExplanation) -> Find
         if change is not None
     ]
     evidence += merged_runs(lines)[:11]  # one line for what every layer's recompile changed
+    where = library_path(frame.file) if explanation.split_off and frame.file else None
     return Finding(
         severity=_recompile_severity(frame, explanation),
         code="recompiles",
@@ -185,6 +196,7 @@ def _recompile_finding(frame: FrameEntry, explanation: FrameExplanation) -> Find
         advice=" ".join(fix.text for fix in fixes) or RECOMPILE_ADVICE["other"],
         evidence=evidence,
         fixes=fixes,
+        library=None if where is None else where.split("/")[0],
     )
 
 
@@ -314,9 +326,14 @@ def find_findings(
     for failure in ledger.failures:
         if failure.kind == "compile_error":
             findings.append(_compile_failure(failure))
-    for frame, explanation in zip(ledger.frames, explanations, strict=True):
-        findings += _frame_findings(frame, explanation, sites)
-    findings += [_break_finding(site) for site in sites]
+    by_frame = [
+        (frame, _frame_findings(frame, explanation, sites))
+        for frame, explanation in zip(ledger.frames, explanations, strict=True)
+    ]
+    findings += [finding for _, own in by_frame for finding in own]
+    breaks = [_break_finding(site) for site in sites]
+    _group_under_breaks(by_frame, sites, breaks)
+    findings += breaks
     if stats.problems:
         findings.append(
             Finding(
@@ -335,6 +352,32 @@ def find_findings(
             )
         )
     return sort_findings(findings)
+
+
+def _group_under_breaks(
+    by_frame: list[tuple[FrameEntry, list[Finding]]],
+    sites: list[GraphBreakSite],
+    breaks: list[Finding],
+) -> None:
+    """A break splits every frame on its stack into frames of their own (the user's function,
+    a library's wrapper, the model's forward ...), and each recompiles when the input changes:
+    one by-design recompiles finding per frame for one cause (a logging break in a GPT-2
+    fine-tune made five). Those (``info`` ones only: a warning has a fix of its own) share the
+    break's ``cause``, and the reports show them under it."""
+    for site, finding in zip(sites, breaks, strict=True):
+        stack = {(line.file, line.function) for line in [*site.user_stack, site.site]}
+        members = [
+            own
+            for frame, findings in by_frame
+            for own in findings
+            if own.code == "recompiles" and own.severity == "info" and own.cause is None
+            and ((frame.file, frame.function) in stack or own.split_off_by(site))
+        ]  # fmt: skip
+        if members:
+            key = f"break {site.site.file}:{site.site.line}"
+            finding.cause = key
+            for own in members:
+                own.cause = key
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:

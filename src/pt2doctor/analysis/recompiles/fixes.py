@@ -214,6 +214,19 @@ def _dynamic_size_fix(rows: list[Varying]) -> Fix | None:
     )
 
 
+def _split_off_fix(rows: list[Varying]) -> str:
+    """A library frame Dynamo compiled on its own (below a graph break): its arguments are
+    tensors the library made (``logits``), which the user cannot mark."""
+    names = ", ".join(row.source for row in rows)
+    return (
+        f"{names} became dynamic after one static recompile (automatic dynamic shapes), by "
+        "design. This frame is library code that Dynamo compiled on its own, because a graph "
+        "break above it split the caller: its arguments are tensors the library made, not "
+        "ones you pass, so there is nothing of yours to mark. Remove the break and it compiles "
+        "inside its caller's graph."
+    )
+
+
 def _marks_save_a_recompile(explanation: FrameExplanation, rows: list[Varying]) -> bool:
     """Whether marking ``rows`` from the first call removes a recompile: one whose changes are
     all among them. A size that changed together with a flag or a dtype still recompiles for
@@ -549,7 +562,9 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
             same = [r for r in outlook.varying if r.dynamic and r.kind == "size"
                     and r.values == row.values]  # fmt: skip
             fix = None
-            if not fixes and same[0] is row and _marks_save_a_recompile(explanation, same):
+            if explanation.split_off and same[0] is row and not fixes:
+                fix = Fix(_split_off_fix(same))
+            elif not fixes and same[0] is row and _marks_save_a_recompile(explanation, same):
                 fix = _dynamic_size_fix(same)
         elif row.recurs and not row.dynamic and row.kind not in FLAG_KINDS:
             same = [r for r in outlook.varying if r.recurs and not r.dynamic

@@ -129,6 +129,10 @@ class FrameExplanation:
     compile_call: dict[str, Any] | None = None
     """The ``torch.compile`` call this frame came from, with its ``settings`` (``dynamic``,
     ``mode`` ...) and line, when a run recorded it (attach_compile_calls)."""
+    split_off: bool = False
+    """A library's frame that no recorded ``torch.compile`` call names (a loss function, an
+    output class): Dynamo compiled it on its own, below a graph break, with tensors the library
+    made as its arguments, not ones the user passes (attach_compile_calls)."""
 
 
 def attach_compile_calls(
@@ -139,8 +143,13 @@ def attach_compile_calls(
     for frame, explanation in zip(frames, explanations, strict=True):
         record = frame.compiles[0].record if frame.compiles else None
         owner = ((record.self_type or "") if record else "").rsplit(".", 1)[-1]
-        named = [c for c in calls if c.get("name") in {owner, frame.function} - {""}]
+        names = {owner, frame.function} - {""}
+        # A compiled bound method is named ``Cls.forward``: its class names the frame too.
+        named = [c for c in calls if c.get("name") in names
+                 or (owner and str(c.get("name")).split(".")[0] == owner)]  # fmt: skip
         found = named or (calls if len(calls) == 1 else [])
+        library = bool(frame.file) and library_path(str(frame.file)) is not None
+        explanation.split_off = bool(calls) and library and not named and not frame.is_resume
         explanation.compile_call = found[0] if len(found) == 1 else None
         instances = [
             c for c in named if str(c.get("target")).startswith("module") and c.get("name") == owner
