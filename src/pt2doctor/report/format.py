@@ -183,7 +183,7 @@ def grouped_findings(findings: list[Finding]) -> list[Finding]:
         merged: Finding = {
             **lead,
             "advice": advice,
-            "evidence": [e for m in members for e in m["evidence"]],
+            "evidence": list(dict.fromkeys(e for m in members for e in m["evidence"])),
             "also": _also(lead, members[1:]),
         }
         shown.append(merged)
@@ -237,3 +237,12 @@ def _also(lead: Finding, others: list[Finding]) -> list[str]:
         f"recompiles of {len(frames)} frames {split} ({listed}){state}",
         *(f"{m['code']}: {_after_shared(lead['title'], m['title'])}" for m in rest),
     ]
+
+
+_SITE_PACKAGES = re.compile(r"/\S*?/(?:site|dist)-packages/")
+
+
+def libraries_short(text: str) -> str:
+    """A library file by its package (``transformers/modeling_utils.py``) in documents; the
+    user's own paths stay absolute (a document outlives the working directory)."""
+    return _SITE_PACKAGES.sub("", text)

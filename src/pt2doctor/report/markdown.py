@@ -22,6 +22,7 @@ from pt2doctor.report.format import (
     file_name,
     grouped_findings,
     hot_break,
+    libraries_short,
     plan_saving,
     source_where,
     warm_start_estimate,
@@ -100,7 +101,9 @@ def _plan(report: Report) -> list[str]:
     lines = ["## What to do first", ""]
     for number, item in enumerate(items, 1):
         saves = plan_saving(item)
-        lines.append(f"{number}. *{item['step']}*: {md_text(item['title'])}{saves}")
+        lines.append(
+            f"{number}. *{item['step']}*: {md_text(libraries_short(item['title']))}{saves}"
+        )
     return [*lines, ""]
 
 
@@ -113,8 +116,8 @@ def _findings(report: Report) -> list[str]:
     shown = grouped_findings(findings)
     for f in shown[:MAX_FINDINGS]:
         lines.append(f"- {icons.get(f['severity'], '')} **{f['severity']}** `{f['code']}` "
-                     f"{md_text(f['title'])}")  # fmt: skip
-        lines += [f"  - also {md_text(also)}" for also in f.get("also", [])]
+                     f"{md_text(libraries_short(f['title']))}")  # fmt: skip
+        lines += [f"  - also {md_text(libraries_short(also))}" for also in f.get("also", [])]
         lines += [f"  - {md_code(e)}" for e in f["evidence"][:4]]
         advice, more = advice_parts(f["advice"])
         lines.append(f"  - fix: {md_text(advice)}")

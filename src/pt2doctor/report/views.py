@@ -18,6 +18,7 @@ from pt2doctor.report.format import (
     cut,
     grouped_findings,
     hot_break,
+    libraries_short,
     plan_saving,
     report_inputs,
     source_where,
@@ -60,11 +61,11 @@ def headline(report: Report) -> Section:
         {
             "severity": f["severity"],
             "code": f["code"],
-            "title": cut(f["title"]),
-            "also": [cut(also) for also in f.get("also", [])],
+            "title": cut(libraries_short(f["title"])),
+            "also": [cut(libraries_short(also)) for also in f.get("also", [])],
             "evidence": [cut(str(e), 200) for e in f["evidence"][:6]],
-            "advice": advice_parts(f["advice"])[0],
-            "more": advice_parts(f["advice"])[1],
+            "advice": libraries_short(advice_parts(f["advice"])[0]),
+            "more": libraries_short(advice_parts(f["advice"])[1]),
         }
         for f in grouped_findings(report["findings"])[:MAX_FINDINGS]
     ]
@@ -73,7 +74,11 @@ def headline(report: Report) -> Section:
         "counts": [{"label": label, "value": value} for label, value in counts],
         "run": run_line,
         "plan": [
-            {"step": item["step"], "title": cut(item["title"]), "effect": plan_saving(item)}
+            {
+                "step": item["step"],
+                "title": cut(libraries_short(item["title"])),
+                "effect": plan_saving(item),
+            }
             for item in report.get("plan") or []
         ],
         "findings": findings,
@@ -90,6 +95,7 @@ def graph_breaks(report: Report) -> Section | None:
     if not rows:
         return None
     measured = any(row["hits"] is not None for row in rows)
+    said = {f["advice"] for f in grouped_findings(report["findings"])[:MAX_FINDINGS]}
     sites = [
         {
             "where": source_where(row["site"]),
@@ -102,7 +108,8 @@ def graph_breaks(report: Report) -> Section | None:
             "splits_nothing": bool(row.get("splits_nothing")),
             "by_design": bool(row.get("by_design")),
             "frame_skipped": row["frame_skipped"],
-            "advice": row["advice"],
+            # No paragraph twice: the findings above already give this site's fix.
+            "advice": None if row["advice"] in said else row["advice"],
         }
         for row in rows
     ]

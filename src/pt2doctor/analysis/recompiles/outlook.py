@@ -148,7 +148,9 @@ def attach_compile_calls(
         named = [c for c in calls if c.get("name") in names
                  or (owner and str(c.get("name")).split(".")[0] == owner)]  # fmt: skip
         found = named or (calls if len(calls) == 1 else [])
-        library = bool(frame.file) and library_path(str(frame.file)) is not None
+        # torch's own wrappers (a compiled module's entry) are the call's frame, not split off.
+        package = library_path(str(frame.file)) if frame.file else None
+        library = package is not None and not package.startswith("torch/")
         explanation.split_off = bool(calls) and library and not named and not frame.is_resume
         explanation.compile_call = found[0] if len(found) == 1 else None
         instances = [
