@@ -211,7 +211,7 @@ def budget_run(tmp_path_factory: pytest.TempPathFactory, run_env: dict[str, str]
     kept in results.jsonl)."""
     tmp = tmp_path_factory.mktemp("budget-check")
     budget = tmp / "pt2doctor.toml"
-    budget.write_text("max_variants_per_frame = 1\n")
+    budget.write_text("max_variants_per_frame = 1\ntop_fix_tried = true\n")
     flags = ("--backend", "eager", "--no-cold-start", "--iterations", "8", "--budget", str(budget))
     run = run_check(tmp, run_env, "variants_budget.py", *flags)
     budget.unlink()
@@ -242,6 +242,28 @@ def test_variant_budget_and_recompile_after_warmup(budget_run: CheckRun) -> None
     assert "self.double_output else" in source[guard["source"]["line"] - 1]
     recompiles = run.clause("recompiles_after_warmup")
     assert (recompiles["ok"], recompiles["measured"]) == (False, 1)
+
+
+def test_the_top_fix_clause_reruns_the_group_with_the_fix_and_fails_when_it_helps(
+    budget_run: CheckRun,
+) -> None:
+    """``top_fix_tried = true``: check runs the ``grow`` group again with its report's first
+    fix applied (maybe_mark_dynamic on forward's ``x``, through torch.compile's wrapper): one
+    compile instead of two, so a fix proven to help is left unapplied and the clause fails.
+    ``flip``'s fix is code (pre-warm both states): nothing to try."""
+    groups = budget_run.groups()
+    grow = groups["grow/float32/eval/cpu"]
+    assert grow["top_fix"]["trial"]["marks"] == [{"arg": "x", "dim": 0}]
+    tried = grow["tried"]
+    assert (tried["verdict"], tried["before"]["compiles"], tried["after"]["compiles"]) == (
+        "helped", 2, 1)  # fmt: skip
+    assert any(event.get("ok") for event in tried["applied"])  # the marks reached torch.compile
+    assert groups["flip/float32/train/cpu"].get("top_fix") is None
+    assert "tried" not in groups["flip/float32/train/cpu"]
+    clause = budget_run.clause("top_fix_tried")
+    assert clause["ok"] is False and clause["measured"] == "1 fix tried, 1 helped"
+    assert "torch._dynamo.maybe_mark_dynamic(x, 0) helped (recompiles 1 → 0, compiles 2 → 1)" \
+        in clause["detail"]  # fmt: skip
 
 
 def test_crash_and_hang_become_cell_verdicts(tmp_path: Path, run_env: dict[str, str]) -> None:

@@ -12,6 +12,8 @@ Budgets come from ``[tool.pt2doctor]`` in pyproject.toml or the top level of pt2
     recompiles_after_warmup = 0    # the default: warmup must cover every variant
     min_speedup = 1.1
     alignment = true               # the default: every cell aligned with eager
+    top_fix_tried = true           # each group's top fix pt2doctor can apply is tried, and
+                                   # none that helps is left unapplied
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ BUDGET_KEYS: dict[str, tuple[type, Any]] = {
     "recompiles_after_warmup": (int, 0),
     "min_speedup": (float, None),
     "alignment": (bool, True),
+    "top_fix_tried": (bool, None),
 }
 
 
@@ -168,6 +171,8 @@ def evaluate(budget: Budget, measures: dict[str, Any]) -> list[Clause]:
                 ", ".join(failing[:5]),
             )
         )
+    if budget.values["top_fix_tried"]:
+        clauses.append(_top_fix_clause(measures.get("top_fixes", [])))
     if budget.values["alignment"]:
         failing = measures.get("misaligned_cells", [])
         clauses.append(
@@ -180,3 +185,23 @@ def evaluate(budget: Budget, measures: dict[str, Any]) -> list[Clause]:
             )
         )
     return clauses
+
+
+def _top_fix_clause(rows: list[dict[str, Any]]) -> Clause:
+    """Each group's top fix that pt2doctor can apply (a config value, input marks, a
+    torch.compile setting) was tried by check re-running the group with it; the clause fails
+    when one could not be tried, or when one helped: a fix proven to help is not applied yet."""
+    helped = [r for r in rows if (r.get("tried") or {}).get("verdict") == "helped"]
+    untried = [r for r in rows if not (r.get("tried") or {}).get("verdict")]
+    if not rows:
+        return Clause("top_fix_tried", "no fix to try", "top fix tried, none helps", True)
+    parts = [
+        f"{r['where']}: {r['tried']['fix']} helped ({r['tried']['summary']}): apply it"
+        for r in helped
+    ] + [
+        f"{r['where']}: {r['fix']} not tried ({(r.get('tried') or {}).get('error') or 'no re-run'})"
+        for r in untried
+    ]
+    measured = f"{counted(len(rows) - len(untried), 'fix')} tried, {len(helped)} helped"
+    return Clause("top_fix_tried", measured, "top fix tried, none helps",
+                  not helped and not untried, "; ".join(parts[:5]))  # fmt: skip

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
+from pt2doctor.analysis.findings.tries import Outcome, changes, verdict
 from pt2doctor.cases.case import Case, Cell
 from pt2doctor.cases.variants import CompileVariant
 from pt2doctor.check.orchestrate import (
@@ -17,7 +19,8 @@ from pt2doctor.check.orchestrate import (
 )
 from pt2doctor.check.statistics import steady_summary
 from pt2doctor.rundir.read import read_jsonl
-from pt2doctor.workers import EventName, Outcome, last_event
+from pt2doctor.workers import EventName, last_event
+from pt2doctor.workers import Outcome as WorkerOutcome
 
 _CELL_RESULTS: frozenset[EventName] = frozenset({"alignment", "warmup"})
 _KEPT_AS_IS: frozenset[EventName] = frozenset({"done", "environment", "custom_ops", "profile"})
@@ -33,6 +36,9 @@ class GroupRun:
         self.aligned: set[str] = set()
         self.bench_done = False
         self.repeated_blocks = 0
+        self.top_fix: dict[str, Any] | None = None
+        """The report's first fix pt2doctor can apply (``steady_done``), with its numbers."""
+        self.outcome: dict[str, Any] | None = None
         self.tags = {
             "case": job.case.name,
             "variant": job.variant.name,
@@ -53,7 +59,7 @@ class GroupRun:
                 return
             attempt += 1
 
-    def _collect(self, outcome: Outcome, out: Path) -> None:
+    def _collect(self, outcome: WorkerOutcome, out: Path) -> None:
         record = self.orch.record
         for event in outcome.events:
             kind: EventName = event.pop("event")
@@ -67,6 +73,7 @@ class GroupRun:
                 record("warmup_total", **self.tags, seconds=event["seconds"])
             elif kind == "steady_done":
                 self.bench_done = True
+                self.top_fix, self.outcome = event.get("top_fix"), event.get("outcome")
                 summary = steady_summary(
                     read_jsonl(out / "samples.jsonl") or [], self.orch.options.seed
                 )
@@ -81,7 +88,7 @@ class GroupRun:
             elif kind in _KEPT_AS_IS:
                 record(kind, **self.tags, **event)
 
-    def _attribute(self, outcome: Outcome) -> bool:
+    def _attribute(self, outcome: WorkerOutcome) -> bool:
         """Give the crash or hang to the cell in flight; True when the rest should rerun."""
         flight = outcome.in_flight
         cell, phase = (None, None) if flight is None else (flight["cell"], flight["phase"])
@@ -183,4 +190,29 @@ def _run_variant(orch: Orchestrator, case: Case, cells: list[Cell], variant: Com
         group = GroupRun(orch, job)
         group.run()
         blocks = max(blocks, group.repeated_blocks)
+        if orch.options.try_fixes and group.top_fix and group.outcome:
+            try_top_fix(orch, group)
     return blocks
+
+
+def try_top_fix(orch: Orchestrator, group: GroupRun) -> None:
+    """The group again, in a fresh worker, with its top fix applied (the budget's
+    ``top_fix_tried``): a ``tried`` record with the numbers before and after and the verdict,
+    judged as ``run --try-fixes`` judges (analysis/findings/tries.py)."""
+    assert group.top_fix is not None and group.outcome is not None
+    trial = group.top_fix["trial"]
+    job = Job("group", group.job.case, group.job.cells, group.job.variant, group.job.out / "try")
+    spec = {"cells": [c.id for c in group.job.cells], "bench": True, "align_cells": [],
+            "try_fix": trial}  # fmt: skip
+    outcome = orch.launch(job, 0, spec)
+    done = next((e for e in outcome.events if e.get("event") == "steady_done"), None)
+    row = {**group.tags, "fix": trial["label"], "finding": group.top_fix["finding"],
+           "title": group.top_fix["title"], "before": group.outcome}  # fmt: skip
+    if done is None or not done.get("outcome"):
+        orch.record("tried", **row, after=None, verdict=None,
+                    error=outcome.detail or f"the re-run ended {outcome.status}")  # fmt: skip
+        return
+    before, after = Outcome(**group.outcome), Outcome(**done["outcome"])
+    orch.record("tried", **row, after=done["outcome"], verdict=verdict(before, after),
+                summary=changes(group.outcome, done["outcome"], wall=False),
+                applied=done.get("try_fix_applied") or [])  # fmt: skip

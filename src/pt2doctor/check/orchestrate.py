@@ -35,6 +35,9 @@ class CheckOptions:
     seed: int = 0
     profile_calls: int | None = None
     """``--profile``: steady-state calls of each group profiled, eager and compiled."""
+    try_fixes: bool = False
+    """The budget's ``top_fix_tried``: each group with a fix pt2doctor can apply is run again
+    with it applied (driver.try_top_fix)."""
 
 
 @dataclass(slots=True)

@@ -149,7 +149,14 @@ def _groups(records: list[dict[str, Any]], case: str, variant: str) -> list[dict
         if record.get("case") != case or record.get("variant") != variant:
             continue
         kind, key = record.get("record"), record.get("group")
-        if key is None or kind not in ("group", "warmup", "warmup_total", "done", "profile"):
+        if key is None or kind not in (
+            "group",
+            "warmup",
+            "warmup_total",
+            "done",
+            "profile",
+            "tried",
+        ):
             continue
         entry = groups.setdefault(key, {"group": key, "warmup": {"per_cell": {}}})
         if kind == "group":
@@ -162,6 +169,8 @@ def _groups(records: list[dict[str, Any]], case: str, variant: str) -> list[dict
             entry["memory"] = record.get("memory")
         elif kind == "profile":
             entry["profile"] = _strip(record, "case", "variant", "group")
+        elif kind == "tried":  # its top fix, re-run (the budget's top_fix_tried)
+            entry["tried"] = _strip(record, "case", "variant", "group")
     for entry in groups.values():
         if "profile" in entry:
             entry["profile"] = group_profile(entry["profile"], entry.get("steady") or {})
@@ -234,6 +243,15 @@ def measures(
             highest=False,
         ),
         "graph_breaks": list(breaks.values()),
+        "top_fixes": [
+            {
+                "where": f"{v['name']} {g['group']}",
+                "fix": top["trial"]["label"],
+                "tried": g.get("tried"),
+            }
+            for v, g in groups
+            if (top := g.get("top_fix"))
+        ],
         "misaligned_cells": [c["id"] for c in cells if c["verdict"] not in ALIGNED],
         "custom_ops": custom_ops or [],
     }

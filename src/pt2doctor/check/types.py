@@ -137,6 +137,15 @@ class GroupRow(GroupCompileFacts, total=False):
     regional: dict[str, Any]
     status: str
     error: str | None
+    top_fix: dict[str, Any] | None
+    """The group report's first fix pt2doctor can apply itself: ``{trial, finding, title}``
+    (null when none; absent before 2026-12)."""
+    outcome: dict[str, Any]
+    """The group's numbers a try is judged by: compiles, recompiles, limit hits, breaks."""
+    tried: dict[str, Any]
+    """With the budget's ``top_fix_tried``: the group re-run with ``top_fix`` applied,
+    ``{fix, finding, title, before, after, verdict, summary, applied}`` (``error`` and a null
+    verdict when the re-run failed)."""
 
 
 class ColdStart(TypedDict, total=False):

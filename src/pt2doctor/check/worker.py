@@ -13,6 +13,7 @@ from typing import IO, Any
 import orjson
 
 from pt2doctor import torchcompat
+from pt2doctor.analysis.findings.tries import next_trial, report_outcome
 from pt2doctor.cases.align import align_cell
 from pt2doctor.cases.case import Case, Cell, cells
 from pt2doctor.cases.loader import spec_case
@@ -209,7 +210,16 @@ def _compile_facts(report: dict[str, Any], models: GroupModels) -> dict[str, Any
         {key: site[key] for key in ("site", "category", "reason", "hits", "advice")}
         for site in report["graph_breaks"]
     ]
+    # The report's first fix pt2doctor can apply itself, for a budget that wants it tried
+    # (top_fix_tried), and the numbers a try is judged by.
+    candidates = [list(f["tryable"]) for f in report["findings"] if f.get("tryable")]
+    top = next_trial(candidates, {})
+    finding = next((f for f in report["findings"] if top in (f.get("tryable") or [])), None)
     facts = {
+        "top_fix": None
+        if top is None or finding is None
+        else {"trial": top, "finding": finding["code"], "title": finding["title"]},
+        "outcome": report_outcome(report),
         "frames": frames,
         "graph_breaks": breaks,
         "late_compiles": late,
@@ -246,6 +256,13 @@ def run_group(spec: dict[str, Any], out: Path, emit: Emit) -> None:
     case, group = _case_and_cells(spec)
     variant = CompileVariant.from_dict(spec["variant"])
     emit("environment", environment=torchcompat.environment())
+    applied: list[dict[str, Any]] = []
+    if spec.get("try_fix"):  # a re-run of the group with its top fix applied (top_fix_tried)
+        from pt2doctor.torchcompat.tryfix import apply_trial
+
+        apply_trial(
+            spec["try_fix"], lambda kind, **fields: applied.append({"kind": kind, **fields})
+        )
     if spec.get("align_cells"):
         align_phase(case, [c for c in group if c.id in spec["align_cells"]], variant, emit)
     torch.compiler.reset()
@@ -264,7 +281,10 @@ def run_group(spec: dict[str, Any], out: Path, emit: Emit) -> None:
         steady_phase(models, group, spec, samples, emit)
         report = watch.report()
     (out / "compile-report.json").write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
-    emit("steady_done", cells=[cell.id for cell in group], **_compile_facts(report, models))
+    facts = _compile_facts(report, models)
+    if spec.get("try_fix"):
+        facts["try_fix_applied"] = applied
+    emit("steady_done", cells=[cell.id for cell in group], **facts)
     if spec.get("profile_calls"):
         try:
             profile_phase(models, group, int(spec["profile_calls"]), out, emit)

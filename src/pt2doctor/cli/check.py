@@ -182,6 +182,7 @@ def check_command(
         cold_start and not quick,
         False if quick else regional,
         profile_calls=PROFILE_CALLS if profile else None,
+        try_fixes=budget.values.get("top_fix_tried") is True,
     )
     console = Console(highlight=False, stderr=fmt != "term")
     settings = {"budget": budget.as_dict(), "expected_env": expected, "started": started}

@@ -13,6 +13,7 @@ breaks: the first that differs decides (fewer: ``helped``, more: ``worse``); all
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -69,6 +70,19 @@ def outcome_of(
         wall_s=wall,
         exit_code=returned if isinstance(returned, int) else None,
     )
+
+
+def report_outcome(report: Mapping[str, Any]) -> dict[str, Any]:
+    """A report's numbers as :class:`Outcome` fields (a check group's in-process report: no
+    wall time, no exit code)."""
+    return {
+        "compiles": len(report["compiles"]),
+        "recompiles": sum(len(frame["recompiles"]) for frame in report["frames"]),
+        "limit_hits": sum(1 for frame in report["frames"] if frame["limit_hit"]),
+        "graph_breaks": sum(len(site["compile_ids"]) for site in report["graph_breaks"]),
+        "wall_s": None,
+        "exit_code": None,
+    }
 
 
 def verdict(before: Outcome, after: Outcome) -> Verdict:
