@@ -386,6 +386,33 @@ def test_the_frames_a_logging_break_splits_off_are_one_cause_with_the_break(
     assert _graphs(program, "--loss-type", env=run_env)[0] == graphs // 2  # the fix, applied
 
 
+def test_a_call_counter_in_forward_is_a_counter_and_its_fix_ends_the_limit_hit(
+    doctor_run: Any,
+) -> None:
+    """A hand-written LM whose forward reads ``self.calls`` (a warmup ramp): one variant per
+    call until the limit. Named a counter at the user's line, shown as one block with its
+    limit hit, the evidence of seven recompiles in one line; allow_unspec_int_on_nn_module,
+    tried, ends the limit hit: 2 graphs in the re-run."""
+    program = REAL / "lm_call_counter.py"
+    run = corpus_run(doctor_run, "real_call_counter")
+    report = _report(run)
+    (recompiles,) = [f for f in report["findings"] if f["code"] == "recompiles"]
+    (limit,) = [f for f in report["findings"] if f["code"] == "recompile_limit_hit"]
+    assert recompiles["cause"] == limit["cause"]  # one block in every report
+    assert "self.calls is an int attribute of an nn.Module that changes on every call" in (
+        recompiles["advice"])  # fmt: skip
+    assert (
+        f"read at {program}:{marker_in(program, 'read')} (`self.calls += 1" in recompiles["advice"]
+    )
+    assert "0/1–0/7: self.calls value 0..6 → 1..7" in recompiles["evidence"]
+    assert not [e for e in recompiles["evidence"] if "None" in e]
+    tried = recompiles["tried"]
+    assert tried["verdict"] == "helped" and "allow_unspec_int_on_nn_module" in tried["fix"]
+    assert (tried["before"]["limit_hits"], tried["after"]["limit_hits"]) == (1, 0)
+    graphs, stderr = tried_graphs(run)  # the fix, applied (--try-fixes)
+    assert graphs == 2 and "recompile_limit" not in stderr
+
+
 CORPUS = {  # key: (pt2doctor run flags, program): one run per key, shared by the tests
     "real_rotary": (("--try-fixes", "2"), "../real/rotary_lm"),  # nothing to try: no re-run
     "real_bert_static": (TRY_ONE, "../real/bert_dynamic_false"),
@@ -401,6 +428,7 @@ CORPUS = {  # key: (pt2doctor run flags, program): one run per key, shared by th
     "real_bucketed": (TRY_ONE, "../real/bucketed_server"),  # nothing to try: warm-up is code
     "real_unet": ((), "../real/unet_denoise"),
     "real_finetune_logging": ((), "../real/gpt2_finetune_logging"),
+    "real_call_counter": (TRY_ONE, "../real/lm_call_counter"),
 }
 _LIBRARY_LINE = re.compile(r"at (\S*(?:site-packages|/torch/|transformers/|nn/modules/)\S*):\d+")
 
@@ -410,7 +438,7 @@ def test_no_fix_asks_the_user_to_edit_a_library(doctor_run: Any, key: str) -> No
     """Every fix and advice the corpus produces: none tells the user to rewrite or edit a line
     of torch or a dependency (a library line may be named as where a break or guard is, with
     the user's way out, never as the line to change)."""
-    if key not in ("real_rotary", "real_opt_sched", "real_partial_batch"):
+    if key not in ("real_rotary", "real_opt_sched", "real_partial_batch", "real_call_counter"):
         pytest.importorskip("diffusers" if key == "real_unet" else "transformers")
     report = _report(corpus_run(doctor_run, key))
     texts = _fixes(report) + [f["advice"] for f in report["findings"]]

@@ -237,6 +237,9 @@ def _serves(
                 told[item.compared_with].setdefault(change.source, change.old)
             if change.new is not None:
                 told[item.compile_id][change.source] = change.new
+    # A tensor's requires_grad reads as such: "args[0] = True" was read as the tensor's value.
+    shown = {c.source: f"{c.source}.requires_grad" for item in explained for c in item.changes
+             if c.kind == "requires_grad"}  # fmt: skip
     serves: dict[str, dict[str, str]] = {}
     for entry in frame.compiles:
         own = guard_values(entry.record)
@@ -248,7 +251,7 @@ def _serves(
             if index_pattern(source) in dynamic[entry.compile_id]:
                 value = "dynamic"
             if value is not None:
-                values[source] = value
+                values[shown.get(source, source)] = value
         serves[entry.compile_id] = values
     return serves
 
@@ -445,7 +448,12 @@ def explain_frames(
 def change_line(compile_id: str, compared_with: str | None, change: SourceChange) -> str:
     """``0/1 vs 0/0: kwargs['input_ids'].shape[1] size 8 → 1`` (one line of evidence)."""
     against = f" vs {compared_with}" if compared_with else ""
-    values = f"{change.old} → {change.new}" if change.old or change.new else "changed"
+    # A refused or unguarded new value is unknown: "a new value", never "None".
+    values = (
+        f"{change.old or 'a value'} → {change.new or 'a new value'}"
+        if change.old or change.new
+        else "changed"
+    )
     dynamic = " (now dynamic)" if change.dynamic else ""
     kind = kind_words(change.kind, change.source)
     return f"{compile_id}{against}: {change.label} {kind}{values}{dynamic}"
