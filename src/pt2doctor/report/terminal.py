@@ -54,12 +54,16 @@ def _plan(console: Console, report: RunReport, cwd: str | None) -> None:
             console.print()
         return
     console.print("[bold]What to do first[/]")
+    grid = Table.grid(padding=(0, 1))  # each action's wrapped lines under its text
+    grid.add_column(width=4, no_wrap=True, justify="right")
+    grid.add_column(overflow="fold")
     for number, item in enumerate(items, 1):
         saves = plan_saving(item)
-        console.print(
-            f"  {number}. [dim]{item['step']}:[/] {escape(shorten_paths(item['title'], cwd))}"
-            f"{saves}"
+        grid.add_row(
+            f"{number}.",
+            f"[dim]{item['step']}:[/] {escape(shorten_paths(item['title'], cwd))}{saves}",
         )
+    console.print(grid)
     console.print()
 
 
