@@ -237,12 +237,3 @@ def _also(lead: Finding, others: list[Finding]) -> list[str]:
         f"recompiles of {len(frames)} frames {split} ({listed}){state}",
         *(f"{m['code']}: {_after_shared(lead['title'], m['title'])}" for m in rest),
     ]
-
-
-_SITE_PACKAGES = re.compile(r"/\S*?/(?:site|dist)-packages/")
-
-
-def libraries_short(text: str) -> str:
-    """A library file by its package (``transformers/modeling_utils.py``) in documents; the
-    user's own paths stay absolute (a document outlives the working directory)."""
-    return _SITE_PACKAGES.sub("", text)

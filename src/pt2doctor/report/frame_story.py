@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from pt2doctor.analysis.paths import display_path, library_path
+from pt2doctor.analysis.paths import display_path
 from pt2doctor.analysis.recompiles.changes import kind_words
-from pt2doctor.analysis.recompiles.frame_names import names_its_wrapper
+from pt2doctor.analysis.recompiles.frame_names import compiled_at_label, names_its_wrapper
 from pt2doctor.analysis.text import counted
 from pt2doctor.report.markdown import md_code, md_table, md_text
 
@@ -109,10 +109,8 @@ def _story_frame(frame: Report) -> str:
     """``name (file:line)``; a library frame the user compiled by a call the run recorded is
     named by that call (``LlamaDecoderLayer.forward (compiled at train.py:21)``)."""
     name = str(frame.get("display_name") or frame["function"])
-    at = frame.get("compiled_at")
-    if at and library_path(str(frame["file"] or "")) is not None:
-        return f"{name.split(' (through ')[0]} (compiled at {at['file']}:{at['line']})"
-    return f"{name} ({frame['file']}:{frame['line']})"
+    compiled = compiled_at_label(name, frame["file"], frame.get("compiled_at"))
+    return compiled or f"{name} ({frame['file']}:{frame['line']})"
 
 
 def frame_stories(report: Report) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from pt2doctor.analysis.built.graph_diff import refused_pair
 from pt2doctor.analysis.coldstart.explain import PHASE_LABELS, phases_in_order
+from pt2doctor.analysis.paths import shorten_paths
 from pt2doctor.analysis.text import counted
 from pt2doctor.report.format import (
     advice_parts,
@@ -22,7 +23,6 @@ from pt2doctor.report.format import (
     file_name,
     grouped_findings,
     hot_break,
-    libraries_short,
     plan_saving,
     source_where,
     warm_start_estimate,
@@ -101,9 +101,7 @@ def _plan(report: Report) -> list[str]:
     lines = ["## What to do first", ""]
     for number, item in enumerate(items, 1):
         saves = plan_saving(item)
-        lines.append(
-            f"{number}. *{item['step']}*: {md_text(libraries_short(item['title']))}{saves}"
-        )
+        lines.append(f"{number}. *{item['step']}*: {md_text(shorten_paths(item['title']))}{saves}")
     return [*lines, ""]
 
 
@@ -116,8 +114,8 @@ def _findings(report: Report) -> list[str]:
     shown = grouped_findings(findings)
     for f in shown[:MAX_FINDINGS]:
         lines.append(f"- {icons.get(f['severity'], '')} **{f['severity']}** `{f['code']}` "
-                     f"{md_text(libraries_short(f['title']))}")  # fmt: skip
-        lines += [f"  - also {md_text(libraries_short(also))}" for also in f.get("also", [])]
+                     f"{md_text(shorten_paths(f['title']))}")  # fmt: skip
+        lines += [f"  - also {md_text(shorten_paths(also))}" for also in f.get("also", [])]
         lines += [f"  - {md_code(e)}" for e in f["evidence"][:4]]
         advice, more = advice_parts(f["advice"])
         lines.append(f"  - fix: {md_text(advice)}")

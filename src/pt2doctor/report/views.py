@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, Literal
 
+from pt2doctor.analysis.paths import shorten_paths
 from pt2doctor.report.format import (
     advice_parts,
     cut,
     grouped_findings,
     hot_break,
-    libraries_short,
     plan_saving,
     report_inputs,
     source_where,
@@ -57,17 +57,18 @@ def headline(report: Report) -> Section:
             "in_compiled_s": run.get("in_compiled_s"),
             "triage": run.get("backend_override") if run.get("triage") else None,
         }
+    shown = grouped_findings(report["findings"])  # one block per root cause
     findings = [
         {
             "severity": f["severity"],
             "code": f["code"],
-            "title": cut(libraries_short(f["title"])),
-            "also": [cut(libraries_short(also)) for also in f.get("also", [])],
+            "title": cut(shorten_paths(f["title"])),
+            "also": [cut(shorten_paths(also)) for also in f.get("also", [])],
             "evidence": [cut(str(e), 200) for e in f["evidence"][:6]],
-            "advice": libraries_short(advice_parts(f["advice"])[0]),
-            "more": libraries_short(advice_parts(f["advice"])[1]),
+            "advice": shorten_paths(advice_parts(f["advice"])[0]),
+            "more": shorten_paths(advice_parts(f["advice"])[1]),
         }
-        for f in grouped_findings(report["findings"])[:MAX_FINDINGS]
+        for f in shown[:MAX_FINDINGS]
     ]
     data = {
         "inputs": report_inputs(report),
@@ -76,14 +77,14 @@ def headline(report: Report) -> Section:
         "plan": [
             {
                 "step": item["step"],
-                "title": cut(libraries_short(item["title"])),
+                "title": cut(shorten_paths(item["title"])),
                 "effect": plan_saving(item),
             }
             for item in report.get("plan") or []
         ],
         "findings": findings,
         "only_info": only_info(report),
-        "more_findings": max(0, len(grouped_findings(report["findings"])) - MAX_FINDINGS),
+        "more_findings": max(0, len(shown) - MAX_FINDINGS),
         "redacted": bool(report.get("redacted")),
     }
     return Section("summary", "Summary", "headline", data)

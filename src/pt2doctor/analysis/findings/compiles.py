@@ -23,7 +23,7 @@ from pt2doctor.analysis.recompiles.fixes import (
     partial_batch_fix,
     recompile_candidates,
 )
-from pt2doctor.analysis.recompiles.frame_names import display_name
+from pt2doctor.analysis.recompiles.frame_names import compiled_at_label, display_name
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FailureEntry, FrameEntry, Ledger
 from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
@@ -61,16 +61,6 @@ class Finding:
     cause: str | None = None
     """Findings of one root cause share it (a frame's limit hit and its recompiles): the
     reports show them as one (report/format.py grouped_findings)."""
-    library: str | None = None
-    """For a split-off library frame's recompiles (FrameExplanation.split_off): the package
-    its code is in (``transformers``)."""
-
-    def split_off_by(self, site: GraphBreakSite) -> bool:
-        """A split-off frame of the library the break is in: the break split it off."""
-        where = library_path(str(site.site.file or "")) if site.site.file else None
-        return (
-            self.library is not None and where is not None and where.split("/")[0] == self.library
-        )
 
 
 def resume_label(function: str | None) -> str | None:
@@ -95,8 +85,9 @@ def frame_where(frame: FrameEntry, call: dict[str, Any] | None = None) -> str:
     ``torch.compile`` call (``call``, as the run recorded it) where the frame's code is a
     library's (a decoder layer compiled by ``layer.compile()`` runs transformers' code)."""
     name = display_name(frame)
-    if call and call.get("file") and frame.file and library_path(frame.file) is not None:
-        return f"{name.split(' (through ')[0]} (compiled at {call['file']}:{call.get('line')})"
+    compiled = compiled_at_label(name, frame.file, call)
+    if compiled is not None:
+        return compiled
     if frame.is_resume or name == frame.function:
         return frame_label(frame.function, frame.file, frame.line)
     if " (through " in name:
@@ -188,7 +179,6 @@ def _recompile_finding(frame: FrameEntry, explanation: FrameExplanation) -> Find
         if change is not None
     ]
     evidence += merged_runs(lines)[:11]  # one line for what every layer's recompile changed
-    where = library_path(frame.file) if explanation.split_off and frame.file else None
     return Finding(
         severity=_recompile_severity(frame, explanation),
         code="recompiles",
@@ -196,7 +186,6 @@ def _recompile_finding(frame: FrameEntry, explanation: FrameExplanation) -> Find
         advice=" ".join(fix.text for fix in fixes) or RECOMPILE_ADVICE["other"],
         evidence=evidence,
         fixes=fixes,
-        library=None if where is None else where.split("/")[0],
     )
 
 
@@ -327,10 +316,10 @@ def find_findings(
         if failure.kind == "compile_error":
             findings.append(_compile_failure(failure))
     by_frame = [
-        (frame, _frame_findings(frame, explanation, sites))
+        (frame, explanation, _frame_findings(frame, explanation, sites))
         for frame, explanation in zip(ledger.frames, explanations, strict=True)
     ]
-    findings += [finding for _, own in by_frame for finding in own]
+    findings += [finding for _, _, own in by_frame for finding in own]
     breaks = [_break_finding(site) for site in sites]
     _group_under_breaks(by_frame, sites, breaks)
     findings += breaks
@@ -354,8 +343,14 @@ def find_findings(
     return sort_findings(findings)
 
 
+def _package(file: str | None) -> str | None:
+    """The installed package a file is in (``transformers``), None for the user's own."""
+    where = library_path(file) if file else None
+    return None if where is None else where.split("/")[0]
+
+
 def _group_under_breaks(
-    by_frame: list[tuple[FrameEntry, list[Finding]]],
+    by_frame: list[tuple[FrameEntry, FrameExplanation, list[Finding]]],
     sites: list[GraphBreakSite],
     breaks: list[Finding],
 ) -> None:
@@ -366,12 +361,14 @@ def _group_under_breaks(
     break's ``cause``, and the reports show them under it."""
     for site, finding in zip(sites, breaks, strict=True):
         stack = {(line.file, line.function) for line in [*site.user_stack, site.site]}
+        package = _package(site.site.file)
         members = [
             own
-            for frame, findings in by_frame
+            for frame, explanation, findings in by_frame
             for own in findings
             if own.code == "recompiles" and own.severity == "info" and own.cause is None
-            and ((frame.file, frame.function) in stack or own.split_off_by(site))
+            and ((frame.file, frame.function) in stack
+                 or (explanation.split_off and package and _package(frame.file) == package))
         ]  # fmt: skip
         if members:
             key = f"break {site.site.file}:{site.site.line}"

@@ -73,13 +73,14 @@ def outcome_of(
 
 
 def report_outcome(report: Mapping[str, Any]) -> dict[str, Any]:
-    """A report's numbers as :class:`Outcome` fields (a check group's in-process report: no
-    wall time, no exit code)."""
+    """A report's numbers as :class:`Outcome` fields, from its summary (which
+    :func:`outcome_of` counted); a check group's in-process report has no wall time or exit
+    code."""
+    summary = report["summary"]
     return {
-        "compiles": len(report["compiles"]),
-        "recompiles": sum(len(frame["recompiles"]) for frame in report["frames"]),
-        "limit_hits": sum(1 for frame in report["frames"] if frame["limit_hit"]),
-        "graph_breaks": sum(len(site["compile_ids"]) for site in report["graph_breaks"]),
+        **{
+            name: summary[name] for name in ("compiles", "recompiles", "limit_hits", "graph_breaks")
+        },
         "wall_s": None,
         "exit_code": None,
     }

@@ -572,7 +572,8 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
             # generate()'s prefill and decode recur by design: its own fix says so.
             fix = _recurring_fix(same, explanation) if same[0] is row and not generate else None
         elif not row.dynamic and row.kind not in FLAG_KINDS and row.changes >= 2:
-            same = [r for r in outlook.varying if _static_by_setting(r, explanation.compile_call)
+            user_static = _dynamic_false_at(explanation.compile_call) is not None
+            same = [r for r in outlook.varying if user_static and r.kind == "size"
                     and r.values == row.values]  # fmt: skip
             if row in same and same[0] is not row:
                 continue  # one fix names every size the user's dynamic=False keeps static

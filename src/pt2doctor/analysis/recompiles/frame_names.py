@@ -10,7 +10,9 @@ caller (``dynamo_start``'s stack): called from ``nn.Module.__call__``, the metho
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import PurePosixPath
+from typing import Any
 
 from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.ledger import FrameEntry
@@ -86,3 +88,12 @@ def display_name(frame: FrameEntry) -> str:
             return f"{method}{THROUGH}{_through(frame)})"
         return function
     return f"{cls}.{function}" if cls else function
+
+
+def compiled_at_label(name: str, file: str | None, call: Mapping[str, Any] | None) -> str | None:
+    """``LlamaDecoderLayer.forward (compiled at train.py:21)``: a frame whose code is a
+    library's, named by the user's ``torch.compile`` call the run recorded; None for the
+    user's own code or without a call (the frame's own place then names it)."""
+    if not call or not call.get("file") or not file or library_path(file) is None:
+        return None
+    return f"{name.split(' (through ')[0]} (compiled at {call['file']}:{call.get('line')})"
