@@ -319,7 +319,8 @@ def test_script_mode_timeout_stops_the_whole_process_group(
     tmp_path: Path, run_env: dict[str, str]
 ) -> None:
     """A rung that hangs is a timeout; the program's grandchild goes with it. The program
-    imports no torch: it has written the grandchild's pid well before --timeout."""
+    imports no torch: it has written the grandchild's pid well before --timeout. It hangs
+    with torch.compile off too, so it fails without compiling (eager_error)."""
     pid_file = tmp_path / "grandchild.pid"
     program = ABLATE_DIR / "script_hang.py"
     report, done = ablate(
@@ -327,9 +328,20 @@ def test_script_mode_timeout_stops_the_whole_process_group(
     )
     assert done.returncode == 1, done.stderr[-3000:]
     first = report["ladder"][0]
-    assert (first["backend"], first["status"], first["error"]) == ("eager", "crash", "timed out")
+    assert (first["backend"], first["status"], first["error"]) == (
+        "eager",
+        "eager_error",
+        "timed out",
+    )
     assert [row["status"] for row in report["ladder"][1:]] == ["not run"] * 3
-    assert gone_within(int(pid_file.read_text()))
+    (without,) = report["toggles"]
+    assert (without["name"], without["status"], without["error"]) == (
+        "without torch.compile",
+        "crash",
+        "timed out",
+    )
+    assert report["conclusion"]["failure"] == "eager_error"
+    assert gone_within(int(pid_file.read_text()))  # the toggle's grandchild, the last written
 
 
 def test_case_mode_from_the_case_files_own_folder_writes_a_repro_that_reproduces(

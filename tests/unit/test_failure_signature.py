@@ -75,3 +75,19 @@ def test_an_opcheck_stage_that_did_not_run_is_said_not_passed() -> None:
         "custom op zoo.score.default: opcheck did not run: the opcheck run ended before "
         "checking it (exit 1)"
     ]
+
+
+def test_a_one_line_summary_and_the_raw_message_of_one_dynamo_error_agree() -> None:
+    """pt2doctor's summary drops Dynamo's hints and appends the user frame; a repro prints the
+    raw message with its hints and links: both are cut where the explanation ends."""
+    summary = crash_signature(
+        "Unsupported: missing BUILD_SET handler Explanation: Missing BUILD_SET bytecode handler "
+        "(for testing purposes). (at /home/u/prog.py:12 in reduce_rows: dims = {0, 1})"
+    )
+    raw = repro_signature(
+        "REPRODUCED: running the program raised Unsupported: missing BUILD_SET handler "
+        "Explanation: Missing BUILD_SET bytecode handler (for testing purposes). Developer debug "
+        "context: For more details about this graph break, please visit: https://x.io/gb0200"
+    )
+    assert summary == raw and summary.type == "Unsupported"
+    assert summary.message.endswith("(for testing purposes).")

@@ -1,37 +1,97 @@
-"""The repro's local sources: modules the case file imported from its own folder are copied
-beside the repro; modules whose ``__file__`` is not a real path (torch.ops: ``_ops.py``,
-relative) are not, even when the working directory is the case file's folder."""
+"""How script-mode repros are made when no runnable graph exists, as pure file work: the
+program copied with the modules beside it that it imports, torch's minifier output made
+portable, and a custom op found in the module that registers it by its full name."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-import pytest
+from pt2doctor.ablate.minifier import portable_graph
+from pt2doctor.ablate.program_repro import local_imports, write_program_repro
+from pt2doctor.ablate.script_repro import repro_imports
+
+# The tail of a minifier repro as torch 2.13 writes it (after_dynamo, minified).
+MINIFIED = """import os
+os.environ['TORCH_COMPILE_DEBUG_DIR'] = '/tmp/mini/dbg'
+os.environ['TORCHINDUCTOR_CACHE_DIR'] = '/tmp/torchinductor_root'
+
 import torch
+from torch.nn import *
+class Repro(torch.nn.Module):
+    def forward(self, linear):
+        relu = torch.relu(linear);  linear = None
+        return (relu,)
 
-from pt2doctor.ablate.repro import copy_local_sources
+
+mod = Repro()
+
+def load_args(reader):
+    buf0 = reader.storage('c8b76be50c6daa7279506b1229d3b52f4193e395', 128)
+    reader.tensor(buf0, (4, 8), requires_grad=True)  # linear
+load_args._version = 0
+
+if __name__ == '__main__':
+    from torch._dynamo.repro.after_dynamo import run_repro
+    run_repro(mod, load_args, accuracy=False, command='minify',
+        save_dir='/tmp/mini/dbg/checkpoints', autocast=False, backend='relu_compile_error_TESTING_ONLY')
+"""
 
 
-def test_local_modules_are_copied_and_relative_module_files_are_skipped(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    assert not Path(torch.ops.__file__).is_absolute()  # what made the stage crash
-    case_dir, out = tmp_path / "models", tmp_path / "repro"
-    (case_dir / "zoo").mkdir(parents=True)
-    (case_dir / "zoo" / "__init__.py").write_text("")
-    (case_dir / "zoo" / "nets.py").write_text("WIDTH = 3\n")
-    case_file = case_dir / "cases.py"
-    case_file.write_text("from zoo.nets import WIDTH\n")
+def test_the_minifiers_repro_runs_without_this_machines_paths_and_says_reproduced() -> None:
+    text = portable_graph(MINIFIED, "dynamo", ["import program_defs  # noqa"], accuracy=False)
+    assert text is not None
+    assert "/tmp/mini" not in text and "/tmp/torchinductor_root" not in text
+    assert "from torch._dynamo.repro.after_dynamo import run_repro" in text
+    assert "command='run'" in text and "save_dir=None" in text
+    assert "backend='relu_compile_error_TESTING_ONLY'" in text
+    assert "import torch\nimport program_defs" in text
+    assert "REPRODUCED: compiling the graph raised" in text
+    compile(text, "repro.py", "exec")  # valid Python
+    assert portable_graph("import torch\n", "dynamo", [], accuracy=False) is None
+
+
+def test_a_program_is_copied_with_the_modules_beside_it_that_it_imports(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "helpers.py").write_text("X = 1\n")
+    (source / "unused.py").write_text("Y = 2\n")
+    program = source / "train.py"
+    program.write_text("import torch\nimport helpers\nfrom json import dumps\nprint(helpers.X)\n")
+    assert local_imports(program) == ([source / "helpers.py"], [])
+    out = tmp_path / "repro"
+    repro = write_program_repro(out, ["python", str(program), "--steps", "2"], "eager",
+                                "It crashes.", "it fails at the dynamo layer")  # fmt: skip
+    assert repro["written"] and repro["standalone"] and repro["source"] == "program"
+    assert sorted(p.name for p in out.iterdir()) == ["helpers.py", "repro.py", "train.py"]
+    runner = (out / "repro.py").read_text()
+    assert "BACKEND = 'eager'" in runner and "['--steps', '2']" in runner
+    compile(runner, "repro.py", "exec")
+
+
+def test_a_path_argument_keeps_the_program_repro_from_standing_alone(tmp_path: Path) -> None:
+    program = tmp_path / "train.py"
+    program.write_text("import sys\n")
+    repro = write_program_repro(tmp_path / "repro", ["python", str(program), str(tmp_path)],
+                                None, "It crashes.", "why")  # fmt: skip
+    assert repro["standalone"] is False
+    assert repro["not_standalone_because"] == [f"argument {tmp_path} is a path on this machine"]
+
+
+def test_a_custom_op_is_imported_from_the_module_that_registers_it(tmp_path: Path) -> None:
+    """Two modules of one folder share a namespace; each registers its own op."""
+    (tmp_path / "a_ops.py").write_text(
+        '@torch.library.custom_op("shared::row_max", mutates_args=())\n'
+    )
+    (tmp_path / "b_ops.py").write_text(
+        '@torch.library.custom_op("shared::scale_", mutates_args=())\n'
+    )
+    program = tmp_path / "train.py"
+    program.write_text("import b_ops\n")
+    out = tmp_path / "repro"
     out.mkdir()
-    monkeypatch.chdir(case_dir)  # torch.ops' "_ops.py" would resolve here
-    monkeypatch.syspath_prepend(str(case_dir))
-    import zoo.nets  # noqa: F401  the case file's own import
-
-    try:
-        copied = copy_local_sources(case_file, out)
-    finally:
-        for name in ("zoo", "zoo.nets"):
-            sys.modules.pop(name, None)
-    assert copied == ["zoo/__init__.py", "zoo/nets.py"]
-    assert (out / "zoo" / "nets.py").read_text() == "WIDTH = 3\n"
+    graph = "scale = torch.ops.shared.scale_.default(x)"
+    lines, missing = repro_imports(graph, [], program, out)
+    assert missing == [] and lines == [
+        "import b_ops  # noqa: E402,F401  registers torch.ops.shared.scale_"
+    ]
+    assert sorted(p.name for p in out.iterdir()) == ["b_ops.py"]

@@ -13,6 +13,7 @@ from pt2doctor.analysis.userside.causes import (
     custom_op_advice,
     custom_op_verdict,
     custom_ops_named,
+    data_dependent_verdict,
     diagnose,
     hook_verdict,
     shape_example,
@@ -190,3 +191,53 @@ def test_config_lines_keep_literals_and_leave_hooks_to_the_import() -> None:
         "torch._dynamo.config.cache_size_limit = 16  # set by your program\n"
         "torch._inductor.config.fallback_random = True  # set by your program\n"
     )
+
+
+# torch 2.13's own messages (tests/programs/failures/dynamic_only.py, data_dependent.py).
+SPECIALIZED = (
+    "ConstraintViolationError: Constraints violated (L['x'].size()[0])! For more information, "
+    "run with TORCH_LOGS=\"+dynamic\". - You marked L['x'].size()[0] as dynamic but your code "
+    "specialized it to be a constant (4). If you're using mark_dynamic, either remove it or use "
+    'maybe_mark_dynamic. User stack: File "/home/me/dynamic_only.py", line 16, in forward '
+    "if x.shape[0] == 4: # MARK:specializes ^^^^^^^"
+)
+DATA_DEPENDENT = (
+    "UserError: Consider annotating your code using torch._check*(). Could not guard on "
+    "data-dependent expression u0 > 0 (unhinted: u0 > 0). Caused by: if n > 0: # MARK:branch # "
+    "tests/programs/failures/data_dependent.py:12 in route (_dynamo/variables/tensor.py:2606 in "
+    "evaluate_expr)"
+)
+
+
+def test_a_size_marked_dynamic_that_the_code_specializes_is_named_at_the_users_line() -> None:
+    crash = {"status": "crash", "error": SPECIALIZED, "error_types": ["ConstraintViolationError"]}
+    user = data_dependent_verdict(crash)
+    assert user is not None and user["kind"] == "dynamic_specialized"
+    assert user["where"] == "dynamic_only.py:16"
+    assert user["detail"] == (
+        "x.shape[0] is marked dynamic, but your code specializes it to 4 "
+        "(dynamic_only.py:16: `if x.shape[0] == 4:`)"
+    )
+    assert "maybe_mark_dynamic" in user["fix"]
+
+
+def test_a_data_dependent_guard_is_named_at_the_branch() -> None:
+    crash = {"status": "crash", "error": DATA_DEPENDENT, "error_types": ["UserError"]}
+    user = data_dependent_verdict(crash)
+    assert user is not None and user["kind"] == "data_dependent"
+    assert user["where"] == "data_dependent.py:12"
+    assert "at data_dependent.py:12 (`if n > 0:`)" in user["fix"]
+
+
+def test_a_fake_of_the_wrong_dtype_gets_the_dtype_fix_and_the_cache_warning() -> None:
+    message = (
+        "When comparing the output of ns.row_max.default on FakeTensor and concrete Tensors, "
+        "found mismatched tensor metadata: Dtypes torch.bfloat16 and torch.float32 are not equal!"
+    )
+    ops = [{**op("ns.row_max.default", {"test_faketensor": message}),
+            "inputs": ["Tensor[4, 8] bfloat16"], "arguments": ["x"]}]  # fmt: skip
+    user = custom_op_verdict(ops)
+    assert user is not None and "x.new_empty(...)" in user["fix"]
+    assert "the kernel returns torch.bfloat16, register_fake torch.float32" in user["fix"]
+    assert "TORCHINDUCTOR_FX_GRAPH_CACHE=0" in user["fix"]
+    assert GENERIC_SHAPE not in user["fix"]

@@ -64,6 +64,11 @@ def first_failure(rungs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     return next((rung for rung in rungs if failed(rung)), None)
 
 
+def eager_failure(rungs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The rung whose model (or program) fails without compiling at all, if any."""
+    return next((rung for rung in rungs if rung.get("status") == "eager_error"), None)
+
+
 def classify(outcome: dict[str, Any]) -> Category | None:
     """``incompleteness`` (Dynamo's Unsupported), ``user_side`` (data-dependent guards and other
     user errors), ``compiler_bug`` (any other crash, and every wrong result); None when it
@@ -180,12 +185,15 @@ def conclusion(
     user's code. ``compared``: False for a command run without ``--accuracy-check`` (then a
     rung that exits 0 ran, and nothing says its outputs matched)."""
     first = first_failure(rungs)
-    eager_error = next((r for r in rungs if r.get("status") == "eager_error"), None)
+    eager_error = eager_failure(rungs)
     if eager_error is not None:
-        sentence = f"The model fails without compiling: {eager_error.get('error')}."
+        sentence = f"The model fails without compiling: {str(eager_error.get('error')).rstrip('.')}"
+        if user_side:
+            sentence += f"; the cause is user code: {user_side['detail']}"
         return {
-            "layer": None, "failure": "eager_error", "category": None, "sentence": sentence,
-            "user_side": None,
+            "layer": None, "failure": "eager_error",
+            "category": "user_side" if user_side else None, "sentence": sentence + ".",
+            "user_side": user_side,
         }  # fmt: skip
     if first is None:
         sentence = (

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor import torchcompat
-from pt2doctor.ablate.classify import LADDER, first_failure, layer_of
+from pt2doctor.ablate.classify import LADDER, eager_failure, first_failure, layer_of
 from pt2doctor.ablate.signature import failure_signature, repro_signature
 from pt2doctor.ablate.types import LADDER_STOPS
 from pt2doctor.analysis.userside.causes import custom_op_verdict
 from pt2doctor.cases.case import Cell
-from pt2doctor.workers import EventName, Launcher, last_event
+from pt2doctor.workers import EventName, Launcher, kill_group, last_event
 from pt2doctor.workers import launch as launch_worker
 
 Progress = Callable[[str], None]
@@ -277,19 +277,18 @@ def verify_repro(path: Path, timeout: float, failure: dict[str, Any]) -> dict[st
     expected = failure_signature(failure)
     unchecked = {"expected": expected.text(), "signature": None, "same_failure": False}
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    # Its own process group: at the timeout, what the repro started goes with it.
+    process = subprocess.Popen([sys.executable, str(path)], cwd=path.parent, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)  # fmt: skip
     try:
-        done = subprocess.run(
-            [sys.executable, str(path)],
-            cwd=path.parent,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        kill_group(process)
+        process.communicate()
         output = f"timed out after {timeout:g} s"
         return {"reproduces": False, "exit_code": None, "output": output, **unchecked}
+    done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
     line = _verdict_line(done.stdout, done.stderr)
     got = repro_signature(line) if done.returncode == 1 else None
     same = got is not None and got == expected
@@ -329,6 +328,11 @@ def run_ablation(options: AblateOptions, progress: Progress | None = None) -> di
     rungs = ablation.rungs()
     failing = first_failure(rungs)
     pieces: dict[str, Any] = {"rungs": rungs, "toggles": [], "modules": None, "bisect": None}
+    eager = eager_failure(rungs)
+    if eager is not None:  # a custom op can make the model fail without compiling too
+        pieces["custom_ops"] = ablation.custom_ops(eager)
+        pieces["repro"] = {"written": False, "reason": "the model fails without compiling: "
+                           "the case is its own repro, and nothing compiled is to blame"}  # fmt: skip
     if failing is None:
         return pieces
     pieces["hooks"] = failing.get("hooks") or []

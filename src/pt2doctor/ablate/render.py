@@ -3,13 +3,13 @@ dict that ``report.ablate.build_ablate_report`` built."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pt2doctor.ablate.types import FAILURE_STATUSES, AblateReport, Verified
+from pt2doctor.ablate.types import FAILURE_STATUSES, AblateReport, Repro, Verified
 from pt2doctor.report.markdown import md_code, md_table, md_text
 
 
@@ -68,18 +68,61 @@ def _checked(verified: Verified) -> str:
     return f"does NOT reproduce ({run}); the program failed with {verified['expected']}"
 
 
-def _repro_lines(report: AblateReport) -> list[str]:
-    repro = report.get("repro")
-    if not repro:
-        return []
+def repro_holds(repro: Repro) -> str:
+    """What a written repro holds, in a few words (by how it was made)."""
+    source = repro.get("source")
+    if source == "fx_graph_runnable":
+        return f"torch's runnable graph of compile {repro.get('compile_id')}, as Inductor got it"
+    if source == "minifier":
+        minifier = repro.get("minifier") or {}
+        after = minifier.get("after")
+        if minifier.get("minified"):
+            return f"the failing graph as torch's minifier shrank it (after {after})"
+        return f"the failing graph as torch's minifier dumped it (after {after}, not shrunk)"
+    if source == "program":
+        return "the program itself, copied beside it"
+    if repro.get("module"):
+        return f"submodule {repro['module']} ({repro.get('module_class')}) compiled alone"
+    return "the whole model compiled"
+
+
+def minifier_line(minifier: dict[str, Any]) -> str:
+    """How torch's minifier went (its launcher, whether it shrank the graph, in how long)."""
+    if not minifier.get("launcher"):
+        return "no launcher written"
+    shrunk = "shrank the graph" if minifier.get("minified") else "did not shrink the graph"
+    said = (
+        f": {minifier['output']}" if minifier.get("output") and not minifier.get("minified") else ""
+    )
+    return f"after {minifier.get('after')}, {shrunk} in {minifier.get('seconds')} s{said}"
+
+
+def _repro_block(repro: Repro, name: str = "repro") -> list[str]:
     if not repro.get("written"):
-        return [f"repro not written: {repro.get('reason')}"]
-    lines = [f"repro: {repro['path']}", f"  run it: {repro['command']}"]
+        return [f"{name} not written: {repro.get('reason')}"]
+    size = f"{repro['lines']} lines: " if repro.get("lines") else ""
+    lines = [f"{name}: {repro['path']} ({size}{repro_holds(repro)})",
+             f"  run it: {repro['command']}"]  # fmt: skip
     verified = repro.get("verified")
     if verified:
         lines.append(f"  checked: {_checked(verified)}")
     for reason in repro.get("not_standalone_because") or []:
         lines.append(f"  not standalone: {reason}")
+    return lines
+
+
+def _repro_lines(report: AblateReport) -> list[str]:
+    repro = report.get("repro")
+    if not repro:
+        return []
+    lines = _repro_block(repro)
+    minifier = repro.get("minifier")
+    if repro.get("source") == "minifier" and minifier:
+        lines.append(f"  torch's minifier: {minifier_line(minifier)}")
+    elif isinstance(minifier, dict):  # the last rung, after a repro that fell short
+        lines += _repro_block(cast(Repro, minifier), "torch's minifier repro")
+        if minifier.get("minifier"):
+            lines.append(f"  torch's minifier: {minifier_line(minifier['minifier'])}")
     return lines
 
 

@@ -11,6 +11,7 @@ from pt2doctor import __version__
 from pt2doctor.ablate.classify import (
     classify,
     conclusion,
+    eager_failure,
     error_numbers,
     first_failure,
     workarounds,
@@ -71,7 +72,7 @@ def build_ablate_report(
     modules = pieces.get("modules") or None
     module = modules.get("module") if modules else None
     bisected = pieces.get("bisect")
-    failing = first_failure(rungs)
+    failing = first_failure(rungs) or eager_failure(rungs)
     user_side = diagnose(pieces, failing)
     unchecked = target.get("mode") == "script" and not target.get("accuracy_check")
     verdict = conclusion(rungs, module, bisected, user_side, compared=not unchecked)

@@ -34,6 +34,7 @@ Run: python repro.py             (another backend: python repro.py --backend aot
 """
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -45,6 +46,8 @@ import model_source  # noqa: E402,F401  the case file: classes, custom ops, conf
 {config}OPTIONS = {options_dict!r}
 TOLERANCE = {tolerance!r}
 GRAD = {grad!r}
+AUTOCAST = {autocast!r}  # the cell's autocast dtype (None: none), on device DEVICE
+DEVICE = {device!r}
 
 
 def root(error):
@@ -77,7 +80,8 @@ def main():
     module = torch.load(os.path.join(HERE, "module.pt"), weights_only=False)
     saved = torch.load(os.path.join(HERE, "inputs.pt"), weights_only=False)
     args, kwargs = saved["args"], saved["kwargs"]
-    with torch.set_grad_enabled(GRAD):
+    cast = torch.autocast(DEVICE, dtype=getattr(torch, AUTOCAST)) if AUTOCAST else None
+    with torch.set_grad_enabled(GRAD), cast or contextlib.nullcontext():
         torch.manual_seed(0)
         expected = flat(module(*args, **kwargs))
         compiled = torch.compile(module, **options)
@@ -279,6 +283,8 @@ def write_repro(
         config=config_lines(torchcompat.environment().get("config_changes", {})),
         tolerance=float(spec["failure"].get("tolerance") or 1e-4),
         grad=bool(cell.grad or cell.train),
+        autocast=cell.autocast,
+        device=cell.device.split(":")[0],
     )
     (out / "repro.py").write_text(text)
     return {

@@ -15,11 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.ablate.classify import conclusion, first_failure, layer_of
+from pt2doctor.ablate.classify import LADDER, conclusion, eager_failure, first_failure, layer_of
 from pt2doctor.ablate.driver import ladder, verify_repro
+from pt2doctor.ablate.minifier import minify, repro_after
+from pt2doctor.ablate.program_repro import program_of, write_program_repro
 from pt2doctor.ablate.script_opcheck import OPCHECK_BACKEND_ENV, PLUGIN, custom_op_runs
-from pt2doctor.ablate.script_repro import write_script_repro
+from pt2doctor.ablate.script_repro import header, repro_imports, write_script_repro
 from pt2doctor.ablate.script_toggles import PLUGIN as NO_HOOKS_PLUGIN
+from pt2doctor.ablate.signature import failure_signature
 from pt2doctor.analysis.userside.causes import custom_ops_named
 from pt2doctor.capture.child import PLUGIN_ENV
 from pt2doctor.capture.runner import RunOptions, child_env
@@ -30,6 +33,25 @@ from pt2doctor.trace.types import ProbeData
 from pt2doctor.workers import Deadlines, supervise
 
 BACKEND_VAR = "PT2DOCTOR_ABLATE_BACKEND"  # tells the accuracy check which rung it judges
+AS_WRITTEN = "program"
+"""The top rung's folder when no --backend is given: the program runs as written, with its own
+backend and settings, and the rung is named by the backend its torch.compile calls asked for."""
+
+
+def rung_dir(out: Path, rung: dict[str, Any]) -> Path:
+    """Where a rung ran (``out/rungs/BACKEND``; the as-written top rung in ``out/rungs/program``)."""
+    return out / "rungs" / str(rung.get("dir") or rung["backend"])
+
+
+def program_backend(probes: ProbeData) -> str:
+    """The backend the program's torch.compile calls asked for ('inductor' when they name none;
+    several, joined by '+')."""
+    names: list[str] = []
+    for call in probes.compile_calls:
+        name = str((call.get("settings") or {}).get("backend") or "inductor")
+        if name not in names:
+            names.append(name)
+    return "+".join(names) or "inductor"
 
 
 def _probes(run_dir: Path) -> ProbeData:
@@ -41,7 +63,9 @@ def _environment(rungs_dir: Path, rungs: list[dict[str, Any]]) -> dict[str, Any]
     """The program's own environment (its python, torch, config changes, hooks), as the
     highest rung that got as far as importing torch recorded it at exit; None when none did."""
     for rung in reversed(rungs):
-        environment = _probes(rungs_dir / rung["backend"]).environment
+        if rung["status"] == "not run":
+            continue
+        environment = _probes(rung_dir(rungs_dir.parent, rung)).environment
         if environment:
             return dict(environment)
     return None
@@ -72,16 +96,35 @@ def script_rung(
     timeout: float,
     check: str | None,
     extra_env: dict[str, str] | None = None,
+    forced: bool = True,
 ) -> dict[str, Any]:
     """Run ``command`` with ``backend`` forced: ok, crash (non-zero exit) or diverged.
-    ``extra_env``: a child plugin that forces its own backend (then ``backend`` is only what
-    the accuracy check is told)."""
+    ``extra_env``: variables for the program; a child plugin among them forces its own
+    backend (then ``backend`` is only what the accuracy check is told). ``forced=False``: the program runs as written, and the
+    outcome's ``backend`` is the one its torch.compile calls asked for."""
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "trace").mkdir(exist_ok=True)
-    forced = None if extra_env else backend
-    env = {**child_env(RunOptions(command, run_dir, backend=forced)), BACKEND_VAR: backend,
+    plugin = PLUGIN_ENV in (extra_env or {})
+    override = None if plugin or not forced else backend
+    env = {**child_env(RunOptions(command, run_dir, backend=override)), BACKEND_VAR: backend,
            **(extra_env or {})}  # fmt: skip
     code = _run(command, env, run_dir, timeout, "program")
+    if not forced:
+        backend = program_backend(_probes(run_dir))
+        return {"backend": backend, **_judged(command, backend, code, env, run_dir, timeout, check)}
+    return _judged(command, backend, code, env, run_dir, timeout, check)
+
+
+def _judged(
+    command: list[str],
+    backend: str,
+    code: int | None,
+    env: dict[str, str],
+    run_dir: Path,
+    timeout: float,
+    check: str | None,
+) -> dict[str, Any]:
+    """A rung's outcome from the program's exit code, and the accuracy check after it."""
     if code != 0:
         probes = _probes(run_dir)
         errors = probes.exceptions
@@ -112,7 +155,7 @@ def script_rung(
 
 def ablate_script(
     command: list[str],
-    backend: str,
+    backend: str | None,
     out: Path,
     timeout: float,
     check: str | None,
@@ -123,28 +166,69 @@ def ablate_script(
 ) -> dict[str, Any]:
     """The ladder on a program, stopped at the first rung that fails; after a crash, the repro
     (unless ``repro`` is off), run once to confirm it fails (unless ``verify`` is off). The
-    environment is the program's, as a rung recorded it (its interpreter may not be ours)."""
+    environment is the program's, as a rung recorded it (its interpreter may not be ours).
+    ``backend`` None: the top rung is the program as written (its own backend and settings),
+    not a backend forced on it."""
     rungs: list[dict[str, Any]] = []
-    for name in ladder(backend):
+    names = ladder(backend) if backend else [*LADDER, AS_WRITTEN]
+    for name in names:
         outcome: dict[str, Any] = {"status": "not run"}
+        as_written = name == AS_WRITTEN
         if not any(r["status"] in ("crash", "diverged") for r in rungs):
             if progress:
-                progress(f"{name}: {' '.join(command)}")
+                shown = "your program as written" if as_written else name
+                progress(f"{shown}: {' '.join(command)}")
             started = time.monotonic()
-            outcome = script_rung(command, name, out / "rungs" / name, timeout, check)
+            outcome = script_rung(command, "inductor" if as_written else name,
+                                  out / "rungs" / name, timeout, check,
+                                  forced=not as_written)  # fmt: skip
             outcome["seconds"] = round(time.monotonic() - started, 2)
-        rungs.append({"backend": name, "layer": layer_of(name, backend), **outcome})
+        rung = {"backend": name, **outcome}
+        if as_written:
+            rung["backend"] = outcome.get("backend") or "as written"
+            rung["dir"] = AS_WRITTEN
+        rung["layer"] = layer_of(rung["backend"], backend or rung["backend"])
+        rungs.append(rung)
     pieces: dict[str, Any] = {"rungs": rungs, "toggles": [], "modules": None, "bisect": None}
+    pieces["backend"] = rungs[-1]["backend"]
     pieces["environment"] = _environment(out / "rungs", rungs)
-    failing = first_failure(rungs)
+    without = _without_compile(command, rungs[0], out, timeout, check, progress)
+    pieces["toggles"] = [without] if without else []
+    failing = first_failure(rungs) or eager_failure(rungs)
     if failing is not None:
         pieces["custom_ops"] = _custom_ops(command, failing, out, timeout, progress)
-        pieces["toggles"] = _without_hooks(command, failing, out, timeout, check, progress)
-    if failing is not None and failing["status"] in ("crash", "diverged"):
+        pieces["toggles"] += _without_hooks(command, failing, out, timeout, check, progress)
         pieces["hooks"] = failing.get("hooks") or []
         if repro:
             pieces["repro"] = _script_repro(command, failing, out, timeout, verify, progress)
     return pieces
+
+
+def _without_compile(
+    command: list[str],
+    first: dict[str, Any],
+    out: Path,
+    timeout: float,
+    check: str | None,
+    progress: Callable[[str], None] | None,
+) -> dict[str, Any] | None:
+    """When the first rung (Dynamo with the eager backend) fails: the program once more with
+    torch.compile off (``TORCHDYNAMO_DISABLE=1``). Failing the same way, the program fails
+    without compiling: the rung becomes ``eager_error`` (nothing compiled is to blame)."""
+    if first["status"] not in ("crash", "diverged"):
+        return None
+    if progress:
+        progress("your program without torch.compile")
+    run_dir = out / "toggles" / "no-compile"
+    outcome = script_rung(command, "eager", run_dir, timeout, check,
+                          extra_env={"TORCHDYNAMO_DISABLE": "1"}, forced=False)  # fmt: skip
+    outcome.pop("backend", None)
+    same = outcome["status"] == first["status"] and (
+        failure_signature(outcome) == failure_signature(first)
+    )
+    if same:
+        first["status"] = "eager_error"
+    return {"name": "without torch.compile", "backend": None, **outcome}
 
 
 def _custom_ops(
@@ -157,7 +241,7 @@ def _custom_ops(
     """opcheck of the custom ops the failing rung's graphs call, on the inputs they got in
     one more eager run of the program (ablate/script_opcheck.py); [] when the graphs call
     none. A run that checked nothing to the end says why, as an op entry without checks."""
-    names = _custom_ops_in_trace(out / "rungs" / failing["backend"] / "trace")
+    names = _custom_ops_in_trace(rung_dir(out, failing) / "trace")
     if not names:
         return []
     if progress:
@@ -210,13 +294,54 @@ def _script_repro(
     verify: bool,
     progress: Callable[[str], None] | None,
 ) -> dict[str, Any]:
-    """The repro from the failing rung's runnable graph, run once to confirm it fails."""
+    """The smallest repro there is for the failing rung, run once to confirm it fails the same
+    way: at the dynamo layer the program itself (no graph holds the failure); else torch's
+    runnable graph of the failing compile (Inductor), or the graph torch's minifier dumps
+    (other backends). When that repro cannot stand alone or does not reproduce, torch's
+    minifier is the last rung (``repro.minifier``)."""
     sentence = conclusion([failing], None, None)["sentence"]
-    trace = out / "rungs" / failing["backend"] / "trace"
-    repro = write_script_repro(out / "repro", trace, command, failing.get("hooks") or [], sentence,
-                               accuracy=failing["status"] == "diverged")  # fmt: skip
-    if repro["written"] and verify:
+    hooks = failing.get("hooks") or []
+    program = program_of(command)
+    forced = None if failing.get("dir") == AS_WRITTEN else str(failing["backend"])
+
+    def check(repro: dict[str, Any]) -> dict[str, Any]:
+        if repro.get("written") and verify:
+            if progress:
+                progress(f"running the repro ({repro.get('source')})")
+            repro["verified"] = verify_repro(Path(repro["path"]), timeout, failing)
+        return repro
+
+    def minified(folder: Path) -> dict[str, Any]:
         if progress:
-            progress("running the repro")
-        repro["verified"] = verify_repro(Path(repro["path"]), timeout, failing)
+            progress(f"torch's minifier (TORCHDYNAMO_REPRO_AFTER={repro_after(failing['layer'])})")
+        return check(minify(
+            folder, failing,
+            lambda env: script_rung(command, str(failing["backend"]), folder / "run", timeout,
+                                    None, extra_env=env, forced=forced is not None),
+            lambda graph, where: repro_imports(graph, hooks, program[0], where) if program
+            else ([], []),
+            lambda what, missing: header(sentence, what, missing),
+            timeout,
+        ))  # fmt: skip
+
+    if failing["status"] == "eager_error":
+        if failing.get("exit_code", 1) is None:
+            return {"written": False, "reason": "the program hangs without torch.compile "
+                    "too: nothing compiled is to blame, and the program is its own repro"}  # fmt: skip
+        why = "the program fails without torch.compile"
+        return check(write_program_repro(out / "repro", command, None, sentence, why))
+    if failing.get("layer") == "dynamo":
+        why = (
+            "it fails at the dynamo layer: in Dynamo's tracing of the program's code or in "
+            "the code run around its graphs"
+        )
+        return check(write_program_repro(out / "repro", command, forced, sentence, why))
+    repro = write_script_repro(out / "repro", rung_dir(out, failing) / "trace", command, hooks,
+                               sentence, accuracy=failing["status"] == "diverged")  # fmt: skip
+    if not repro["written"]:  # no Inductor graph: the minifier's dump of Dynamo's graph
+        return minified(out / "repro")
+    check(repro)
+    reproduced = (repro.get("verified") or {}).get("reproduces", True)
+    if not repro.get("standalone", True) or not reproduced:
+        repro["minifier"] = minified(out / "minifier")
     return repro

@@ -29,10 +29,12 @@ RUNNABLE = "fx_graph_runnable"
 _ENV_LINE = re.compile(r"^os\.environ\[['\"](\w+)['\"]\] = .*$", re.MULTILINE)
 _RUN_CALL = re.compile(r"^\s*(run_repro\(mod, load_args,.*\))\s*$", re.MULTILINE)
 MAIN = """
+WRAPPERS = ("BackendCompilerFailed", "InductorError")  # torch's wrappers of the error raised
 if __name__ == '__main__':
-    from torch._dynamo.repro.after_aot import run_repro
+    import contextlib
+    from torch._dynamo.repro.{flavor} import run_repro
     try:
-        with torch.no_grad():
+        with {context}:
             {call}
     except Exception as error:
         if type(error).__name__ == "AccuracyError":  # run_repro(accuracy=True) compared them
@@ -40,8 +42,9 @@ if __name__ == '__main__':
             sys.exit(1)
         for _ in range(10):  # the error the others wrap (InductorError wraps the pass's own)
             inner = getattr(error, "inner_exception", None)
-            inner = inner if isinstance(inner, BaseException) else error.__cause__
-            if inner is None:
+            if not isinstance(inner, BaseException) and type(error).__name__ in WRAPPERS:
+                inner = error.__cause__
+            if not isinstance(inner, BaseException):
                 break
             error = inner
         text = " ".join(str(error).split())[:400]
@@ -51,7 +54,7 @@ if __name__ == '__main__':
 """
 HEADER = '''"""Repro written by pt2doctor ablate (script mode): {sentence}
 
-torch's runnable graph for compile {compile_id} of `{command}`, compiled with Inductor.
+{what}.
 Exits 1 (and says REPRODUCED) when compiling or running it raises. Run: python repro.py
 {standalone}"""
 import os
@@ -60,6 +63,32 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # the modules copied beside this file
 '''
+
+
+def header(sentence: str, what: str, missing: list[str]) -> str:
+    """The repro's docstring and path setup: the verdict, what the file holds, and why it
+    cannot stand alone (if it cannot)."""
+    standalone = "" if not missing else "NOT STANDALONE: " + "; ".join(missing) + "\n"
+    return HEADER.format(sentence=sentence, what=what, standalone=standalone)
+
+
+def compact(text: str) -> str:
+    """torch's repro text with its runs of blank lines cut to one (a shorter file to read)."""
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+def main_block(call: str, flavor: str = "after_aot", grad: bool = False) -> str:
+    """``if __name__ == '__main__':`` running ``call`` (torch's ``run_repro(...)`` from
+    ``torch._dynamo.repro.FLAVOR``), exit 1 with REPRODUCED when it raises. ``grad``: run it
+    with grad mode as it is (a Dynamo graph); else under no_grad (AOT's forward graph)."""
+    context = "contextlib.nullcontext()" if grad else "torch.no_grad()"
+    return MAIN.format(call=call, flavor=flavor, context=context)
+
+
+def without_environment(text: str) -> str:
+    """torch's repro text with its ``os.environ[...] = ...`` lines (this machine's cache and
+    trace paths) commented out."""
+    return _ENV_LINE.sub(lambda m: f"# (pt2doctor: {m[1]} left to the environment)", text)
 
 
 def last_runnable(trace_dir: Path) -> tuple[str, str] | None:
@@ -79,19 +108,27 @@ def last_runnable(trace_dir: Path) -> tuple[str, str] | None:
     return found
 
 
-def _defining_module(text: str, folder: Path, program: Path) -> Path | None:
-    """The module beside the program whose source contains ``text``."""
-    for path in sorted(folder.glob("*.py")):
-        if path.resolve() != program.resolve() and text in path.read_text(errors="replace"):
+def _defining_module(op: str, folder: Path, program: Path) -> Path | None:
+    """The module that registers custom op ``torch.ops.NS.NAME``: the program, or a module
+    beside it, whose source names ``"NS::NAME"`` (several modules of one namespace each
+    register their own ops)."""
+    namespace, name = op.split(".")[2:4]
+    named = re.compile(re.escape(f"{namespace}::{name}") + r"(?!\w)")
+    candidates = [
+        program,
+        *(p for p in sorted(folder.glob("*.py")) if p.resolve() != program.resolve()),
+    ]
+    for path in candidates:
+        if path.is_file() and named.search(path.read_text(errors="replace")):
             return path
-    return program if text in program.read_text(errors="replace") else None
+    return None
 
 
 PROGRAM_DEFS = "program_defs"
 """The module beside a repro holding what it needs from the program itself (read, not run)."""
 
 
-def _imports(
+def repro_imports(
     graph: str, hooks: list[dict[str, Any]], program: Path, out: Path
 ) -> tuple[list[str], list[str]]:
     """Import lines for the custom ops and hooks, the modules copied beside the repro, and
@@ -103,8 +140,7 @@ def _imports(
     own_ops: list[str] = []
     own_hooks: list[dict[str, Any]] = []
     for op in custom_ops_named(graph):
-        namespace = op.split(".")[2]
-        module = _defining_module(f"{namespace}::", program.parent, program)
+        module = _defining_module(op, program.parent, program)
         if module is None:
             missing.append(f"custom op {op} is registered by no module beside the program; "
                            "import it before running")  # fmt: skip
@@ -184,23 +220,22 @@ def write_script_repro(
     compile_id, graph = found
     program = next((Path(arg) for arg in command if arg.endswith(".py")), Path(command[-1]))
     out.mkdir(parents=True, exist_ok=True)
-    imports, missing = _imports(graph, hooks, program, out)
-    body = _ENV_LINE.sub(lambda m: f"# (pt2doctor: {m[1]} left to the environment)", graph)
+    imports, missing = repro_imports(graph, hooks, program, out)
+    body = without_environment(graph)
     call = _RUN_CALL.search(body)
     if call is not None:
         run = call[1].replace("accuracy=False", "accuracy=True") if accuracy else call[1]
-        body = body[: body.index("if __name__ == '__main__':")] + MAIN.format(call=run)
-    standalone = "" if not missing else "NOT STANDALONE: " + "; ".join(missing) + "\n"
+        body = body[: body.index("if __name__ == '__main__':")] + main_block(run)
     shown = " ".join(Path(arg).name if "/" in arg else arg for arg in command)  # no local paths
-    head = HEADER.format(
-        sentence=sentence, compile_id=compile_id, command=shown, standalone=standalone
-    )
+    what = f"torch's runnable graph for compile {compile_id} of `{shown}`, compiled with Inductor"
+    head = header(sentence, what, missing)
     marker = "import torch\n"
     body = body.replace(marker, marker + "".join(f"{line}\n" for line in imports), 1)
-    text = head + body
+    text = compact(head + body)
     (out / "repro.py").write_text(text)
     return {
         "written": True,
+        "source": RUNNABLE,
         "path": str(out / "repro.py"),
         "module": None,
         "compile_id": compile_id,

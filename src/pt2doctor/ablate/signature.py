@@ -15,7 +15,7 @@ import re
 from typing import NamedTuple
 
 # The innermost ``SomeError: message`` named in a one-line error text.
-_TYPED = re.compile(r"(?<![\w.])([A-Z]\w*(?:Error|Exception|Failed|Failure|Exit))\b: ?")
+_TYPED = re.compile(r"(?<![\w.])([A-Z]\w*(?:Error|Exception|Failed|Failure|Exit)|Unsupported)\b: ?")
 _MASKS = (
     (re.compile(r"(?:[A-Za-z]:)?(?:[\\/][\w.\-<>]+){2,}"), "<path>"),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<addr>"),
@@ -25,6 +25,13 @@ _MASKS = (
     ),
     (re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?\b"), "<n>"),
     (re.compile(r"\s+"), " "),
+)
+# Where torch's explanation of an error ends and its advice begins: Dynamo's hints and links,
+# and the user frame pt2doctor's one-line summary appends (trace/messages.error_summary). Both
+# sides of a comparison are cut there, so a summary and a raw message of one error agree.
+_TRAILERS = re.compile(
+    r"\s(?:Hint:|Developer debug context:|For more details about this graph break|"
+    r"Set TORCHDYNAMO_VERBOSE|from user code:|\(at \S+:\d+ in )"
 )
 MESSAGE_CHARS = 200
 """How much of the masked message counts (the rest is often a long graph or traceback)."""
@@ -45,6 +52,8 @@ class Signature(NamedTuple):
 
 
 def masked(message: str) -> str:
+    trailer = _TRAILERS.search(message)
+    message = message[: trailer.start()] if trailer else message
     for pattern, replacement in _MASKS:
         message = pattern.sub(replacement, message)
     return message.strip()[:MESSAGE_CHARS]

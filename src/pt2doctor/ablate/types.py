@@ -147,6 +147,14 @@ class Repro(TypedDict, total=False):
     copied_sources: list[str]
     standalone: bool
     not_standalone_because: list[str]
+    source: Literal["fx_graph_runnable", "minifier", "program"]
+    """How a script-mode repro was made: torch's runnable graph of the failing compile, the
+    graph torch's minifier dumped (a backend other than Inductor), or the program itself (the
+    dynamo layer: no graph holds the failure). Absent in case mode and older reports."""
+    minifier: dict[str, Any]
+    """torch's minifier: ``{after, launcher, minified, seconds, exit_code, output}`` for a
+    repro it made; a whole Repro (the minifier's own, with this record inside) when it ran as
+    the last rung after a repro that cannot stand alone or did not reproduce."""
 
 
 class _AblateReportParts(TypedDict):

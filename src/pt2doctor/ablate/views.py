@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import Any
+from typing import Any, cast
 
-from pt2doctor.ablate.types import FAILURE_STATUSES, AblateReport, Rung, Target
+from pt2doctor.ablate.render import minifier_line, repro_holds
+from pt2doctor.ablate.types import FAILURE_STATUSES, AblateReport, Repro, Rung, Target
 from pt2doctor.analysis.paths import shorten_paths
 from pt2doctor.report.format import cut
 from pt2doctor.report.sections import Section, environment_rows
@@ -157,8 +158,20 @@ def ablate_repro(report: Report) -> Section | None:
     repro = report.get("repro")
     if not repro:
         return None
+    data = {**_repro_data(repro), "last_rung": None}
+    minifier = repro.get("minifier")
+    if repro.get("source") == "minifier" and minifier:
+        data["minifier_line"] = minifier_line(minifier)
+    elif isinstance(minifier, dict):  # the last rung, after a repro that fell short
+        data["last_rung"] = _repro_data(cast(Repro, minifier))
+        inner = minifier.get("minifier")
+        data["last_rung"]["minifier_line"] = minifier_line(inner) if inner else None
+    return Section("repro", "Repro", "ablate_repro", data)
+
+
+def _repro_data(repro: Repro) -> dict[str, Any]:
     verified = repro.get("verified")
-    data = {
+    return {
         "written": bool(repro.get("written")),
         "reason": cut(repro.get("reason") or ""),
         "path": repro.get("path"),
@@ -166,15 +179,20 @@ def ablate_repro(report: Report) -> Section | None:
         "module": repro.get("module"),
         "module_class": repro.get("module_class"),
         "lines": repro.get("lines"),
+        "holds": repro_holds(repro) if repro.get("written") else None,
+        "case_mode": repro.get("source") is None,
+        "not_standalone_because": list(repro.get("not_standalone_because") or []),
+        "minifier_line": None,
         "verified": None
         if not verified
         else {
             "reproduces": verified.get("reproduces"),
             "exit_code": verified.get("exit_code"),
             "output": cut(verified.get("output") or ""),
+            "expected": verified.get("expected"),
+            "signature": verified.get("signature"),
         },
     }
-    return Section("repro", "Repro", "ablate_repro", data)
 
 
 def ablate_workarounds(report: Report) -> Section | None:

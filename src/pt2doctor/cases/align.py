@@ -218,9 +218,14 @@ def custom_op_calls(case: Case, cell: Cell) -> dict[str, tuple[Any, Any, Any]]:
     """The custom ops one eager run of the cell calls, each with the inputs of its first call
     (:func:`pt2doctor.torchcompat.record_custom_op_calls`, in the cell's grad mode)."""
     built = case.build(cell)
-    return torchcompat.record_custom_op_calls(
-        lambda: run_cell(built, built.model, cell, case), grad=cell.grad
-    )
+
+    def run() -> None:
+        # A cell that fails in eager (a backward through an op without autograd) still
+        # called its ops before it failed: those calls are what opcheck needs.
+        with contextlib.suppress(Exception):
+            run_cell(built, built.model, cell, case)
+
+    return torchcompat.record_custom_op_calls(run, grad=cell.grad)
 
 
 def _training_flag(model: Any) -> bool | None:

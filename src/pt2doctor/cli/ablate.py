@@ -44,7 +44,6 @@ def _case_pieces(case_file: Path, cell_id: str | None, out: Path, **kw: Any) -> 
 
     start_fork_server()  # before the case file runs: no worker inherits the user's module
     cell = _pick_cell(case_file, cell_id)
-    _check_backend(kw["backend"])
     console = Console(stderr=True, highlight=False)
     options = AblateOptions(case_file, cell, out, **kw)
     pieces = run_ablation(options, lambda message: console.print(f"[dim]ablate: {message}[/]"))
@@ -54,7 +53,11 @@ def _case_pieces(case_file: Path, cell_id: str | None, out: Path, **kw: Any) -> 
 
 @click.command("ablate", context_settings={"ignore_unknown_options": True, "show_default": True})
 @click.option("--cell", "cell_id", help="The failing cell's id (or a pattern matching one).")
-@click.option("--backend", default="inductor", help="The backend you compile with: the top rung.")
+@click.option(
+    "--backend",
+    help="The backend forced on the top rung [default: a case's inductor; a program's own "
+    "torch.compile backend, as written].",
+)
 @click.option("--dynamic/--no-dynamic", default=None, help="Compile with dynamic=True / False.")
 @click.option("--mode", help="Inductor mode you compile with (e.g. reduce-overhead).")
 @click.option("--fullgraph", is_flag=True, help="Compile with fullgraph=True, as you do.")
@@ -91,7 +94,7 @@ def _case_pieces(case_file: Path, cell_id: str | None, out: Path, **kw: Any) -> 
 @document_options
 @click.argument("target", nargs=-1, type=click.UNPROCESSED, required=True)
 def ablate_command(
-    cell_id: str | None, backend: str, dynamic: bool | None, mode: str | None, fullgraph: bool,
+    cell_id: str | None, backend: str | None, dynamic: bool | None, mode: str | None, fullgraph: bool,
     out: Path | None,
     timeout: float, modules: bool, bisect: bool | None, bisect_timeout: float, repro: bool,
     verify_repro: bool, accuracy_check: str | None, target: tuple[str, ...], fmt: str,
@@ -105,8 +108,10 @@ def ablate_command(
 
     out = out or default_run_dir("ablations")
     require_fresh_dir(out, "directory")
-    settings = Settings(backend=backend, dynamic=dynamic, mode=mode, fullgraph=fullgraph)
+    if backend is not None:
+        _check_backend(backend)
     if len(target) == 1 and target[0].endswith(".py") and Path(target[0]).is_file():
+        backend = backend or "inductor"
         pieces, what = _case_pieces(
             Path(target[0]), cell_id, out, backend=backend, dynamic=dynamic, mode=mode,
             fullgraph=fullgraph,
@@ -117,6 +122,8 @@ def ablate_command(
         pieces, what = _script_pieces(
             list(target), cell_id, out, backend, timeout, accuracy_check, repro, verify_repro
         )
+        backend = pieces["backend"]
+    settings = Settings(backend=backend, dynamic=dynamic, mode=mode, fullgraph=fullgraph)
     environment = pieces.get("environment")
     if environment is None:  # case mode, or no rung got as far as importing torch
         from pt2doctor import torchcompat
@@ -128,7 +135,7 @@ def ablate_command(
 
 
 def _script_pieces(
-    command: list[str], cell_id: str | None, out: Path, backend: str, timeout: float,
+    command: list[str], cell_id: str | None, out: Path, backend: str | None, timeout: float,
     check: str | None, repro: bool, verify: bool,
 ) -> Any:  # fmt: skip
     from pt2doctor.ablate.script import ablate_script

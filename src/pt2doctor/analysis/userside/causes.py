@@ -24,15 +24,20 @@ OPCHECK_KINDS = (
     ("test_aot_dispatch_static", "custom_op_fake"),
     ("test_aot_dispatch_dynamic", "custom_op_fake"),
 )
+CACHE_NOTE = (
+    " Then run once with TORCHINDUCTOR_FX_GRAPH_CACHE=0 (or clear the Inductor cache): the "
+    "compile caches key on the graph, not on the op's register_fake or mutates_args, so a warm "
+    "cache keeps running the code compiled before the fix."
+)
 FIXES = {
     "custom_op_fake": (
         "Make {op}'s register_fake return what its kernel returns: the same shape, dtype and "
-        "strides for the same inputs{numbers} ({shape})."
+        "strides for the same inputs{numbers} ({shape})." + CACHE_NOTE
     ),
     "custom_op_schema": (
         "Declare what {op} mutates: torch.library.custom_op(..., mutates_args=(...)) must name "
         "every input the kernel writes to (or make the kernel write to a new tensor): the "
-        "compiler assumes undeclared inputs are left unchanged."
+        "compiler assumes undeclared inputs are left unchanged." + CACHE_NOTE
     ),
     "custom_op_autograd": (
         "Register {op}'s backward: torch.library.register_autograd({op_name!r}, backward, "
@@ -56,8 +61,13 @@ FIXES = {
         "each op. Compare with torch._inductor.config.emulate_precision_casts = True, or judge "
         "against a float64 reference with a low-precision tolerance; this is not a bug."
     ),
+    "dynamic_specialized": (
+        "The code needs {dim} to be {value} ({where}: `{code}`), so it cannot stay dynamic: "
+        "mark it with torch._dynamo.maybe_mark_dynamic instead of mark_dynamic (the compiler "
+        "may then specialize it), drop the mark, or make that code independent of the size."
+    ),
     "data_dependent": (
-        "The program guards on a data-dependent value: tell the compiler what holds with "
+        "The program guards on a data-dependent value{at}: tell the compiler what holds with "
         "torch._check(...), keep the .item()/nonzero() branch out of the compiled region "
         "(torch.compiler.disable that function), or do not mark the shape dynamic."
     ),
@@ -112,6 +122,9 @@ def shape_example(message: str, inputs: Sequence[str], names: Sequence[str] | No
     """How this op's register_fake can make its output, when the kernel's output shape (from
     opcheck's message) is an input's shape or that shape without its last dim; else the rule."""
     shapes = _SHAPES.search(message)
+    dtypes = _DTYPES.search(message)
+    if shapes is None and dtypes is not None and names:
+        return _dtype_example(dtypes[1], inputs, names)
     if shapes is None or not names:
         return GENERIC_SHAPE
     kernel = _dims(shapes[1])
@@ -125,6 +138,16 @@ def shape_example(message: str, inputs: Sequence[str], names: Sequence[str] | No
         if dims and kernel == dims[:-1]:
             return f"the kernel drops {name}'s last dim: {name}.new_empty({name}.shape[:-1])"
     return GENERIC_SHAPE
+
+
+def _dtype_example(kernel: str, inputs: Sequence[str], names: Sequence[str]) -> str:
+    """How register_fake gets the kernel's dtype: from the input that has it."""
+    short = kernel.removeprefix("torch.")
+    for text, name in zip(inputs, names, strict=False):
+        if name and text.split()[-1:] == [short]:
+            return (f"the kernel returns {name}'s dtype: allocate with {name}.new_empty(...) "
+                    f"or dtype={name}.dtype (torch.empty's default is float32)")  # fmt: skip
+    return f"allocate the output as {kernel}"
 
 
 def _numbers(message: str) -> str:
@@ -277,15 +300,60 @@ def toggle_verdict(toggles: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     return None
 
 
+_SPECIALIZED = lazy_compile(
+    r"You marked (\S+) as dynamic but your code specialized it to be a constant \(([^)]*)\)"
+)
+_USER_STACK = lazy_compile(r'File "([^"]+)", line (\d+), in (\w+)\s+(.+?)(?:\s+\^+|\s*$)')
+_SOURCE = lazy_compile(r"L\['(\w+)'\]")  # Dynamo's name for a local: the user's
+_SIZE = lazy_compile(r"\.size\(\)\[(\d+)\]")
+_CAUSED_BY = lazy_compile(r"Caused by: (.+?) # (\S+):(\d+) in (\w+)")
+
+
+def _user_line(error: str) -> tuple[str, str] | None:
+    """(``file:line``, code) of the user's line an error names: Dynamo's ``User stack:``
+    (its last frame) or ``Caused by: CODE # FILE:LINE in FUNCTION``."""
+    stack = error.split("User stack:", 1)
+    frames = list(_USER_STACK.finditer(stack[1])) if len(stack) == 2 else []
+    if frames:
+        last = frames[-1]
+        code = last[4].split(" # ")[0].strip()
+        return f"{os.path.basename(last[1])}:{last[2]}", code
+    caused = _CAUSED_BY.search(error)
+    if caused:
+        return f"{os.path.basename(caused[2])}:{caused[3]}", caused[1].split(" # ")[0].strip()
+    return None
+
+
 def data_dependent_verdict(outcome: dict[str, Any]) -> dict[str, Any] | None:
+    """A guard the program's own code makes the compiler take: on a data-dependent value, or
+    one specializing a size it marked dynamic (ConstraintViolationError), at the user's line."""
     names = set(outcome.get("error_types") or ()) & DATA_DEPENDENT
     if outcome.get("status") != "crash" or not names:
         return None
+    error = str(outcome.get("error") or "")
+    line = _user_line(error)
+    specialized = _SPECIALIZED.search(error)
+    if specialized and line:
+        where, code = line
+        dim = _SOURCE.sub(r"\1", specialized[1])
+        dim = _SIZE.sub(r".shape[\1]", dim)
+        return {
+            "kind": "dynamic_specialized",
+            "detail": f"{dim} is marked dynamic, but your code specializes it to "
+            f"{specialized[2]} ({where}: `{code}`)",
+            "evidence": [error[:300]],
+            "where": where,
+            "fix": FIXES["dynamic_specialized"].format(
+                dim=dim, value=specialized[2], where=where, code=code
+            ),
+        }
+    at = f" at {line[0]} (`{line[1]}`)" if line else ""
     return {
         "kind": "data_dependent",
-        "detail": f"a guard on a data-dependent value ({', '.join(sorted(names))})",
-        "evidence": [str(outcome.get("error") or "")[:300]],
-        "fix": FIXES["data_dependent"],
+        "detail": f"a guard on a data-dependent value{at} ({', '.join(sorted(names))})",
+        "evidence": [error[:300]],
+        **({"where": line[0]} if line else {}),
+        "fix": FIXES["data_dependent"].format(at=at),
     }
 
 
