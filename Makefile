@@ -13,7 +13,7 @@ export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-cache
 BYTECODE := $(PY) -m compileall -q src tests examples
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo demo-shot test test-fast chromium lint golden bench clean
+.PHONY: help venv demo demo-shot test test-matrix test-fast chromium lint golden bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -37,9 +37,13 @@ demo: $(STAMP) ## `pt2doctor run` on a serving loop, then `check` of a transform
 	$(VENV)/bin/pt2doctor check examples/cases/transformer_block.py --quick --cells eval --profile \
 		--out $(DEMO_DIR)-check
 
-test: $(STAMP) ## run the whole test suite (unit + real torch.compile runs: several minutes)
+test: $(STAMP) ## run the test suite (unit + real torch.compile runs: several minutes)
 	@$(BYTECODE) >/dev/null
-	$(PY) -m pytest -n 2 --dist worksteal -q
+	$(PY) -m pytest -n 2 --dist worksteal -q -m "not failure_matrix"
+
+test-matrix: $(STAMP) ## the failure corpus ablated from each program's own folder too (~2 min; CI runs it after test)
+	@$(BYTECODE) >/dev/null
+	$(PY) -m pytest -n 2 --dist worksteal -q -m failure_matrix
 
 test-fast: $(STAMP) ## the edit loop (< 60 s): unit tests and in-process tests, no torch program runs
 	@$(BYTECODE) >/dev/null

@@ -1,7 +1,15 @@
-"""Failing programs that define what fails in the script itself (tests/programs/failures):
-``ablate`` in script mode names the user's pass or op, and its repro, copied alone into an
-empty folder and run with plain ``python -I``, fails the same way; the same repro with the
-user's definition fixed does not fail, so the check can fail."""
+"""The failure corpus (tests/programs/failures): eleven failing programs of different kinds,
+each ablated as a user would, from the program's own folder and from another one, in script
+mode (``pt2doctor ablate -- python prog.py``) and, for the case files among them, in case mode
+(``pt2doctor ablate prog.py``). For each run the conclusion is asserted (category, kind, the
+op, pass or line named). From its own folder, ablate's own check of the repro must find the
+program's failure signature; from another folder, the repro folder is copied alone into an
+empty folder (the original removed) and run with plain ``python -I``: it must fail with the
+same signature, and with the user's fix applied to the copy (the fix the report prints, or
+the planted bug turned off) it must not reproduce, so the check can fail.
+
+Cost on 2 CPU cores: 3-10 s for a failure at the dynamo layer, 15-25 s for one in Inductor
+(four rungs, opcheck, the repro)."""
 
 from __future__ import annotations
 
@@ -9,29 +17,133 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from oracles import marker_in
+from pt2doctor.ablate.signature import failure_signature, repro_signature
 
 pytestmark = pytest.mark.torch_run
 
 FAILURES = Path(__file__).resolve().parents[1] / "programs" / "failures"
 TIMEOUT_S = 600
+INDUCTOR_FAILS = ["ok", "ok", "ok"]
 
 
-def _ablate(
-    program: Path, cwd: Path, out: Path, env: dict[str, str], *flags: str
-) -> dict[str, Any]:
-    command = [sys.executable, "-m", "pt2doctor", "ablate", "--out", str(out), *flags, "--",
-               sys.executable, str(program)]  # fmt: skip
+@dataclass(frozen=True)
+class Failure:
+    program: str
+    ladder: list[str]
+    """The rungs' statuses (script mode), up to the failing one."""
+    category: str | None
+    kind: str | None
+    """conclusion.user_side.kind (None: not the user's code)."""
+    named: dict[str, str]
+    """What user_side names (op, function, where), or for a compiler bug the failing rung's
+    backend."""
+    expected: str
+    """How the failure signature starts."""
+    source: str
+    """How the script-mode repro is made (repro.source)."""
+    fix: tuple[str, str]
+    """The user's fix: text in the repro folder's copies replaced by the fixed text."""
+    accuracy: bool = False
+    """Wrong numbers: the program saves its outputs, check_saved.py compares them."""
+    case: bool = False
+    """Also a case file: ablated in case mode too."""
+    case_conclusion: dict[str, Any] = field(default_factory=dict)
+
+
+CORPUS = [
+    Failure(
+        "inline_pass", [*INDUCTOR_FAILS, "crash"], "user_side", "user_pass",
+        {"function": "layout_pass"}, "RuntimeError: layout_pass: addmm needs a", "fx_graph_runnable",
+        ('raise RuntimeError(f"layout_pass: {node.name} needs a 4-d input")', "pass"),
+    ),
+    Failure(
+        "inline_wrong_pass", [*INDUCTOR_FAILS, "diverged"], "user_side", "user_pass",
+        {"function": "relu_to_identity"}, "diverged from eager", "fx_graph_runnable",
+        ("node.replace_all_uses_with(node.args[0])  # MARK:wrong\n            graph.erase_node(node)",
+         "pass"),
+        accuracy=True,
+    ),
+    Failure(
+        "inline_custom_op", [*INDUCTOR_FAILS, "crash"], "user_side", "custom_op_fake",
+        {"op": "pt2doctor_inline.row_norm.default"}, "AssertionError: wrong number of dimensions",
+        "fx_graph_runnable",
+        ("return torch.empty_like(x)  # MARK:wrong_fake", "return x.new_empty(x.shape[:-1])"),
+        case=True,
+    ),
+    Failure(
+        "mutation_op", [*INDUCTOR_FAILS, "diverged"], "user_side", "custom_op_schema",
+        {"op": "pt2doctor_failures.scale_.default"}, "diverged from eager", "fx_graph_runnable",
+        ("mutates_args=()", 'mutates_args=("x",)'), accuracy=True, case=True,
+    ),
+    Failure(
+        "autocast_op", [*INDUCTOR_FAILS, "diverged"], "user_side", "custom_op_fake",
+        {"op": "pt2doctor_failures.row_max.default"}, "diverged from eager", "fx_graph_runnable",
+        ("torch.empty(x.shape[:-1])", "x.new_empty(x.shape[:-1])"), accuracy=True, case=True,
+    ),
+    Failure(
+        "no_autograd_op", ["eager_error", "not run", "not run", "not run"], "user_side",
+        "custom_op_autograd", {"op": "pt2doctor_failures.scaled_tanh.default"},
+        "RuntimeError: Trying to backward through pt2doctor_failures.scaled_tanh", "program",
+        ("class Net(nn.Module):",
+         "scaled_tanh.register_autograd(\n"
+         "    lambda ctx, grad: grad * 2 * (1 - torch.tanh(ctx.saved_tensors[0]) ** 2),\n"
+         "    setup_context=lambda ctx, inputs, output: ctx.save_for_backward(inputs[0]),\n"
+         ")\n\n\nclass Net(nn.Module):"),
+        case=True,
+    ),
+    Failure(
+        "data_dependent", ["crash"], "user_side", "data_dependent",
+        {"where": "data_dependent.py:12"}, "UserError: Consider annotating your code", "program",
+        ("    if n > 0:  # MARK:branch", "    torch._check(n > 0)\n    if n > 0:"),
+    ),
+    Failure(
+        "dynamic_only", ["crash"], "user_side", "dynamic_specialized",
+        {"where": "dynamic_only.py:16"}, "ConstraintViolationError: Constraints violated",
+        "program", ("torch._dynamo.mark_dynamic(x, 0)", "torch._dynamo.maybe_mark_dynamic(x, 0)"),
+    ),
+    Failure(
+        "planted_backend", [*INDUCTOR_FAILS, "crash"], "compiler_bug", None,
+        {"backend": "relu_compile_error_TESTING_ONLY"}, "ReluCompileError", "minifier",
+        ("backend='relu_compile_error_TESTING_ONLY'", "backend='aot_eager_decomp_partition'"),
+    ),
+    Failure(
+        "planted_inductor", [*INDUCTOR_FAILS, "crash"], "compiler_bug", None,
+        {"backend": "inductor"}, "CppCompileError: C++ compile error", "fx_graph_runnable",
+        ("inject_relu_bug_TESTING_ONLY = 'compile_error'", "inject_relu_bug_TESTING_ONLY = None"),
+    ),
+    Failure(
+        "planted_dynamo", ["crash"], "incompleteness", None, {"backend": "eager"},
+        "Unsupported: missing BUILD_SET handler", "program",
+        ("inject_BUILD_SET_unimplemented_TESTING_ONLY = True",
+         "inject_BUILD_SET_unimplemented_TESTING_ONLY = False"),
+    ),
+]  # fmt: skip
+# From another folder the repro is handed over and fixed (make test); from the program's own
+# folder ablate's own check of it is asserted (make test-matrix: CI runs both tiers).
+FOLDERS = [pytest.param("own folder", marks=pytest.mark.failure_matrix), "another folder"]
+
+
+def _ablate(target: list[str], cwd: Path, out: Path, env: dict[str, str], *flags: str) -> Any:
+    command = [sys.executable, "-m", "pt2doctor", "ablate", "--out", str(out), *flags, *target]
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=TIMEOUT_S, check=False)  # fmt: skip
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-3000:]
-    report: dict[str, Any] = json.loads((out / "report.json").read_text())
-    return report
+    return json.loads((out / "report.json").read_text())
+
+
+def _where(failure: Failure, folder: str, tmp: Path) -> tuple[Path, str]:
+    """The folder ablate runs in, and how it names the program from there."""
+    if folder == "own folder":
+        return FAILURES, f"{failure.program}.py"
+    elsewhere = tmp / "elsewhere"
+    elsewhere.mkdir()
+    return elsewhere, str(FAILURES / f"{failure.program}.py")
 
 
 def _handed_over(report: dict[str, Any], tmp: Path) -> Path:
@@ -40,101 +152,142 @@ def _handed_over(report: dict[str, Any], tmp: Path) -> Path:
     copy = tmp / "empty" / "repro"
     shutil.copytree(folder, copy)
     shutil.rmtree(folder)
-    assert sorted(p.name for p in copy.iterdir()) == ["program_defs.py", "repro.py"]
     return copy
 
 
-def _run(repro: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _run(
+    repro: Path, env: dict[str, str], fixes: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The repro with plain python in the empty folder; ``fixes``: the report's workarounds,
+    whose "run once with VAR=0" the fixed run follows (what the user would do)."""
     plain = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    if any("TORCHINDUCTOR_FX_GRAPH_CACHE=0" in fix for fix in fixes or []):
+        plain["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
     return subprocess.run([sys.executable, "-I", str(repro / "repro.py")], cwd=repro.parent,
                           env=plain, capture_output=True, text=True, timeout=TIMEOUT_S,
                           check=False)  # fmt: skip
 
 
-def test_a_pass_defined_in_the_script_is_copied_into_a_repro_that_fails_the_same_way(
-    tmp_path: Path, run_env: dict[str, str]
-) -> None:
-    program = FAILURES / "inline_pass.py"
-    report = _ablate(program, FAILURES, tmp_path / "out", run_env, "--no-verify-repro")
+def _said(stdout: str) -> str:
+    return next((line for line in stdout.splitlines() if line.startswith("REPRODUCED")), "")
+
+
+def _apply_fix(copy: Path, fix: tuple[str, str]) -> None:
+    """The user's fix, in whichever copied file holds the wrong text."""
+    wrong, right = fix
+    holders = [p for p in copy.rglob("*.py") if wrong in p.read_text()]
+    assert holders, f"{wrong!r} is in no file of the repro"
+    for path in holders:
+        path.write_text(path.read_text().replace(wrong, right))
+
+
+def _assert_conclusion(report: dict[str, Any], failure: Failure) -> None:
     verdict = report["conclusion"]
-    assert (verdict["category"], verdict["user_side"]["kind"]) == ("user_side", "user_pass")
-    assert verdict["user_side"]["function"] == "layout_pass"
-    repro = report["repro"]
-    assert repro["standalone"] is True and repro["not_standalone_because"] == []
-    copy = _handed_over(report, tmp_path)
-    defs = (copy / "program_defs.py").read_text()
-    assert "def layout_pass" in defs and "def is_matmul" in defs and "MATMULS = " in defs
-    assert "torch.compile(model)" not in defs  # the training loop stays out
-    failed = _run(copy, run_env)
-    assert failed.returncode == 1, failed.stderr[-2000:]
-    assert "REPRODUCED: compiling the graph raised RuntimeError: layout_pass: addmm needs a 4-d" \
-        in failed.stdout  # fmt: skip
-    raise_line = 'raise RuntimeError(f"layout_pass: {node.name} needs a 4-d input")'
-    assert raise_line in program.read_text().splitlines()[marker_in(program, "raise") - 1]
-    (copy / "program_defs.py").write_text(defs.replace(raise_line, "pass"))  # the user's fix
-    fixed = _run(copy, run_env)
-    assert fixed.returncode == 0 and "not reproduced" in fixed.stdout, fixed.stderr[-2000:]
+    assert verdict["category"] == failure.category, verdict
+    user = verdict.get("user_side") or {}
+    assert user.get("kind") == failure.kind, verdict
+    failing = next(r for r in report["ladder"] if r["status"] not in ("ok", "not run"))
+    for key, value in failure.named.items():
+        assert (user if failure.kind else failing)[key] == value, (key, verdict, failing)
+    if failure.kind:  # the user's code: its fix first, never "report it upstream"
+        assert report["workarounds"][0] == user["fix"]
+        assert not any("upstream" in advice for advice in report["workarounds"])
 
 
-def test_a_custom_op_defined_in_the_script_is_copied_and_its_fake_is_the_cause(
-    tmp_path: Path, run_env: dict[str, str]
-) -> None:
-    program = FAILURES / "inline_custom_op.py"
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    report = _ablate(program, elsewhere, tmp_path / "out", run_env)
-    verdict = report["conclusion"]
-    assert (verdict["category"], verdict["user_side"]["kind"]) == ("user_side", "custom_op_fake")
-    assert verdict["user_side"]["op"] == "pt2doctor_inline.row_norm.default"
-    verified = report["repro"]["verified"]
-    assert verified["same_failure"] is True and verified["reproduces"] is True
-    assert verified["expected"].startswith("AssertionError: wrong number of dimensions")
-    copy = _handed_over(report, tmp_path)
-    failed = _run(copy, run_env)
-    assert failed.returncode == 1, failed.stderr[-2000:]
-    assert "AssertionError: wrong number of dimensions" in failed.stdout
-    assert "torch.ops.pt2doctor_inline.row_norm.default" in failed.stdout
-    defs = (copy / "program_defs.py").read_text()
-    wrong = "return torch.empty_like(x)  # MARK:wrong_fake"
-    assert wrong in defs
-    (copy / "program_defs.py").write_text(defs.replace(wrong, "return x.new_empty(x.shape[:-1])"))
-    fixed = _run(copy, run_env)
-    assert fixed.returncode == 0 and "not reproduced" in fixed.stdout, fixed.stderr[-2000:]
-
-
-def test_wrong_numbers_from_a_pass_in_the_script_get_a_comparing_repro(
-    tmp_path: Path, run_env: dict[str, str]
-) -> None:
-    """Wrong numbers, no crash, in script mode with an accuracy check: the Inductor rung run
-    again without the program's hooks passes, so the pass is the cause; the repro compares
-    the compiled graph with the same graph run eagerly, and fails alone in an empty folder;
-    with the pass fixed in program_defs.py it does not."""
-    program = FAILURES / "inline_wrong_pass.py"
-    saved = tmp_path / "saved"
-    check = f"{sys.executable} {FAILURES / 'check_saved.py'} {saved}"
-    out = tmp_path / "out"
-    command = [sys.executable, "-m", "pt2doctor", "ablate", "--out", str(out), "--accuracy-check",
-               check, "--", sys.executable, str(program), str(saved)]  # fmt: skip
-    done = subprocess.run(command, cwd=FAILURES, env=run_env, capture_output=True, text=True,
-                          timeout=TIMEOUT_S, check=False)  # fmt: skip
-    assert done.returncode == 1, done.stderr[-3000:]
-    report = json.loads((out / "report.json").read_text())
-    assert [r["status"] for r in report["ladder"]] == ["ok", "ok", "ok", "diverged"]
-    (toggle,) = report["toggles"]
-    assert (toggle["name"], toggle["status"]) == ("without user hooks", "ok")
-    verdict = report["conclusion"]
-    assert (verdict["category"], verdict["user_side"]["kind"]) == ("user_side", "user_pass")
-    assert verdict["user_side"]["function"] == "relu_to_identity"
-    verified = report["repro"]["verified"]
-    assert verified["reproduces"] is True and verified["expected"] == "diverged from eager"
-    copy = _handed_over(report, tmp_path)
-    failed = _run(copy, run_env)
-    assert failed.returncode == 1 and "REPRODUCED: output differs from eager" in failed.stdout
-    defs = (copy / "program_defs.py").read_text()
-    wrong = (
-        "node.replace_all_uses_with(node.args[0])  # MARK:wrong\n            graph.erase_node(node)"
+def _check_handed_over(report: dict[str, Any], failure: Failure, tmp: Path, env: dict[str, str]):
+    """The repro alone fails with the program's signature; with the fix it does not fail."""
+    failing = next(r for r in report["ladder"] if r["status"] not in ("ok", "not run"))
+    expected = failure_signature(
+        {**failing, "status": "crash" if failing["status"] == "eager_error" else failing["status"]}
     )
-    assert wrong in defs
-    (copy / "program_defs.py").write_text(defs.replace(wrong, "pass"))  # the user's fix
-    fixed = _run(copy, run_env)
+    copy = _handed_over(report, tmp)
+    failed = _run(copy, env)
+    assert failed.returncode == 1, failed.stdout[-1000:] + failed.stderr[-2000:]
+    assert repro_signature(_said(failed.stdout)) == expected, (_said(failed.stdout), expected)
+    assert expected.text().startswith(failure.expected)
+    _apply_fix(copy, failure.fix)
+    fixed = _run(copy, env, report["workarounds"])
+    assert fixed.returncode == 0 and "not reproduced" in fixed.stdout, (
+        fixed.stdout[-1000:] + fixed.stderr[-2000:]
+    )
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+@pytest.mark.parametrize("failure", CORPUS, ids=lambda f: f.program)
+def test_script_mode(
+    failure: Failure, folder: str, tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    cwd, program = _where(failure, folder, tmp_path)
+    out = tmp_path / "out"
+    command = [sys.executable, program]
+    flags: list[str] = [] if folder == "own folder" else ["--no-verify-repro"]
+    if failure.accuracy:
+        saved = tmp_path / "saved"
+        flags += ["--accuracy-check", f"{sys.executable} {FAILURES / 'check_saved.py'} {saved}"]
+        command.append(str(saved))
+    report = _ablate(["--", *command], cwd, out, run_env, *flags)
+    statuses = [row["status"] for row in report["ladder"]]
+    assert statuses[: len(failure.ladder)] == failure.ladder, report["ladder"]
+    _assert_conclusion(report, failure)
+    repro = report["repro"]
+    assert repro["written"] and repro["source"] == failure.source, repro
+    assert repro["standalone"] and repro["lines"] < 150, repro
+    if folder == "own folder":
+        verified = repro["verified"]
+        assert verified["reproduces"] and verified["same_failure"], verified
+        assert verified["expected"].startswith(failure.expected), verified
+        return
+    _check_handed_over(report, failure, tmp_path, run_env)
+
+
+CASE_FILES = [failure for failure in CORPUS if failure.case]
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+@pytest.mark.parametrize("failure", CASE_FILES, ids=lambda f: f.program)
+def test_case_mode(failure: Failure, folder: str, tmp_path: Path, run_env: dict[str, str]) -> None:
+    cwd, program = _where(failure, folder, tmp_path)
+    flags = [] if folder == "own folder" else ["--no-verify-repro"]
+    report = _ablate([program], cwd, tmp_path / "out", run_env, *flags)
+    _assert_conclusion(report, failure)
+    repro = report["repro"]
+    if report["conclusion"]["failure"] == "eager_error":  # nothing compiled to hand over
+        assert not repro["written"] and "fails without compiling" in repro["reason"]
+        return
+    assert repro["written"], repro
+    if folder == "own folder":
+        assert repro["verified"]["reproduces"], repro["verified"]
+        return
+    copy = _handed_over(report, tmp_path)
+    failed = _run(copy, run_env)
+    assert failed.returncode == 1 and "REPRODUCED" in failed.stdout, failed.stderr[-2000:]
+    _apply_fix(copy, failure.fix)
+    fixed = _run(copy, run_env, report["workarounds"])
     assert fixed.returncode == 0 and "not reproduced" in fixed.stdout, fixed.stderr[-2000:]
+
+
+@pytest.mark.failure_matrix
+def test_a_pass_the_repro_cannot_carry_is_named_and_torchs_minifier_is_the_last_rung(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """closure_pass.py's pass is a closure made while the program runs: the repro says it
+    cannot carry it, and does not reproduce; torch's minifier runs as the last rung, and its
+    repro (it lacks the pass too) is checked the same way and reported, not trusted."""
+    cwd, program = _where(Failure("closure_pass", [], None, None, {}, "", "", ("", "")),
+                          "another folder", tmp_path)  # fmt: skip
+    report = _ablate(["--", sys.executable, program], cwd, tmp_path / "out", run_env)
+    verdict = report["conclusion"]
+    assert (verdict["category"], verdict["user_side"]["kind"]) == ("user_side", "user_pass")
+    assert verdict["user_side"]["function"] == "make_pass.<locals>.check_fanout"
+    repro = report["repro"]
+    assert repro["source"] == "fx_graph_runnable" and repro["standalone"] is False
+    assert repro["not_standalone_because"] == [
+        "hook post_grad_custom_post_pass = make_pass.<locals>.check_fanout is defined inside a "
+        "function of the program; set it before running"
+    ]
+    assert repro["verified"]["reproduces"] is False
+    assert repro["verified"]["expected"].startswith("RuntimeError: check_fanout: <name> has")
+    last = repro["minifier"]
+    assert last["source"] == "minifier" and last["minifier"]["after"] == "aot"
+    assert last["minifier"]["launcher"].endswith("minifier_launcher.py")
+    assert last["written"] and last["verified"]["reproduces"] is False
