@@ -12,6 +12,11 @@ the temporary output directory ``/tmp/out``, object addresses ``0x0``. Run from 
 - ``ablate_hostile.json``: ``tests/programs/ablate/hostile_raise.py`` (Inductor, compiler_bisector
   on): a post-grad pass raises an error whose message is markup and script, in a submodule whose
   name is markup.
+- ``ablate_script_backend.json``: script mode on ``tests/programs/failures/planted_backend.py``
+  (its own backend, ``relu_compile_error_TESTING_ONLY``, as written): the repro is the graph
+  torch's minifier shrank.
+- ``ablate_script_closure.json``: script mode on ``tests/programs/failures/closure_pass.py``: the
+  pass is a closure the repro cannot carry; torch's minifier runs as the last rung.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ RUNS = {
         "--no-bisect",
     ],
     "ablate_hostile": ["tests/programs/ablate/hostile_raise.py"],
+    "ablate_script_backend": ["--", "PYTHON", "tests/programs/failures/planted_backend.py"],
+    "ablate_script_closure": ["--", "PYTHON", "tests/programs/failures/closure_pass.py"],
 }  # fmt: skip
 
 
@@ -44,7 +51,8 @@ def main(names: list[str]) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "out"
             command = [sys.executable, "-m", "pt2doctor", "ablate", "--out", str(out)]
-            done = subprocess.run([*command, *RUNS[name]], cwd=REPO, env=env, capture_output=True,
+            args = [sys.executable if arg == "PYTHON" else arg for arg in RUNS[name]]
+            done = subprocess.run([*command, *args], cwd=REPO, env=env, capture_output=True,
                                   text=True, check=False)  # fmt: skip
             if done.returncode not in (0, 1):
                 sys.exit(f"{name}: exit {done.returncode}\n{done.stderr[-3000:]}")

@@ -282,8 +282,9 @@ def test_a_pass_the_repro_cannot_carry_is_named_and_torchs_minifier_is_the_last_
     repro = report["repro"]
     assert repro["source"] == "fx_graph_runnable" and repro["standalone"] is False
     assert repro["not_standalone_because"] == [
-        "hook post_grad_custom_post_pass = make_pass.<locals>.check_fanout is defined inside a "
-        "function of the program; set it before running"
+        "hook post_grad_custom_post_pass = make_pass.<locals>.check_fanout is a closure made by "
+        "make_pass() while the program runs (its captured values exist only then); set it "
+        "before running"
     ]
     assert repro["verified"]["reproduces"] is False
     assert repro["verified"]["expected"].startswith("RuntimeError: check_fanout: <name> has")

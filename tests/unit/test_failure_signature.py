@@ -91,3 +91,18 @@ def test_a_one_line_summary_and_the_raw_message_of_one_dynamo_error_agree() -> N
     )
     assert summary == raw and summary.type == "Unsupported"
     assert summary.message.endswith("(for testing purposes).")
+
+
+def test_a_stage_that_raises_is_a_line_not_a_traceback() -> None:
+    from pt2doctor.ablate.driver import guarded
+
+    def write() -> dict[str, object]:
+        raise OSError("[Errno 28] No space left on device: '/out/repro/repro.py'")
+
+    repro = guarded("repro", write, lambda why: {"written": False, "reason": why})
+    assert repro == {
+        "written": False,
+        "reason": "the repro stage failed: OSError: [Errno 28] No space left on device: "
+        "'/out/repro/repro.py'",
+    }
+    assert guarded("repro", lambda: {"written": True}, lambda why: {}) == {"written": True}

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pt2doctor import torchcompat
 from pt2doctor.ablate.classify import LADDER, eager_failure, first_failure, layer_of
@@ -20,10 +20,12 @@ from pt2doctor.ablate.signature import failure_signature, repro_signature
 from pt2doctor.ablate.types import LADDER_STOPS
 from pt2doctor.analysis.userside.causes import custom_op_verdict
 from pt2doctor.cases.case import Cell
+from pt2doctor.trace.messages import error_line
 from pt2doctor.workers import EventName, Launcher, kill_group, last_event
 from pt2doctor.workers import launch as launch_worker
 
 Progress = Callable[[str], None]
+T = TypeVar("T")
 WORKER = "pt2doctor.ablate.trial"
 # What a rung's outcome keeps (tracebacks stay in the worker's events.jsonl).
 OUTCOME_KEYS = (
@@ -269,6 +271,16 @@ class Ablation:
         return {**found, "seconds": seconds}
 
 
+def guarded(stage: str, run: Callable[[], T], failed: Callable[[str], T]) -> T:
+    """``run()``; when it raises, what ``failed`` makes of the one-line cause: a stage's
+    failure is a line in the report (every format says it), never a traceback that loses what
+    the ladder measured."""
+    try:
+        return run()
+    except Exception as error:
+        return failed(f"the {stage} stage failed: {error_line(type(error).__name__, str(error))}")
+
+
 def verify_repro(path: Path, timeout: float, failure: dict[str, Any]) -> dict[str, Any]:
     """Run the written repro with plain python in a fresh process, in its own folder: does it
     fail (exit 1) the way ``failure`` (the rung it reproduces) failed? ``signature`` and
@@ -354,5 +366,9 @@ def run_ablation(options: AblateOptions, progress: Progress | None = None) -> di
     repro = (pieces["modules"] or {}).get("repro")
     if repro and repro.get("written") and options.verify_repro:
         progress and progress("running the repro")
-        repro["verified"] = verify_repro(Path(repro["path"]), options.timeout, failing)
+        repro["verified"] = guarded(
+            "repro check",
+            lambda: verify_repro(Path(repro["path"]), options.timeout, failing),
+            lambda why: {"reproduces": False, "exit_code": None, "output": why},
+        )
     return pieces

@@ -59,7 +59,8 @@ def _checked(verified: Verified) -> str:
     if "expected" not in verified:
         return f"{'reproduces' if verified['reproduces'] else 'does NOT reproduce'} ({run})"
     if verified["reproduces"]:
-        return f"reproduces the program's failure: {verified['expected']} (exit 1)"
+        numbers = f": {verified['output']}" if verified["expected"] == "diverged from eager" else ""
+        return f"reproduces the program's failure: {verified['expected']} (exit 1{numbers})"
     if verified.get("signature"):
         return (
             f"does NOT reproduce: it fails with {verified['signature']}, the program failed "

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor.ablate.classify import LADDER, conclusion, eager_failure, first_failure, layer_of
-from pt2doctor.ablate.driver import ladder, verify_repro
+from pt2doctor.ablate.driver import guarded, ladder, verify_repro
 from pt2doctor.ablate.minifier import minify, repro_after
 from pt2doctor.ablate.program_repro import program_of, write_program_repro
 from pt2doctor.ablate.script_opcheck import OPCHECK_BACKEND_ENV, PLUGIN, custom_op_runs
@@ -192,15 +192,34 @@ def ablate_script(
     pieces: dict[str, Any] = {"rungs": rungs, "toggles": [], "modules": None, "bisect": None}
     pieces["backend"] = rungs[-1]["backend"]
     pieces["environment"] = _environment(out / "rungs", rungs)
-    without = _without_compile(command, rungs[0], out, timeout, check, progress)
+    without = guarded(
+        "without torch.compile",
+        lambda: _without_compile(command, rungs[0], out, timeout, check, progress),
+        lambda why: {"name": "without torch.compile", "backend": None, "status": "error",
+                     "error": why},
+    )  # fmt: skip
     pieces["toggles"] = [without] if without else []
     failing = first_failure(rungs) or eager_failure(rungs)
-    if failing is not None:
-        pieces["custom_ops"] = _custom_ops(command, failing, out, timeout, progress)
-        pieces["toggles"] += _without_hooks(command, failing, out, timeout, check, progress)
-        pieces["hooks"] = failing.get("hooks") or []
-        if repro:
-            pieces["repro"] = _script_repro(command, failing, out, timeout, verify, progress)
+    if failing is None:
+        return pieces
+    pieces["custom_ops"] = guarded(
+        "opcheck",
+        lambda: _custom_ops(command, failing, out, timeout, progress),
+        lambda why: [{"op": "?", "checks": [], "passed": None, "error": why}],
+    )
+    pieces["toggles"] += guarded(
+        "without user hooks",
+        lambda: _without_hooks(command, failing, out, timeout, check, progress),
+        lambda why: [{"name": "without user hooks", "backend": "inductor", "status": "error",
+                      "error": why}],
+    )  # fmt: skip
+    pieces["hooks"] = failing.get("hooks") or []
+    if repro:
+        pieces["repro"] = guarded(
+            "repro",
+            lambda: _script_repro(command, failing, out, timeout, verify, progress),
+            lambda why: {"written": False, "reason": why},
+        )
     return pieces
 
 

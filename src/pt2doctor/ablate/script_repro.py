@@ -32,13 +32,23 @@ MAIN = """
 WRAPPERS = ("BackendCompilerFailed", "InductorError")  # torch's wrappers of the error raised
 if __name__ == '__main__':
     import contextlib
+    import logging
     from torch._dynamo.repro.{flavor} import run_repro
+
+    said = []  # torch logs the error numbers of an accuracy comparison (RMSE vs float64)
+
+    class Said(logging.Handler):
+        def emit(self, record):
+            said.append(record.getMessage())
+
+    logging.getLogger("torch._dynamo.utils").addHandler(Said())
     try:
         with {context}:
             {call}
     except Exception as error:
         if type(error).__name__ == "AccuracyError":  # run_repro(accuracy=True) compared them
-            print(f"REPRODUCED: output differs from eager: {{error}}")
+            numbers = next((" ".join(s.split())[:300] for s in said if "RMSE" in s), "")
+            print(f"REPRODUCED: output differs from eager: {{error}}; {{numbers}}")
             sys.exit(1)
         for _ in range(10):  # the error the others wrap (InductorError wraps the pass's own)
             inner = getattr(error, "inner_exception", None)
@@ -168,6 +178,17 @@ def repro_imports(
     return lines, missing
 
 
+def _uncapturable(hook: dict[str, Any]) -> str:
+    """Why a hook the program set cannot be copied into the repro, naming the piece."""
+    name = str(hook["function"])
+    where = f"{hook['hook']} = {name}"
+    if "<lambda>" in name:
+        return f"hook {where} is a lambda: it has no name to copy it by; set it before running"
+    outer = name.split(".<locals>.")[0]
+    return (f"hook {where} is a closure made by {outer}() while the program runs (its captured "
+            "values exist only then); set it before running")  # fmt: skip
+
+
 def _program_defs(
     program: Path, ops: list[str], hooks: list[dict[str, Any]], out: Path
 ) -> tuple[list[str], list[str]]:
@@ -181,8 +202,7 @@ def _program_defs(
                                     op_names)  # fmt: skip
     except (OSError, SyntaxError, ValueError) as error:
         return [], [f"the program's own definitions could not be read ({error})"]
-    missing = [f"hook {h['hook']} = {h['function']} is defined inside a function of the "
-               "program; set it before running" for h in nested]  # fmt: skip
+    missing = [_uncapturable(h) for h in nested]
     missing += [f"{name} is not defined at the program's top level" for name in
                 [*op_names, *functions] if name.split(".")[0] not in found.found]  # fmt: skip
     missing += [f"from the program: {sentence}" for sentence in found.missing]
