@@ -17,6 +17,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from pt2doctor.ablate.script_repro import UNWRAP
+
 MAX_LINES = 400
 """A longer program is no repro: the report says to cut it down instead."""
 
@@ -29,6 +31,12 @@ Exits 1 (and says REPRODUCED) when it raises. Run: python repro.py
 import os
 import runpy
 import sys
+
+# Compile afresh: torch's FX graph and AOTAutograd caches key on the graph, not on a custom
+# op's register_fake, mutates_args or autograd, so a warm cache can replay code compiled before
+# (or after) a fix, and the verdict would be the cache's.
+os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
+os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
 
 import torch
 
@@ -58,15 +66,7 @@ if __name__ == "__main__":
             print(f"REPRODUCED: the program exited {{stop.code}}")
             sys.exit(1)
     except Exception as error:
-        for _ in range(10):  # the error the others wrap
-            inner = getattr(error, "inner_exception", None)
-            if not isinstance(inner, BaseException) and type(error).__name__ in WRAPPERS:
-                inner = error.__cause__
-            if not isinstance(inner, BaseException):
-                break
-            error = inner
-        text = " ".join(str(error).split())[:400]
-        print(f"REPRODUCED: running the program raised {{type(error).__name__}}: {{text}}")
+{unwrap}        print(f"REPRODUCED: running the program raised {{type(error).__name__}}: {{text}}")
         sys.exit(1)
     print("not reproduced: the program ran to the end")
 '''
@@ -131,7 +131,7 @@ def write_program_repro(
     standalone = "" if not missing else "NOT STANDALONE: " + "; ".join(missing) + "\n"
     text = RUNNER.format(
         sentence=sentence, why=why, program=program.name, forcing=forcing, backend=backend,
-        name=program.name, args=args, standalone=standalone,
+        name=program.name, args=args, standalone=standalone, unwrap=UNWRAP,
     )  # fmt: skip
     (out / "repro.py").write_text(text)
     return {

@@ -38,6 +38,12 @@ import contextlib
 import os
 import sys
 
+# Compile afresh: torch's FX graph and AOTAutograd caches key on the graph, not on a custom
+# op's register_fake, mutates_args or autograd, so a warm cache can replay code compiled before
+# (or after) a fix, and the verdict would be the cache's.
+os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
+os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
+
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))

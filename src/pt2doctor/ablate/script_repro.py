@@ -28,6 +28,18 @@ from pt2doctor.trace.records import ParseStats
 RUNNABLE = "fx_graph_runnable"
 _ENV_LINE = re.compile(r"^os\.environ\[['\"](\w+)['\"]\] = .*$", re.MULTILINE)
 _RUN_CALL = re.compile(r"^\s*(run_repro\(mod, load_args,.*\))\s*$", re.MULTILINE)
+UNWRAP = """\
+        for _ in range(10):  # the error the others wrap (InductorError wraps the pass's own)
+            inner = getattr(error, "inner_exception", None)
+            if not isinstance(inner, BaseException) and type(error).__name__ in WRAPPERS:
+                inner = error.__cause__
+            if not isinstance(inner, BaseException):
+                break
+            error = inner
+        text = " ".join(str(error).split())[:400]
+"""
+"""In a repro's ``except Exception as error:``: the innermost error and its one-line text
+(every repro flavor says it the same way, so their signatures compare)."""
 MAIN = """
 WRAPPERS = ("BackendCompilerFailed", "InductorError")  # torch's wrappers of the error raised
 if __name__ == '__main__':
@@ -50,15 +62,7 @@ if __name__ == '__main__':
             numbers = next((" ".join(s.split())[:300] for s in said if "RMSE" in s), "")
             print(f"REPRODUCED: output differs from eager: {{error}}; {{numbers}}")
             sys.exit(1)
-        for _ in range(10):  # the error the others wrap (InductorError wraps the pass's own)
-            inner = getattr(error, "inner_exception", None)
-            if not isinstance(inner, BaseException) and type(error).__name__ in WRAPPERS:
-                inner = error.__cause__
-            if not isinstance(inner, BaseException):
-                break
-            error = inner
-        text = " ".join(str(error).split())[:400]
-        print(f"REPRODUCED: compiling the graph raised {{type(error).__name__}}: {{text}}")
+{unwrap}        print(f"REPRODUCED: compiling the graph raised {{type(error).__name__}}: {{text}}")
         sys.exit(1)
     print("not reproduced: the graph compiled and ran")
 """
@@ -69,6 +73,12 @@ Exits 1 (and says REPRODUCED) when compiling or running it raises. Run: python r
 {standalone}"""
 import os
 import sys
+
+# Compile afresh: torch's FX graph and AOTAutograd caches key on the graph, not on a custom
+# op's register_fake, mutates_args or autograd, so a warm cache can replay code compiled before
+# (or after) a fix, and the verdict would be the cache's.
+os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
+os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # the modules copied beside this file
@@ -92,7 +102,7 @@ def main_block(call: str, flavor: str = "after_aot", grad: bool = False) -> str:
     ``torch._dynamo.repro.FLAVOR``), exit 1 with REPRODUCED when it raises. ``grad``: run it
     with grad mode as it is (a Dynamo graph); else under no_grad (AOT's forward graph)."""
     context = "contextlib.nullcontext()" if grad else "torch.no_grad()"
-    return MAIN.format(call=call, flavor=flavor, context=context)
+    return MAIN.format(call=call, flavor=flavor, context=context, unwrap=UNWRAP)
 
 
 def without_environment(text: str) -> str:
