@@ -292,6 +292,17 @@ def test_bad_input_is_one_line(
     assert not (tmp_path / "o").exists()
 
 
+def test_a_program_that_does_not_exist_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Script mode: ``python missing.py`` is bad input, not a program that fails in eager."""
+    missing = str(tmp_path / "missing.py")
+    assert main(["ablate", "--out", str(tmp_path / "o"), "--", sys.executable, missing]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == f"pt2doctor: error: no such program: {missing}"
+    assert not (tmp_path / "o").exists()
+
+
 def test_fullgraph_incompleteness_is_dynamo_and_the_untraceable_submodule(
     tmp_path: Path, run_env: dict[str, str]
 ) -> None:

@@ -187,7 +187,10 @@ def conclusion(
     first = first_failure(rungs)
     eager_error = eager_failure(rungs)
     if eager_error is not None:
-        sentence = f"The model fails without compiling: {str(eager_error.get('error')).rstrip('.')}"
+        subject = "program" if "exit_code" in eager_error else "model"  # script mode: a program
+        sentence = (
+            f"The {subject} fails without compiling: {str(eager_error.get('error')).rstrip('.')}"
+        )
         if user_side:
             sentence += f"; the cause is user code: {user_side['detail']}"
         return {

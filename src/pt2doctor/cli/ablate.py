@@ -145,6 +145,9 @@ def _script_pieces(
         raise UsageError("--cell needs a case file: pt2doctor ablate CASES.py --cell ID")
     if Path(command[0]).suffix == ".py":
         require_case_file(Path(command[0]))
+    script = next((arg for arg in command[1:2] if arg.endswith(".py")), None)
+    if script and Path(command[0]).name.startswith("python") and not Path(script).is_file():
+        raise UsageError(f"no such program: {script}")
     console = Console(stderr=True, highlight=False)
     pieces = ablate_script(
         command, backend, out, timeout, check, lambda m: console.print(f"[dim]ablate: {m}[/]"),
