@@ -1,4 +1,4 @@
-"""The failure corpus (tests/programs/failures): eleven failing programs of different kinds,
+"""The failure corpus (tests/programs/failures): thirteen failing programs of different kinds,
 each ablated as a user would, from the program's own folder and from another one, in script
 mode (``pt2doctor ablate -- python prog.py``) and, for the case files among them, in case mode
 (``pt2doctor ablate prog.py``). For each run the conclusion is asserted (category, kind, the
@@ -106,6 +106,11 @@ CORPUS = [
         "dynamic_only", ["crash"], "user_side", "dynamic_specialized",
         {"where": "dynamic_only.py:16"}, "ConstraintViolationError: Constraints violated",
         "program", ("torch._dynamo.mark_dynamic(x, 0)", "torch._dynamo.maybe_mark_dynamic(x, 0)"),
+    ),
+    Failure(
+        "user_backend", [*INDUCTOR_FAILS, "crash"], "user_side", "user_backend",
+        {"function": "strict_backend"}, "NotImplementedError: strict_backend: no lowering for tanh",
+        "program", ('raise NotImplementedError("strict_backend: no lowering for tanh")', "pass"),
     ),
     Failure(
         "planted_backend", [*INDUCTOR_FAILS, "crash"], "compiler_bug", None,

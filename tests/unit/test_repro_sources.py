@@ -95,3 +95,20 @@ def test_a_custom_op_is_imported_from_the_module_that_registers_it(tmp_path: Pat
         "import b_ops  # noqa: E402,F401  registers torch.ops.shared.scale_"
     ]
     assert sorted(p.name for p in out.iterdir()) == ["b_ops.py"]
+
+
+def test_a_backend_the_program_wrote_is_told_from_torchs() -> None:
+    """What a torch.compile call records about its backend: the user's function with its
+    file and line; nothing for torch's own backends, by name or by function."""
+    import torch
+
+    from pt2doctor.torchcompat.dynamo import _users_backend
+
+    def strict_backend(gm, example_inputs):  # type: ignore[no-untyped-def]
+        return gm.forward
+
+    mine = _users_backend(strict_backend)
+    assert mine is not None and mine["backend"] == "strict_backend"
+    assert mine["file"] == __file__ and mine["function"].endswith("strict_backend")
+    assert _users_backend("inductor") is None and _users_backend(None) is None
+    assert _users_backend(torch._dynamo.backends.debugging.eager) is None

@@ -191,6 +191,10 @@ def ablate_script(
         rungs.append(rung)
     pieces: dict[str, Any] = {"rungs": rungs, "toggles": [], "modules": None, "bisect": None}
     pieces["backend"] = rungs[-1]["backend"]
+    if rungs[-1].get("dir") == AS_WRITTEN:  # a backend the program wrote itself, if any
+        calls = _probes(out / "rungs" / AS_WRITTEN).compile_calls
+        pieces["user_backend"] = next((c["user_backend"] for c in calls if c.get("user_backend")),
+                                      None)  # fmt: skip
     pieces["environment"] = _environment(out / "rungs", rungs)
     without = guarded(
         "without torch.compile",
@@ -217,7 +221,15 @@ def ablate_script(
     if repro:
         pieces["repro"] = guarded(
             "repro",
-            lambda: _script_repro(command, failing, out, timeout, verify, progress),
+            lambda: _script_repro(
+                command,
+                failing,
+                out,
+                timeout,
+                verify,
+                progress,
+                own_backend=pieces.get("user_backend") is not None,
+            ),
             lambda why: {"written": False, "reason": why},
         )
     return pieces
@@ -312,12 +324,14 @@ def _script_repro(
     timeout: float,
     verify: bool,
     progress: Callable[[str], None] | None,
+    own_backend: bool = False,
 ) -> dict[str, Any]:
     """The smallest repro there is for the failing rung, run once to confirm it fails the same
     way: at the dynamo layer the program itself (no graph holds the failure); else torch's
     runnable graph of the failing compile (Inductor), or the graph torch's minifier dumps
     (other backends). When that repro cannot stand alone or does not reproduce, torch's
-    minifier is the last rung (``repro.minifier``)."""
+    minifier is the last rung (``repro.minifier``). ``own_backend``: the failing backend is
+    one the program wrote, which only the program defines: the program is the repro."""
     sentence = conclusion([failing], None, None)["sentence"]
     hooks = failing.get("hooks") or []
     program = program_of(command)
@@ -357,8 +371,18 @@ def _script_repro(
         return check(write_program_repro(out / "repro", command, forced, sentence, why))
     repro = write_script_repro(out / "repro", rung_dir(out, failing) / "trace", command, hooks,
                                sentence, accuracy=failing["status"] == "diverged")  # fmt: skip
+    if not repro["written"] and own_backend:
+        why = "the failing backend is one the program defines"
+        return check(write_program_repro(out / "repro", command, forced, sentence, why))
     if not repro["written"]:  # no Inductor graph: the minifier's dump of Dynamo's graph
-        return minified(out / "repro")
+        dumped = minified(out / "repro")
+        if dumped.get("written") and (dumped.get("verified") or {}).get("reproduces", True):
+            return dumped
+        # The minifier's graph names a backend only the program defines, or did not fail:
+        # the program itself is the repro, the minifier's attempt reported beside it.
+        why = "the graph torch's minifier dumped does not reproduce it alone"
+        fallback = check(write_program_repro(out / "program", command, forced, sentence, why))
+        return {**fallback, "minifier": dumped} if fallback.get("written") else dumped
     check(repro)
     reproduced = (repro.get("verified") or {}).get("reproduces", True)
     if not repro.get("standalone", True) or not reproduced:

@@ -214,8 +214,9 @@ def record_compile_calls(
         # Recording must never break the program's torch.compile call.
         with contextlib.suppress(Exception):
             settings = {key: _setting(kwargs[key]) for key in COMPILE_SETTINGS if key in kwargs}
+            mine = _users_backend(kwargs.get("backend"))
             on_call({**compiled_target(model), **(where() or {}), "n": seen[0],
-                     "settings": settings})  # fmt: skip
+                     "settings": settings, **({"user_backend": mine} if mine else {})})  # fmt: skip
 
     def wrap(original: Any) -> Callable[..., Any]:
         def compile_and_record(model: Any = None, **kwargs: Any) -> Any:
@@ -264,6 +265,19 @@ def original_module(model: Any) -> Any:
     except ImportError:
         return model
     return getattr(model, "_orig_mod", model) if isinstance(model, OptimizedModule) else model
+
+
+def _users_backend(backend: Any) -> dict[str, Any] | None:
+    """``{backend, function, file, line}`` of a torch.compile backend the program wrote (a
+    function, or a name it registered); None for torch's own and for no backend."""
+    if isinstance(backend, str):
+        return user_backend(backend)
+    if backend is None or not callable(backend):
+        return None
+    if str(getattr(backend, "__module__", "") or "").startswith("torch"):
+        return None
+    name = getattr(backend, "__name__", None) or type(backend).__name__
+    return {"backend": name, **describe_callable(backend)}
 
 
 def user_backend(name: str) -> dict[str, Any] | None:
