@@ -21,7 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.ablate.script_repro import compact, main_block, without_environment
+from pt2doctor.ablate.script_repro import (
+    compact,
+    copied_modules,
+    main_block,
+    without_environment,
+)
 
 MINIFY_SECONDS = 300.0
 """How long ``minifier_launcher.py minify`` may shrink the graph (then the launcher's whole
@@ -144,7 +149,7 @@ def minify(
         "path": str(out / "repro.py"),
         "module": None,
         "lines": text.count("\n"),
-        "copied_sources": sorted({ln.split()[1] for ln in lines if ln.startswith("import")}),
+        "copied_sources": copied_modules(lines),
         "standalone": not missing,
         "not_standalone_because": missing,
         "command": f"python {out / 'repro.py'}",

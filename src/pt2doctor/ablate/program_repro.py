@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.ablate.script_repro import UNWRAP
+from pt2doctor.ablate.script_repro import COMPILE_AFRESH, UNWRAP, standalone_note
 
 MAX_LINES = 400
 """A longer program is no repro: the report says to cut it down instead."""
@@ -32,12 +32,7 @@ import os
 import runpy
 import sys
 
-# Compile afresh: torch's FX graph and AOTAutograd caches key on the graph, not on a custom
-# op's register_fake, mutates_args or autograd, so a warm cache can replay code compiled before
-# (or after) a fix, and the verdict would be the cache's.
-os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
-os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
-
+{fresh}
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -128,10 +123,10 @@ def write_program_repro(
         copy = shutil.copytree if module.is_dir() else shutil.copyfile
         copy(module, out / module.name)
     forcing = f"forced to backend {backend!r}, as the failing rung did" if backend else "as written"
-    standalone = "" if not missing else "NOT STANDALONE: " + "; ".join(missing) + "\n"
     text = RUNNER.format(
         sentence=sentence, why=why, program=program.name, forcing=forcing, backend=backend,
-        name=program.name, args=args, standalone=standalone, unwrap=UNWRAP,
+        name=program.name, args=args, standalone=standalone_note(missing), unwrap=UNWRAP,
+        fresh=COMPILE_AFRESH,
     )  # fmt: skip
     (out / "repro.py").write_text(text)
     return {

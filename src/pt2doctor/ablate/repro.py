@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor import torchcompat
+from pt2doctor.ablate.script_repro import COMPILE_AFRESH
 from pt2doctor.cases.align import run_cell
 from pt2doctor.cases.case import Case, Cell
 from pt2doctor.cases.loader import CASES_MODULE
@@ -38,12 +39,7 @@ import contextlib
 import os
 import sys
 
-# Compile afresh: torch's FX graph and AOTAutograd caches key on the graph, not on a custom
-# op's register_fake, mutates_args or autograd, so a warm cache can replay code compiled before
-# (or after) a fix, and the verdict would be the cache's.
-os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
-os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
-
+{fresh}
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -290,6 +286,7 @@ def write_repro(
         tolerance=float(spec["failure"].get("tolerance") or 1e-4),
         grad=bool(cell.grad or cell.train),
         autocast=cell.autocast,
+        fresh=COMPILE_AFRESH,
         device=cell.device.split(":")[0],
     )
     (out / "repro.py").write_text(text)

@@ -40,6 +40,14 @@ UNWRAP = """\
 """
 """In a repro's ``except Exception as error:``: the innermost error and its one-line text
 (every repro flavor says it the same way, so their signatures compare)."""
+COMPILE_AFRESH = """\
+# Compile afresh: torch's FX graph and AOTAutograd caches key on the graph, not on a custom
+# op's register_fake, mutates_args or autograd, so a warm cache can replay code compiled before
+# (or after) a fix, and the verdict would be the cache's.
+os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
+os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
+"""
+"""What every repro does before it imports torch (case mode's, script mode's, the program's)."""
 MAIN = """
 WRAPPERS = ("BackendCompilerFailed", "InductorError")  # torch's wrappers of the error raised
 if __name__ == '__main__':
@@ -74,12 +82,7 @@ Exits 1 (and says REPRODUCED) when compiling or running it raises. Run: python r
 import os
 import sys
 
-# Compile afresh: torch's FX graph and AOTAutograd caches key on the graph, not on a custom
-# op's register_fake, mutates_args or autograd, so a warm cache can replay code compiled before
-# (or after) a fix, and the verdict would be the cache's.
-os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
-os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
-
+{fresh}
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # the modules copied beside this file
 '''
@@ -88,8 +91,19 @@ sys.path.insert(0, HERE)  # the modules copied beside this file
 def header(sentence: str, what: str, missing: list[str]) -> str:
     """The repro's docstring and path setup: the verdict, what the file holds, and why it
     cannot stand alone (if it cannot)."""
-    standalone = "" if not missing else "NOT STANDALONE: " + "; ".join(missing) + "\n"
-    return HEADER.format(sentence=sentence, what=what, standalone=standalone)
+    return HEADER.format(
+        sentence=sentence, what=what, standalone=standalone_note(missing), fresh=COMPILE_AFRESH
+    )
+
+
+def standalone_note(missing: list[str]) -> str:
+    """The docstring line naming what a repro cannot carry ('' when it stands alone)."""
+    return "" if not missing else "NOT STANDALONE: " + "; ".join(missing) + "\n"
+
+
+def copied_modules(imports: list[str]) -> list[str]:
+    """The modules beside a repro its import lines name."""
+    return sorted({line.split()[1] for line in imports if line.startswith("import")})
 
 
 def compact(text: str) -> str:
@@ -248,7 +262,10 @@ def write_script_repro(
             "graphs Inductor compiles): the program is its own repro",
         }
     compile_id, graph = found
-    program = next((Path(arg) for arg in command if arg.endswith(".py")), Path(command[-1]))
+    from pt2doctor.ablate.program_repro import program_of
+
+    found_program = program_of(command)
+    program = found_program[0] if found_program else Path(command[-1])
     out.mkdir(parents=True, exist_ok=True)
     imports, missing = repro_imports(graph, hooks, program, out)
     body = without_environment(graph)
@@ -270,9 +287,7 @@ def write_script_repro(
         "module": None,
         "compile_id": compile_id,
         "lines": text.count("\n"),
-        "copied_sources": sorted(
-            {line.split()[1] for line in imports if line.startswith("import")}
-        ),
+        "copied_sources": copied_modules(imports),
         "standalone": not missing,
         "not_standalone_because": missing,
         "command": f"python {out / 'repro.py'}",

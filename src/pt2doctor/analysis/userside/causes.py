@@ -13,6 +13,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from pt2doctor.analysis.recompiles.sources import human_source
 from pt2doctor.torchcompat.dispatch import TORCH_NAMESPACES
 from pt2doctor.trace.patterns import lazy_compile
 
@@ -304,8 +305,6 @@ _SPECIALIZED = lazy_compile(
     r"You marked (\S+) as dynamic but your code specialized it to be a constant \(([^)]*)\)"
 )
 _USER_STACK = lazy_compile(r'File "([^"]+)", line (\d+), in (\w+)\s+(.+?)(?:\s+\^+|\s*$)')
-_SOURCE = lazy_compile(r"L\['(\w+)'\]")  # Dynamo's name for a local: the user's
-_SIZE = lazy_compile(r"\.size\(\)\[(\d+)\]")
 _CAUSED_BY = lazy_compile(r"Caused by: (.+?) # (\S+):(\d+) in (\w+)")
 
 
@@ -335,8 +334,7 @@ def data_dependent_verdict(outcome: dict[str, Any]) -> dict[str, Any] | None:
     specialized = _SPECIALIZED.search(error)
     if specialized and line:
         where, code = line
-        dim = _SOURCE.sub(r"\1", specialized[1])
-        dim = _SIZE.sub(r".shape[\1]", dim)
+        dim = human_source(specialized[1])
         return {
             "kind": "dynamic_specialized",
             "detail": f"{dim} is marked dynamic, but your code specializes it to "
