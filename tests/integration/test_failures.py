@@ -1,4 +1,4 @@
-"""The failure corpus (tests/programs/failures): thirteen failing programs of different kinds,
+"""The failure corpus (tests/programs/failures): fourteen failing programs of different kinds,
 each ablated as a user would, from the program's own folder and from another one, in script
 mode (``pt2doctor ablate -- python prog.py``) and, for the case files among them, in case mode
 (``pt2doctor ablate prog.py``). For each run the conclusion is asserted (category, kind, the
@@ -85,6 +85,12 @@ CORPUS = [
         "autocast_op", [*INDUCTOR_FAILS, "diverged"], "user_side", "custom_op_fake",
         {"op": "pt2doctor_failures.row_max.default"}, "diverged from eager", "fx_graph_runnable",
         ("torch.empty(x.shape[:-1])", "x.new_empty(x.shape[:-1])"), accuracy=True, case=True,
+    ),
+    Failure(
+        "fake_rank", ["crash"], "user_side", "custom_op_fake",
+        {"op": "pt2doctor_failures.fused_attention.default"},
+        "TorchRuntimeError: RuntimeError when making fake tensor call", "program",
+        ("return q.new_empty(q.shape[0], q.shape[1], v.shape[-1])", "return torch.empty_like(q)"),
     ),
     Failure(
         "no_autograd_op", ["eager_error", "not run", "not run", "not run"], "user_side",

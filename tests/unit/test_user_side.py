@@ -241,3 +241,28 @@ def test_a_fake_of_the_wrong_dtype_gets_the_dtype_fix_and_the_cache_warning() ->
     assert "the kernel returns torch.bfloat16, register_fake torch.float32" in user["fix"]
     assert "TORCHINDUCTOR_FX_GRAPH_CACHE=0" in user["fix"]
     assert GENERIC_SHAPE not in user["fix"]
+
+
+def test_a_dynamo_stop_at_a_known_library_site_gets_that_sites_fix() -> None:
+    """GPT-2 compiled with fullgraph=True stops at transformers' loss_function logging (torch
+    2.13's message, its debug context naming the loss it falls back to): the fix is the
+    graph-break report's, `model.loss_type`, before the generic advice."""
+    from pt2doctor.ablate.report import known_site_fix
+
+    failing = {
+        "status": "crash",
+        "error": "Unsupported: logging.Logger method not supported for non-export cases "
+        "Explanation: logging.Logger methods are not supported for non-export cases. (at "
+        "/venv/lib/python3.11/site-packages/transformers/modeling_utils.py:4778 in "
+        "loss_function: logger.warning_once()",
+        "message": "logging.Logger method not supported for non-export cases\n  Developer "
+        "debug context: method: <Logger transformers.modeling_utils (WARNING)>.warning_once, "
+        "args: [ConstantVariable(str: '`loss_type=None` was set in the config but it is "
+        "unrecognized. Using the default loss: `ForCausalLMLoss`.')]",
+    }
+    fix = known_site_fix(failing)
+    assert fix is not None and '`model.loss_type = "ForCausalLM"`' in fix
+    assert (
+        known_site_fix({**failing, "error": "Unsupported: x (at /home/me/train.py:3 in f: y)"})
+        is None
+    )

@@ -281,16 +281,19 @@ def guarded(stage: str, run: Callable[[], T], failed: Callable[[str], T]) -> T:
         return failed(f"the {stage} stage failed: {error_line(type(error).__name__, str(error))}")
 
 
-def verify_repro(path: Path, timeout: float, failure: dict[str, Any]) -> dict[str, Any]:
-    """Run the written repro with plain python in a fresh process, in its own folder: does it
-    fail (exit 1) the way ``failure`` (the rung it reproduces) failed? ``signature`` and
-    ``expected`` are the two failure signatures (ablate/signature.py), side by side."""
+def verify_repro(
+    path: Path, timeout: float, failure: dict[str, Any], python: str = sys.executable
+) -> dict[str, Any]:
+    """Run the written repro with plain ``python`` in a fresh process, in its own folder: does
+    it fail (exit 1) the way ``failure`` (the rung it reproduces) failed? ``signature`` and
+    ``expected`` are the two failure signatures (ablate/signature.py), side by side. Script
+    mode passes the program's own interpreter: the repro needs the program's environment."""
     path = path.resolve()  # it runs in its folder: a relative --out would be joined twice
     expected = failure_signature(failure)
     unchecked = {"expected": expected.text(), "signature": None, "same_failure": False}
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     # Its own process group: at the timeout, what the repro started goes with it.
-    process = subprocess.Popen([sys.executable, str(path)], cwd=path.parent, env=env,
+    process = subprocess.Popen([python, str(path)], cwd=path.parent, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)  # fmt: skip
     try:

@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from pt2doctor.ablate.types import FAILURE_STATUSES, AblateReport, Repro, Verified
+from pt2doctor.ablate.types import FAILURE_STATUSES, AblateReport, Repro, Rung, Toggle, Verified
+from pt2doctor.analysis.paths import shorten_paths
 from pt2doctor.report.markdown import md_code, md_table, md_text
 
 
@@ -155,26 +156,22 @@ def detail_lines(report: AblateReport) -> list[str]:
 
 def _table_rows(report: AblateReport) -> list[tuple[str, str | None, str, str | None]]:
     """The ladder's rungs, then the toggles (``toggle NAME``, no layer): name, layer, status,
-    and the error numbers or else the error."""
+    and the error numbers or else the error, an installed package's file named by its package
+    (as the page shows it, ablate/views.py)."""
     rows: list[tuple[str, str | None, str, str | None]] = [
-        (
-            rung["backend"],
-            rung.get("layer"),
-            rung["status"],
-            rung.get("numbers") or rung.get("error"),
-        )
+        (rung["backend"], rung.get("layer"), rung["status"], _said(rung))
         for rung in report["ladder"]
     ]
     rows += [
-        (
-            f"toggle {toggle['name']}",
-            None,
-            toggle["status"],
-            toggle.get("numbers") or toggle.get("error"),
-        )
+        (f"toggle {toggle['name']}", None, toggle["status"], _said(toggle))
         for toggle in report["toggles"]
     ]
     return rows
+
+
+def _said(row: Rung | Toggle) -> str | None:
+    text = row.get("numbers") or row.get("error")
+    return shorten_paths(text) if text else text
 
 
 def render_ablate(report: AblateReport, console: Console) -> None:

@@ -17,8 +17,11 @@ from pt2doctor.ablate.classify import (
     workarounds,
 )
 from pt2doctor.ablate.types import AblateReport, Conclusion, Rung, Settings, Target, Toggle
+from pt2doctor.analysis.breaks.library_breaks import known_break
 from pt2doctor.analysis.userside.causes import custom_op_advice, diagnose
 from pt2doctor.report.schema import SCHEMA_VERSION
+from pt2doctor.trace.patterns import lazy_compile
+from pt2doctor.trace.types import GraphBreakEvent
 
 
 def _row(rung: dict[str, Any]) -> Rung:
@@ -112,7 +115,24 @@ def _workarounds(
         verdict["category"], pieces.get("toggles", []), module, _last_good(rungs), user_side
     )
     advice = None if user_side else custom_op_advice(str(failing.get("error") or ""))
+    if verdict["category"] == "incompleteness":
+        advice = advice or known_site_fix(failing)
     return [advice, *found] if advice else found
+
+
+_AT = lazy_compile(r"\(at (\S+):\d+ in (\w+)")
+
+
+def known_site_fix(failing: dict[str, Any]) -> str | None:
+    """The fix pt2doctor knows for the library line where Dynamo stopped (the site its one-line
+    error names), as the graph-break report gives it (analysis/breaks/library_breaks.py)."""
+    site = _AT.search(str(failing.get("error") or ""))
+    if site is None:
+        return None
+    reason = str(failing.get("message") or failing.get("error") or "")
+    event = GraphBreakEvent(compile_id="", site=None, gb_type="", reason=reason)
+    known = known_break(site[1], site[2], event)
+    return None if known is None or known.by_design else known.fix
 
 
 def failure_found(report: AblateReport) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +20,12 @@ from pt2doctor.ablate.classify import LADDER, conclusion, eager_failure, first_f
 from pt2doctor.ablate.driver import guarded, ladder, verify_repro
 from pt2doctor.ablate.minifier import minify, repro_after
 from pt2doctor.ablate.program_repro import program_of, write_program_repro
-from pt2doctor.ablate.script_opcheck import OPCHECK_BACKEND_ENV, PLUGIN, custom_op_runs
+from pt2doctor.ablate.script_opcheck import (
+    OPCHECK_BACKEND_ENV,
+    OPCHECK_EAGER_ENV,
+    PLUGIN,
+    custom_op_runs,
+)
 from pt2doctor.ablate.script_repro import header, repro_imports, write_script_repro
 from pt2doctor.ablate.script_toggles import PLUGIN as NO_HOOKS_PLUGIN
 from pt2doctor.ablate.signature import failure_signature
@@ -33,6 +39,9 @@ from pt2doctor.trace.types import ProbeData
 from pt2doctor.workers import Deadlines, supervise
 
 BACKEND_VAR = "PT2DOCTOR_ABLATE_BACKEND"  # tells the accuracy check which rung it judges
+MESSAGE_CHARS = 4000
+"""How much of the program's raw error message a rung keeps (its one-line ``error`` drops
+Dynamo's debug context, where a known library site's details are)."""
 AS_WRITTEN = "program"
 """The top rung's folder when no --backend is given: the program runs as written, with its own
 backend and settings, and the rung is named by the backend its torch.compile calls asked for."""
@@ -135,6 +144,7 @@ def _judged(
             "status": "crash",
             "exit_code": code,
             "error": message,
+            "message": str(last.get("message", ""))[:MESSAGE_CHARS],  # whole, for known sites
             "root_type": last.get("type", what),
             "error_types": [last["type"]] if last else [],
             "user_frames": last.get("frames") or [],
@@ -187,7 +197,9 @@ def ablate_script(
         if as_written:
             rung["backend"] = outcome.get("backend") or "as written"
             rung["dir"] = AS_WRITTEN
-        rung["layer"] = layer_of(rung["backend"], backend or rung["backend"])
+        # The as-written rung's backend is known only once it ran: not run, no layer either.
+        unknown = as_written and outcome["status"] == "not run"
+        rung["layer"] = None if unknown else layer_of(rung["backend"], backend or rung["backend"])
         rungs.append(rung)
     pieces: dict[str, Any] = {"rungs": rungs, "toggles": [], "modules": None, "bisect": None}
     pieces["backend"] = rungs[-1]["backend"]
@@ -271,21 +283,27 @@ def _custom_ops(
 ) -> list[dict[str, Any]]:
     """opcheck of the custom ops the failing rung's graphs call, on the inputs they got in
     one more eager run of the program (ablate/script_opcheck.py); [] when the graphs call
-    none. A run that checked nothing to the end says why, as an op entry without checks."""
+    none. A crash in Dynamo itself can come before any graph names an op (a register_fake
+    of the wrong shape fails Dynamo's fake-tensor call): then the program runs with
+    torch.compile off and every custom op it calls is checked. A run that checked nothing to
+    the end says why, as an op entry without checks."""
     names = _custom_ops_in_trace(rung_dir(out, failing) / "trace")
-    if not names:
+    in_dynamo = not names and failing["status"] == "crash" and failing.get("layer") == "dynamo"
+    if not names and not in_dynamo:
         return []
     if progress:
-        progress(f"custom ops: opcheck {', '.join(names)}")
+        progress(f"custom ops: opcheck {', '.join(names) or 'every one the program calls'}")
     run_dir = out / "custom_ops"
     plugin = {PLUGIN_ENV: PLUGIN, OPCHECK_BACKEND_ENV: failing["backend"]}
+    if in_dynamo:
+        plugin |= {OPCHECK_EAGER_ENV: "1", "TORCHDYNAMO_DISABLE": "1"}
     outcome = script_rung(command, "eager", run_dir, timeout, None, extra_env=plugin)
     found = custom_op_runs(run_dir)
     if found is None:
         code = outcome["exit_code"]
         why = "timed out" if code is None else f"exit {code}"
         return [{"op": n, "checks": [], "passed": None, "error": f"the opcheck run ended "
-                 f"before checking it ({why})"} for n in names]  # fmt: skip
+                 f"before checking it ({why})"} for n in names or ["?"]]  # fmt: skip
     return found
 
 
@@ -336,12 +354,14 @@ def _script_repro(
     hooks = failing.get("hooks") or []
     program = program_of(command)
     forced = None if failing.get("dir") == AS_WRITTEN else str(failing["backend"])
+    # The program's interpreter checks the repro (``python3.11 train.py``: its torch, not ours).
+    python = command[0] if Path(command[0]).name.startswith("python") else sys.executable
 
     def check(repro: dict[str, Any]) -> dict[str, Any]:
         if repro.get("written") and verify:
             if progress:
                 progress(f"running the repro ({repro.get('source')})")
-            repro["verified"] = verify_repro(Path(repro["path"]), timeout, failing)
+            repro["verified"] = verify_repro(Path(repro["path"]), timeout, failing, python)
         return repro
 
     def minified(folder: Path) -> dict[str, Any]:

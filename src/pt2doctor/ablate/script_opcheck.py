@@ -13,11 +13,15 @@ back in the shape case mode's worker emits, so the same diagnosis reads both.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
 
 OPCHECK_BACKEND_ENV = "PT2DOCTOR_OPCHECK_BACKEND"
+OPCHECK_EAGER_ENV = "PT2DOCTOR_OPCHECK_EAGER"
+"""Set (with ``TORCHDYNAMO_DISABLE=1``): the program runs eagerly and every custom op call is
+recorded, for a failure in Dynamo itself, before any graph named the op."""
 PLUGIN = "pt2doctor.ablate.script_opcheck:install"
 MAX_OPS = 20
 """Custom ops checked per run (the first ones called)."""
@@ -46,10 +50,20 @@ def install(recorder: Any) -> None:
 
         return run
 
-    recorder.event("opcheck_backend", ok=torchcompat.override_backend(recording_eager))
+    stack = contextlib.ExitStack()
+    if os.environ.get(OPCHECK_EAGER_ENV):
+        everywhere = stack.enter_context(torchcompat.recording_custom_op_calls(grad=True))
+    else:
+        everywhere = {}
+        recorder.event("opcheck_backend", ok=torchcompat.override_backend(recording_eager))
     backend = os.environ.get(OPCHECK_BACKEND_ENV) or "inductor"
 
     def check_all() -> None:
+        stack.close()  # the eager run's recording ends here, before the checks run ops
+        for name, call in list(everywhere.items())[:MAX_OPS]:
+            seen.setdefault(name, call)
+        if everywhere:
+            torchcompat.enable_dynamo()  # the alignment check compiles each op alone
         for name, (op, args, kwargs) in list(seen.items()):
             try:
                 result = check_recorded_call(name, op, args, kwargs, backend)

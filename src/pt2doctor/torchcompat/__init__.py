@@ -21,6 +21,7 @@ from pt2doctor.torchcompat.dispatch import (
     op_argument_names,
     record_aten_ops,
     record_custom_op_calls,
+    recording_custom_op_calls,
 )
 from pt2doctor.torchcompat.dynamo import (
     MAX_COMPILE_CALLS,
@@ -28,6 +29,7 @@ from pt2doctor.torchcompat.dynamo import (
     _resume_hooks,
     compiled_target,
     current_compile_id,
+    enable_dynamo,
     known_backends,
     original_module,
     override_backend,
@@ -77,6 +79,7 @@ __all__ = [
     "compiler_hooks",
     "current_compile_id",
     "describe_callable",
+    "enable_dynamo",
     "environment",
     "fallback_random",
     "inductor_config_patch",
@@ -88,6 +91,7 @@ __all__ = [
     "record_aten_ops",
     "record_compile_calls",
     "record_custom_op_calls",
+    "recording_custom_op_calls",
     "skip_code",
     "supported",
     "time_guards",

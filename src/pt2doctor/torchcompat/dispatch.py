@@ -3,7 +3,8 @@ with their real inputs (opcheck), and where a callable is defined."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 # Operator namespaces that belong to torch itself; any other namespace is a custom op.
@@ -86,11 +87,22 @@ def record_custom_op_calls(
     runs with grad on (a cell's grad mode); off, no copy requires grad (a parameter passed into
     an op under no_grad needs no backward; grad mode cannot be read inside the mode). {} where
     unavailable."""
+    with recording_custom_op_calls(grad) as seen:
+        fn()
+    return seen
+
+
+@contextlib.contextmanager
+def recording_custom_op_calls(grad: bool = True) -> Iterator[dict[str, tuple[Any, Any, Any]]]:
+    """:func:`record_custom_op_calls` as a context: the dict it yields fills while the block
+    (a whole program, in script mode's eager opcheck run) calls ops; it stays empty where the
+    dispatch mode is unavailable."""
+    seen: dict[str, tuple[Any, Any, Any]] = {}
     try:
         from torch.utils._python_dispatch import TorchDispatchMode
     except ImportError:
-        return {}
-    seen: dict[str, tuple[Any, Any, Any]] = {}
+        yield seen
+        return
 
     class CustomOpRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         def __torch_dispatch__(
@@ -106,8 +118,7 @@ def record_custom_op_calls(
             return func(*args, **(kwargs or {}))
 
     with CustomOpRecorder():  # type: ignore[no-untyped-call]
-        fn()
-    return seen
+        yield seen
 
 
 def describe_callable(value: Any) -> dict[str, Any]:

@@ -231,6 +231,17 @@ def record_compile_calls(
     return _wrap_torch_compile("_pt2doctor_records", wrap)
 
 
+def enable_dynamo() -> bool:
+    """Turn Dynamo back on in a process started with ``TORCHDYNAMO_DISABLE=1`` (script mode's
+    eager opcheck run compiles each op alone at exit); False where unavailable."""
+    try:
+        import torch._dynamo.config as config
+    except ImportError:
+        return False
+    config.disable = False
+    return True
+
+
 def override_backend(backend: str | Callable[..., Any]) -> bool:
     """Make every ``torch.compile`` use ``backend`` (a name, or a backend callable); mode and
     options are dropped for any backend but Inductor, since the others reject them."""
