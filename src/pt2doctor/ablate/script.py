@@ -202,7 +202,9 @@ def ablate_script(
         rung["layer"] = None if unknown else layer_of(rung["backend"], backend or rung["backend"])
         rungs.append(rung)
     pieces: dict[str, Any] = {"rungs": rungs, "toggles": [], "modules": None, "bisect": None}
-    pieces["backend"] = rungs[-1]["backend"]
+    # The backend the program compiles with: unknown when the as-written rung did not run.
+    top = rungs[-1]
+    pieces["backend"] = None if top["status"] == "not run" and top.get("dir") else top["backend"]
     if rungs[-1].get("dir") == AS_WRITTEN:  # a backend the program wrote itself, if any
         calls = _probes(out / "rungs" / AS_WRITTEN).compile_calls
         pieces["user_backend"] = next((c["user_backend"] for c in calls if c.get("user_backend")),

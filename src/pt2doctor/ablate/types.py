@@ -49,7 +49,8 @@ class Target(TypedDict, total=False):
 
 
 class Settings(TypedDict, total=False):
-    backend: str
+    backend: str | None
+    """None in script mode when the program's own backend is unknown (its rung did not run)."""
     dynamic: bool | None
     mode: str | None
     fullgraph: bool

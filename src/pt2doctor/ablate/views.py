@@ -55,7 +55,8 @@ def ablate_conclusion(report: Report) -> Section:
     ]
     if user_side := verdict.get("user_side"):
         found.append({"label": "user side", "value": _shown(user_side["kind"])})
-    compiled = [f"backend={settings.get('backend')}"]
+    backend = settings.get("backend")
+    compiled = [f"backend={backend}" if backend else "the program's own backend"]
     compiled += [f"{key}={settings[key]}" for key in ("dynamic", "mode") if settings.get(key)]
     data = {
         "sentence": cut(verdict["sentence"]),
@@ -102,7 +103,7 @@ def ablate_toggles(report: Report) -> Section | None:
     rows = [
         {
             "name": toggle["name"],
-            "backend": toggle["backend"],
+            "backend": toggle["backend"] or "-",
             "status": toggle["status"],
             "failed": toggle["status"] in FAILURE_STATUSES,
             "detail": _error(toggle.get("numbers") or toggle.get("error")),
