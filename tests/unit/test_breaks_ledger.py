@@ -19,7 +19,7 @@ from pt2doctor.analysis import (
     graph_break_sites,
 )
 from pt2doctor.analysis.breaks.sites import BREAK_CATEGORIES
-from pt2doctor.analysis.findings.compiles import SEVERITIES
+from pt2doctor.analysis.findings.codes import SEVERITIES
 from pt2doctor.trace.records import CompileId, ParseStats
 from pt2doctor.trace.types import CompileRecord, GraphBreakEvent, Guard, Run, SourceLine
 

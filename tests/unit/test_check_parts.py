@@ -198,10 +198,12 @@ def test_an_eval_call_is_one_timed_part() -> None:
 
 
 def test_a_wrapped_frame_is_not_placed_twice() -> None:
-    """A display name that names its wrapper already says where; a plain one gets file:line."""
+    """A frame that goes through a wrapper (``through``) is placed by it already; a plain one
+    gets file:line."""
     wrapped = {"function": "wrapper", "file": "/x/site-packages/transformers/utils/generic.py",
                "line": 1030, "display_name": "GPT2LMHeadModel.forward (through transformers' "
-               "wrapper at utils/generic.py:1030)"}  # fmt: skip
+               "wrapper at utils/generic.py:1030)", "name": "GPT2LMHeadModel.forward",
+               "through": "transformers' wrapper at utils/generic.py:1030"}  # fmt: skip
     plain = {"function": "forward", "file": "/w/model.py", "line": 21,
              "display_name": "Scaled.forward"}  # fmt: skip
     assert frame_place(wrapped) == ""

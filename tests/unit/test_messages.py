@@ -33,7 +33,12 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pt2doctor.trace.messages import error_summary, parse_graph_break, parse_user_stack
+from pt2doctor.trace.messages import (
+    error_summary,
+    parse_graph_break,
+    parse_user_stack,
+    stopped_at,
+)
 from pt2doctor.trace.types import SourceLine
 
 ITEM_BREAK = """\
@@ -489,6 +494,11 @@ def test_error_summary_keeps_the_message_and_the_line_that_raised() -> None:
         assert boilerplate not in summary
     line = _reshape.__code__.co_firstlineno + 1
     assert summary.endswith(f"(at {__file__}:{line} in _reshape: return x.view(-1, 3))")
+    # The same frame, as data: ablate's known-site fix reads it, never the summary's text.
+    stopped = stopped_at(text)
+    assert stopped is not None
+    assert (stopped.file, stopped.line, stopped.function) == (__file__, line, "_reshape")
+    assert stopped_at("boom: no traceback") is None
 
 
 def test_error_summary_of_a_plain_message_is_that_message() -> None:

@@ -133,7 +133,7 @@ def test_a_stride_that_changed_once_is_a_second_layout_bounded_with_one_fix() ->
 def test_the_findings_evidence_names_every_recompile_before_the_second_change_of_one() -> None:
     """Views show the first few evidence lines: each recompile's first change comes first, so
     a decode step's layout change is not pushed out by the prefill's three changes."""
-    from pt2doctor.analysis.findings.compiles import _recompile_finding
+    from pt2doctor.analysis.findings.trace_findings import _recompile_finding
     from pt2doctor.analysis.recompiles.ledger import CompileEntry, FrameEntry
     from pt2doctor.trace.records import CompileId
     from pt2doctor.trace.types import CompileRecord
@@ -201,7 +201,7 @@ def test_the_flags_fix_does_not_call_every_variant_a_state_when_sizes_went_dynam
 
 def test_a_title_with_an_unknown_bound_names_what_changed_once() -> None:
     """Not "2 variant(s): python_constant x1": the value, by the user's name."""
-    from pt2doctor.analysis.findings.compiles import _recompile_title
+    from pt2doctor.analysis.findings.trace_findings import _recompile_title
     from pt2doctor.analysis.recompiles.ledger import CompileEntry, FrameEntry
     from pt2doctor.trace.records import CompileId
     from pt2doctor.trace.types import CompileRecord

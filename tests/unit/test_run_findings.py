@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.analysis.findings.compiles import Finding
-from pt2doctor.analysis.findings.run import run_findings
+from pt2doctor.analysis.findings.model import Finding
+from pt2doctor.analysis.findings.run_findings import run_findings
 from pt2doctor.analysis.recompiles.ledger import Ledger
 from pt2doctor.trace.types import ProbeData
 

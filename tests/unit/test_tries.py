@@ -3,7 +3,7 @@ tried (analysis/findings/tries.py): pure functions of the numbers and findings."
 
 from __future__ import annotations
 
-from pt2doctor.analysis.findings.compiles import Finding
+from pt2doctor.analysis.findings.model import Finding
 from pt2doctor.analysis.findings.tries import (
     NOTHING_LEFT,
     Outcome,

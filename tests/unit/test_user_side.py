@@ -259,10 +259,18 @@ def test_a_dynamo_stop_at_a_known_library_site_gets_that_sites_fix() -> None:
         "debug context: method: <Logger transformers.modeling_utils (WARNING)>.warning_once, "
         "args: [ConstantVariable(str: '`loss_type=None` was set in the config but it is "
         "unrecognized. Using the default loss: `ForCausalLMLoss`.')]",
+        "stopped_at": {
+            "file": "/venv/lib/python3.11/site-packages/transformers/modeling_utils.py",
+            "line": 4778,
+            "function": "loss_function",
+            "code": "logger.warning_once()",
+        },
     }
     fix = known_site_fix(failing)
     assert fix is not None and '`model.loss_type = "ForCausalLM"`' in fix
     assert (
-        known_site_fix({**failing, "error": "Unsupported: x (at /home/me/train.py:3 in f: y)"})
+        known_site_fix(
+            {**failing, "stopped_at": {"file": "/home/me/train.py", "line": 3, "function": "f"}}
+        )
         is None
     )

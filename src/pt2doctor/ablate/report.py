@@ -20,7 +20,6 @@ from pt2doctor.ablate.types import AblateReport, Conclusion, Rung, Settings, Tar
 from pt2doctor.analysis.breaks.library_breaks import known_break
 from pt2doctor.analysis.userside.causes import custom_op_advice, diagnose
 from pt2doctor.report.schema import SCHEMA_VERSION
-from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import GraphBreakEvent
 
 
@@ -120,18 +119,16 @@ def _workarounds(
     return [advice, *found] if advice else found
 
 
-_AT = lazy_compile(r"\(at (\S+):\d+ in (\w+)")
-
-
 def known_site_fix(failing: dict[str, Any]) -> str | None:
-    """The fix pt2doctor knows for the library line where Dynamo stopped (the site its one-line
-    error names), as the graph-break report gives it (analysis/breaks/library_breaks.py)."""
-    site = _AT.search(str(failing.get("error") or ""))
-    if site is None:
+    """The fix pt2doctor knows for the library line where Dynamo stopped (the rung's
+    ``stopped_at``: the innermost frame of the error's user-code traceback), as the
+    graph-break report gives it (analysis/breaks/library_breaks.py)."""
+    site = failing.get("stopped_at") or {}
+    if not site.get("file") or not site.get("function"):
         return None
     reason = str(failing.get("message") or failing.get("error") or "")
     event = GraphBreakEvent(compile_id="", site=None, gb_type="", reason=reason)
-    known = known_break(site[1], site[2], event)
+    known = known_break(site["file"], site["function"], event)
     return None if known is None or known.by_design else known.fix
 
 

@@ -34,7 +34,7 @@ from pt2doctor.capture.child import PLUGIN_ENV
 from pt2doctor.capture.runner import RunOptions, child_env
 from pt2doctor.errors import UsageError
 from pt2doctor.rundir.read import load_probes
-from pt2doctor.trace.messages import error_line
+from pt2doctor.trace.messages import error_line, stopped_at
 from pt2doctor.trace.types import ProbeData
 from pt2doctor.workers import Deadlines, supervise
 
@@ -124,6 +124,12 @@ def script_rung(
     return _judged(command, backend, code, env, run_dir, timeout, check)
 
 
+def _stopped_at(message: str) -> dict[str, Any] | None:
+    """Where Dynamo stopped in the user's code (its ``from user code:`` traceback), or None."""
+    frame = stopped_at(message)
+    return None if frame is None else frame.as_dict()
+
+
 def _judged(
     command: list[str],
     backend: str,
@@ -144,7 +150,8 @@ def _judged(
             "status": "crash",
             "exit_code": code,
             "error": message,
-            "message": str(last.get("message", ""))[:MESSAGE_CHARS],  # whole, for known sites
+            "message": str(last.get("message", ""))[:MESSAGE_CHARS],
+            "stopped_at": _stopped_at(str(last.get("message", ""))),
             "root_type": last.get("type", what),
             "error_types": [last["type"]] if last else [],
             "user_frames": last.get("frames") or [],

@@ -85,7 +85,16 @@ def error_fields(error: BaseException) -> dict[str, Any]:
         "root_type": type(chain[-1]).__name__,
         "traceback": traceback.format_exc()[-3000:],
         "user_frames": user_frames(error)[:5],
+        "stopped_at": _stopped_at(str(error)),
     }
+
+
+def _stopped_at(message: str) -> dict[str, Any] | None:
+    """Where Dynamo stopped in the user's code (its ``from user code:`` traceback), or None."""
+    from pt2doctor.trace.messages import stopped_at
+
+    frame = stopped_at(message)
+    return None if frame is None else frame.as_dict()
 
 
 def is_user_module(module: Any) -> bool:

@@ -17,19 +17,20 @@ from pt2doctor._lazy import lazy_names
 
 if TYPE_CHECKING:
     from pt2doctor.analysis.breaks.sites import GraphBreakSite, categorize_break, graph_break_sites
-    from pt2doctor.analysis.findings.compiles import Finding, find_findings
+    from pt2doctor.analysis.findings.model import Finding
+    from pt2doctor.analysis.findings.trace_findings import find_findings
     from pt2doctor.analysis.recompiles.guards import FailedGuard, categorize_guard
     from pt2doctor.analysis.recompiles.ledger import Ledger, compile_ledger
 
 _HOMES = {
     "FailedGuard": "recompiles.guards",
-    "Finding": "findings.compiles",
+    "Finding": "findings.model",
     "GraphBreakSite": "breaks.sites",
     "Ledger": "recompiles.ledger",
     "categorize_break": "breaks.sites",
     "categorize_guard": "recompiles.guards",
     "compile_ledger": "recompiles.ledger",
-    "find_findings": "findings.compiles",
+    "find_findings": "findings.trace_findings",
     "graph_break_sites": "breaks.sites",
 }
 __all__ = [

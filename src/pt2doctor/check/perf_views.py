@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pt2doctor.analysis.recompiles.frame_names import names_its_wrapper
 from pt2doctor.check.samples import Latencies, latency_key
 from pt2doctor.check.types import CheckReport, Distribution, GroupRow, Steady, VariantRow
 from pt2doctor.report.format import cut, frame_name, ms_value, source_where
@@ -80,7 +79,7 @@ def cold_start(report: Report, latencies: Latencies) -> Section | None:
 def frame_place(frame: Mapping[str, Any]) -> str:
     """``file:line`` of a frame or a compile of it; '' when its display name already says where
     (a wrapped method: ``... (through transformers' wrapper at utils/generic.py:1030)``)."""
-    if names_its_wrapper(frame_name(frame)):
+    if frame.get("through"):
         return ""
     return cut(f"{frame.get('file')}:{frame.get('line')}", 200)
 

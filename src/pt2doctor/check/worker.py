@@ -176,12 +176,15 @@ def _compile_facts(report: dict[str, Any], models: GroupModels) -> dict[str, Any
         for f in report["frames"]
         for r in f["recompiles"]
     }
-    names = {(f["stream"], f["frame_id"]): f["display_name"] for f in report["frames"]}
+    names = {(f["stream"], f["frame_id"]): f for f in report["frames"]}
     late = [
         {
             "compile_id": c["compile_id"],
             "function": c["function"],
-            "display_name": names.get((c["stream"], c["frame_id"]), c["function"]),
+            "display_name": names.get((c["stream"], c["frame_id"]), c).get(
+                "display_name", c["function"]
+            ),
+            "through": names.get((c["stream"], c["frame_id"]), {}).get("through"),
             "file": c["file"],
             "line": c["line"],
             "cause": c["cause"],
@@ -196,6 +199,7 @@ def _compile_facts(report: dict[str, Any], models: GroupModels) -> dict[str, Any
             for key in (
                 "function",
                 "display_name",
+                "through",
                 "file",
                 "line",
                 "variants",

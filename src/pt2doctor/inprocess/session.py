@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any, TextIO
 
 from pt2doctor import torchcompat
-from pt2doctor.analysis.findings.compiles import frame_label
+from pt2doctor.analysis.findings.trace_findings import frame_label
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME
 from pt2doctor.analysis.text import counted
 from pt2doctor.capture.probes import ProbeRecorder, install_torch_probes

@@ -115,11 +115,11 @@ def built_line(entry: Mapping[str, Any], names: Mapping[tuple[str, str], str]) -
 
 def plan_saving(item: Mapping[str, Any]) -> str:
     """`` (costs 0.126 ms per call)``: what acting on a plan line saves, as the profile
-    measured it ('' when unmeasured, or when the title says it already), and what
+    measured it ('' when unmeasured, or when the line is the cost itself), and what
     ``--try-fixes`` measured for its fix (`` (tried recompile_limit = 12: helped, …)``)."""
     saves = item.get("saves_ms")
     tried = f" ({item['tried']})" if item.get("tried") else ""
-    if not saves or "ms per call" in str(item.get("title")):
+    if not saves or item.get("code") == "graph_break_cost":
         return tried
     return f" (costs {saves:.3f} ms per call){tried}"
 
@@ -211,24 +211,23 @@ def report_inputs(report: Mapping[str, Any]) -> list[str]:
     return paths
 
 
-_RECOMPILED = re.compile(r"^(?P<name>.+?)(?: \([^()]*\))? recompiled [^:]*: (?P<state>.+)$")
 _MANY = 3
 """From this many, the recompiles of the frames of one cause read as one line."""
 
 
 def _also(lead: Finding, others: list[Finding]) -> list[str]:
     """``code: title`` of each other finding of a block; the recompiles of many frames (those
-    a break split off) as one line, each frame by name: ``recompiles of 6 frames it split off
-    (train_step, wrapper, GPT2LMHeadModel.forward ×2, …): 2 variants by design``."""
-    frames = [(m, _RECOMPILED.match(m["title"])) for m in others if m["code"] == "recompiles"]
-    if len(frames) < _MANY or any(found is None for _, found in frames):
+    a break split off) as one line, each frame by its subject's name: ``recompiles of 6
+    frames it split off (train_step, wrapper, GPT2LMHeadModel.forward ×2, …): 2 variants by
+    design``. A report written before findings had subjects lists them one by one."""
+    frames = [m for m in others if m["code"] == "recompiles"]
+    named = [(m.get("subject", {}).get("name"), m.get("facts", {}).get("state")) for m in frames]
+    if len(frames) < _MANY or any(name is None or state is None for name, state in named):
         return [f"{m['code']}: {_after_shared(lead['title'], m['title'])}" for m in others]
     names: dict[str, int] = {}
-    states = set()
-    for _, found in frames:
-        assert found is not None
-        names[found["name"]] = names.get(found["name"], 0) + 1
-        states.add(found["state"])
+    for name, _ in named:
+        names[str(name)] = names.get(str(name), 0) + 1
+    states = {str(state) for _, state in named}
     listed = ", ".join(name + (f" ×{n}" if n > 1 else "") for name, n in names.items())
     state = f": {states.pop()}" if len(states) == 1 else ""
     split = "it split off" if lead["code"] == "graph_break" else "of this cause"

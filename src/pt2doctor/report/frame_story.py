@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from pt2doctor.analysis.paths import display_path
 from pt2doctor.analysis.recompiles.changes import kind_words
-from pt2doctor.analysis.recompiles.frame_names import compiled_at_label, names_its_wrapper
+from pt2doctor.analysis.recompiles.frame_names import compiled_at_label
 from pt2doctor.analysis.text import counted
 from pt2doctor.report.markdown import md_code, md_table, md_text
 
@@ -80,6 +80,7 @@ def frame_story(frame: Mapping[str, Any]) -> dict[str, Any] | None:
         "frame": _story_frame(frame),
         "function": frame["function"],
         "name": frame.get("display_name") or frame["function"],
+        "through": frame.get("through"),
         "file": frame["file"],
         "line": frame["line"],
         "variants": frame["variants"],
@@ -109,7 +110,8 @@ def _story_frame(frame: Report) -> str:
     """``name (file:line)``; a library frame the user compiled by a call the run recorded is
     named by that call (``LlamaDecoderLayer.forward (compiled at train.py:21)``)."""
     name = str(frame.get("display_name") or frame["function"])
-    compiled = compiled_at_label(name, frame["file"], frame.get("compiled_at"))
+    base = str(frame.get("name") or name)
+    compiled = compiled_at_label(base, frame["file"], frame.get("compiled_at"))
     return compiled or f"{name} ({frame['file']}:{frame['line']})"
 
 
@@ -130,7 +132,7 @@ def _terminal_header(story: dict[str, Any], cwd: str | None) -> str:
     """The frame as a user knows it, its place relative to the working directory or to
     site-packages (a wrapper's display name already says where the wrapper is)."""
     name = str(story["name"])
-    if names_its_wrapper(name):
+    if story.get("through"):
         return name
     return f"{name} ({display_path(story['file'], cwd)}:{story['line']})"
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from pt2doctor.analysis.breaks.sites import GraphBreakSite, user_caller
-from pt2doctor.analysis.findings.compiles import Finding, frame_where, resume_label
+from pt2doctor.analysis.findings.model import Finding
+from pt2doctor.analysis.findings.trace_findings import frame_where, resume_label
 from pt2doctor.analysis.recompiles.frame_names import display_name
 from pt2doctor.analysis.recompiles.ledger import FrameEntry, Ledger
 from pt2doctor.analysis.text import counted

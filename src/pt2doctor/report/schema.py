@@ -31,14 +31,14 @@ from pt2doctor.analysis.built.graph_size import (
     unrolled_loop_findings,
 )
 from pt2doctor.analysis.built.kernels import KernelMap, kernel_map
-from pt2doctor.analysis.findings.compiles import sort_findings
 from pt2doctor.analysis.findings.plan import PlanItem as PlanStep
 from pt2doctor.analysis.findings.plan import plan
+from pt2doctor.analysis.findings.trace_findings import sort_findings
 from pt2doctor.analysis.findings.tries import Outcome, outcome_of
 from pt2doctor.analysis.ranks.divergence import DEFAULT_COLLECTIVE_TIMEOUT_S, cross_rank_analysis
 from pt2doctor.analysis.ranks.findings import rank_findings
 from pt2doctor.analysis.recompiles.fixes import recompile_fixes
-from pt2doctor.analysis.recompiles.frame_names import display_name
+from pt2doctor.analysis.recompiles.frame_names import frame_name
 from pt2doctor.analysis.recompiles.ledger import CompileEntry, FailureEntry, FrameEntry
 from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
@@ -102,11 +102,14 @@ def _recompile(entry: CompileEntry, explained: RecompileExplanation | None) -> R
 def _frame(frame: FrameEntry, explanation: FrameExplanation) -> Frame:
     explained = {item.compile_id: item for item in explanation.recompiles}
     refused = frame.refused
+    name = frame_name(frame)
     return {
         "stream": frame.stream,
         "frame_id": frame.frame_id,
         "function": frame.function,
-        "display_name": display_name(frame),
+        "display_name": name.display,
+        "name": name.name,
+        "through": name.through,
         "file": frame.file,
         "line": frame.line,
         "compiles": len(frame.compiles),
@@ -292,7 +295,10 @@ def _finding(finding: Finding) -> types.Finding:
         "title": finding.title,
         "advice": finding.advice,
         "evidence": finding.evidence,
+        "subject": finding.subject.as_json(),  # type: ignore[typeddict-item]
     }
+    if finding.facts:
+        row["facts"] = dict(finding.facts)
     if finding.saves_ms is not None:
         row["saves_ms"] = finding.saves_ms
     if finding.cause is not None:
@@ -407,7 +413,7 @@ def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIME
     findings = sort_findings(findings + rank_findings(ranks) + built_findings(ledger, kernel_maps))
     if run.manifest is not None:
         from pt2doctor.analysis.coldstart.guard_overhead import guard_overhead_findings
-        from pt2doctor.analysis.findings.run import run_findings
+        from pt2doctor.analysis.findings.run_findings import run_findings
 
         changed = _changes_by_compile(ledger, explanations)
         late = run_findings(ledger, run.manifest, run.probes, heat, changed)
@@ -444,7 +450,7 @@ def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIME
         "parse_stats": run.parse_stats.as_dict(),
     }
     if run.manifest is not None:
-        from pt2doctor.analysis.findings.run import run_section
+        from pt2doctor.analysis.findings.run_findings import run_section
 
         report["run"] = run_section(run.manifest, run.probes, heat)
     if ranks is not None:

@@ -11,7 +11,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from pt2doctor.analysis.paths import display_path, shorten_paths
-from pt2doctor.analysis.recompiles.frame_names import wrapped_name
 from pt2doctor.analysis.text import counted
 from pt2doctor.report.format import (
     advice_parts,
@@ -123,7 +122,7 @@ def _breaks_table(breaks: list[GraphBreak], cwd: str | None) -> Table:
 def _frame_cell(frame: Frame, cwd: str | None) -> str:
     """The name a user knows, then where they compiled it (their torch.compile call) or, when
     the run did not record it, the frame's own ``file:line``."""
-    name = wrapped_name(str(frame.get("display_name") or frame["function"]))
+    name = str(frame.get("name") or frame.get("display_name") or frame["function"])
     at = frame.get("compiled_at")
     if at:
         return f"{name}\ncompiled at {display_path(at['file'], cwd)}:{at['line']}"

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 if TYPE_CHECKING:  # typing only: importing this module stays free
     from pt2doctor.analysis.breaks.sites import BreakCategory
-    from pt2doctor.analysis.findings.compiles import Severity
+    from pt2doctor.analysis.findings.codes import Code, Severity
+    from pt2doctor.analysis.findings.model import Fact, SubjectKind
     from pt2doctor.analysis.recompiles.guards import GuardCategory
     from pt2doctor.analysis.recompiles.ledger import Cause, FailureKind
 
@@ -77,15 +78,33 @@ class Summary(TypedDict):
     cache: dict[str, dict[str, int]]
 
 
+class Subject(TypedDict, total=False):
+    """``findings[].subject``: what the finding is about (analysis/findings/model.py
+    ``Subject``); only the fields that are set. Absent in reports before 2026-12-02."""
+
+    kind: SubjectKind
+    name: str
+    file: str
+    line: int
+    function: str
+    stream: str
+    frame_id: int
+    compile_id: str
+
+
 class _FindingBase(TypedDict):
     severity: Severity
-    code: str
+    code: Code
     title: str
     advice: str
     evidence: list[Any]
 
 
 class Finding(_FindingBase, total=False):
+    subject: Subject
+    facts: dict[str, Fact]
+    """Typed evidence the renderers read (a recompiles finding's ``recompiles``, ``refused``,
+    ``state``). Absent in reports before 2026-12-02, and when a finding has none."""
     saves_ms: float
     """What the fix saves per call of the hot loop, as the profile measured it."""
     tryable: list[dict[str, Any]]
@@ -188,6 +207,12 @@ class Frame(TypedDict, total=False):
     is_resume: bool
     recompiles: list[Recompile]
     display_name: str
+    name: str
+    """How the user knows the frame without its wrapper (``GPT2LMHeadModel.forward``);
+    absent before 2026-12-02."""
+    through: str | None
+    """The generic wrapper the frame goes through and where (``transformers' wrapper at
+    utils/generic.py:1030``), else null; absent before 2026-12-02."""
     refused: Recompile | None
     variants_table: list[dict[str, Any]]
     outlook: dict[str, Any]

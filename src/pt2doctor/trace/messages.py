@@ -44,16 +44,28 @@ def error_summary(text: str) -> str:
     code:`` traceback (outermost frame first) reduced to the innermost frame, the line that
     raised."""
     lines = text.splitlines()
-    cut = next((i for i, line in enumerate(lines) if line.strip() == "from user code:"), None)
+    cut = _user_code_line(lines)
     head = lines if cut is None else lines[:cut]
     kept = [line for line in head if not line.strip().startswith(_BOILERPLATE)]
     summary = " ".join(" ".join(kept).split())
-    frames = [] if cut is None else parse_user_stack(lines[cut + 1 :])
-    if frames:
-        last = frames[-1]
+    last = stopped_at(text)
+    if last is not None:
         code = f": {last.code}" if last.code else ""
         summary += f" (at {last.file}:{last.line} in {last.function}{code})"
     return summary
+
+
+def _user_code_line(lines: list[str]) -> int | None:
+    return next((i for i, line in enumerate(lines) if line.strip() == "from user code:"), None)
+
+
+def stopped_at(text: str) -> SourceLine | None:
+    """The innermost frame of a torch error's ``from user code:`` traceback: the line where
+    Dynamo stopped (None when the message has no such traceback)."""
+    lines = text.splitlines()
+    cut = _user_code_line(lines)
+    frames = [] if cut is None else parse_user_stack(lines[cut + 1 :])
+    return frames[-1] if frames else None
 
 
 def error_line(kind: str, message: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pt2doctor.analysis.built.kernels import KernelMap, first_line_where
-from pt2doctor.analysis.findings.compiles import Finding
+from pt2doctor.analysis.findings.model import Finding, Subject
 from pt2doctor.analysis.recompiles.ledger import CompileEntry
 
 
@@ -36,6 +36,7 @@ def fallback_findings(
             "It costs what it costs in eager, and the ops before and after it cannot fuse "
             "across it. Worth a rewrite only when it is a visible share of the step's time.",
             [*lines, f"{'compiles' if len(ids) > 1 else 'compile'} {', '.join(ids)}"],
+            Subject("op", name.removeprefix("torch.ops.")),
         )
         for name, (ids, lines) in seen.items()
     ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from pt2doctor.analysis.findings.compiles import Finding
+from pt2doctor.analysis.findings.model import Finding, Subject
 from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.ledger import CompileEntry, Ledger
 from pt2doctor.trace.built import GraphLine, OutputGraph
@@ -94,13 +94,16 @@ def _unrolled(entry: CompileEntry, group: list[GraphLine], total: int) -> Findin
     big = ops >= _MANY_OPS or (seconds or 0) >= _SLOW_COMPILE_S
     evidence = [f"{group[0].file}:{first}: {code}", f"graph {entry.compile_id}: {total} ops{cost}"]
     share = f"{ops} of the graph's {total} ops ({ops / total:.0%})"
+    subject = Subject("lines", group[0].function, group[0].file, first, group[0].function)
     if max(len(line.owners) for line in group) >= repeats:  # each copy on its own weights
         title = (
             f"{where} of {group[0].function} ({group[0].file}) run {repeats} times in one "
             f"graph, once per module that calls them: {share}"
         )
         advice = _repeated_advice(group[0].file)
-        return Finding("warning" if big else "info", "repeated_blocks", title, advice, evidence)
+        return Finding(
+            "warning" if big else "info", "repeated_blocks", title, advice, evidence, subject
+        )
     title = (
         f"{where} of {group[0].function} ({group[0].file}) unrolled {repeats} times into {share}"
     )
@@ -110,6 +113,7 @@ def _unrolled(entry: CompileEntry, group: list[GraphLine], total: int) -> Findin
         title,
         _unrolled_advice(group[0].file, repeats),
         evidence,
+        subject,
     )
 
 
@@ -154,6 +158,14 @@ def _unrolled_advice(file: str, repeats: int) -> str:
     )
 
 
+def _compile_subject(entry: CompileEntry) -> Subject:
+    record = entry.record
+    return Subject(
+        "compile", entry.function, record.file, record.line, entry.function,
+        stream=record.stream, compile_id=entry.compile_id,
+    )  # fmt: skip
+
+
 def many_small_inputs_findings(ledger: Ledger) -> list[Finding]:
     findings = []
     for entry in ledger.compiles:
@@ -181,6 +193,7 @@ def many_small_inputs_findings(ledger: Ledger) -> list[Finding]:
                 "foreach=True, torch._foreach_* ops), or keep the small tensors in one flat "
                 "buffer.",
                 [f"compile {entry.compile_id}: {ops} ops, {len(graph.inputs)} inputs"],
+                _compile_subject(entry),
             )
         )
     return findings

@@ -18,7 +18,8 @@ look, not an alarm); from ``MANY_VARIANTS`` on, where the search itself grows: `
 from __future__ import annotations
 
 from pt2doctor.analysis.breaks.heat import CompileHeat, Heat
-from pt2doctor.analysis.findings.compiles import Finding, frame_label
+from pt2doctor.analysis.findings.model import Finding
+from pt2doctor.analysis.findings.trace_findings import frame_label, frame_subject
 from pt2doctor.analysis.recompiles.ledger import CompileEntry, FrameEntry, Ledger
 from pt2doctor.analysis.text import counted
 from pt2doctor.torchcompat import GUARD_TIMING_CHECKS
@@ -120,6 +121,7 @@ def guard_overhead_findings(ledger: Ledger, heat: Heat | None) -> list[Finding]:
                     how,
                     f"{counted(calls, 'call')}, {counted(frame.variants, 'variant')} searched in order",
                 ],
+                frame_subject(frame),
             )
         )
     return findings

@@ -13,34 +13,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pt2doctor.analysis.findings.compiles import Finding
+from pt2doctor.analysis.findings.codes import SPECS, STEPS, Step
+from pt2doctor.analysis.findings.model import Finding, Subject
 from pt2doctor.analysis.findings.tries import effect
 
 PLAN_SIZE = 5
-STEPS = ("correctness", "recompiles", "graph breaks", "performance")
-_STEP_OF = {
-    "compile_failure": "correctness",
-    "program_failed": "correctness",
-    "rank_specific_failure": "correctness",
-    "compiled_but_never_called": "correctness",
-    "no_compilation_observed": "correctness",
-    "recompile_limit_hit": "recompiles",
-    "recompiles": "recompiles",
-    "unexplained_recompile_after_warmup": "recompiles",
-    "rank_specific_recompile": "recompiles",
-    "guard_overhead": "recompiles",
-    "graph_break": "graph breaks",
-    "graph_break_cost": "graph breaks",
-    "frame_skipped": "graph breaks",
-    "eager_only_time": "graph breaks",
-}
-NOT_ACTIONS = frozenset({"probes_unavailable", "triage_run", "parse_problems"})
-"""Findings about the capture, not the program."""
 
 
 @dataclass(slots=True)
 class PlanItem:
-    step: str
+    step: Step
     code: str
     title: str
     saves_ms: float | None
@@ -49,18 +31,21 @@ class PlanItem:
     ``effect``): ``tried recompile_limit = 12: helped, limit hits 1 → 0, compiles 9 → 12``."""
 
 
-def _site(finding: Finding) -> tuple[str | None, int | None] | None:
-    """A graph-break finding's site (file, line); None for any other finding."""
-    if finding.where is None or finding.code not in ("graph_break", "graph_break_cost"):
+def _site(finding: Finding) -> Subject | None:
+    """A graph-break finding's site; None for any other finding."""
+    if finding.subject.kind != "site" or finding.code not in ("graph_break", "graph_break_cost"):
         return None
-    return (finding.where.file, finding.where.line)
+    return finding.subject
 
 
-def _subject(title: str) -> str:
-    """What a finding is about: the frame or site its title opens with, up to the first ')'
-    (``Layer.forward (modeling.py:89)``), else the whole title."""
-    head, close, _ = title.partition(")")
-    return head + close if close and " (" in head else title
+def _site_key(subject: Subject | None) -> tuple[str | None, int | None] | None:
+    return None if subject is None else (subject.file, subject.line)
+
+
+def _identity(step: Step, finding: Finding) -> tuple[str, str]:
+    """What a plan line is about: the finding's subject (a frame, a site), or the finding
+    itself when its subject has no identity (the program)."""
+    return (step, finding.subject.key or f"{finding.code}: {finding.title}")
 
 
 def plan(findings: list[Finding]) -> list[PlanItem]:
@@ -68,33 +53,31 @@ def plan(findings: list[Finding]) -> list[PlanItem]:
     break's site is one line: its ``graph_break`` finding (the fix), with the time its
     ``graph_break_cost`` measured."""
     actionable = [
-        f for f in findings if f.severity in ("error", "warning") and f.code not in NOT_ACTIONS
+        (step, f)
+        for f in findings
+        if f.severity in ("error", "warning") and (step := SPECS[f.code].step) is not None
     ]
-    broken = {_site(f) for f in actionable if f.code == "graph_break"} - {None}
+    broken = {_site_key(_site(f)) for _, f in actionable if f.code == "graph_break"} - {None}
     skipped = {
-        (f.where.file, f.where.function)
-        for f in actionable
-        if f.code == "frame_skipped" and f.where is not None
+        (f.subject.file, f.subject.function) for _, f in actionable if f.code == "frame_skipped"
     }
-    cost = {_site(f): f.saves_ms for f in actionable if f.code == "graph_break_cost"}
+    cost = {_site_key(_site(f)): f.saves_ms for _, f in actionable if f.code == "graph_break_cost"}
     tried = {  # a frame's try, on whichever of its findings the plan shows
-        (_STEP_OF.get(f.code, "performance"), _subject(f.title)): effect(f.tries[-1])
-        for f in reversed(actionable)
-        if f.tries
+        _identity(step, f): effect(f.tries[-1]) for step, f in reversed(actionable) if f.tries
     }
     candidates = []
     subjects: set[tuple[str, str]] = set()
-    for index, finding in enumerate(actionable):
-        step = _STEP_OF.get(finding.code, "performance")
-        subject = (step, _subject(finding.title))
+    for index, (step, finding) in enumerate(actionable):
+        site = _site_key(_site(finding))
+        if finding.code == "graph_break_cost" and site in broken:
+            continue  # the break's own finding carries its cost
+        subject = _identity(step, finding)
         if subject in subjects:
             continue  # one line per frame or site in a step: the first finding about it
         subjects.add(subject)
-        site = _site(finding)
-        if finding.code == "graph_break_cost" and site in broken:
-            continue  # the break's own finding carries its cost
-        where = finding.where if finding.code == "graph_break" else None
-        if where is not None and (where.file, where.function) in skipped:
+        if finding.code == "graph_break" and (
+            (finding.subject.file, finding.subject.function) in skipped
+        ):
             continue  # the break that made its frame eager: the skipped frame's line says it
         saves = cost.get(site) if finding.code == "graph_break" else finding.saves_ms
         key = (STEPS.index(step), saves is None, -(saves or 0.0), index)

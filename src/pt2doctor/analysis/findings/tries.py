@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from pt2doctor.analysis.breaks.sites import GraphBreakSite, graph_break_sites
-from pt2doctor.analysis.findings.compiles import Finding
+from pt2doctor.analysis.findings.model import Finding
 from pt2doctor.analysis.recompiles.ledger import Ledger, compile_ledger
 from pt2doctor.trace.types import Run, Try
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from pt2doctor.analysis.breaks.sites import GraphBreakSite
-from pt2doctor.analysis.findings.compiles import Severity, frame_label
+from pt2doctor.analysis.findings.codes import Severity
+from pt2doctor.analysis.findings.trace_findings import frame_label
 from pt2doctor.analysis.ranks.summary import (
     FrameKey,
     RankIdentity,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from pt2doctor.analysis.findings.compiles import Finding
+from pt2doctor.analysis.findings.codes import Code
+from pt2doctor.analysis.findings.model import Finding, Subject
 from pt2doctor.analysis.ranks.divergence import Divergence, RankAnalysis
 
 # Divergence kind -> finding code.
-FINDING_CODES = {
+FINDING_CODES: dict[str, Code] = {
     "compile_skew": "rank_compile_skew",
     "rank_specific_recompile": "rank_specific_recompile",
     "cache_imbalance": "rank_cache_imbalance",
@@ -60,7 +61,7 @@ DUPLICATE_ADVICE = (
     "Several logs for one rank come from a restarted job or logs gathered twice: report on one "
     "attempt's logs at a time (one TORCH_TRACE directory per job attempt)."
 )
-ADVICE = {
+ADVICE: dict[Code, str] = {
     "rank_compile_skew": COMPILE_SKEW_ADVICE,
     "rank_specific_recompile": RANK_RECOMPILE_ADVICE,
     "rank_cache_imbalance": CACHE_ADVICE,
@@ -73,9 +74,11 @@ ADVICE = {
 
 def _finding(divergence: Divergence) -> Finding:
     code = FINDING_CODES[divergence.kind]
+    subject = Subject("rank", ", ".join(rank.label for rank in divergence.ranks) or None)
     return Finding(
-        divergence.severity, code, divergence.title, ADVICE[code], list(divergence.evidence)
-    )
+        divergence.severity, code, divergence.title, ADVICE[code], list(divergence.evidence),
+        subject,
+    )  # fmt: skip
 
 
 def rank_findings(analysis: RankAnalysis | None) -> list[Finding]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.ledger import FrameEntry
@@ -36,18 +36,20 @@ def _wrapped_method(frame: FrameEntry) -> str | None:
 
 
 _TENSOR_TYPES = frozenset({"Tensor", "Parameter", "FakeTensor", "FunctionalTensor"})
-# What joins the wrapped method to the wrapper in a display name; renderers split on it.
-THROUGH = " (through "
 
 
-def wrapped_name(display: str) -> str:
-    """The wrapped method alone (``GPT2LMHeadModel.forward``) of a display name."""
-    return display.split(THROUGH)[0]
+class FrameName(NamedTuple):
+    """How a user knows a frame: ``name`` (``Cls.method``; for a generic wrapper, the method
+    it wraps) and, for a wrapper, ``through`` (``transformers' wrapper at
+    utils/generic.py:1030``: the wrapper and where it is)."""
 
+    name: str
+    through: str | None = None
 
-def names_its_wrapper(display: str) -> bool:
-    """Whether a display name already says which wrapper (and where) the frame goes through."""
-    return THROUGH in display
+    @property
+    def display(self) -> str:
+        """``GPT2LMHeadModel.forward (through transformers' wrapper at utils/generic.py:1030)``."""
+        return self.name if self.through is None else f"{self.name} (through {self.through})"
 
 
 def _through(frame: FrameEntry) -> str:
@@ -69,12 +71,12 @@ def _class_name(frame: FrameEntry, field: str) -> str | None:
     return str(found).rsplit(".", 1)[-1] if found else None
 
 
-def display_name(frame: FrameEntry) -> str:
+def frame_name(frame: FrameEntry) -> FrameName:
     """The name to show for a frame: ``Cls.method`` when ``self``'s class is known, the wrapped
     method with the wrapper it goes through for a generic wrapper, else the function name."""
     function = frame.function or "?"
     if frame.is_resume:
-        return function
+        return FrameName(function)
     cls = _class_name(frame, "self_type")
     if _GENERIC_WRAPPER.search(function):
         method = _wrapped_method(frame)
@@ -83,17 +85,23 @@ def display_name(frame: FrameEntry) -> str:
         first = _class_name(frame, "first_arg_type")
         cls = cls or (first if first not in _TENSOR_TYPES else None)
         if cls and method:
-            return f"{cls}.{method}{THROUGH}{_through(frame)})"
+            return FrameName(f"{cls}.{method}", _through(frame))
         if method:
-            return f"{method}{THROUGH}{_through(frame)})"
-        return function
-    return f"{cls}.{function}" if cls else function
+            return FrameName(method, _through(frame))
+        return FrameName(function)
+    return FrameName(f"{cls}.{function}" if cls else function)
+
+
+def display_name(frame: FrameEntry) -> str:
+    """:func:`frame_name` in one string (``frames[].display_name``)."""
+    return frame_name(frame).display
 
 
 def compiled_at_label(name: str, file: str | None, call: Mapping[str, Any] | None) -> str | None:
     """``LlamaDecoderLayer.forward (compiled at train.py:21)``: a frame whose code is a
-    library's, named by the user's ``torch.compile`` call the run recorded; None for the
-    user's own code or without a call (the frame's own place then names it)."""
+    library's (``name``: :class:`FrameName`'s, without the wrapper), named by the user's
+    ``torch.compile`` call the run recorded; None for the user's own code or without a call
+    (the frame's own place then names it)."""
     if not call or not call.get("file") or not file or library_path(file) is None:
         return None
-    return f"{name.split(' (through ')[0]} (compiled at {call['file']}:{call.get('line')})"
+    return f"{name} (compiled at {call['file']}:{call.get('line')})"

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from pt2doctor.analysis.built.kernels import first_line_where
-from pt2doctor.analysis.findings.compiles import Finding, Severity
+from pt2doctor.analysis.findings.codes import Severity
+from pt2doctor.analysis.findings.model import Finding, Subject
 from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.time.profile import ProfileView, RegionTime
 from pt2doctor.trace.types import SourceLine
@@ -190,7 +191,7 @@ def _fallback_ops(view: ProfileView) -> list[Finding]:
                 [
                     f"{first_line_where(kernel.user_lines)}: {_ms(kernel.us, view)} per call ({kernel.launches} launches)"
                 ],
-                saves_ms=None,
+                Subject("op", op, compile_id=kernel.compile_id),
             )
         )
     return found
@@ -236,8 +237,8 @@ def _graph_break_cost(view: ProfileView, breaks: Mapping[str, BreakContext]) -> 
                 advice,
                 [f"{site.file}:{site.line}: {site.code or ''}".rstrip(": ")]
                 + ([f"eager ATen ops there per call: {ops}"] if ops else []),
+                subject=Subject.of_line("site", context.library_site or site),
                 saves_ms=None if context.by_design else round(view.per_call(item.us), 6),
-                where=context.library_site or site,
             )
         )
     return found

@@ -6,7 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from pt2doctor.analysis.breaks.heat import Heat
-from pt2doctor.analysis.findings.compiles import Finding, frame_label, frame_where, raised_in_label
+from pt2doctor.analysis.findings.model import Finding
+from pt2doctor.analysis.findings.trace_findings import (
+    compile_subject,
+    frame_label,
+    frame_subject,
+    frame_where,
+    raised_in_label,
+)
 from pt2doctor.analysis.recompiles.ledger import Ledger
 from pt2doctor.analysis.userside.causes import custom_op_advice
 from pt2doctor.analysis.userside.causes import where as file_line
@@ -159,6 +166,11 @@ def run_findings(
                 if frame is not None
                 else frame_label(entry.function, entry.record.file, entry.record.line)
             )
+            subject = (
+                frame_subject(frame, entry.compile_id)
+                if frame is not None
+                else compile_subject(None, entry.compile_id, entry.function)
+            )
             findings.append(
                 Finding(
                     "error",
@@ -166,6 +178,7 @@ def run_findings(
                     f"{where} compiled after warmup ({when}{calls})",
                     AFTER_WARMUP_ADVICE,
                     evidence[:8],
+                    subject,
                 )
             )
     return findings

@@ -1,12 +1,12 @@
-"""Findings: what the user should act on, by severity, each with evidence and advice."""
+"""The findings a TORCH_TRACE log supports on its own: compile failures, recompiles and
+recompile limits, skipped frames, graph breaks, large graphs, a damaged log."""
 
 from __future__ import annotations
 
 import itertools
 import os
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any
 
 from pt2doctor.analysis.breaks.advice import (
     COMPILE_ERROR_ADVICE,
@@ -16,6 +16,8 @@ from pt2doctor.analysis.breaks.advice import (
     SKIPPED_FRAME_ADVICE,
 )
 from pt2doctor.analysis.breaks.sites import GraphBreakSite
+from pt2doctor.analysis.findings.codes import SEVERITIES, Severity
+from pt2doctor.analysis.findings.model import LOG, Finding, Subject
 from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.fixes import (
     Fix,
@@ -23,7 +25,7 @@ from pt2doctor.analysis.recompiles.fixes import (
     partial_batch_fix,
     recompile_candidates,
 )
-from pt2doctor.analysis.recompiles.frame_names import compiled_at_label, display_name
+from pt2doctor.analysis.recompiles.frame_names import compiled_at_label, frame_name
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FailureEntry, FrameEntry, Ledger
 from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
@@ -35,32 +37,8 @@ from pt2doctor.analysis.text import counted, id_ranges, merged_runs
 from pt2doctor.trace.records import ParseStats
 from pt2doctor.trace.types import SourceLine
 
-Severity = Literal["error", "warning", "info"]
-SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 # Above this many ops a Dynamo graph is usually an unrolled Python loop.
 LARGE_GRAPH_OPS = 2000
-
-
-@dataclass(slots=True)
-class Finding:
-    severity: Severity
-    code: str
-    title: str
-    advice: str
-    evidence: list[str] = field(default_factory=list)
-    saves_ms: float | None = None
-    """What the fix saves per call of the hot loop, measured by the profile (None: unknown)."""
-    where: SourceLine | None = None
-    """The site or frame the finding is about, where it has one (a break's site, a skipped
-    frame): what the plan matches findings by. Not in report.json (the title says it)."""
-    fixes: list[Fix] = field(default_factory=list)
-    """The fixes its advice is made of, in order, with their trials (``run --try-fixes``)."""
-    tries: list[dict[str, Any]] = field(default_factory=list)
-    """What ``run --try-fixes`` measured for its fixes, in the order they were tried
-    (analysis/findings/tries.py)."""
-    cause: str | None = None
-    """Findings of one root cause share it (a frame's limit hit and its recompiles): the
-    reports show them as one (report/format.py grouped_findings)."""
 
 
 def resume_label(function: str | None) -> str | None:
@@ -84,15 +62,37 @@ def frame_where(frame: FrameEntry, call: dict[str, Any] | None = None) -> str:
     """The frame as a user knows it (:func:`display_name`), with its location: the user's own
     ``torch.compile`` call (``call``, as the run recorded it) where the frame's code is a
     library's (a decoder layer compiled by ``layer.compile()`` runs transformers' code)."""
-    name = display_name(frame)
-    compiled = compiled_at_label(name, frame.file, call)
+    name = frame_name(frame)
+    compiled = compiled_at_label(name.name, frame.file, call)
     if compiled is not None:
         return compiled
-    if frame.is_resume or name == frame.function:
+    if frame.is_resume or name.display == frame.function:
         return frame_label(frame.function, frame.file, frame.line)
-    if " (through " in name:
-        return name  # names the wrapper's file:line already
-    return f"{name} ({frame.file}:{frame.line})"
+    if name.through is not None:
+        return name.display  # names the wrapper's file:line already
+    return f"{name.display} ({frame.file}:{frame.line})"
+
+
+def frame_subject(frame: FrameEntry, compile_id: str | None = None) -> Subject:
+    """A frame as a finding's subject: its name as the user knows it, and where it is
+    (``compile_id``: the compile of it the finding is about, when one is)."""
+    name = resume_label(frame.function) or frame_name(frame).name
+    return Subject(
+        "frame", name, frame.file, frame.line, frame.function,
+        stream=frame.stream, frame_id=frame.frame_id, compile_id=compile_id,
+    )  # fmt: skip
+
+
+def compile_subject(
+    frame: FrameEntry | None, compile_id: str, function: str | None = None
+) -> Subject:
+    """One compile of a frame (``frame`` None: a compile the ledger put in no frame)."""
+    if frame is None:
+        return Subject("compile", function, function=function, compile_id=compile_id)
+    return Subject(
+        "compile", frame_name(frame).name, frame.file, frame.line, frame.function,
+        stream=frame.stream, frame_id=frame.frame_id, compile_id=compile_id,
+    )  # fmt: skip
 
 
 def _benign(frame: FrameEntry) -> bool:
@@ -124,6 +124,12 @@ def _recompile_title(frame: FrameEntry, explanation: FrameExplanation) -> str:
     count = f"{where} recompiled {counted(len(frame.recompiles), 'time')}"
     if frame.refused is not None:
         count += " + 1 refused"
+    return f"{count}: {_recompile_state(frame, explanation)}"
+
+
+def _recompile_state(frame: FrameEntry, explanation: FrameExplanation) -> str:
+    """What a frame's variants are, after ``recompiled N times: `` in its title (also the
+    finding's ``facts["state"]``)."""
     bounded = explanation.outlook.bounded
     static = "Static" in (explanation.hf_cache_class or "")
     if bounded is True and hf_generate_pattern(explanation) and static:
@@ -155,8 +161,8 @@ def _recompile_title(frame: FrameEntry, explanation: FrameExplanation) -> str:
     if late:  # compile ids: "compile 2/2", never "2/2" alone (it reads as a fraction)
         state = state.replace("; pre-warm them", "")
         which = f"compile{'s' if len(late) > 1 else ''} {', '.join(late)}"
-        return f"{count}: {state}; {which} came after warmup: pre-warm them"
-    return f"{count}: {state}"
+        return f"{state}; {which} came after warmup: pre-warm them"
+    return state
 
 
 def _recompile_finding(frame: FrameEntry, explanation: FrameExplanation) -> Finding | None:
@@ -185,6 +191,12 @@ def _recompile_finding(frame: FrameEntry, explanation: FrameExplanation) -> Find
         title=_recompile_title(frame, explanation),
         advice=" ".join(fix.text for fix in fixes) or RECOMPILE_ADVICE["other"],
         evidence=evidence,
+        subject=frame_subject(frame),
+        facts={
+            "recompiles": len(frame.recompiles),
+            "refused": frame.refused is not None,
+            "state": _recompile_state(frame, explanation),
+        },
         fixes=fixes,
     )
 
@@ -217,7 +229,9 @@ def _frame_findings(
             )
         title = f"{frame_where(frame, explanation.compile_call)} hit the recompile limit"
         evidence = [f"compiles {id_ranges(ids)}"]
-        findings.append(Finding("error", "recompile_limit_hit", title, advice, evidence))
+        findings.append(
+            Finding("error", "recompile_limit_hit", title, advice, evidence, frame_subject(frame))
+        )
     if frame.skipped:
         reason = (frame.skip_reason or "").strip().splitlines()
         findings.append(
@@ -227,7 +241,7 @@ def _frame_findings(
                 f"{frame_where(frame)} runs eagerly: Dynamo skipped the whole frame",
                 _skipped_frame_advice(frame, sites),
                 [f"compiles {id_ranges(ids)}", *reason[:1]],
-                where=SourceLine(frame.file, frame.line, frame.function),
+                frame_subject(frame),
             )
         )
     recompiles = _recompile_finding(frame, explanation)
@@ -245,6 +259,7 @@ def _frame_findings(
                     f"{frame_where(frame)}: graph of {ops} ops",
                     LARGE_GRAPH_ADVICE,
                     [entry.compile_id],
+                    compile_subject(frame, entry.compile_id),
                 )
             )
     return findings
@@ -268,7 +283,7 @@ def _break_finding(site: GraphBreakSite) -> Finding:
         + (" (PyTorch's, by design)" if site.by_design else ""),
         advice=site.advice,
         evidence=evidence,
-        where=site.site,
+        subject=Subject.of_line("site", site.site),
     )
 
 
@@ -298,7 +313,11 @@ def _compile_failure(failure: FailureEntry) -> Finding:
         f"Compile {failure.compile_id} of {failure.function} failed: {failure.fail_type}",
         f"{advice} {COMPILE_ERROR_ADVICE}" if advice else COMPILE_ERROR_ADVICE,
         evidence,
-    )
+        Subject(
+            "compile", failure.function, function=failure.function, stream=failure.stream,
+            compile_id=failure.compile_id,
+        ),
+    )  # fmt: skip
 
 
 def find_findings(
@@ -338,6 +357,7 @@ def find_findings(
                     in ("non_trace_lines", "bad_envelopes", "md5_mismatches", "truncated_records")
                     and value
                 ],
+                LOG,
             )
         )
     return sort_findings(findings)

@@ -1,0 +1,221 @@
+"""Every finding code, declared once, as data: the registry the plan, the severity order, the
+advice tables and docs/report-schema.md's table of codes read.
+
+A finding's ``code`` is a :data:`Code` (mypy rejects any other string) and
+:class:`~pt2doctor.analysis.findings.model.Finding` refuses a code or a severity its entry
+does not declare, so a new finding cannot silently become "performance" in the plan or go
+undocumented: ``tests/unit/test_finding_codes.py`` checks the table in the docs against
+:func:`docs_table` and every code's step.
+
+Adding a finding: add its code to :data:`Code` and a :class:`CodeSpec` to :data:`SPECS`, write
+its analysis (it returns ``Finding``\\ s with a typed ``subject``), add a test, and run
+``python -m pt2doctor.analysis.findings.codes`` to write the docs table (docs/ARCHITECTURE.md,
+"Adding a finding").
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, get_args
+
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
+
+Step = Literal["correctness", "recompiles", "graph breaks", "performance"]
+"""The plan's steps, in the practice's order: correctness, then recompiles, then graph
+breaks, then performance."""
+STEPS: tuple[Step, ...] = get_args(Step)
+
+Code = Literal[
+    # from the trace (analysis/findings/trace_findings.py)
+    "compile_failure",
+    "recompile_limit_hit",
+    "frame_skipped",
+    "recompiles",
+    "large_graph",
+    "graph_break",
+    "parse_problems",
+    # what the compiler built (analysis/built/)
+    "unrolled_loop",
+    "repeated_blocks",
+    "many_small_inputs",
+    "fallback_op",
+    # what only a captured run shows (analysis/findings/run_findings.py)
+    "program_failed",
+    "unexplained_recompile_after_warmup",
+    "compiled_but_never_called",
+    "no_compilation_observed",
+    "probes_unavailable",
+    "triage_run",
+    # cold start (analysis/coldstart/)
+    "guard_overhead",
+    # the profile (analysis/time/findings.py)
+    "autograd_in_inference",
+    "overhead_bound",
+    "library_bound",
+    "graph_break_cost",
+    "eager_only_time",
+    # several ranks (analysis/ranks/findings.py)
+    "rank_compile_skew",
+    "rank_specific_recompile",
+    "rank_cache_imbalance",
+    "rank_graph_mismatch",
+    "rank_specific_failure",
+    "rank_name_mismatch",
+    "rank_duplicate_logs",
+]
+CODES: tuple[Code, ...] = get_args(Code)
+
+Area = Literal["trace", "built", "run", "cold start", "profile", "ranks"]
+"""Where a code comes from: what the report must hold for it to appear."""
+
+
+@dataclass(frozen=True, slots=True)
+class CodeSpec:
+    """One finding code: what it means, how severe it can be, and where it goes in the plan."""
+
+    code: Code
+    area: Area
+    step: Step | None
+    """The plan step it belongs to; None: it is about the capture, not the program, and never
+    enters the plan."""
+    severities: tuple[Severity, ...]
+    """The severities it can have, most severe first."""
+    rule: str
+    """When it is given and how its severity is decided (the docs' row)."""
+
+
+def _spec(
+    code: Code, area: Area, step: Step | None, severities: str, rule: str
+) -> tuple[Code, CodeSpec]:
+    levels = tuple(level for level in SEVERITIES if level in severities.split("|"))
+    return code, CodeSpec(code, area, step, levels, rule)
+
+
+SPECS: dict[Code, CodeSpec] = dict(
+    [
+        _spec("compile_failure", "trace", "correctness", "error",
+              "a compile raised (not a refused one at the recompile limit); the error's first "
+              "line and where in the user's code it was raised; custom-op advice when it names "
+              "an op"),
+        _spec("recompile_limit_hit", "trace", "recompiles", "error",
+              "a frame reached torch._dynamo.config.recompile_limit and runs eagerly for every "
+              "new variant; shares `cause` with the frame's `recompiles`"),
+        _spec("frame_skipped", "trace", "graph breaks", "error",
+              "Dynamo skipped a whole frame (it runs eagerly); a known library break's fix "
+              "when one caused it"),
+        _spec("recompiles", "trace", "recompiles", "info|warning|error",
+              "a frame recompiled: `info` when its variant set is bounded, `warning` when it "
+              "is unbounded or unknown, `error` at the limit; the fixes are written for this "
+              "code (`frames[].fixes`)"),
+        _spec("large_graph", "trace", "performance", "info",
+              "a Dynamo graph of more than 2000 ops"),
+        _spec("graph_break", "trace", "graph breaks", "info|warning",
+              "a graph-break site: `warning` when it ran more than once (or heat is "
+              "unknown), `info` when it ran at most once, splits nothing or is PyTorch's by "
+              "design"),
+        _spec("parse_problems", "trace", None, "warning",
+              "the log is damaged: unreadable lines or records (see `parse_stats`)"),
+        _spec("unrolled_loop", "built", "performance", "info|warning",
+              "one loop's body repeated at least 8 times holds 30% of a graph's ops; "
+              "`warning` from 200 ops or a 10 s compile"),
+        _spec("repeated_blocks", "built", "performance", "info|warning",
+              "the same module code inlined once per module that runs it (a layer stack): "
+              "regional compilation; `warning` from 200 ops or a 10 s compile"),
+        _spec("many_small_inputs", "built", "performance", "warning",
+              "a graph of at least 1000 ops over at least 200 small inputs (an optimizer "
+              "step over many parameters)"),
+        _spec("fallback_op", "built", "performance", "info|warning",
+              "an ATen op with no Inductor lowering inside a compiled graph (`info`); with a "
+              "profile, `warning` when it takes at least 5% of the step"),
+        _spec("program_failed", "run", "correctness", "error",
+              "the program ended badly (exception, signal, timeout); the exception and the "
+              "innermost frame of the user's code it was raised in"),
+        _spec("unexplained_recompile_after_warmup", "run", "recompiles", "error",
+              "a compile after the end of warmup (first compiles included)"),
+        _spec("compiled_but_never_called", "run", "correctness", "warning",
+              "the program called torch.compile and Dynamo compiled nothing"),
+        _spec("no_compilation_observed", "run", "correctness", "info",
+              "the program never imported torch._dynamo"),
+        _spec("probes_unavailable", "run", None, "warning",
+              "runtime heat could not be measured on this torch"),
+        _spec("triage_run", "run", None, "info",
+              "a `--backend` triage run: some findings are not covered"),
+        _spec("guard_overhead", "cold start", "recompiles", "info|warning",
+              "a frame's guard checks cost a visible share of its compiled time; `warning` "
+              "from 8 variants"),
+        _spec("autograd_in_inference", "profile", "performance", "warning",
+              "compiled graphs ran through `CompiledFunction` and no backward ran"),
+        _spec("overhead_bound", "profile", "performance", "warning",
+              "a region of at least 5% of the step spends more than half its time outside "
+              "kernels"),
+        _spec("library_bound", "profile", "performance", "info",
+              "library kernels take more than 60% of the compiled time: the bound on what "
+              "compiling can give"),
+        _spec("graph_break_cost", "profile", "graph breaks", "info|warning",
+              "a break site's eager time per call; `warning` from 5% of the step"),
+        _spec("eager_only_time", "profile", "graph breaks", "warning",
+              "at least 25% of the step is eager ATen ops outside every compiled graph"),
+        _spec("rank_compile_skew", "ranks", "performance", "info|warning|error",
+              "ranks finish compiling at different times; severity by the share of the "
+              "collective timeout"),
+        _spec("rank_specific_recompile", "ranks", "recompiles", "warning",
+              "a recompile on some ranks only"),
+        _spec("rank_cache_imbalance", "ranks", "performance", "warning",
+              "some ranks hit the compile cache and others missed; why their keys differ"),
+        _spec("rank_graph_mismatch", "ranks", "performance", "info|warning",
+              "ranks compiled different graphs, frames or break sites"),
+        _spec("rank_specific_failure", "ranks", "correctness", "warning",
+              "a compile failure on some ranks only"),
+        _spec("rank_name_mismatch", "ranks", "performance", "warning",
+              "a log's envelope rank differs from its file name's"),
+        _spec("rank_duplicate_logs", "ranks", "performance", "warning",
+              "several logs for one rank"),
+    ]
+)  # fmt: skip
+
+
+def spec(code: Code) -> CodeSpec:
+    return SPECS[code]
+
+
+def step_of(code: Code) -> Step | None:
+    """The plan step of ``code``; None for a finding about the capture."""
+    return SPECS[code].step
+
+
+def docs_table() -> str:
+    """docs/report-schema.md's table of finding codes, as the registry declares them."""
+    rows = ["| code | from | severity | plan step | when |", "|---|---|---|---|---|"]
+    for entry in SPECS.values():
+        step = entry.step or "not an action"
+        levels = " \\| ".join(entry.severities)
+        rows.append(f"| `{entry.code}` | {entry.area} | {levels} | {step} | {entry.rule} |")
+    return "\n".join(rows)
+
+
+DOCS_BEGIN = "<!-- finding codes: generated by python -m pt2doctor.analysis.findings.codes -->"
+DOCS_END = "<!-- end of finding codes -->"
+
+
+def docs_with_table(text: str) -> str:
+    """``text`` (docs/report-schema.md) with its generated table replaced by today's."""
+    head, begin, rest = text.partition(DOCS_BEGIN)
+    _, end, tail = rest.partition(DOCS_END)
+    if not begin or not end:
+        raise ValueError(f"no {DOCS_BEGIN!r} ... {DOCS_END!r} block")
+    return f"{head}{DOCS_BEGIN}\n{docs_table()}\n{DOCS_END}{tail}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the registry's table into docs/report-schema.md (the path given, or the repo's)."""
+    args = sys.argv[1:] if argv is None else argv
+    path = Path(args[0]) if args else Path(__file__).parents[4] / "docs" / "report-schema.md"
+    path.write_text(docs_with_table(path.read_text(encoding="utf-8")), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
