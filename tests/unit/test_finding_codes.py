@@ -71,3 +71,29 @@ def test_every_code_in_the_stored_reports_is_registered() -> None:
             for finding in report.get("findings", []) if isinstance(report, dict) else []:
                 assert finding["code"] in SPECS, (path, finding["code"])
     assert seen & set(CODES)
+
+
+# The places that once read back text the tool itself wrote (issue 35), by what they matched:
+# a finding title, a one-line error summary, a human source, a guard's text. Each now reads data.
+OWN_TEXT_READERS = {
+    "report/format.py": ["_RECOMPILED", '"ms per call" in'],
+    "analysis/findings/plan.py": ["def _subject(", ".partition(\")\")"],
+    "ablate/report.py": ["_AT = ", "(at (\\S+)"],
+    "report/terminal.py": ["_KWARG", "wrapped_name("],
+    "analysis/diff/reports.py": ["_TENSOR = ", "size|stride) mismatch"],
+    "analysis/recompiles/sources.py": [
+        "def argument_of(", "def tensor_and_dim(", "def root_of(", "def collapsed_unit(",
+        "def index_pattern(",
+    ],
+    "analysis/recompiles/changes.py": ['rpartition(".shape[")', 'endswith(".training")'],
+    "analysis/recompiles/frame_names.py": ["def wrapped_name(", "def names_its_wrapper("],
+    "report/frame_story.py": ["names_its_wrapper"],
+    "check/perf_views.py": ["names_its_wrapper"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("module", sorted(OWN_TEXT_READERS))
+def test_no_module_reads_back_text_the_tool_wrote(module: str) -> None:
+    text = (SRC / module).read_text(encoding="utf-8")
+    found = [pattern for pattern in OWN_TEXT_READERS[module] if pattern in text]
+    assert not found, f"{module} reads its own output again: {found}"

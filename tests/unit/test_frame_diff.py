@@ -144,15 +144,16 @@ def test_a_stride_that_changed_with_its_tensors_size_is_not_a_cause() -> None:
         report_ = report(2, ["size"], 2.0, True)
         guards = report_["frames"][0]["recompiles"][0]["failed_guards"]
         guards[0]["text"] = "tensor 'L['x']' size mismatch at index 1. expected 17, actual 40"
+        guards[0].update(tensor="x", field="size")
         if with_stride:
             text = "tensor 'L['x']' stride mismatch at index 0. expected 17, actual 40"
-            guards.append({"category": "stride", "text": text})
+            guards.append({"category": "stride", "text": text, "tensor": "x", "field": "stride"})
         return report_
 
     assert not [c for c in diff_reports(sized(False), sized(True)).changes if c.kind == "frame"]
     other = sized(True)
-    other["frames"][0]["recompiles"][0]["failed_guards"][1]["text"] = (
-        "tensor 'L['y']' stride mismatch at index 0. expected 1, actual 2"
+    other["frames"][0]["recompiles"][0]["failed_guards"][1].update(
+        text="tensor 'L['y']' stride mismatch at index 0. expected 1, actual 2", tensor="y"
     )
     (change,) = [c for c in diff_reports(sized(False), other).changes if c.kind == "frame"]
     assert change.regression is True

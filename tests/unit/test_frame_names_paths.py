@@ -118,6 +118,8 @@ def test_terminal_at_80_columns_cuts_no_path() -> None:
                 "skipped": False,
                 "display_name": "GPT2LMHeadModel.forward (through transformers' wrapper at "
                 "utils/generic.py:1030)",
+                "name": "GPT2LMHeadModel.forward",
+                "through": "transformers' wrapper at utils/generic.py:1030",
                 "recompiles": [{"failed_guards": [{"category": "size"}]}],
             }
         ],

@@ -15,6 +15,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     RecompileExplanation,
     Varying,
 )
+from pt2doctor.analysis.recompiles.sources import user_expr
 
 
 def explanation(*changes: list[SourceChange], varying: list[Varying] | None = None,
@@ -24,12 +25,14 @@ def explanation(*changes: list[SourceChange], varying: list[Varying] | None = No
 
 
 def test_generate_pattern_needs_both_the_decode_step_and_the_cache_filling() -> None:
-    decode = SourceChange("kwargs['input_ids'].shape[1]", "size", "8", "1")
-    filled = SourceChange("kwargs['cache'].layers[*].is_initialized", "flag", "False", "True")
+    decode = SourceChange(user_expr("kwargs['input_ids'].shape[1]"), "size", "8", "1")
+    filled = SourceChange(
+        user_expr("kwargs['cache'].layers[*].is_initialized"), "flag", "False", "True"
+    )
     assert hf_generate_pattern(explanation([decode, filled]))
     assert not hf_generate_pattern(explanation([decode]))  # a shorter batch, no cache
     assert not hf_generate_pattern(explanation([filled]))
-    longer = SourceChange("kwargs['input_ids'].shape[1]", "size", "8", "12")
+    longer = SourceChange(user_expr("kwargs['input_ids'].shape[1]"), "size", "8", "12")
     assert not hf_generate_pattern(explanation([longer, filled]))
 
 
@@ -37,9 +40,14 @@ def test_generate_on_an_encoder_decoder_model_is_recognised_by_its_cache() -> No
     """T5 generate() (transformers 4.5x, torch 2.13): the decoder input is one token long from
     the first step, so only the cache says it: EncoderDecoderCache.is_updated and the
     self-attention layers become initialized in one recompile."""
-    updated = SourceChange("kwargs['cache'].is_updated[*]", "flag", "False", "True", count=2)
+    updated = SourceChange(
+        user_expr("kwargs['cache'].is_updated[*]"), "flag", "False", "True", count=2
+    )
     filled = SourceChange(
-        "kwargs['cache'].self_attention_cache.layers[*].is_initialized", "flag", "False", "True"
+        user_expr("kwargs['cache'].self_attention_cache.layers[*].is_initialized"),
+        "flag",
+        "False",
+        "True",
     )
     t5 = explanation([updated, filled])
     assert hf_generate_pattern(t5) == "encoder_decoder"
@@ -47,16 +55,18 @@ def test_generate_on_an_encoder_decoder_model_is_recognised_by_its_cache() -> No
     assert 'cache_implementation="static"' in fix and 'padding="max_length"' in fix
     assert "two variants in all" in fix
     # A decoder-only model's cache filling, with no encoder anywhere: not this pattern.
-    plain = SourceChange("kwargs['cache'].layers[*].is_initialized", "flag", "False", "True")
+    plain = SourceChange(
+        user_expr("kwargs['cache'].layers[*].is_initialized"), "flag", "False", "True"
+    )
     assert hf_generate_pattern(explanation([plain])) is None
     # Llama's prefill then decode stays the decoder pattern.
-    decode = SourceChange("kwargs['input_ids'].shape[1]", "size", "8", "1")
+    decode = SourceChange(user_expr("kwargs['input_ids'].shape[1]"), "size", "8", "1")
     assert hf_generate_pattern(explanation([decode, plain])) == "decoder"
 
 
 def test_a_size_that_went_dynamic_names_the_argument_and_dim() -> None:
-    row = Varying("x.shape[1]", "size", ["4", "5"], True, 1)
-    size = SourceChange("x.shape[1]", "size", "4", "5", dynamic=True)
+    row = Varying("x.shape[1]", "size", ["4", "5"], True, 1, expr=user_expr("x.shape[1]"))
+    size = SourceChange(user_expr("x.shape[1]"), "size", "4", "5", dynamic=True)
     (fix,) = recompile_candidates(explanation([size], varying=[row]))
     assert "torch._dynamo.maybe_mark_dynamic(x, 1)" in fix.text
     assert "sizes 0 and 1" in fix.text
@@ -65,18 +75,18 @@ def test_a_size_that_went_dynamic_names_the_argument_and_dim() -> None:
 
 def test_a_size_that_changed_with_a_flag_gets_no_mark_the_flag_would_still_recompile() -> None:
     """tests/programs/multi_guard.py: --try-fixes measured the mark change nothing."""
-    rows = [Varying("x.shape[0]", "size", ["4", "5"], True, 1),
+    rows = [Varying("x.shape[0]", "size", ["4", "5"], True, 1, expr=user_expr("x.shape[0]")),
             Varying("flag", "flag", ["True", "False"], False, 1)]  # fmt: skip
-    changes = [SourceChange("x.shape[0]", "size", "4", "5", dynamic=True),
-               SourceChange("flag", "flag", "True", "False")]  # fmt: skip
+    changes = [SourceChange(user_expr("x.shape[0]"), "size", "4", "5", dynamic=True),
+               SourceChange(user_expr("flag"), "flag", "True", "False")]  # fmt: skip
     fixes = recompile_fixes(explanation(changes, varying=rows))
     assert not any("maybe_mark_dynamic" in fix for fix in fixes)
     assert fixes[0].startswith("flag = True / False: ")  # pre-warm each state
 
 
 def test_a_first_size_of_one_says_the_mark_alone_changes_nothing() -> None:
-    row = Varying("x.shape[0]", "size", ["1", "2"], True, 1)
-    size = SourceChange("x.shape[0]", "size", "1", "2", dynamic=True)
+    row = Varying("x.shape[0]", "size", ["1", "2"], True, 1, expr=user_expr("x.shape[0]"))
+    size = SourceChange(user_expr("x.shape[0]"), "size", "1", "2", dynamic=True)
     (fix,) = recompile_candidates(explanation([size], varying=[row]))
     assert "The first call had size 1" in fix.text and "changes nothing" in fix.text
     assert fix.trial is not None
@@ -109,8 +119,8 @@ def test_a_stride_that_changed_once_is_a_second_layout_bounded_with_one_fix() ->
     from pt2doctor.analysis.recompiles.ledger import FrameEntry
     from pt2doctor.analysis.recompiles.outlook import outlook
 
-    keys = SourceChange("cache.keys.stride()[2]", "stride", "16", "32")
-    values = SourceChange("cache.values.stride()[2]", "stride", "16", "32")
+    keys = SourceChange(user_expr("cache.keys.stride()[2]"), "stride", "16", "32")
+    values = SourceChange(user_expr("cache.values.stride()[2]"), "stride", "16", "32")
     frame = FrameEntry("s", 0, "forward", "/app/model.py", 3)
     look = outlook(frame, [RecompileExplanation("0/1", "0/0", [keys, values])], 8)
     assert look.bounded is True
@@ -122,7 +132,7 @@ def test_a_stride_that_changed_once_is_a_second_layout_bounded_with_one_fix() ->
     assert fix.startswith("cache.keys.stride()[2]: 16 → 32, cache.values.stride()[2]: 16 → 32")
     assert ".contiguous()" in fix
     # A stride that took a new value at every one of two recompiles is not a second layout.
-    again = SourceChange("cache.keys.stride()[2]", "stride", "32", "64")
+    again = SourceChange(user_expr("cache.keys.stride()[2]"), "stride", "32", "64")
     twice = [
         RecompileExplanation("0/1", "0/0", [keys]),
         RecompileExplanation("0/2", "0/1", [again]),
@@ -139,11 +149,11 @@ def test_the_findings_evidence_names_every_recompile_before_the_second_change_of
     from pt2doctor.trace.types import CompileRecord
 
     prefill = [
-        SourceChange("input_ids.shape[1]", "size", "5", "1"),
-        SourceChange("position_ids.shape[1]", "size", "5", "1"),
-        SourceChange("cache.ready", "flag", "False", "True"),
+        SourceChange(user_expr("input_ids.shape[1]"), "size", "5", "1"),
+        SourceChange(user_expr("position_ids.shape[1]"), "size", "5", "1"),
+        SourceChange(user_expr("cache.ready"), "flag", "False", "True"),
     ]
-    layout = [SourceChange("cache.keys.stride()[2]", "stride", "16", "32")]
+    layout = [SourceChange(user_expr("cache.keys.stride()[2]"), "stride", "16", "32")]
     items = [
         RecompileExplanation("0/1", "0/0", prefill),
         RecompileExplanation("0/2", "0/1", layout),
@@ -237,8 +247,24 @@ def test_values_recur_when_a_variant_is_called_after_a_later_one_compiled() -> N
 
 
 def test_recurring_sizes_under_dynamic_false_are_one_fix_bounded_by_design() -> None:
-    ids = Varying("kwargs['ids'].shape[1]", "size", ["16", "32", "64"], False, 2, recurs=True)
-    mask = Varying("kwargs['mask'].shape[1]", "size", ["16", "32", "64"], False, 2, recurs=True)
+    ids = Varying(
+        "kwargs['ids'].shape[1]",
+        "size",
+        ["16", "32", "64"],
+        False,
+        2,
+        recurs=True,
+        expr=user_expr("kwargs['ids'].shape[1]"),
+    )
+    mask = Varying(
+        "kwargs['mask'].shape[1]",
+        "size",
+        ["16", "32", "64"],
+        False,
+        2,
+        recurs=True,
+        expr=user_expr("kwargs['mask'].shape[1]"),
+    )
     item = explanation(varying=[ids, mask])
     item.compile_call = {"settings": {"dynamic": False}, "file": "serve.py", "line": 9}
     (fix,) = recompile_candidates(item)

@@ -6,13 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pt2doctor.analysis.recompiles.changes import SourceChange, fold_changes
-from pt2doctor.analysis.recompiles.sources import (
-    argument_of,
-    collapsed_unit,
-    human_source,
-    index_pattern,
-    tensor_and_dim,
-)
+from pt2doctor.analysis.recompiles.sources import human_source, user_expr
 
 
 @pytest.mark.parametrize(
@@ -48,25 +42,33 @@ def test_both_spellings_of_one_source_are_equal() -> None:
 
 
 def test_index_pattern_keeps_dims() -> None:
-    source = "kwargs['cache'].layers[1].keys.shape[2]"
-    assert index_pattern(source) == "kwargs['cache'].layers[*].keys.shape[2]"
-    assert collapsed_unit(index_pattern(source)) == "layers"
-    assert collapsed_unit("h[*].attn") == "items"
+    expr = user_expr("L['kwargs']['cache']._modules['layers']._modules['1'].keys.size()[2]")
+    assert expr.text == "kwargs['cache'].layers[1].keys.shape[2]"
+    assert expr.pattern == "kwargs['cache'].layers[*].keys.shape[2]"
+    assert expr.unit == "layers"
+    assert user_expr("L['self']._modules['h']._modules['0'].attn").unit == "items"
 
 
 def test_argument_and_dim() -> None:
-    assert tensor_and_dim("kwargs['input_ids'].shape[1]") == ("kwargs['input_ids']", 1)
-    assert argument_of("kwargs['input_ids']") == "input_ids"
-    assert argument_of("x") == "x"
-    assert tensor_and_dim("self.num_updates") is None
+    """The parts of an expression are worked out once, from torch's source."""
+    ids = user_expr("L['kwargs']['input_ids'].size()[1]")
+    assert (ids.tensor, ids.dim, ids.argument, ids.keyword, ids.direct) == (
+        "kwargs['input_ids']", 1, "input_ids", True, True,
+    )  # fmt: skip
+    assert ids.call_form == "input_ids.shape[1]"
+    assert (user_expr("L['x']").argument, user_expr("L['x']").tensor) == ("x", None)
+    nested = user_expr("L['self']._modules['cache'].keys.size()[2]")
+    assert (nested.tensor, nested.dim, nested.direct) == ("self.cache.keys", 2, False)
+    assert user_expr("L['self'].num_updates").dim is None
+    assert user_expr("L['x'].stride()[0]").stride_of == "x"
 
 
 def test_stride_that_moved_with_its_size_is_folded() -> None:
     changes = fold_changes(
         [
-            SourceChange("x.shape[1]", "size", "8", "1"),
-            SourceChange("x.stride()[0]", "stride", "8", "1"),
-            SourceChange("y.stride()[0]", "stride", "4", "1"),
+            SourceChange(user_expr("x.shape[1]"), "size", "8", "1"),
+            SourceChange(user_expr("x.stride()[0]"), "stride", "8", "1"),
+            SourceChange(user_expr("y.stride()[0]"), "stride", "4", "1"),
         ],
         dynamic=set(),
     )
@@ -78,7 +80,7 @@ def test_stride_that_moved_with_its_size_is_folded() -> None:
 
 def test_training_of_submodules_is_one_change() -> None:
     flips = [
-        SourceChange(f"self.h[{i}].{leaf}.training", "flag", "False", "True")
+        SourceChange(user_expr(f"self.h[{i}].{leaf}.training"), "flag", "False", "True")
         for i in range(3)
         for leaf in ("attn", "mlp")
     ]
@@ -91,9 +93,9 @@ def test_training_of_submodules_is_one_change() -> None:
 def test_same_change_at_every_index_collapses_and_different_ones_do_not() -> None:
     changes = fold_changes(
         [
-            SourceChange("cache.layers[0].keys.shape[2]", "size", "8", "9"),
-            SourceChange("cache.layers[1].keys.shape[2]", "size", "8", "9"),
-            SourceChange("cache.layers[2].keys.shape[2]", "size", "8", "10"),
+            SourceChange(user_expr("cache.layers[0].keys.shape[2]"), "size", "8", "9"),
+            SourceChange(user_expr("cache.layers[1].keys.shape[2]"), "size", "8", "9"),
+            SourceChange(user_expr("cache.layers[2].keys.shape[2]"), "size", "8", "10"),
         ],
         dynamic={"cache.layers[0].keys.shape[2]", "cache.layers[1].keys.shape[2]"},
     )
@@ -107,8 +109,8 @@ def test_same_change_at_every_index_collapses_and_different_ones_do_not() -> Non
 def test_dynamo_and_guard_diff_spellings_merge_keeping_both_values() -> None:
     changes = fold_changes(
         [
-            SourceChange("self.n", "value", "0", None, hint="make it a tensor"),
-            SourceChange("self.n", "value", "0", "1"),
+            SourceChange(user_expr("self.n"), "value", "0", None, hint="make it a tensor"),
+            SourceChange(user_expr("self.n"), "value", "0", "1"),
         ],
         dynamic=set(),
     )
@@ -118,8 +120,10 @@ def test_dynamo_and_guard_diff_spellings_merge_keeping_both_values() -> None:
 def test_attributes_of_a_replaced_object_follow_it() -> None:
     changes = fold_changes(
         [
-            SourceChange("fn", "object_identity", "an object", "another object"),
-            SourceChange("fn.__closure__[1].cell_contents.__code__", "object_identity", "a", "b"),
+            SourceChange(user_expr("fn"), "object_identity", "an object", "another object"),
+            SourceChange(
+                user_expr("fn.__closure__[1].cell_contents.__code__"), "object_identity", "a", "b"
+            ),
         ],
         dynamic=set(),
     )

@@ -47,6 +47,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     change_line,
     explain_frames,
 )
+from pt2doctor.analysis.recompiles.sources import user_expr
 from pt2doctor.report import types
 from pt2doctor.report.cold_start_schema import add_cold_start
 from pt2doctor.report.rank_schema import ranks_section
@@ -80,6 +81,7 @@ def _source_of(line: SourceLine) -> Source:
 
 
 def _failed_guard(guard: FailedGuard) -> types.FailedGuard:
+    tensor = guard.key[:1] == ("tensor",) and len(guard.key) == 4
     return {
         "text": guard.text,
         "category": guard.category,
@@ -87,6 +89,8 @@ def _failed_guard(guard: FailedGuard) -> types.FailedGuard:
         "against": guard.against,
         "origin": guard.origin,
         "now_dynamic": guard.now_dynamic,
+        "tensor": user_expr(guard.key[1]).text if tensor else None,
+        "field": guard.key[2] if tensor else None,
     }
 
 

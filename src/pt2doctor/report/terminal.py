@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from rich.console import Console
@@ -27,7 +26,6 @@ from pt2doctor.report.types import Finding, Frame, GraphBreak, Ranks, RunReport,
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_FINDINGS = 25
-_KWARG = re.compile(r"\bkwargs\['(\w+)'\]")
 
 
 def _headline(summary: Summary) -> str:
@@ -133,7 +131,8 @@ def _what_changed(frame: Frame) -> str:
     """The values that differ between the frame's variants, as the user names them (the
     failed-guard categories said "stride, other" for most frames)."""
     varying = (frame.get("outlook") or {}).get("varying", [])
-    sources = [_KWARG.sub(r"\1", str(row["source"])) for row in varying]  # kwargs['x'] is x=
+    # kwargs['x'] is x= at the call (``call_form``; absent before 2026-12-02)
+    sources = [str(row.get("call_form") or row["source"]) for row in varying]
     if not sources:
         causes = {g["category"] for r in frame["recompiles"] for g in r["failed_guards"]}
         return ", ".join(sorted(causes)) or "-"

@@ -165,13 +165,22 @@ class GraphBreak(_GraphBreakTime):
     advice: str
 
 
-class FailedGuard(TypedDict):
+class _FailedGuardBase(TypedDict):
     text: str
     category: GuardCategory
     source: Source | None
     against: list[str]
     origin: str | None
     now_dynamic: bool
+
+
+class FailedGuard(_FailedGuardBase, total=False):
+    tensor: str | None
+    """A tensor guard's tensor, as the user names it (``kwargs['input_ids']``), else null;
+    absent before 2026-12-02."""
+    field: str | None
+    """What of that tensor failed: ``size``, ``stride``, ``dtype``, ``device``, ...; else
+    null; absent before 2026-12-02."""
 
 
 class Change(TypedDict):

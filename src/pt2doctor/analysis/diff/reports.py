@@ -127,22 +127,16 @@ def _break_changes(a: Report, b: Report) -> list[Change]:
     return changes
 
 
-_TENSOR = re.compile(r"tensor '(.+?)' (size|stride) mismatch")
-
-
 def _causes(frame: dict[str, Any]) -> set[str]:
     """The recompile causes of a frame. A stride that changed with its tensor's size (a
-    contiguous tensor of a new length) is that size change, not a cause of its own."""
+    contiguous tensor of a new length) is that size change, not a cause of its own (failed
+    guards name their ``tensor`` and ``field`` since 2026-12-02)."""
     causes = set()
     for recompile in frame["recompiles"]:
-        sized = {
-            match.group(1)
-            for g in recompile["failed_guards"]
-            if (match := _TENSOR.search(str(g.get("text", "")))) and match.group(2) == "size"
-        }
-        for guard in recompile["failed_guards"]:
-            match = _TENSOR.search(str(guard.get("text", "")))
-            if guard["category"] == "stride" and match and match.group(1) in sized:
+        guards = recompile["failed_guards"]
+        sized = {g.get("tensor") for g in guards if g.get("field") == "size"} - {None}
+        for guard in guards:
+            if guard["category"] == "stride" and guard.get("tensor") in sized:
                 continue
             causes.add(guard["category"])
     return causes

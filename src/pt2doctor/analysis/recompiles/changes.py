@@ -20,10 +20,10 @@ from pt2doctor.analysis.recompiles.guards import (
     parse_recompile_reason,
 )
 from pt2doctor.analysis.recompiles.sources import (
-    collapsed_unit,
-    human_source,
-    index_pattern,
-    root_of,
+    UserExpr,
+    length_of,
+    named_value,
+    user_expr,
 )
 from pt2doctor.analysis.recompiles.variant_values import guard_values
 from pt2doctor.trace.patterns import lazy_compile
@@ -59,8 +59,9 @@ def kind_words(kind: str, source: str) -> str:
 class SourceChange:
     """One value that differs between a new variant and the earlier one it is compared with."""
 
-    source: str
-    """The user's expression (``kwargs['input_ids'].shape[1]``, ``self.training``)."""
+    expr: UserExpr
+    """The user's expression (``kwargs['input_ids'].shape[1]``, ``self.training``) with its
+    parts (the tensor and dim of a size, the argument it starts from)."""
     kind: str
     """``size``, ``stride``, ``rank``, ``dtype``, ``device``, ``requires_grad``, ``flag`` (a
     bool), ``value`` (another Python constant), ``none`` (None or not), ``type``,
@@ -82,6 +83,11 @@ class SourceChange:
     specialized_at: SourceLine | None = None
     """For a size: the innermost line of the user's own code where the shape env made it
     static (``symbolic_shape_specialization``'s user stack), when the log has one."""
+
+    @property
+    def source(self) -> str:
+        """The user's expression as text."""
+        return self.expr.text
 
     @property
     def label(self) -> str:
@@ -125,23 +131,21 @@ def _value_kind(old: str | None, new: str | None) -> str:
 
 def _tensor_change(failure: FailedGuard) -> SourceChange:
     _, name, field_name, index = failure.key
-    tensor = human_source(name)
     expected = _EXPECTED.search(failure.text)
     old, new = (expected.group(1), expected.group(2)) if expected else (None, None)
     if field_name in ("size", "stride") and index:
-        accessor = "shape" if field_name == "size" else "stride()"
-        return SourceChange(f"{tensor}.{accessor}[{index}]", field_name, old, new)
-    return SourceChange(tensor, _TENSOR_KINDS.get(field_name, field_name), old, new)
+        return SourceChange(user_expr(f"{name}.{field_name}()[{index}]"), field_name, old, new)
+    return SourceChange(user_expr(name), _TENSOR_KINDS.get(field_name, field_name), old, new)
 
 
 def _value_change(failure: FailedGuard, new_values: dict[str, str]) -> SourceChange:
-    source = human_source(failure.key[1])
+    expr = user_expr(failure.key[1])
     now = _NOW.match(failure.text)
     if now is not None:
         old, new = _rhs(now["old"]), _rhs(now["new"])
     else:
-        old, new = _rhs(failure.text), new_values.get(source)
-    return SourceChange(source, _value_kind(old, new), old, new)
+        old, new = _rhs(failure.text), new_values.get(expr.text)
+    return SourceChange(expr, _value_kind(old, new), old, new)
 
 
 def _id_change(failure: FailedGuard) -> SourceChange:
@@ -150,34 +154,32 @@ def _id_change(failure: FailedGuard) -> SourceChange:
         now = _NOW.match(failure.text)
         old = _CLASS.search(now["old"]) if now else None
         new = _CLASS.search(now["new"]) if now else None
-        return SourceChange(
-            human_source(source), "type", old and old.group(1), new and new.group(1)
-        )
-    return SourceChange(human_source(source), "object_identity", "an object", "another object")
+        return SourceChange(user_expr(source), "type", old and old.group(1), new and new.group(1))
+    return SourceChange(user_expr(source), "object_identity", "an object", "another object")
 
 
 def _global_change(failure: FailedGuard) -> SourceChange:
     category = failure.key[1]
     expected = _EXPECTED.search(failure.text)
     old, new = (expected.group(1), expected.group(2)) if expected else (None, None)
-    return SourceChange(_GLOBAL_NAMES.get(category, category), category, old, new)
+    return SourceChange(named_value(_GLOBAL_NAMES.get(category, category)), category, old, new)
 
 
 def _text_change(failure: FailedGuard, new_values: dict[str, str]) -> SourceChange:
     length = _LENGTH.fullmatch(failure.text.strip())
     if length is not None:  # a dict or list of another length (kwargs with one key more)
-        source = f"len({human_source(length['of'])})"
-        return SourceChange(source, "value", length["n"], new_values.get(source))
+        source = length_of(user_expr(length["of"]))
+        return SourceChange(source, "value", length["n"], new_values.get(source.text))
     identity = _CHECK_ID.search(failure.text)
     if identity is not None:
         kind = "object_identity" if identity.group(1) == "obj" else "type"
-        return SourceChange(human_source(identity.group(2)), kind, None, None)
+        return SourceChange(user_expr(identity.group(2)), kind, None, None)
     tensor_type = _TENSOR_TYPE.search(failure.text)
     if tensor_type is not None:
         found = _CLASS.search(tensor_type.group(2))
         new = found.group(1) if found else tensor_type.group(2)
-        return SourceChange(human_source(tensor_type.group(1)), "type", "Tensor", new)
-    return SourceChange(human_source(failure.text), "other", None, None)
+        return SourceChange(user_expr(tensor_type.group(1)), "type", "Tensor", new)
+    return SourceChange(user_expr(failure.text), "other", None, None)
 
 
 def to_change(failure: FailedGuard, new_values: dict[str, str]) -> SourceChange:
@@ -218,10 +220,11 @@ def _merge_same_source(changes: list[SourceChange]) -> list[SourceChange]:
 
 
 def _fold_strides(changes: list[SourceChange]) -> list[SourceChange]:
-    sized = {c.source.rpartition(".shape[")[0]: c for c in changes if c.kind == "size"}
+    """A tensor's stride that changed with one of its sizes is that size change."""
+    sized = {c.expr.tensor: c for c in changes if c.kind == "size" and c.expr.tensor}
     kept = []
     for change in changes:
-        owner = sized.get(change.source.rpartition(".stride()[")[0])
+        owner = sized.get(change.expr.stride_of) if change.expr.stride_of else None
         if change.kind == "stride" and owner is not None:
             owner.folded.append(change.source)
             continue
@@ -254,13 +257,14 @@ def _fold_training(changes: list[SourceChange]) -> list[SourceChange]:
     groups: dict[tuple[str, str | None, str | None], list[SourceChange]] = {}
     kept = []
     for change in changes:
-        if change.kind == "flag" and change.source.endswith(".training"):
-            groups.setdefault((root_of(change.source), change.old, change.new), []).append(change)
+        if change.kind == "flag" and change.expr.leaf == "training":
+            groups.setdefault((change.expr.root, change.old, change.new), []).append(change)
         else:
             kept.append(change)
     for (root, old, new), members in groups.items():
         first = members[0]
-        folded = SourceChange(f"{root}.training", "flag", old, new, len(members), "submodules")
+        expr = named_value(f"{root}.training", root, "training")
+        folded = SourceChange(expr, "flag", old, new, len(members), "submodules")
         folded.installed_at, folded.hint = first.installed_at, first.hint
         folded.folded = [m.source for m in members]
         if len(members) == 1 and first.source == folded.source:
@@ -272,7 +276,7 @@ def _fold_training(changes: list[SourceChange]) -> list[SourceChange]:
 def _collapse_indices(changes: list[SourceChange]) -> list[SourceChange]:
     groups: dict[tuple[str, str, str | None, str | None], list[SourceChange]] = {}
     for change in changes:
-        key = (index_pattern(change.source), change.kind, change.old, change.new)
+        key = (change.expr.pattern, change.kind, change.old, change.new)
         groups.setdefault(key, []).append(change)
     collapsed = []
     for (pattern, _, _, _), members in groups.items():
@@ -280,7 +284,8 @@ def _collapse_indices(changes: list[SourceChange]) -> list[SourceChange]:
             collapsed += members
             continue
         first = members[0]
-        first.source, first.count, first.unit = pattern, len(members), collapsed_unit(pattern)
+        first.count, first.unit = len(members), first.expr.unit
+        first.expr = first.expr.collapsed()
         first.folded = sorted({f for m in members for f in m.folded})
         first.dynamic = all(m.dynamic for m in members)
         collapsed.append(first)
@@ -297,15 +302,20 @@ def fold_changes(changes: list[SourceChange], dynamic: set[str]) -> list[SourceC
     return sorted(changes, key=lambda c: order.index(c.kind) if c.kind in order else len(order))
 
 
-def dynamic_sources(record: CompileRecord) -> set[str]:
-    """Human sources this compile made dynamic: its symbols, less those specialized again
+def dynamic_exprs(record: CompileRecord) -> set[UserExpr]:
+    """The values this compile made dynamic: its symbols, less those specialized again
     (``s77 = 5 (range_refined_to_singleton)``: Python code needed the concrete value)."""
     specialized = {text.split(" = ", 1)[0].strip() for text in record.specializations}
     return {
-        human_source(source)
+        user_expr(source)
         for symbol, (source, _) in record.symbols.items()
         if symbol not in specialized
     }
+
+
+def dynamic_sources(record: CompileRecord) -> set[str]:
+    """:func:`dynamic_exprs` as the user's expressions."""
+    return {expr.text for expr in dynamic_exprs(record)}
 
 
 def _new_values(record: CompileRecord) -> dict[str, str]:
@@ -313,12 +323,12 @@ def _new_values(record: CompileRecord) -> dict[str, str]:
     for guard in record.guards or []:
         value = _rhs(guard.code) if guard.source else None
         if value is not None and guard.kind.endswith("_MATCH"):
-            values.setdefault(human_source(guard.source), value)
+            values.setdefault(user_expr(guard.source).text, value)
     for source, value in record.symbols.values():
-        values.setdefault(human_source(source), value)
-    for source, value in guard_values(record).items():
-        if source.startswith("len("):  # a dict's length, from its guarded keys
-            values.setdefault(source, value)
+        values.setdefault(user_expr(source).text, value)
+    for expr, value in guard_values(record).items():
+        if expr.length_of is not None:  # a dict's length, from its guarded keys
+            values.setdefault(expr.text, value)
     return values
 
 

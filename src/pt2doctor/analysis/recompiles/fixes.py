@@ -32,7 +32,6 @@ from typing import Any
 from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.changes import FLAG_KINDS, LAYOUT_KINDS, SourceChange
 from pt2doctor.analysis.recompiles.outlook import FrameExplanation, Varying, flag_states
-from pt2doctor.analysis.recompiles.sources import argument_of, tensor_and_dim
 from pt2doctor.analysis.text import counted
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import SourceLine
@@ -73,9 +72,6 @@ class Fix:
 
     text: str
     trial: Trial | None = None
-
-
-_PLAIN_TENSOR = lazy_compile(r"(?:\w+|(?:kwargs|args)\['\w+'\])")
 
 
 def _at(line: SourceLine | None) -> str:
@@ -242,12 +238,11 @@ def _input_dim(row: Varying) -> tuple[str, int, bool, str] | None:
     """The input dim ``row`` is, as a mark names it: (what the user writes, dim, passed by
     keyword, argument name); ``kwargs['x']`` is ``batch['x']``, the tensor passed as x=. None
     when ``row`` is not a dim of a tensor the user passes."""
-    parts = tensor_and_dim(row.source)
-    if parts is None or not _PLAIN_TENSOR.fullmatch(parts[0]):
+    expr = row.expr
+    if expr is None or expr.dim is None or not expr.direct:
         return None
-    keyword = parts[0].startswith("kwargs")
-    name = argument_of(parts[0])
-    return (f"batch['{name}']" if keyword else name, parts[1], keyword, name)
+    name = expr.argument
+    return (f"batch['{name}']" if expr.keyword else name, expr.dim, expr.keyword, name)
 
 
 def _mark_trial(row: Varying) -> Trial | None:

@@ -28,12 +28,12 @@ from pt2doctor.analysis.recompiles.changes import (
     FLAG_KINDS,
     LAYOUT_KINDS,
     SourceChange,
-    dynamic_sources,
+    dynamic_exprs,
     kind_words,
     nearest_changes,
 )
 from pt2doctor.analysis.recompiles.ledger import FrameEntry, produced_code
-from pt2doctor.analysis.recompiles.sources import human_source, index_pattern
+from pt2doctor.analysis.recompiles.sources import UserExpr, human_source
 from pt2doctor.analysis.recompiles.variant_values import guard_values, value_of
 from pt2doctor.analysis.text import counted
 from pt2doctor.trace.patterns import lazy_compile
@@ -91,6 +91,8 @@ class Varying:
     recurs: bool = False
     """A value of it came back after another value compiled (a variant was called again after
     a later one compiled): a fixed set of values, not a counter (:func:`recurring_sources`)."""
+    expr: UserExpr | None = None
+    """The source's parts (None: it stands for several, ``layers[*].keys (2 layers)``)."""
 
 
 @dataclass(slots=True)
@@ -107,7 +109,13 @@ class Outlook:
             "bounded": self.bounded,
             "reason": self.reason,
             "varying": [
-                {"source": v.source, "kind": v.kind, "values": v.values, "dynamic": v.dynamic}
+                {
+                    "source": v.source,
+                    "kind": v.kind,
+                    "values": v.values,
+                    "dynamic": v.dynamic,
+                    "call_form": v.source if v.expr is None else v.expr.call_form,
+                }
                 for v in self.varying
             ],
             "limit_after_calls": self.limit_after_calls,
@@ -229,7 +237,10 @@ def _serves(
     from the changes (``new`` of its own, ``old`` when a later one is compared with it) where
     the guards are not in the log or do not give the value. A source absent from a variant is
     left out."""
-    sources = list(dict.fromkeys(c.source for item in explained for c in item.changes))
+    sources: dict[str, UserExpr] = {}
+    for item in explained:
+        for change in item.changes:
+            sources.setdefault(change.source, change.expr)
     told: dict[str, dict[str, str]] = {e.compile_id: {} for e in frame.compiles}
     for item in explained:
         for change in item.changes:
@@ -244,11 +255,11 @@ def _serves(
     for entry in frame.compiles:
         own = guard_values(entry.record)
         values = {}
-        for source in sources:
-            value = value_of(own, source) if own else None
+        for source, expr in sources.items():
+            value = value_of(own, expr) if own else None
             if value is None:  # not in its guards as a value (a stride): what a change told
                 value = told[entry.compile_id].get(source)
-            if index_pattern(source) in dynamic[entry.compile_id]:
+            if expr.pattern in dynamic[entry.compile_id]:
                 value = "dynamic"
             if value is not None:
                 values[shown.get(source, source)] = value
@@ -262,8 +273,9 @@ def _varying(
     by_source: dict[str, Varying] = {}
     for item in explained:
         for change in item.changes:
+            expr = change.expr if change.count == 1 else None
             row = by_source.setdefault(
-                change.label, Varying(change.label, change.kind, [], change.dynamic)
+                change.label, Varying(change.label, change.kind, [], change.dynamic, expr=expr)
             )
             row.changes += 1
             row.dynamic = row.dynamic or change.dynamic
@@ -402,7 +414,7 @@ def explain_frame(
     kept = [item for item in explained if item.compile_id != refused]
     refused_item = next((item for item in explained if item.compile_id == refused), None)
     dynamic = {
-        e.compile_id: {index_pattern(s) for s in dynamic_sources(e.record)} for e in frame.compiles
+        e.compile_id: {expr.pattern for expr in dynamic_exprs(e.record)} for e in frame.compiles
     }
     serves = _serves(frame, kept, dynamic)
     rows = [

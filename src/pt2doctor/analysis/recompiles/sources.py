@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import NamedTuple
 
 from pt2doctor.trace.patterns import lazy_compile
 
@@ -54,37 +55,93 @@ def human_source(source: str) -> str:
                                text)  # fmt: skip
 
 
-def index_pattern(source: str) -> str:
-    """The source with every integer index replaced by ``*``: ``layers[0].keys`` ->
-    ``layers[*].keys``. Sources with the same pattern and the same change are one line."""
-    return _INDEX.sub("[*]", source)
+class UserExpr(NamedTuple):
+    """A guarded value as the user's expression, with its parts, worked out once where the
+    expression is made from torch's text (:func:`user_expr`): the analyses read the parts,
+    never the text again."""
+
+    text: str
+    """``kwargs['input_ids'].shape[1]``, ``self.blocks[0].attn.training``."""
+    root: str
+    """Its first name: ``self``, ``x``, ``kwargs['input_ids']``."""
+    argument: str
+    """The argument it starts from: ``input_ids`` for ``kwargs['input_ids']...``."""
+    keyword: bool
+    """The argument is passed by keyword (``kwargs['x']``, ``batch['x']`` at the call)."""
+    tensor: str | None
+    """For a tensor's dim (``.shape[i]``): the tensor (``kwargs['input_ids']``), else None."""
+    dim: int | None
+    """That dim, else None."""
+    stride_of: str | None
+    """For a stride (``.stride()[i]``): the tensor whose stride it is, else None."""
+    direct: bool
+    """The tensor of a dim is an argument itself (``x``, ``kwargs['x']``), not an attribute."""
+    pattern: str
+    """The text with every integer index as ``*`` (``layers[*].keys``): the sources that
+    change alike at every index are one line."""
+    unit: str
+    """What the ``[*]`` of :attr:`pattern` counts (``layers``; ``items`` for a name that is
+    not a plural word)."""
+    call_form: str
+    """The text as the caller names it: ``input_ids.shape[1]`` for
+    ``kwargs['input_ids'].shape[1]``."""
+    leaf: str | None
+    """The attribute it ends in (``training`` for ``self.h[0].drop.training``), else None."""
+    length_of: str | None = None
+    """For ``len(x)`` (a dict's length, from its guarded keys): ``x``, else None."""
+
+    def collapsed(self) -> UserExpr:
+        """This expression standing for every index: its text is its pattern."""
+        return self._replace(text=self.pattern, call_form=self.pattern)
 
 
-def collapsed_unit(pattern: str) -> str:
-    """What the ``[*]`` of a collapsed source counts, for ``(2 layers)``: the container's name
-    when it is a plural word, else ``items``."""
-    match = re.search(r"\.?(\w+)\[\*\]", pattern)
-    if match is not None and match.group(1).endswith("s") and len(match.group(1)) > 2:
-        return match.group(1)
-    return "items"
+_DIM = lazy_compile(r"(.+)\.shape\[(\d+)\]")
+_STRIDE = lazy_compile(r"(.+)\.stride\(\)\[\d+\]")
+_ARGUMENT = lazy_compile(r"(?:kwargs|args)\['(\w+)'\]|(\w+)")
+_ROOT = lazy_compile(r"\w+(?:\['\w+'\])?")
+_PLAIN = lazy_compile(r"(?:\w+|(?:kwargs|args)\['\w+'\])")
+_UNIT = lazy_compile(r"\.?(\w+)\[\*\]")
+_KWARG = lazy_compile(r"\bkwargs\['(\w+)'\]")
+_LEAF = lazy_compile(r"\.(\w+)$")
 
 
-def argument_of(source: str) -> str:
-    """The argument a source starts from: ``kwargs['input_ids'].shape[1]`` -> ``input_ids``,
-    ``x.shape[0]`` -> ``x``, ``self.num_updates`` -> ``self``."""
-    match = re.match(r"(?:kwargs|args)\['(\w+)'\]|(\w+)", source)
-    if match is None:
-        return source
-    return match.group(1) or match.group(2)
+@lru_cache(maxsize=4096)
+def user_expr(source: str) -> UserExpr:
+    """A Dynamo guard source (``L['kwargs']['x'].size()[1]``, or Dynamo's half-rewritten
+    ``kwargs['x']``, or a user expression already) as a :class:`UserExpr`."""
+    text = human_source(source)
+    dim = _DIM.fullmatch(text)
+    stride = _STRIDE.fullmatch(text)
+    argument = _ARGUMENT.match(text)
+    root = _ROOT.match(text)
+    pattern = _INDEX.sub("[*]", text)
+    unit = _UNIT.search(pattern)
+    return UserExpr(
+        text=text,
+        root=root.group(0) if root else text,
+        argument=(argument.group(1) or argument.group(2)) if argument else text,
+        keyword=text.startswith("kwargs["),
+        tensor=dim.group(1) if dim else None,
+        dim=int(dim.group(2)) if dim else None,
+        stride_of=stride.group(1) if stride else None,
+        direct=bool(dim and _PLAIN.fullmatch(dim.group(1))),
+        pattern=pattern,
+        unit=unit.group(1)
+        if unit is not None and unit.group(1).endswith("s") and len(unit.group(1)) > 2
+        else "items",
+        call_form=_KWARG.sub(r"\1", text),
+        leaf=leaf.group(1) if (leaf := _LEAF.search(text)) else None,
+    )
 
 
-def tensor_and_dim(source: str) -> tuple[str, int] | None:
-    """``x.shape[1]`` -> (``x``, 1); None when the source is not a tensor dimension."""
-    match = re.fullmatch(r"(.+)\.shape\[(\d+)\]", source)
-    return None if match is None else (match.group(1), int(match.group(2)))
+def named_value(text: str, root: str | None = None, leaf: str | None = None) -> UserExpr:
+    """An expression pt2doctor names itself (``grad mode``, ``self.training`` for the
+    submodules of ``self``): its parts are what it is told."""
+    base = root or text
+    return UserExpr(text, base, base, False, None, None, None, False, text, "items", text, leaf)
 
 
-def root_of(source: str) -> str:
-    """The first name of a source: ``self.blocks[0].dropout.training`` -> ``self``."""
-    match = re.match(r"\w+(?:\['\w+'\])?", source)
-    return match.group(0) if match else source
+def length_of(of: UserExpr) -> UserExpr:
+    """``len(of)``: the length of a dict or list Dynamo guarded key by key."""
+    text = f"len({of.text})"
+    return named_value(text, of.root)._replace(pattern=f"len({of.pattern})", length_of=of.text)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import orjson
 
-from pt2doctor.analysis.recompiles.sources import human_source, index_pattern
+from pt2doctor.analysis.recompiles.sources import UserExpr, length_of, named_value, user_expr
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import CompileRecord
 
@@ -28,34 +28,35 @@ def _global_state(code: str) -> dict[str, str]:
     return {name: str(state[key]).capitalize() for key, name in _GLOBALS.items() if key in state}
 
 
-def guard_values(record: CompileRecord) -> dict[str, str]:
-    """Human source -> the value this variant's guards require (``dynamic`` for a free size)."""
-    values: dict[str, str] = {}
+def guard_values(record: CompileRecord) -> dict[UserExpr, str]:
+    """The user's expression -> the value this variant's guards require (``dynamic`` for a
+    free size)."""
+    values: dict[UserExpr, str] = {}
     for guard in record.guards or []:
-        source = human_source(guard.source) if guard.source else ""
         if guard.kind == "TENSOR_MATCH":
             sizes = _SIZE.search(guard.code)
             dims = sizes.group(1).split(",") if sizes and sizes.group(1).strip() else []
             for dim, size in enumerate(item.strip() for item in dims):
-                values[f"{source}.shape[{dim}]"] = "dynamic" if size == "None" else size
+                expr = user_expr(f"{guard.source or ''}.size()[{dim}]")
+                values[expr] = "dynamic" if size == "None" else size
         elif guard.kind == "GLOBAL_STATE":
-            values.update(_global_state(guard.code))
-        elif guard.kind in _VALUE_KINDS and source and "==" in guard.code:
-            values.setdefault(source, guard.code.rpartition("==")[2].strip())
+            values.update({named_value(k): v for k, v in _global_state(guard.code).items()})
+        elif guard.kind in _VALUE_KINDS and guard.source and "==" in guard.code:
+            values.setdefault(user_expr(guard.source), guard.code.rpartition("==")[2].strip())
             key = _DICT_KEY.fullmatch(guard.source or "")
             if key is not None:  # a dict's keys are guarded one by one: its length
-                length = f"len({human_source(key['dict'])})"
+                length = length_of(user_expr(key["dict"]))
                 values[length] = str(max(int(values.get(length, 0)), int(key["index"]) + 1))
     return values
 
 
-def value_of(values: dict[str, str], source: str) -> str | None:
-    """A source's value, where ``source`` may be a collapsed pattern (``layers[*].keys``) or a
-    folded ``root.training`` (any submodule's ``.training``)."""
-    if source in values:
-        return values[source]
-    matching = [v for key, v in values.items() if index_pattern(key) == source]
-    if not matching and source.endswith(".training"):
-        root = source.removesuffix(".training")
-        matching = [v for k, v in values.items() if k.startswith(root) and k.endswith(".training")]
+def value_of(values: dict[UserExpr, str], expr: UserExpr) -> str | None:
+    """A value's value in ``values``, where ``expr`` may stand for several (a collapsed
+    ``layers[*].keys``, a folded ``root.training``: any submodule's ``.training``)."""
+    by_text = {key.text: value for key, value in values.items()}
+    if expr.text in by_text:
+        return by_text[expr.text]
+    matching = [v for key, v in values.items() if key.pattern == expr.text]
+    if not matching and expr.leaf == "training":
+        matching = [v for k, v in values.items() if k.root == expr.root and k.leaf == "training"]
     return matching[0] if matching else None
