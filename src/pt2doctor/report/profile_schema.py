@@ -1,5 +1,5 @@
-"""``report["profile"]``: where the profiled window's time went (``run --profile``), and the
-findings it supports.
+"""``report["profile"]``: where the profiled window's time went (``run --profile``), written
+from the analysis of the window (analysis/time/analyse.py ``ProfileResult``).
 
 All times are milliseconds per call of the hot loop: the window's wall time divided by the
 calls of the hot graph it holds, so a region called 12 times a step shows 12 calls' worth.
@@ -9,26 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.analysis.breaks.sites import GraphBreakSite, user_caller
-from pt2doctor.analysis.findings.model import Finding
-from pt2doctor.analysis.findings.trace_findings import frame_where, resume_label
-from pt2doctor.analysis.recompiles.frame_names import display_name
-from pt2doctor.analysis.recompiles.ledger import FrameEntry, Ledger
-from pt2doctor.analysis.text import counted
-from pt2doctor.analysis.time.findings import BreakContext, profile_findings
-from pt2doctor.analysis.time.profile import ProfileView, profile_view
-from pt2doctor.trace.chrome import ChromeTrace
-from pt2doctor.trace.types import Run, SourceLine
+from pt2doctor.analysis.time.analyse import ProfileResult
+from pt2doctor.analysis.time.profile import ProfileView
+from pt2doctor.trace.types import SourceLine
 
-LARGE_TRACE_BYTES = 20_000_000
-"""A window's trace above this gets a note (about 2.4 KB per kernel launch per call)."""
 MAX_KERNELS = 60
 """Kernel rows kept in the report, the slowest first."""
-NOT_COMPARABLE = (
-    "a profiled run compiles with provenance and kernel profiling on, which are part of "
-    "Inductor's cache key and compile every graph afresh: its cold start is not comparable "
-    "with an unprofiled run's"
-)
 
 
 def _line(site: SourceLine | None) -> dict[str, Any] | None:
@@ -99,89 +85,14 @@ def _section(
             {"name": name, "ms_per_call": _round(per(us))} for name, us in view.eager_ops[:10]
         ],
         "trace_file": trace_file,
-        "notes": [*view.notes, NOT_COMPARABLE],
+        "notes": list(view.notes),
     }
 
 
-def _region_name(frame: FrameEntry) -> str:
-    """The frame's name; a resume frame's as the part of its function after the break."""
-    return resume_label(frame.function) or display_name(frame)
-
-
-def unavailable(trace_file: str | None, why: str) -> dict[str, Any]:
-    return {"available": False, "error": why, "trace_file": trace_file}
-
-
-def add_profile(
-    report: dict[str, Any], run: Run, ledger: Ledger, sites: list[GraphBreakSite]
-) -> list[Finding]:
-    """Fill ``report["profile"]`` from the run's profiled window; return its findings."""
-    capture = run.profile
-    if capture is None:
-        return []
-    if not isinstance(capture.trace, ChromeTrace):
-        report["profile"] = unavailable(capture.path, capture.error or "no trace")
-        return []
-    window = capture.window
-    calls = window.get("calls")
-    if not isinstance(calls, int) or calls <= 0:
-        why = "the window holds no complete call of the hot graph"
-        if window.get("closed_by") == "exit":
-            why += (
-                f": the program ended right after warmup (--warmup-calls "
-                f"{window.get('warmup_calls')}); run more steps, or lower --warmup-calls"
-            )
-        report["profile"] = unavailable(capture.path, why)
-        return []
-    names: dict[str, str] = {}
-    for frame in ledger.frames:
-        for entry in frame.compiles:
-            names[entry.compile_id] = _region_name(frame)
-    builts = {entry.compile_id: entry.record.built for entry in ledger.compiles}
-    # A break in library code is shown at the user's line that led there (the LR scheduler's
-    # wrapper of optimizer.step: at the user's opt.step()), and one by design says so.
-    break_sites: dict[str, SourceLine] = {}
-    context: dict[str, BreakContext] = {}
-    for site in sites:
-        caller = user_caller(site)
-        for cid in site.compile_ids:
-            break_sites[cid] = caller or site.site
-            context[cid] = BreakContext(site.by_design, None if caller is None else site.site)
-    graphless = {
-        e.compile_id
-        for e in ledger.compiles
-        if e.record.built is None or e.record.built.graph is None or not e.record.built.graph.lines
-    }
-    kernel_events = True if window.get("kernel_profile", True) else None
-    view = profile_view(
-        capture.trace,
-        calls,
-        window.get("hot_compile_id"),
-        builts,
-        break_sites,
-        graphless,
-        kernel_events,
-    )
-    section = _section(view, capture.path, window, names)
-    compiles = window.get("compiles_in_window") or 0
-    if compiles:
-        section["notes"].insert(
-            0,
-            f"{counted(compiles, 'compile')} ran inside the window: their time is counted "
-            "outside the regions",
-        )
-    size = window.get("trace_bytes")
-    if isinstance(size, int) and size > LARGE_TRACE_BYTES:
-        section["notes"].append(
-            f"the Chrome trace is {size / 1e6:.0f} MB: Perfetto opens it slowly; "
-            "--profile-calls fewer keeps it smaller"
-        )
-    report["profile"] = section
-    skipped = [frame_where(frame) for frame in ledger.frames if frame.skipped]
-    device = "cuda" if "kernel" in capture.trace.categories else "cpu"
-    if device == "cuda":
-        section["notes"].append(
-            "on CUDA the split is of host-side time (launches); device kernel time is in the "
-            "Chrome trace"
-        )
-    return profile_findings(view, names, skipped, device, context)
+def profile_section(result: ProfileResult) -> dict[str, Any]:
+    """``report["profile"]``: the window's time split, or why there is none."""
+    if result.view is None:
+        return {"available": False, "error": result.error, "trace_file": result.trace_file}
+    section = _section(result.view, result.trace_file or "", result.window, result.names)
+    section["notes"] = list(result.notes)
+    return section

@@ -19,37 +19,26 @@ from pt2doctor.analysis import (
     Finding,
     GraphBreakSite,
     Ledger,
-    compile_ledger,
-    find_findings,
-    graph_break_sites,
 )
-from pt2doctor.analysis.built.fallbacks import fallback_findings
 from pt2doctor.analysis.built.fusion import Fusion, fusion_view
 from pt2doctor.analysis.built.graph_size import (
     graph_size,
-    many_small_inputs_findings,
-    unrolled_loop_findings,
 )
-from pt2doctor.analysis.built.kernels import KernelMap, kernel_map
+from pt2doctor.analysis.built.kernels import KernelMap
 from pt2doctor.analysis.findings.plan import PlanItem as PlanStep
 from pt2doctor.analysis.findings.plan import plan
-from pt2doctor.analysis.findings.trace_findings import sort_findings
-from pt2doctor.analysis.findings.tries import Outcome, outcome_of
-from pt2doctor.analysis.ranks.divergence import DEFAULT_COLLECTIVE_TIMEOUT_S, cross_rank_analysis
-from pt2doctor.analysis.ranks.findings import rank_findings
+from pt2doctor.analysis.findings.tries import Outcome
+from pt2doctor.analysis.pipeline import RunAnalysis, analyse_run
+from pt2doctor.analysis.ranks.divergence import DEFAULT_COLLECTIVE_TIMEOUT_S
 from pt2doctor.analysis.recompiles.fixes import recompile_fixes
 from pt2doctor.analysis.recompiles.frame_names import frame_name
 from pt2doctor.analysis.recompiles.ledger import CompileEntry, FailureEntry, FrameEntry
 from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
     RecompileExplanation,
-    attach_compile_calls,
-    change_line,
-    explain_frames,
 )
 from pt2doctor.analysis.recompiles.sources import user_expr
 from pt2doctor.report import types
-from pt2doctor.report.cold_start_schema import add_cold_start
 from pt2doctor.report.rank_schema import ranks_section
 from pt2doctor.report.types import (
     Compile,
@@ -368,88 +357,36 @@ def _compile_with_heat(
     return row
 
 
-def _changes_by_compile(
-    ledger: Ledger, explanations: list[FrameExplanation]
-) -> dict[tuple[str, str], list[str]]:
-    """(stream, compile id) -> what its recompile changed, one evidence line per change."""
-    return {
-        (frame.stream, item.compile_id): [
-            change_line(item.compile_id, item.compared_with, c) for c in item.changes
-        ]
-        for frame, explanation in zip(ledger.frames, explanations, strict=True)
-        for item in explanation.recompiles
-    }
-
-
-def built_findings(ledger: Ledger, kernel_maps: list[KernelMap | None]) -> list[Finding]:
-    """What the compiler built that an expert would point at: unrolled loops, graphs of many
-    small inputs, ATen fallbacks."""
-    return (
-        unrolled_loop_findings(ledger)
-        + many_small_inputs_findings(ledger)
-        + fallback_findings(ledger.compiles, kernel_maps)
-    )
-
-
 def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIMEOUT_S) -> RunReport:
-    """Analyse ``run`` and return the report as plain data (the JSON document).
+    """Analyse ``run`` (analysis/pipeline.py) and return the report as plain data (the JSON
+    document). ``collective_timeout_s`` is what cross-rank compile skew is compared with
+    (multi-rank logs only)."""
+    return assemble_report(analyse_run(run, collective_timeout_s))
 
-    ``collective_timeout_s`` is what cross-rank compile skew is compared with (multi-rank
-    logs only)."""
-    ledger = compile_ledger(run)
-    sites = graph_break_sites(ledger)
-    heat = None
-    if run.probes is not None:  # a run directory's probes (heat) and manifest: imported here
-        from pt2doctor.analysis.breaks.heat import break_heat, compile_heat
 
-        heat = compile_heat(ledger, run.probes, run.manifest or {})
-        if heat.breaks_measured:
-            break_heat(sites, run.probes)
-    environment = dict(run.environment)
-    if run.probes is not None:
-        environment.update(run.probes.environment)
-    explanations = explain_frames(ledger.frames, heat, environment)
-    if run.probes is not None and run.probes.compile_calls:
-        attach_compile_calls(ledger.frames, explanations, run.probes.compile_calls)
-    ranks = cross_rank_analysis(run, ledger, sites, collective_timeout_s)
-    findings = find_findings(ledger, sites, run.parse_stats, explanations)
-    kernel_maps = [kernel_map(entry.record.built) for entry in ledger.compiles]
-    findings = sort_findings(findings + rank_findings(ranks) + built_findings(ledger, kernel_maps))
-    if run.manifest is not None:
-        from pt2doctor.analysis.coldstart.guard_overhead import guard_overhead_findings
-        from pt2doctor.analysis.findings.run_findings import run_findings
-
-        changed = _changes_by_compile(ledger, explanations)
-        late = run_findings(ledger, run.manifest, run.probes, heat, changed)
-        findings = sort_findings(findings + late + guard_overhead_findings(ledger, heat))
-    profiled: dict[str, Any] = {}
-    if run.profile is not None:
-        from pt2doctor.report.profile_schema import add_profile
-
-        timed = add_profile(profiled, run, ledger, sites)
-        if timed:
-            measured = {f.code for f in timed if f.code == "fallback_op"}
-            findings = sort_findings([f for f in findings if f.code not in measured] + timed)
-    counts = outcome_of(ledger, sites, run.manifest)
-    if run.tries:
-        from pt2doctor.analysis.findings.tries import attach_tries
-
-        attach_tries(findings, run.tries, counts)
+def assemble_report(analysis: RunAnalysis) -> RunReport:
+    """report.json's content, written from a finished analysis: nothing here computes or
+    changes a finding."""
+    run, ledger, sites, heat, cold = (
+        analysis.run, analysis.ledger, analysis.sites, analysis.heat, analysis.cold
+    )  # fmt: skip
+    findings = analysis.findings
     report: RunReport = {
         "schema_version": SCHEMA_VERSION,
         "kind": "run",
         "tool": {"name": "pt2doctor", "version": __version__},
         "inputs": {"paths": run.sources, "streams": run.streams},
-        "environment": dict(sorted(environment.items())),
-        "summary": _summary(run, ledger, sites, counts),
+        "environment": dict(sorted(analysis.environment.items())),
+        "summary": _summary(run, ledger, sites, analysis.outcome),
         "plan": [_plan_item(item) for item in plan(findings)],
         "findings": [_finding(f) for f in findings],
         "graph_breaks": [_graph_break(site) for site in sites],
-        "frames": [_frame(f, e) for f, e in zip(ledger.frames, explanations, strict=True)],
+        "frames": [_frame(f, e) for f, e in zip(ledger.frames, analysis.explanations, strict=True)],
         "compiles": [
             _compile_with_heat(entry, heat, found, _compile_fusion(run, entry))
-            for entry, found in zip(ledger.compiles, kernel_maps, strict=True)
+            for entry, found in zip(ledger.compiles, analysis.kernel_maps, strict=True)
         ],
+        "cold_start": cold.section,
         "failures": [_failure(failure) for failure in ledger.failures],
         "parse_stats": run.parse_stats.as_dict(),
     }
@@ -457,26 +394,19 @@ def build_report(run: Run, collective_timeout_s: float = DEFAULT_COLLECTIVE_TIME
         from pt2doctor.analysis.findings.run_findings import run_section
 
         report["run"] = run_section(run.manifest, run.probes, heat)
-    if ranks is not None:
-        report["ranks"] = ranks_section(ranks, ledger, heat)
-    if "profile" in profiled:
-        report["profile"] = profiled["profile"]
+    if analysis.ranks is not None:
+        report["ranks"] = ranks_section(analysis.ranks, ledger, heat)
+    if analysis.profile is not None:
+        from pt2doctor.report.profile_schema import profile_section
+
+        report["profile"] = profile_section(analysis.profile)
         for row, site in zip(report["graph_breaks"], sites, strict=True):
-            cost = _break_cost(profiled["profile"], site)
+            cost = analysis.profile.break_cost_ms(site)
             if cost is not None:
                 row["ms_per_call"] = cost
-    add_cold_start(report, run, ledger, heat)
+    for compiled, phases, caches in zip(report["compiles"], cold.phases, cold.caches, strict=True):
+        compiled["phases"], compiled["caches"] = phases, caches
     return report
-
-
-def _break_cost(profile: Mapping[str, Any], site: GraphBreakSite) -> float | None:
-    """A break site's measured time per call of the hot loop (None: not in the window)."""
-    costs = [
-        item["ms_per_call"]
-        for item in profile.get("outside", [])
-        if item.get("compile_id") in site.compile_ids
-    ]
-    return round(sum(costs), 6) if costs else None
 
 
 def dumps_report(report: Mapping[str, Any]) -> bytes:

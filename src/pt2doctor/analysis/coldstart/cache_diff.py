@@ -134,18 +134,22 @@ def _misses(rows: list[dict[str, Any]]) -> int:
     )  # fmt: skip
 
 
-def rank_miss_causes(report: Report) -> list[dict[str, Any]]:
+def rank_miss_causes(
+    compiles: list[dict[str, Any]], key_components: dict[str, Any]
+) -> list[dict[str, Any]]:
     """Across the ranks (streams) of one job: each graph a rank missed that the rank with the
     fewest misses looked up too, with the differing key components (``cache_miss_cause``
-    changes, ``stream`` added). Empty for a single stream."""
+    changes, ``stream`` added). ``compiles`` are the compiles' cache lookups as report rows
+    hold them (``stream``, ``function``, ``file``, ``line``, ``caches``), ``key_components``
+    the run's shared key components. Empty for a single stream."""
     streams: dict[str, list[dict[str, Any]]] = {}
-    for row in report.get("compiles", []):
+    for row in compiles:
         streams.setdefault(row.get("stream") or "", []).append(row)
     # Ranks that looked no cache up have nothing to compare.
     streams = {s: rows for s, rows in streams.items() if any(row.get("caches") for row in rows)}
     if len(streams) < 2:
         return []
-    shared = {"cold_start": report.get("cold_start") or {}}
+    shared = {"cold_start": {"key_components": key_components}}
     reference = min(streams, key=lambda stream: _misses(streams[stream]))
     causes = []
     for stream, rows in streams.items():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pt2doctor.analysis.findings.codes import Code
 from pt2doctor.analysis.findings.model import Finding, Subject
 from pt2doctor.analysis.ranks.divergence import Divergence, RankAnalysis
@@ -79,6 +81,22 @@ def _finding(divergence: Divergence) -> Finding:
         divergence.severity, code, divergence.title, ADVICE[code], list(divergence.evidence),
         subject,
     )  # fmt: skip
+
+
+# Cache-miss causes added to the rank cache-imbalance divergence's evidence.
+MAX_RANK_CAUSES = 6
+
+
+def explain_cache_imbalance(analysis: RankAnalysis | None, causes: list[dict[str, Any]]) -> None:
+    """Add why the ranks' lookups differ (the cold-start analysis's ``miss_causes``) to the
+    evidence of the ``cache_imbalance`` divergence that reports them, before its finding and
+    the ranks section are made from it."""
+    lines = [f"{c['stream']} vs {c['against']}: {c['subject']}: {c['detail']}" for c in causes]
+    if analysis is None or not lines:
+        return
+    for divergence in analysis.divergences:
+        if divergence.kind == "cache_imbalance":
+            divergence.evidence = [*divergence.evidence, *lines[:MAX_RANK_CAUSES]]
 
 
 def rank_findings(analysis: RankAnalysis | None) -> list[Finding]:

@@ -1,0 +1,124 @@
+"""The profiled window of a run, analysed before the report is assembled: where its time
+went (:func:`~pt2doctor.analysis.time.profile.profile_view`), the notes a reader needs, and
+the findings it supports (analysis/time/findings.py). report/profile_schema.py only writes
+``report["profile"]`` from the result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pt2doctor.analysis.breaks.sites import GraphBreakSite, user_caller
+from pt2doctor.analysis.findings.model import Finding
+from pt2doctor.analysis.findings.trace_findings import frame_where, resume_label
+from pt2doctor.analysis.recompiles.frame_names import display_name
+from pt2doctor.analysis.recompiles.ledger import Ledger
+from pt2doctor.analysis.text import counted
+from pt2doctor.analysis.time.findings import BreakContext, profile_findings
+from pt2doctor.analysis.time.profile import ProfileView, profile_view
+from pt2doctor.trace.chrome import ChromeTrace
+from pt2doctor.trace.types import ProfileCapture, SourceLine
+
+LARGE_TRACE_BYTES = 20_000_000
+"""A window's trace above this gets a note (about 2.4 KB per kernel launch per call)."""
+NOT_COMPARABLE = (
+    "a profiled run compiles with provenance and kernel profiling on, which are part of "
+    "Inductor's cache key and compile every graph afresh: its cold start is not comparable "
+    "with an unprofiled run's"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileResult:
+    """The window's analysis; ``view`` is None when the trace gave none (``error`` says why)."""
+
+    trace_file: str | None
+    window: dict[str, Any]
+    view: ProfileView | None = None
+    error: str | None = None
+    names: dict[str, str] = field(default_factory=dict)
+    """Compile id -> the name of its frame, as the user knows it."""
+    notes: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    def break_cost_ms(self, site: GraphBreakSite) -> float | None:
+        """A break site's measured time per call of the hot loop (None: not in the window)."""
+        if self.view is None:
+            return None
+        costs = [
+            round(self.view.per_call(item.us), 6)
+            for item in self.view.outside
+            if item.compile_id in site.compile_ids
+        ]
+        return round(sum(costs), 6) if costs else None
+
+
+def _unavailable_why(window: dict[str, Any]) -> str:
+    why = "the window holds no complete call of the hot graph"
+    if window.get("closed_by") == "exit":
+        why += (
+            f": the program ended right after warmup (--warmup-calls "
+            f"{window.get('warmup_calls')}); run more steps, or lower --warmup-calls"
+        )
+    return why
+
+
+def _breaks(sites: list[GraphBreakSite]) -> tuple[dict[str, SourceLine], dict[str, BreakContext]]:
+    """A break in library code is shown at the user's line that led there (the LR scheduler's
+    wrapper of optimizer.step: at the user's opt.step()), and one by design says so."""
+    break_sites: dict[str, SourceLine] = {}
+    context: dict[str, BreakContext] = {}
+    for site in sites:
+        caller = user_caller(site)
+        for cid in site.compile_ids:
+            break_sites[cid] = caller or site.site
+            context[cid] = BreakContext(site.by_design, None if caller is None else site.site)
+    return break_sites, context
+
+
+def _notes(view: ProfileView, window: dict[str, Any], device: str) -> list[str]:
+    notes = [*view.notes, NOT_COMPARABLE]
+    compiles = window.get("compiles_in_window") or 0
+    if compiles:
+        notes.insert(0, f"{counted(compiles, 'compile')} ran inside the window: their time is "
+                        "counted outside the regions")  # fmt: skip
+    size = window.get("trace_bytes")
+    if isinstance(size, int) and size > LARGE_TRACE_BYTES:
+        notes.append(f"the Chrome trace is {size / 1e6:.0f} MB: Perfetto opens it slowly; "
+                     "--profile-calls fewer keeps it smaller")  # fmt: skip
+    if device == "cuda":
+        notes.append("on CUDA the split is of host-side time (launches); device kernel time is "
+                     "in the Chrome trace")  # fmt: skip
+    return notes
+
+
+def profile_analysis(
+    capture: ProfileCapture, ledger: Ledger, sites: list[GraphBreakSite]
+) -> ProfileResult:
+    """The run's profiled window: where its time went, and its findings."""
+    window = capture.window
+    if not isinstance(capture.trace, ChromeTrace):
+        return ProfileResult(capture.path, window, error=capture.error or "no trace")
+    calls = window.get("calls")
+    if not isinstance(calls, int) or calls <= 0:
+        return ProfileResult(capture.path, window, error=_unavailable_why(window))
+    names = {
+        entry.compile_id: resume_label(frame.function) or display_name(frame)
+        for frame in ledger.frames
+        for entry in frame.compiles
+    }
+    builts = {entry.compile_id: entry.record.built for entry in ledger.compiles}
+    break_sites, context = _breaks(sites)
+    graphless = {
+        e.compile_id
+        for e in ledger.compiles
+        if e.record.built is None or e.record.built.graph is None or not e.record.built.graph.lines
+    }
+    kernel_events = True if window.get("kernel_profile", True) else None
+    view = profile_view(capture.trace, calls, window.get("hot_compile_id"), builts,
+                        break_sites, graphless, kernel_events)  # fmt: skip
+    skipped = [frame_where(frame) for frame in ledger.frames if frame.skipped]
+    device = "cuda" if "kernel" in capture.trace.categories else "cpu"
+    findings = profile_findings(view, names, skipped, device, context)
+    return ProfileResult(capture.path, window, view, None, names, _notes(view, window, device),
+                         findings)  # fmt: skip
