@@ -131,6 +131,7 @@ def analyse_run(
         find_findings(ledger, sites, run.parse_stats, explanations)
         + rank_findings(ranks)
         + built_findings(ledger, kernel_maps)
+        + cold.findings
     )
     findings = sort_findings(findings + _run_findings(run, ledger, heat, explanations))
     profiled = None

@@ -4,12 +4,14 @@ section, and, across ranks, why a rank's lookups missed where another's hit."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pt2doctor.analysis.coldstart.cache_diff import rank_miss_causes
 from pt2doctor.analysis.coldstart.caches import compile_caches, own_components, shared_components
 from pt2doctor.analysis.coldstart.explain import cold_start_phases, cold_start_section
+from pt2doctor.analysis.findings.model import Finding
 from pt2doctor.analysis.recompiles.ledger import Ledger
 from pt2doctor.trace.types import Run
 
@@ -29,6 +31,8 @@ class ColdStart:
     miss_causes: list[dict[str, Any]] = field(default_factory=list)
     """Across ranks: each graph a rank missed that the rank with the fewest misses looked
     up too, with the differing key components (``section["rank_miss_causes"]``)."""
+    findings: list[Finding] = field(default_factory=list)
+    """The cold-start findings (``COLD_START_FINDINGS``, each given the run's data)."""
 
 
 def cold_start(run: Run, ledger: Ledger, heat: Heat | None) -> ColdStart:
@@ -48,4 +52,9 @@ def cold_start(run: Run, ledger: Ledger, heat: Heat | None) -> ColdStart:
     section["key_components"] = shared
     causes = rank_miss_causes(rows, shared)
     section["rank_miss_causes"] = causes
-    return ColdStart(phases, caches, section, causes)
+    findings = [found for finder in COLD_START_FINDINGS for found in finder(run, ledger)]
+    return ColdStart(phases, caches, section, causes, findings)
+
+
+COLD_START_FINDINGS: tuple[Callable[[Run, Ledger], list[Finding]], ...] = ()
+"""The cold-start finders, each ``(run, ledger) -> findings``: one line here adds one."""
