@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from oracles import raw_records
+from oracles import marker_in, raw_records
 from pt2doctor.analysis.diff.reports import diff_reports
 
 pytestmark = pytest.mark.torch_run
@@ -161,3 +161,58 @@ def test_hot_guards_are_flagged_and_cheap_ones_are_not(tmp_path: Path) -> None:
     assert guard_ms / 1e3 < report["run"]["wall_s"]
     assert all("heavy" not in f["title"] for f in flagged)
     assert report["cold_start"]["state"] == "no_cache"
+
+
+def _plain_run(run_dir: Path, cache_dir: Path, **env: str) -> tuple[Report, str]:
+    report = _run(run_dir, cache_dir, "run_pass_bypass", **env)
+    return report, (run_dir / "stdout.log").read_text()
+
+
+@pytest.fixture(scope="module")
+def pass_bypass(tmp_path_factory: pytest.TempPathFactory, vec_isa_trusted: None) -> dict[str, Any]:
+    """run_pass_bypass.py with its plain-function pass, then with the fix the finding prints
+    (PT2D_PASS_UUID=1) started twice in one private cache dir."""
+    root = tmp_path_factory.mktemp("pass-bypass")
+    runs = {"plain": _plain_run(root / "plain", root / "cache-plain")}
+    for name in ("fixed_cold", "fixed_warm"):
+        runs[name] = _plain_run(root / name, root / "cache-fixed", PT2D_PASS_UUID="1")
+    return {"root": root, **runs}
+
+
+def test_a_plain_function_pass_is_a_cache_bypass_with_the_fix_at_the_users_line(
+    pass_bypass: dict[str, Any],
+) -> None:
+    report, _ = pass_bypass["plain"]
+    # The raw trace: every FX graph lookup bypassed the cache, for the custom pass.
+    bypassed = [name for _, name, _ in _raw_cache_lookups(pass_bypass["root"] / "plain")
+                if name.startswith("fx_graph_cache_")]  # fmt: skip
+    assert bypassed and set(bypassed) == {"fx_graph_cache_bypass"}
+    (finding,) = [f for f in report["findings"] if f["code"] == "cache_bypass"]
+    assert finding["severity"] == "warning"
+    assert finding["facts"]["reason"] == "Unsupported post grad custom pass"
+    program = PROGRAMS / "run_pass_bypass.py"
+    line = marker_in(program, "pass")
+    assert finding["subject"] == {"kind": "lines", "name": "count_nodes", "file": str(program),
+                                  "line": line, "function": "count_nodes"}  # fmt: skip
+    assert "CustomGraphPass" in finding["advice"] and "get_hash_for_files" in finding["advice"]
+    assert "post_grad_custom_post_pass" in finding["advice"]
+    assert any(item["code"] == "cache_bypass" for item in report["plan"])
+
+
+def test_the_cache_bypass_fix_applied_makes_the_second_start_hit_with_the_same_result(
+    pass_bypass: dict[str, Any],
+) -> None:
+    """The fix as printed (a CustomGraphPass with uuid()), applied: the second start in the
+    same cache dir takes the graph from the FX graph cache (the raw trace says hit, and the
+    pass did not run again), prints the same result, and has no cache_bypass finding."""
+    _, plain_out = pass_bypass["plain"]
+    cold, cold_out = pass_bypass["fixed_cold"]
+    warm, warm_out = pass_bypass["fixed_warm"]
+    warm_lookups = [name for _, name, _ in _raw_cache_lookups(pass_bypass["root"] / "fixed_warm")
+                    if name.startswith("fx_graph_cache_")]  # fmt: skip
+    assert warm_lookups and set(warm_lookups) == {"fx_graph_cache_hit"}
+    assert "passes: 0" in warm_out and "passes: 1" in cold_out
+    result = [line for line in plain_out.splitlines() if line.startswith("result:")]
+    assert result and result[0] in warm_out.splitlines() and result[0] in cold_out.splitlines()
+    for report in (cold, warm):
+        assert not [f for f in report["findings"] if f["code"] == "cache_bypass"]

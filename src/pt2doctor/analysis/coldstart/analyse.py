@@ -9,10 +9,20 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pt2doctor.analysis.coldstart.cache_diff import rank_miss_causes
-from pt2doctor.analysis.coldstart.caches import compile_caches, own_components, shared_components
-from pt2doctor.analysis.coldstart.explain import cold_start_phases, cold_start_section
-from pt2doctor.analysis.findings.model import Finding
+from pt2doctor.analysis.coldstart.caches import (
+    compile_caches,
+    own_components,
+    shared_components,
+    worst_events,
+)
+from pt2doctor.analysis.coldstart.explain import (
+    INDUCTOR_CACHES,
+    cold_start_phases,
+    cold_start_section,
+)
+from pt2doctor.analysis.findings.model import PROGRAM, Finding, Subject
 from pt2doctor.analysis.recompiles.ledger import Ledger
+from pt2doctor.analysis.text import counted, id_ranges
 from pt2doctor.trace.types import Run
 
 if TYPE_CHECKING:
@@ -56,5 +66,104 @@ def cold_start(run: Run, ledger: Ledger, heat: Heat | None) -> ColdStart:
     return ColdStart(phases, caches, section, causes, findings)
 
 
-COLD_START_FINDINGS: tuple[Callable[[Run, Ledger], list[Finding]], ...] = ()
+# Bypass reasons Inductor gives (torch/_inductor/codecache.py _check_custom_passes) -> the
+# config its custom pass was set on.
+_PASS_REASONS = {
+    "Unsupported pre grad custom pass": ("pre_grad_custom_pass",),
+    "Unsupported post grad custom pass": (
+        "post_grad_custom_pre_pass", "post_grad_custom_post_pass",
+    ),
+    "Unsupported joint custom pass": ("joint_custom_pre_pass", "joint_custom_post_pass"),
+}  # fmt: skip
+PASS_FIX = (
+    "Inductor cannot key its cache on a plain function: make `{function}` a "
+    "`torch._inductor.custom_graph_pass.CustomGraphPass` subclass (its body in `__call__(self, "
+    "graph)`) whose `uuid()` returns a stable hash of its code, "
+    "`torch._inductor.custom_graph_pass.get_hash_for_files((__file__,))`, and set an instance "
+    "as `torch._inductor.config.{hook}`. The cache then keys on the pass and a warm start "
+    "reuses the compiled graphs (an edit to the file is a new uuid, so a stale graph is never "
+    "reused)."
+)
+OTHER_BYPASS_FIX = {
+    "Skipping graph with frozen constants": (
+        "`torch._inductor.config.freezing = True` bakes the parameters into the graph as "
+        "constants, which the cache cannot key: every start compiles afresh. Keep freezing "
+        "where the speedup is worth the compile (a long-lived inference server); turn it off "
+        "where cold start matters."
+    ),
+    "FX graph cache is not enabled": (
+        "The FX graph cache is off (TORCHINDUCTOR_FX_GRAPH_CACHE=0 or "
+        "torch._inductor.config.fx_graph_cache = False), so AOTAutograd's cache is bypassed "
+        "too: turn it back on to reuse compiled graphs across starts."
+    ),
+}
+_NO_FX_GRAPH_CACHE = frozenset({"FX graph cache is not enabled"})
+GENERIC_BYPASS_FIX = (
+    "Inductor names the reason: until it is removed, these graphs compile fully on every "
+    "start, whatever the cache dir holds."
+)
+
+
+def _bypasses(ledger: Ledger) -> dict[str, tuple[list[str], bool]]:
+    """Bypass reason (its first line) -> the compiles whose FX graph or AOTAutograd cache
+    lookup it bypassed, in order, and whether an FX graph lookup was among them (then Inductor
+    compiles afresh; AOTAutograd's alone re-runs only tracing and partitioning)."""
+    found: dict[str, tuple[list[str], bool]] = {}
+    for entry in ledger.compiles:
+        for cache, event in worst_events(entry.record).items():
+            reason = (event.bypass_reason or "").strip().splitlines()[:1]
+            if cache not in INDUCTOR_CACHES or event.status != "bypass" or not reason:
+                continue
+            text = reason[0].strip().rstrip(".")
+            ids, fx_graph = found.get(text, ([], False))
+            if entry.compile_id not in ids:
+                ids.append(entry.compile_id)
+            found[text] = (ids, fx_graph or cache == "fx_graph")
+    return found
+
+
+def _hook(run: Run, reason: str) -> dict[str, Any] | None:
+    """The pass hook the program set (the probes' ``compiler_hooks``) that ``reason`` is about."""
+    hooks = [] if run.probes is None else run.probes.environment.get("compiler_hooks") or []
+    wanted = _PASS_REASONS.get(reason, ())
+    return next((h for h in hooks if isinstance(h, dict) and h.get("hook") in wanted), None)
+
+
+def cache_bypass_findings(run: Run, ledger: Ledger) -> list[Finding]:
+    """``cache_bypass``: a compile Inductor's FX graph cache (or AOTAutograd's) refused to
+    cache, one finding per reason, with the fix for that reason and the user's line that set
+    the pass where the run recorded it. A bypass costs every start the whole compile."""
+    findings = []
+    seconds = {entry.compile_id: entry.record.compile_time_s or 0.0 for entry in ledger.compiles}
+    for reason, (ids, fx_graph) in _bypasses(ledger).items():
+        hook = _hook(run, reason)
+        fx_graph = fx_graph or reason in _NO_FX_GRAPH_CACHE  # no FX graph lookup was made at all
+        paid = sum(seconds[cid] for cid in ids)
+        cost = f": {paid:.1f} s compiling, paid again on every start" if paid >= 0.05 else ""
+        subject, evidence = PROGRAM, [f"{counted(len(ids), 'compile')} ({id_ranges(ids)}){cost}"]
+        if reason in _PASS_REASONS:
+            name = (hook or {}).get("function") or "the pass"
+            setting = (hook or {}).get("hook") or _PASS_REASONS[reason][-1]
+            advice = PASS_FIX.format(function=name, hook=setting)
+            if hook and hook.get("file"):
+                evidence.insert(0, f"torch._inductor.config.{setting} = {name} "
+                                   f"(defined at {hook['file']}:{hook.get('line')})")  # fmt: skip
+                subject = Subject("lines", name, hook["file"], hook.get("line"), name)
+        else:
+            advice = OTHER_BYPASS_FIX.get(reason, GENERIC_BYPASS_FIX)
+        what = "they compile" if len(ids) > 1 else "it compiles"
+        title = (
+            f"{counted(len(ids), 'compile')} bypassed Inductor's FX graph cache ({reason}): "
+            f"{what} fully on every start"
+            if fx_graph
+            else f"{counted(len(ids), 'compile')} bypassed AOTAutograd's cache ({reason}): "
+            "tracing and partitioning run again on every start"
+        )
+        findings.append(Finding("warning" if fx_graph else "info", "cache_bypass", title, advice,
+                                evidence, subject, facts={"reason": reason, "compiles": len(ids),
+                                "compile_s": round(paid, 6), "fx_graph": fx_graph}))  # fmt: skip
+    return findings
+
+
+COLD_START_FINDINGS: tuple[Callable[[Run, Ledger], list[Finding]], ...] = (cache_bypass_findings,)
 """The cold-start finders, each ``(run, ledger) -> findings``: one line here adds one."""

@@ -51,6 +51,7 @@ Code = Literal[
     "triage_run",
     # cold start (analysis/coldstart/)
     "guard_overhead",
+    "cache_bypass",
     # the profile (analysis/time/findings.py)
     "autograd_in_inference",
     "overhead_bound",
@@ -146,6 +147,11 @@ SPECS: dict[Code, CodeSpec] = dict(
         _spec("guard_overhead", "cold start", "recompiles", "info|warning",
               "a frame's guard checks cost a visible share of its compiled time; `warning` "
               "from 8 variants"),
+        _spec("cache_bypass", "cold start", "performance", "info|warning",
+              "a compile's FX graph cache lookup was bypassed (`warning`: it compiles fully on "
+              "every start) or only AOTAutograd's (`info`); one finding per reason, with its "
+              "fix (a plain-function custom pass: a `CustomGraphPass` with `uuid()`, at the "
+              "line that defined it)"),
         _spec("autograd_in_inference", "profile", "performance", "warning",
               "compiled graphs ran through `CompiledFunction` and no backward ran"),
         _spec("overhead_bound", "profile", "performance", "warning",
