@@ -28,7 +28,7 @@ COMMAND_PACKAGES = (
     "harness",
     "inprocess",
     "pytest_plugin",
-    "tryfixes",  # run --try-fixes: re-runs through capture, judged by the report
+    "tries",  # run --try-fixes: re-runs through capture, judged by the report
 )
 # Importable from anywhere: the package root (``__version__``), errors and the lazy-name helper.
 BASE_MODULES = ("errors", "_lazy", "__init__", "__main__")

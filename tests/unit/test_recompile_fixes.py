@@ -70,7 +70,7 @@ def test_a_size_that_went_dynamic_names_the_argument_and_dim() -> None:
     (fix,) = recompile_candidates(explanation([size], varying=[row]))
     assert "torch._dynamo.maybe_mark_dynamic(x, 1)" in fix.text
     assert "sizes 0 and 1" in fix.text
-    assert fix.trial is not None and fix.trial.marks == (("x", 1),)
+    assert fix.application is not None and fix.application.marks == (("x", 1),)
 
 
 def test_a_size_that_changed_with_a_flag_gets_no_mark_the_flag_would_still_recompile() -> None:
@@ -89,8 +89,10 @@ def test_a_first_size_of_one_says_the_mark_alone_changes_nothing() -> None:
     size = SourceChange(user_expr("x.shape[0]"), "size", "1", "2", dynamic=True)
     (fix,) = recompile_candidates(explanation([size], varying=[row]))
     assert "The first call had size 1" in fix.text and "changes nothing" in fix.text
-    assert fix.trial is not None
-    assert fix.trial.config == (("torch.fx.experimental._config.backed_size_oblivious", True),)
+    assert fix.application is not None
+    assert fix.application.config == (
+        ("torch.fx.experimental._config.backed_size_oblivious", True),
+    )
 
 
 def test_an_int_argument_that_went_dynamic_is_not_called_baked_in() -> None:
@@ -270,11 +272,11 @@ def test_recurring_sizes_under_dynamic_false_are_one_fix_bounded_by_design() -> 
     (fix,) = recompile_candidates(item)
     assert fix.text.startswith("kwargs['ids'].shape[1] and kwargs['mask'].shape[1] take 3 values")
     assert "dynamic=False in your torch.compile call at serve.py:9" in fix.text
-    assert fix.trial is None  # the fix is a warm-up: code
+    assert fix.application is None  # the fix is a warm-up: code
     ids.recurs = mask.recurs = False  # sizes that never came back: drop dynamic=False, once
     (fix,) = recompile_candidates(item)
     assert "keeps kwargs['ids'].shape[1] and kwargs['mask'].shape[1] static" in fix.text
-    assert fix.trial is not None and fix.trial.compile == (("dynamic", None),)
+    assert fix.application is not None and fix.application.compile == (("dynamic", None),)
 
 
 def test_a_kwargs_dict_of_another_length_is_a_value_change_with_both_lengths() -> None:

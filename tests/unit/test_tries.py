@@ -1,10 +1,10 @@
 """The verdict of a fix tried by ``run --try-fixes``, the next fix to try, and the advice once
-tried (analysis/findings/tries.py): pure functions of the numbers and findings."""
+tried (analysis/findings/verdicts.py): pure functions of the numbers and findings."""
 
 from __future__ import annotations
 
 from pt2doctor.analysis.findings.model import Finding
-from pt2doctor.analysis.findings.tries import (
+from pt2doctor.analysis.findings.verdicts import (
     NOTHING_LEFT,
     Outcome,
     next_trial,
@@ -12,7 +12,7 @@ from pt2doctor.analysis.findings.tries import (
     tried_advice,
     verdict,
 )
-from pt2doctor.analysis.recompiles.fixes import Fix, Trial
+from pt2doctor.analysis.recompiles.fixes import Fix, FixApplication
 
 
 def _outcome(**numbers: int) -> Outcome:
@@ -36,11 +36,14 @@ def test_fewer_recompiles_helped_more_breaks_or_a_failed_run_is_worse() -> None:
     assert verdict(before, before) == "no_effect"
 
 
-def _row(trial: Trial, result: str) -> dict[str, object]:
+def _row(trial: FixApplication, result: str) -> dict[str, object]:
     return {"fix": trial.label, "trial": trial.as_json(), "verdict": result, "summary": "…"}
 
 
-LOW, HIGH = Trial("limit = 9", config=(("a.b", 9),)), Trial("limit = 12", config=(("a.b", 12),))
+LOW, HIGH = (
+    FixApplication("limit = 9", config=(("a.b", 9),)),
+    FixApplication("limit = 12", config=(("a.b", 12),)),
+)
 
 
 def test_the_next_trial_is_the_first_untried_candidate_of_a_finding_not_yet_helped() -> None:

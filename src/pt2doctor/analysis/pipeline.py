@@ -18,7 +18,7 @@ from pt2doctor.analysis.built.kernels import KernelMap, kernel_map
 from pt2doctor.analysis.coldstart.analyse import ColdStart, cold_start
 from pt2doctor.analysis.findings.model import Finding
 from pt2doctor.analysis.findings.trace_findings import find_findings, sort_findings
-from pt2doctor.analysis.findings.tries import Outcome, outcome_of
+from pt2doctor.analysis.findings.verdicts import Outcome, outcome_of
 from pt2doctor.analysis.ranks.divergence import (
     DEFAULT_COLLECTIVE_TIMEOUT_S,
     RankAnalysis,
@@ -145,7 +145,7 @@ def analyse_run(
             findings = sort_findings(kept + profiled.findings)
     outcome = outcome_of(ledger, sites, run.manifest)
     if run.tries:
-        from pt2doctor.analysis.findings.tries import attach_tries
+        from pt2doctor.analysis.findings.verdicts import attach_tries
 
         attach_tries(findings, run.tries, outcome)
     return RunAnalysis(run, ledger, sites, heat, environment, explanations, ranks, cold,

@@ -25,7 +25,7 @@ from pt2doctor.rundir import FUSION_LOG
 RUN_DIR_ENV = "PT2DOCTOR_RUN_DIR"
 BACKEND_ENV = "PT2DOCTOR_BACKEND"
 TRY_FIX_ENV = "PT2DOCTOR_TRY_FIX"
-"""A fix to apply (JSON, ``run --try-fixes``: torchcompat/tryfix.py), before any compile."""
+"""A fix to apply (JSON, ``run --try-fixes``: torchcompat/apply.py), before any compile."""
 PLUGIN_ENV = "PT2DOCTOR_CHILD_PLUGIN"
 """``package.module:function`` a command (ablate's script mode) runs in the child once torch
 is imported, with the probe recorder: the command's own probes, without capture importing
@@ -174,7 +174,7 @@ def _on_torch(recorder: ProbeRecorder, backend: str | None) -> None:
     recorded as the program wrote it), and force ``backend`` when the run asks for one."""
     trial = os.environ.get(TRY_FIX_ENV)
     if trial:
-        _guarded(recorder, "try fix", lambda: _try_fix(recorder, trial))()
+        _guarded(recorder, "apply fix", lambda: _apply_fix(recorder, trial))()
     _guarded(
         recorder,
         "compile calls",
@@ -195,10 +195,10 @@ def _on_torch(recorder: ProbeRecorder, backend: str | None) -> None:
         _guarded(recorder, f"plugin {plugin}", lambda: _plugin(plugin)(recorder))()
 
 
-def _try_fix(recorder: ProbeRecorder, trial: str) -> None:
+def _apply_fix(recorder: ProbeRecorder, trial: str) -> None:
     import json
 
-    marker = torchcompat.apply_trial(json.loads(trial), recorder.event)
+    marker = torchcompat.apply_fix(json.loads(trial), recorder.event)
     if marker is not None:  # how many calls each mark reached, at exit
         atexit.register(lambda: recorder.event("try_fix_marks", made=dict(marker.made)))
 

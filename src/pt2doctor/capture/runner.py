@@ -60,7 +60,7 @@ class RunOptions:
     cache)."""
     profile_seconds: float | None = None
     try_fix: dict[str, Any] | None = None
-    """A fix the child applies to the program (``--try-fixes``: torchcompat/tryfix.py)."""
+    """A fix the child applies to the program (``--try-fixes``: torchcompat/apply.py)."""
     quiet: bool = False
     """Keep the program's output in stdout.log/stderr.log only (a ``--try-fixes`` re-run)."""
 

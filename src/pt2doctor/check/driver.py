@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.analysis.findings.tries import Outcome, changes, verdict
+from pt2doctor.analysis.findings.verdicts import Outcome, changes, verdict
 from pt2doctor.cases.case import Case, Cell
 from pt2doctor.cases.variants import CompileVariant
 from pt2doctor.check.orchestrate import (
@@ -198,7 +198,7 @@ def _run_variant(orch: Orchestrator, case: Case, cells: list[Cell], variant: Com
 def try_top_fix(orch: Orchestrator, group: GroupRun) -> None:
     """The group again, in a fresh worker, with its top fix applied (the budget's
     ``top_fix_tried``): a ``tried`` record with the numbers before and after and the verdict,
-    judged as ``run --try-fixes`` judges (analysis/findings/tries.py)."""
+    judged as ``run --try-fixes`` judges (analysis/findings/verdicts.py)."""
     assert group.top_fix is not None and group.outcome is not None
     trial = group.top_fix["trial"]
     job = Job("group", group.job.case, group.job.cells, group.job.variant, group.job.out / "try")

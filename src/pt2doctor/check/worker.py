@@ -13,7 +13,7 @@ from typing import IO, Any
 import orjson
 
 from pt2doctor import torchcompat
-from pt2doctor.analysis.findings.tries import next_trial, report_outcome
+from pt2doctor.analysis.findings.verdicts import next_trial, report_outcome
 from pt2doctor.cases.align import align_cell
 from pt2doctor.cases.case import Case, Cell, cells
 from pt2doctor.cases.loader import spec_case
@@ -262,11 +262,9 @@ def run_group(spec: dict[str, Any], out: Path, emit: Emit) -> None:
     emit("environment", environment=torchcompat.environment())
     applied: list[dict[str, Any]] = []
     if spec.get("try_fix"):  # a re-run of the group with its top fix applied (top_fix_tried)
-        from pt2doctor.torchcompat.tryfix import apply_trial
+        from pt2doctor.torchcompat.apply import apply_fix
 
-        apply_trial(
-            spec["try_fix"], lambda kind, **fields: applied.append({"kind": kind, **fields})
-        )
+        apply_fix(spec["try_fix"], lambda kind, **fields: applied.append({"kind": kind, **fields}))
     if spec.get("align_cells"):
         align_phase(case, [c for c in group if c.id in spec["align_cells"]], variant, emit)
     torch.compiler.reset()

@@ -190,7 +190,7 @@ def run_command(
     manifest = run_program(options)
     console = Console(highlight=False, stderr=True)
     if try_fixes:
-        from pt2doctor.tryfixes import try_fixes as run_tries
+        from pt2doctor.tries import run_tries
 
         made = run_tries(options, try_fixes, lambda line: console.print(f"[dim]pt2doctor {line}"))
         if not made:

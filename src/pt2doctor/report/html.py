@@ -1,4 +1,4 @@
-"""report.html: one self-contained page (inline CSS, charts as PNG data URIs, no script, no
+"""report.html: one self-contained page (inline CSS, charts as SVG data URIs, no script, no
 network). Builds the view-model (report/views.py), draws its charts (report/charts.py), then
 fills the Jinja templates in report/templates with autoescaping on: every user-derived string
 (source lines, names, guard text, exception messages) is escaped by the template engine."""

@@ -27,9 +27,10 @@ from pt2doctor.analysis.built.graph_size import (
 from pt2doctor.analysis.built.kernels import KernelMap
 from pt2doctor.analysis.findings.plan import PlanItem as PlanStep
 from pt2doctor.analysis.findings.plan import plan
-from pt2doctor.analysis.findings.tries import Outcome
+from pt2doctor.analysis.findings.verdicts import Outcome
 from pt2doctor.analysis.pipeline import RunAnalysis, analyse_run
 from pt2doctor.analysis.ranks.divergence import DEFAULT_COLLECTIVE_TIMEOUT_S
+from pt2doctor.analysis.recompiles.changes import SourceChange
 from pt2doctor.analysis.recompiles.fixes import recompile_fixes
 from pt2doctor.analysis.recompiles.frame_names import frame_name
 from pt2doctor.analysis.recompiles.ledger import CompileEntry, FailureEntry, FrameEntry
@@ -88,7 +89,23 @@ def _recompile(entry: CompileEntry, explained: RecompileExplanation | None) -> R
         "compile_id": entry.compile_id,
         "failed_guards": [_failed_guard(g) for g in entry.failed_guards],
         "compared_with": None if explained is None else explained.compared_with,
-        "changes": [] if explained is None else [c.as_dict() for c in explained.changes],
+        "changes": [] if explained is None else [_change(c) for c in explained.changes],
+    }
+
+
+def _change(change: SourceChange) -> types.Change:
+    return {
+        "source": change.source,
+        "kind": change.kind,
+        "old": change.old,
+        "new": change.new,
+        "count": change.count,
+        "unit": change.unit or None,
+        "folded": change.folded,
+        "dynamic": change.dynamic,
+        "hint": change.hint,
+        "installed_at": _source(change.installed_at),
+        "specialized_at": _source(change.specialized_at),
     }
 
 
@@ -296,7 +313,7 @@ def _finding(finding: Finding) -> types.Finding:
         row["saves_ms"] = finding.saves_ms
     if finding.cause is not None:
         row["cause"] = finding.cause
-    trials = [fix.trial.as_json() for fix in finding.fixes if fix.trial is not None]
+    trials = [fix.application.as_json() for fix in finding.fixes if fix.application is not None]
     if trials:
         row["tryable"] = trials
     if finding.tries:

@@ -1,7 +1,8 @@
 """The run report's types (report.json of ``pt2doctor report`` and ``pt2doctor run``,
 docs/report-schema.md): one ``TypedDict`` per part and ``Literal`` types for the vocabularies
-(severity, compile cause, guard and graph-break category), so ``mypy --strict`` checks every key
-the run renderers (report/terminal.py, report/markdown.py, report/views.py) read.
+(severity, finding code, compile cause, guard and graph-break category). ``mypy --strict``
+checks the keys of the parts typed here; parts still typed ``dict[str, Any]`` (``run``,
+``profile``, ``cold_start``, a frame's ``outlook`` and ``variants_table``) are not checked.
 
 Parts that are optional or still growing (``frames[]``, ``compiles[]``: new fields land there
 often) are ``total=False``. The
@@ -183,20 +184,31 @@ class FailedGuard(_FailedGuardBase, total=False):
     null; absent before 2026-12-02."""
 
 
-class Change(TypedDict):
-    """What one recompile changed, in the user's names (analysis/recompiles/changes.py ``Change.as_dict``)."""
-
+class _ChangeBase(TypedDict):
     source: str
     kind: str
-    old: Any
-    new: Any
+    old: str | None
+    new: str | None
+
+
+class Change(_ChangeBase, total=False):
+    """What one recompile changed, in the user's names (analysis/recompiles/changes.py
+    ``SourceChange.as_dict``)."""
+
+    count: int
+    unit: str | None
+    folded: list[str]
+    dynamic: bool
+    hint: str | None
+    installed_at: Source | None
+    specialized_at: Source | None
 
 
 class Recompile(TypedDict, total=False):
     compile_id: str
     failed_guards: list[FailedGuard]
     compared_with: str | None
-    changes: list[dict[str, Any]]  # Change
+    changes: list[Change]
 
 
 class Frame(TypedDict, total=False):

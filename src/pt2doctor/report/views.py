@@ -140,7 +140,7 @@ def _failed_guard(guard: FailedGuard) -> dict[str, Any]:
     }
 
 
-def compile_ledger(report: Report) -> Section | None:
+def ledger_section(report: Report) -> Section | None:
     """Per frame: its compiles with cause and time; each recompile's failed guards, i.e. the
     guard diff between the new variant and each earlier one it failed against."""
     if not report["frames"]:
@@ -312,7 +312,7 @@ SECTIONS: list[SectionBuilder] = [
     ranks,
     graph_breaks,
     recompile_stories,
-    compile_ledger,
+    ledger_section,
     cold_start,
     time_split,
     built,

@@ -7,7 +7,7 @@ never by ``report``, which does not import torch at all: torch is imported insid
 functions, so importing this package costs no torch. The areas: ``version`` (which torch),
 ``dynamo`` (compile ids, graph and resume hooks, ``torch.compile`` itself), ``guards`` (guard
 timing), ``trace_log`` (the structured trace in process), ``dispatch`` (aten and custom-op
-recording), ``inductor`` (config, modes, pass hooks, bisector, preload), ``tryfix`` (a fix applied from
+recording), ``inductor`` (config, modes, pass hooks, bisector, preload), ``apply`` (a fix applied from
 outside the program: ``run --try-fixes``) and ``fingerprint`` (the environment). Callers use ``torchcompat.<name>``; every public name is here.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pt2doctor.torchcompat.apply import apply_fix
 from pt2doctor.torchcompat.dispatch import (
     TORCH_NAMESPACES,
     describe_callable,
@@ -59,7 +60,6 @@ from pt2doctor.torchcompat.inductor import (
     without_compiler_hooks,
 )
 from pt2doctor.torchcompat.trace_log import FUSION_LOGGERS, attach_fusion_log, attach_trace_file
-from pt2doctor.torchcompat.tryfix import apply_trial
 from pt2doctor.torchcompat.version import MIN_TORCH, supported, torch_version
 
 __all__ = [
@@ -70,7 +70,7 @@ __all__ = [
     "MAX_COMPILE_CALLS",
     "MIN_TORCH",
     "TORCH_NAMESPACES",
-    "apply_trial",
+    "apply_fix",
     "attach_fusion_log",
     "attach_trace_file",
     "bisect_compiler",

@@ -95,7 +95,7 @@ class Finding:
     (``run --try-fixes``)."""
     tries: list[dict[str, Any]] = field(default_factory=list)
     """What ``run --try-fixes`` measured for its fixes, in the order they were tried
-    (analysis/findings/tries.py)."""
+    (analysis/findings/verdicts.py)."""
     cause: str | None = None
     """Findings of one root cause share it (a frame's limit hit and its recompiles): the
     reports show them as one (report/format.py grouped_findings)."""

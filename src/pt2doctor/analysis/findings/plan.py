@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pt2doctor.analysis.findings.codes import SPECS, STEPS, Step
 from pt2doctor.analysis.findings.model import Finding, Subject
-from pt2doctor.analysis.findings.tries import effect
+from pt2doctor.analysis.findings.verdicts import effect
 
 PLAN_SIZE = 5
 
@@ -27,7 +27,7 @@ class PlanItem:
     title: str
     saves_ms: float | None
     tried: str | None = None
-    """What ``--try-fixes`` measured for its frame's fix (analysis/findings/tries.py
+    """What ``--try-fixes`` measured for its frame's fix (analysis/findings/verdicts.py
     ``effect``): ``tried recompile_limit = 12: helped, limit hits 1 → 0, compiles 9 → 12``."""
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from pt2doctor.analysis.recompiles.guards import (
     FailedGuard,
@@ -93,23 +92,6 @@ class SourceChange:
     def label(self) -> str:
         """``source (2 layers)``: the source with what it stands for."""
         return f"{self.source} ({self.count} {self.unit})" if self.count > 1 else self.source
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "kind": self.kind,
-            "old": self.old,
-            "new": self.new,
-            "count": self.count,
-            "unit": self.unit or None,
-            "folded": self.folded,
-            "dynamic": self.dynamic,
-            "hint": self.hint,
-            "installed_at": None if self.installed_at is None else self.installed_at.as_dict(),
-            "specialized_at": (
-                None if self.specialized_at is None else self.specialized_at.as_dict()
-            ),
-        }
 
 
 def _rhs(code: str) -> str | None:

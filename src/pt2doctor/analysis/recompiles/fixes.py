@@ -42,7 +42,7 @@ SHAPES_CONFIG = "torch.fx.experimental._config"
 
 
 @dataclass(frozen=True, slots=True)
-class Trial:
+class FixApplication:
     """A fix pt2doctor can apply to the program itself (``run --try-fixes``): config values set
     before the program starts, ``maybe_mark_dynamic`` on named arguments of every compiled
     callable at each call, ``torch.compile`` settings replaced. ``label`` is the fix as the
@@ -71,7 +71,7 @@ class Fix:
     """One fix's text, and how pt2doctor can apply it itself (None: it is code to change)."""
 
     text: str
-    trial: Trial | None = None
+    application: FixApplication | None = None
 
 
 def _at(line: SourceLine | None) -> str:
@@ -194,7 +194,7 @@ def _dynamic_size_fix(rows: list[Varying]) -> Fix | None:
             f"marking the dim alone changes nothing. Warm up with a size of 2 or more first, or "
             f"mark {what} and set {SHAPES_CONFIG}.backed_size_oblivious = True, so that size "
             f"{first} compiles the dynamic variant too.{shared}",
-            Trial(
+            FixApplication(
                 f"{calls} with {SHAPES_CONFIG}.backed_size_oblivious = True",
                 config=((f"{SHAPES_CONFIG}.backed_size_oblivious", True),),
                 marks=trial_marks,
@@ -206,7 +206,7 @@ def _dynamic_size_fix(rows: list[Varying]) -> Fix | None:
         f"{what}.{shared} maybe_mark_dynamic is the safe form (mark_dynamic raises "
         "ConstraintViolationError when the code specializes that dim); sizes 0 and 1, and sizes "
         "outside min/max, still recompile.",
-        Trial(calls, marks=trial_marks),
+        FixApplication(calls, marks=trial_marks),
     )
 
 
@@ -245,13 +245,13 @@ def _input_dim(row: Varying) -> tuple[str, int, bool, str] | None:
     return (f"batch['{name}']" if expr.keyword else name, expr.dim, expr.keyword, name)
 
 
-def _mark_trial(row: Varying) -> Trial | None:
+def _mark_trial(row: Varying) -> FixApplication | None:
     """``maybe_mark_dynamic`` on the input dim of ``row`` (None: not an input's dim)."""
     found = _input_dim(row)
     if found is None:
         return None
     shown, dim, _, name = found
-    return Trial(f"torch._dynamo.maybe_mark_dynamic({shown}, {dim})", marks=((name, dim),))
+    return FixApplication(f"torch._dynamo.maybe_mark_dynamic({shown}, {dim})", marks=((name, dim),))
 
 
 def _values(row: Varying, most: int = 6) -> str:
@@ -282,7 +282,7 @@ def _static_by_setting(
         f"size ({_values(row)}) compiles a new variant. Drop dynamic=False (the size becomes "
         "dynamic at its first change: 2 variants instead of one per size), or pad inputs to a "
         "few fixed sizes if you want static kernels for each.",
-        Trial("torch.compile without dynamic=False", compile=(("dynamic", None),)),
+        FixApplication("torch.compile without dynamic=False", compile=(("dynamic", None),)),
     )
 
 
@@ -396,8 +396,8 @@ def partial_batch_fix(explanation: FrameExplanation) -> str | None:
     )
 
 
-def _limit_trial(limit: int) -> Trial:
-    return Trial(
+def _limit_trial(limit: int) -> FixApplication:
+    return FixApplication(
         f"{DYNAMO_CONFIG}.recompile_limit = {limit}",
         config=((f"{DYNAMO_CONFIG}.recompile_limit", limit),),
     )
@@ -457,7 +457,7 @@ def _counter_fix(row: Varying, change: SourceChange | None) -> Fix:
         f"counter, read{where}). Set torch._dynamo.config.allow_unspec_int_on_nn_module = True "
         "so Dynamo treats it as a dynamic int (one more variant instead of one per value), or "
         "keep it in a tensor (register_buffer) updated in place.",
-        Trial(
+        FixApplication(
             f"{DYNAMO_CONFIG}.allow_unspec_int_on_nn_module = True",
             config=((f"{DYNAMO_CONFIG}.allow_unspec_int_on_nn_module", True),),
         ),

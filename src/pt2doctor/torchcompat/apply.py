@@ -2,7 +2,7 @@
 private config modules, ``torch._dynamo.maybe_mark_dynamic`` on named arguments of every
 compiled callable at each call, and replaced ``torch.compile`` settings.
 
-A trial is JSON (analysis/recompiles/fixes.py ``Trial.as_json``)::
+A trial is JSON (analysis/recompiles/fixes.py ``FixApplication.as_json``)::
 
     {"config": {"torch._dynamo.config.recompile_limit": 10},
      "marks": [{"arg": "input_ids", "dim": 1}], "compile": {"dynamic": null}}
@@ -109,7 +109,7 @@ class Marker:
         return marked
 
 
-def apply_trial(trial: dict[str, Any], on_event: Callable[..., None]) -> Marker | None:
+def apply_fix(trial: dict[str, Any], on_event: Callable[..., None]) -> Marker | None:
     """Apply ``trial`` in this process (once torch is imported); ``on_event(kind, **fields)``
     records what was applied and what could not be. Returns the marker (None: no marks, or
     a torch older than pt2doctor supports)."""

@@ -4,7 +4,7 @@ After the main run, its report's findings offer the fixes pt2doctor can apply it
 (``findings[].tryable``: a config value, input marks, a torch.compile setting). Each is
 re-run once, in order, with the main run's command, backend and timeout, in
 ``tries/<n>/`` under the main run directory (the program's output goes only to that run's
-logs). Each re-run is judged against the main run (analysis/findings/tries.py ``verdict``): a
+logs). Each re-run is judged against the main run (analysis/findings/verdicts.py ``verdict``): a
 finding whose fix helped is done; one whose fix did not help has its next candidate tried. At
 most N re-runs. The report then judges them again, offline, from the run directories.
 
@@ -22,11 +22,11 @@ from pt2doctor.capture.runner import RunOptions, run_program
 from pt2doctor.rundir import TRIES_DIR, TRIES_INDEX
 
 
-def try_fixes(options: RunOptions, budget: int, say: Callable[[str], None] = lambda _: None) -> int:
+def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lambda _: None) -> int:
     """Re-run ``options.command`` with each fix to try, at most ``budget`` times; returns how
     many re-runs were made. ``say`` hears one line per re-run. The main run's report is built
     once; each re-run is judged by its own outcome against the main run's."""
-    from pt2doctor.analysis.findings.tries import next_trial, outcome, trial_key, verdict
+    from pt2doctor.analysis.findings.verdicts import next_trial, outcome, trial_key, verdict
     from pt2doctor.report.schema import build_report
     from pt2doctor.rundir.load import load_run
 

@@ -174,7 +174,7 @@ def attach_tries(findings: list[Finding], tries: list[Try], before: Outcome) -> 
     for finding in findings:
         rows: list[tuple[int, dict[str, Any]]] = []
         for index, fix in enumerate(finding.fixes):
-            trial = None if fix.trial is None else fix.trial.as_json()
+            trial = None if fix.application is None else fix.application.as_json()
             found = None if trial is None else by_key.get(trial_key(trial))
             if trial is not None and found is not None:
                 rows.append((index, tried_row(trial, before, found)))
