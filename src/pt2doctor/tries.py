@@ -18,7 +18,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from pt2doctor.capture.runner import RunOptions, run_program
+from pt2doctor.capture.options import RunOptions
+from pt2doctor.capture.runner import run_program
 from pt2doctor.rundir import TRIES_DIR, TRIES_INDEX
 
 

@@ -31,7 +31,8 @@ from pt2doctor.ablate.script_toggles import PLUGIN as NO_HOOKS_PLUGIN
 from pt2doctor.ablate.signature import failure_signature
 from pt2doctor.analysis.userside.causes import custom_ops_named
 from pt2doctor.capture.child import PLUGIN_ENV
-from pt2doctor.capture.runner import RunOptions, child_env
+from pt2doctor.capture.options import RunOptions
+from pt2doctor.capture.runner import child_env
 from pt2doctor.errors import UsageError
 from pt2doctor.rundir.read import load_probes
 from pt2doctor.trace.messages import error_line, stopped_at

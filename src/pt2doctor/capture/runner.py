@@ -19,7 +19,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -27,42 +26,17 @@ import pt2doctor
 from pt2doctor.capture.child import BACKEND_ENV, RUN_DIR_ENV, TRY_FIX_ENV
 from pt2doctor.capture.fusion import FUSION_ENV
 from pt2doctor.capture.launch import Launch, launch_argv
+from pt2doctor.capture.options import RunOptions, manifest_settings
 from pt2doctor.capture.profile import DEFAULT_SECONDS, DEFAULT_WARMUP, PROFILE_ENV
 from pt2doctor.errors import UsageError
 from pt2doctor.rundir.read import load_probes
 from pt2doctor.rundir.write import require_fresh_dir, write_manifest
+from pt2doctor.trace.types import Manifest
 from pt2doctor.workers import Deadlines, Stopping, signal_name, supervise
 
 TIMEOUT_EXIT = 124
 # After a --timeout, the program gets this long to exit on SIGTERM before SIGKILL.
 KILL_GRACE_SECONDS = 5.0
-
-
-@dataclass(slots=True)
-class RunOptions:
-    command: list[str]
-    out: Path
-    backend: str | None = None
-    timeout: float | None = None
-    warmup_calls: int | None = None
-    steady_after: float | None = None
-    launch: Launch | None = None
-    """Start the program on several ranks through torchrun (``--nproc``)."""
-    collective_timeout: float | None = None
-    """The collective timeout cross-rank analysis compares compile skew with (kept for report)."""
-    kernels: bool = False
-    """Inductor's provenance tracking on (``--kernels``): every kernel mapped to user lines,
-    and the fusion log kept (``fusion.log``)."""
-    profile_calls: int | None = None
-    """``--profile``: profile this many steady-state calls of the hot graph, with provenance
-    (kernels mapped to lines) and kernel profiling on, every graph compiled afresh as with
-    ``kernels`` (a cached graph would bring back the lines of the compile that filled the
-    cache)."""
-    profile_seconds: float | None = None
-    try_fix: dict[str, Any] | None = None
-    """A fix the child applies to the program (``--try-fixes``: torchcompat/apply.py)."""
-    quiet: bool = False
-    """Keep the program's output in stdout.log/stderr.log only (a ``--try-fixes`` re-run)."""
 
 
 # torch._inductor.config.trace.provenance_tracking_level reads it (torch >= 2.8): the trace
@@ -174,7 +148,7 @@ def remove_empty_fault_logs(out: Path) -> None:
                 log.unlink()
 
 
-def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> dict[str, Any]:
+def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> Manifest:
     """Run ``options.command``; return the completed manifest (also written to the run dir)."""
     if not options.command:
         raise UsageError("no command to run: use `pt2doctor run -- python script.py ARGS`")
@@ -184,7 +158,7 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
         (options.out / "trace").mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UsageError(f"cannot create run directory {options.out}: {error.strerror}") from error
-    manifest: dict[str, Any] = {
+    manifest: Manifest = {
         "command": options.command,
         "cwd": os.getcwd(),
         "start_time": clock(),
@@ -192,14 +166,8 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
         "exit_code": None,
         "signal": None,
         "stopped_by": None,
-        "backend_override": options.backend,
-        "timeout_s": options.timeout,
-        "warmup_calls": options.warmup_calls,
-        "steady_after_s": options.steady_after,
-        "kernels": options.kernels,
-        "profile_calls": options.profile_calls,
+        **manifest_settings(options),
         "launcher": _launcher(argv, options.launch),
-        "collective_timeout_s": options.collective_timeout,
         "host": {"python": platform.python_version(), "platform": platform.platform()},
         "pt2doctor_version": pt2doctor.__version__,
     }
@@ -227,13 +195,11 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
     for pump in pumps:
         pump.join(timeout=5)
     returncode = process.returncode
-    manifest.update(
-        end_time=clock(),
-        exit_code=returncode if returncode >= 0 else None,
-        signal=signal_name(-returncode) if returncode < 0 else None,
-        stopped_by=stopped_by,
-        returned=exit_code(returncode, stopped_by),
-    )
+    manifest["end_time"] = clock()
+    manifest["exit_code"] = returncode if returncode >= 0 else None
+    manifest["signal"] = signal_name(-returncode) if returncode < 0 else None
+    manifest["stopped_by"] = stopped_by
+    manifest["returned"] = exit_code(returncode, stopped_by)
     remove_empty_fault_logs(options.out)
     probes = load_probes(options.out)  # the child fingerprinted torch, CUDA, Triton, config
     manifest["environment"] = {} if probes is None else probes.environment

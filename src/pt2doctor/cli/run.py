@@ -14,8 +14,9 @@ import click
 from rich.console import Console
 
 from pt2doctor.capture.launch import Launch
+from pt2doctor.capture.options import RunOptions, flagged
 from pt2doctor.capture.profile import DEFAULT_CALLS
-from pt2doctor.capture.runner import RunOptions, run_program
+from pt2doctor.capture.runner import run_program
 from pt2doctor.cli.outputs import FORMATS
 from pt2doctor.cli.report import COLLECTIVE_TIMEOUT_OPTION, render_run_dir
 from pt2doctor.errors import UsageError
@@ -46,6 +47,26 @@ def _launch(nproc: int | None, torchrun: dict[str, Any], extra: tuple[str, ...])
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
+_CLICK_TYPES: dict[str, Any] = {
+    "positive_float": click.FloatRange(min=0, min_open=True),
+    "nonnegative_float": click.FloatRange(min=0),
+    "positive_int": click.IntRange(min=1),
+}
+
+
+def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The click options of every RunOptions field that has a flag (capture/options.py)."""
+    for name, flag in reversed(flagged()):
+        if flag.kind == "flag":
+            command = click.option(flag.name, name, is_flag=True, help=flag.help)(command)
+        elif flag.kind == "choice":
+            choice = click.Choice(list(flag.choices))
+            command = click.option(flag.name, name, type=choice, help=flag.help)(command)
+        else:
+            kind = _CLICK_TYPES[flag.kind]
+            command = click.option(flag.name, name, type=kind, help=flag.help)(command)
+    return command
+
 
 def _torchrun_option(name: str, help_text: str, kind: Any = str) -> Decorator:
     """A torchrun option passed through as ``--name=value``."""
@@ -60,24 +81,7 @@ def _torchrun_option(name: str, help_text: str, kind: Any = str) -> Decorator:
     type=click.Path(path_type=Path),
     help="Run directory (default: ./pt2doctor-runs/<time>).",
 )
-@click.option(
-    "--backend",
-    type=click.Choice(["eager", "aot_eager", "inductor"]),
-    help="Override the backend every torch.compile asks for (eager: fast triage).",
-)
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    help="Kill the program after S seconds (exit 124).",
-)
-@click.option(
-    "--warmup-calls",
-    type=click.IntRange(min=1),
-    help="Warmup ends after a frame's N-th compiled call.",
-)
-@click.option(
-    "--steady-after", type=click.FloatRange(min=0), help="Warmup ends S seconds after start."
-)
+@run_options
 @click.option(
     "--json", "json_path", type=click.Path(path_type=Path), help="Also write report.json here."
 )
@@ -109,12 +113,6 @@ def _torchrun_option(name: str, help_text: str, kind: Any = str) -> Decorator:
     help="What to print at the end: the summary (on stderr) or a document (on stdout).",
 )
 @click.option(
-    "--kernels",
-    is_flag=True,
-    help="Map every Inductor kernel to your lines (INDUCTOR_PROVENANCE=1; compiles afresh) "
-    "and keep the fusion log.",
-)
-@click.option(
     "--profile",
     "profile",
     is_flag=True,
@@ -126,11 +124,6 @@ def _torchrun_option(name: str, help_text: str, kind: Any = str) -> Decorator:
     "--profile-calls",
     type=click.IntRange(min=1),
     help="With --profile: calls of the hot graph the window holds (default 20).",
-)
-@click.option(
-    "--profile-seconds",
-    type=click.FloatRange(min=0, min_open=True),
-    help="With --profile: close the window after S seconds (default 30).",
 )
 @click.option(
     "--try-fixes",
@@ -147,24 +140,18 @@ def _torchrun_option(name: str, help_text: str, kind: Any = str) -> Decorator:
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def run_command(
     out: Path | None,
-    backend: str | None,
-    timeout: float | None,
-    warmup_calls: int | None,
-    steady_after: float | None,
     json_path: Path | None,
     nproc: int | None,
     torchrun_args: tuple[str, ...],
     collective_timeout: float | None,
     fmt: str,
-    kernels: bool,
     profile: bool,
     profile_calls: int | None,
-    profile_seconds: float | None,
     try_fixes: int | None,
     redact: bool,
     use_tlparse: bool,
     command: tuple[str, ...],
-    **torchrun: Any,
+    **given: Any,
 ) -> int:
     """Run COMMAND under probes and explain its compilations.
 
@@ -172,20 +159,17 @@ def run_command(
     report.html."""
     if command[0].startswith("-"):  # unknown options reach COMMAND (it may take its own)
         raise UsageError(f"no such option: {command[0]} (pt2doctor run --help lists them)")
-    if not profile and (profile_calls is not None or profile_seconds is not None):
+    settings = {name: given.pop(name) for name, _ in flagged()}
+    torchrun = given  # what is left: the torchrun options passed through
+    if not profile and (profile_calls is not None or settings["profile_seconds"] is not None):
         raise UsageError("--profile-calls and --profile-seconds need --profile")
     options = RunOptions(
         command=list(command),
         out=out or default_run_dir("runs"),
-        backend=backend,
-        timeout=timeout,
-        warmup_calls=warmup_calls,
-        steady_after=steady_after,
         launch=_launch(nproc, torchrun, torchrun_args),
         collective_timeout=collective_timeout,
-        kernels=kernels,
         profile_calls=(profile_calls or DEFAULT_CALLS) if profile else None,
-        profile_seconds=profile_seconds,
+        **settings,
     )
     manifest = run_program(options)
     console = Console(highlight=False, stderr=True)

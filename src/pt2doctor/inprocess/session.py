@@ -30,6 +30,7 @@ from pt2doctor.report.notebook import Report
 from pt2doctor.rundir.load import load_profile
 from pt2doctor.rundir.read import load_probes
 from pt2doctor.trace.collect import collect_run
+from pt2doctor.trace.types import Manifest
 
 TRACE_FILE = "dedicated_log_torch_trace_watch.log"
 
@@ -41,7 +42,7 @@ class Watch:
         self._own_dir = out is None
         self.profile_calls = profile
         self.dir = Path(tempfile.mkdtemp(prefix="pt2doctor-watch-")) if out is None else out
-        self.manifest: dict[str, Any] = {}
+        self.manifest: Manifest = {}
         self._stream: TextIO | None = None
         self._detach: Callable[[], None] | None = None
         self._recorder: ProbeRecorder | None = None

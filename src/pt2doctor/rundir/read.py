@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
 from pt2doctor.rundir import CHECK_RESULTS, COUNTERS_DIR, MANIFEST, PROBES_FILE
+from pt2doctor.trace.types import Manifest
 
 if TYPE_CHECKING:  # the trace model is not needed to tell a run directory apart (report --help)
     from pt2doctor.trace.types import ProbeData
@@ -40,12 +41,13 @@ def is_check_dir(path: Path) -> bool:
     return path.is_dir() and (path / CHECK_RESULTS).is_file()
 
 
-def load_manifest(run_dir: Path) -> dict[str, Any]:
+def load_manifest(run_dir: Path) -> Manifest:
+    """The run directory's manifest; {} when it is missing or not a JSON object."""
     try:
         data = orjson.loads((run_dir / MANIFEST).read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return {}
-    return data if isinstance(data, dict) else {}
+    return cast(Manifest, data) if isinstance(data, dict) else {}
 
 
 def _break_key(key: str) -> tuple[str, str, int] | None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from pt2doctor.errors import UsageError
 from pt2doctor.rundir import FORMAT_VERSION, MANIFEST
+from pt2doctor.trace.types import Manifest
 
 
 def default_run_dir(kind: str) -> Path:
@@ -24,7 +24,7 @@ def require_fresh_dir(out: Path, what: str = "run directory") -> None:
         raise UsageError(f"{what} {out} already exists: choose another --out")
 
 
-def write_manifest(out: Path, manifest: dict[str, Any]) -> None:
+def write_manifest(out: Path, manifest: Manifest) -> None:
     """Replace ``out/manifest.json`` atomically (a reader never sees half of one), stamped
     with the format's version."""
     tmp = out / (MANIFEST + ".tmp")

@@ -7,7 +7,7 @@ and never look at the log again. Everything is plain data so a unit test can bui
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from pt2doctor.trace.records import CompileId, ParseStats
 
@@ -294,6 +294,39 @@ class StreamInfo:
     envelope_ranks: dict[int, int] = field(default_factory=dict)
 
 
+class Manifest(TypedDict, total=False):
+    """A run directory's ``manifest.json`` (``pt2doctor run``, or ``watch``'s in-process run):
+    written before the program starts (rundir/write.py) and completed when it ends. Every
+    key is optional on read: a crash, an older pt2doctor or ``watch`` leaves some out. The
+    settings keys (``backend_override`` ... ``collective_timeout_s``) come from the run
+    options (capture/options.py ``manifest_settings``)."""
+
+    format_version: int
+    command: list[str]
+    cwd: str
+    start_time: float
+    end_time: float | None
+    exit_code: int | None
+    signal: str | None
+    stopped_by: str | None
+    """``timeout`` or ``interrupted`` when pt2doctor stopped the program, else null."""
+    returned: int
+    """The exit code ``pt2doctor run`` returned."""
+    backend_override: str | None
+    timeout_s: float | None
+    warmup_calls: int | None
+    steady_after_s: float | None
+    kernels: bool
+    profile_calls: int | None
+    collective_timeout_s: float | None
+    launcher: dict[str, Any] | None
+    host: dict[str, str]
+    pt2doctor_version: str
+    try_fix: dict[str, Any]
+    """The fix a ``--try-fixes`` re-run applied (its FixApplication as JSON)."""
+    environment: dict[str, Any]
+
+
 @dataclass(slots=True)
 class Run:
     """A traced run: its compiles in log order, the environment, and the parse health."""
@@ -305,7 +338,7 @@ class Run:
     environment: dict[str, Any] = field(default_factory=dict)
     compile_id_count: int = 0
     """Distinct compile ids (restart attempts counted apart), as tlparse lists them."""
-    manifest: dict[str, Any] | None = None
+    manifest: Manifest | None = None
     """The run directory's manifest (``pt2doctor run``), None for a bare trace."""
     probes: ProbeData | None = None
     stream_info: list[StreamInfo] = field(default_factory=list)

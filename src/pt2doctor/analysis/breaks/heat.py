@@ -7,11 +7,10 @@ fill in ``hits`` per break site and calls/time per compile, ranking breaks hotte
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from pt2doctor.analysis.breaks.sites import GraphBreakSite, site_advice
 from pt2doctor.analysis.recompiles.ledger import CompileEntry, Ledger
-from pt2doctor.trace.types import ProbeData
+from pt2doctor.trace.types import Manifest, ProbeData
 
 
 @dataclass(slots=True)
@@ -96,7 +95,7 @@ def _start_time(entry: CompileEntry, probes: ProbeData, run_start: float | None)
     return max(float(wall) - run_start, 0.0)
 
 
-def compile_heat(ledger: Ledger, probes: ProbeData, manifest: dict[str, Any]) -> Heat:
+def compile_heat(ledger: Ledger, probes: ProbeData, manifest: Manifest) -> Heat:
     """Calls, time in graph and the warmup verdict of every compile."""
     run_start = manifest.get("start_time")
     warmup_calls = manifest.get("warmup_calls")

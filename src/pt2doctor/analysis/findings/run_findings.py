@@ -18,7 +18,7 @@ from pt2doctor.analysis.recompiles.ledger import Ledger
 from pt2doctor.analysis.userside.causes import custom_op_advice
 from pt2doctor.analysis.userside.causes import where as file_line
 from pt2doctor.trace.messages import error_line
-from pt2doctor.trace.types import ProbeData, SourceLine
+from pt2doctor.trace.types import Manifest, ProbeData, SourceLine
 
 TRIAGE_NOT_COVERED = [
     "accuracy (eager vs compiled)",
@@ -33,7 +33,7 @@ AFTER_WARMUP_ADVICE = (
 )
 
 
-def ending(manifest: dict[str, Any]) -> str | None:
+def ending(manifest: Manifest) -> str | None:
     """How the program ended, when it did not end well (None: it exited 0)."""
     if manifest.get("stopped_by") == "timeout":
         return f"was killed after the --timeout of {manifest.get('timeout_s')} s"
@@ -79,7 +79,7 @@ def _exception_lines(exceptions: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-def _failure_finding(ledger: Ledger, manifest: dict[str, Any], probes: ProbeData | None) -> Finding:
+def _failure_finding(ledger: Ledger, manifest: Manifest, probes: ProbeData | None) -> Finding:
     how = ending(manifest) or ""
     exceptions = _program_exceptions(probes)
     evidence = _exception_lines(exceptions)
@@ -121,7 +121,7 @@ def _failure_finding(ledger: Ledger, manifest: dict[str, Any], probes: ProbeData
 
 def run_findings(
     ledger: Ledger,
-    manifest: dict[str, Any],
+    manifest: Manifest,
     probes: ProbeData | None,
     heat: Heat | None,
     changes: dict[tuple[str, str], list[str]] | None = None,
@@ -259,9 +259,7 @@ def _probe_findings(probes: ProbeData | None) -> list[Finding]:
     ]
 
 
-def run_section(
-    manifest: dict[str, Any], probes: ProbeData | None, heat: Heat | None
-) -> dict[str, Any]:
+def run_section(manifest: Manifest, probes: ProbeData | None, heat: Heat | None) -> dict[str, Any]:
     """The ``run`` object of report.json: the manifest plus what the probes measured."""
     override = manifest.get("backend_override")
     return {

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pt2doctor.analysis.breaks.sites import GraphBreakSite, graph_break_sites
 from pt2doctor.analysis.findings.model import Finding
 from pt2doctor.analysis.recompiles.ledger import Ledger, compile_ledger
-from pt2doctor.trace.types import Run, Try
+from pt2doctor.trace.types import Manifest, Run, Try
 
 Verdict = Literal["helped", "no_effect", "worse"]
 VERDICT_WORDS = {"helped": "helped", "no_effect": "no effect", "worse": "made it worse"}
@@ -53,9 +53,7 @@ def outcome(run: Run) -> Outcome:
     return outcome_of(ledger, graph_break_sites(ledger), run.manifest)
 
 
-def outcome_of(
-    ledger: Ledger, sites: list[GraphBreakSite], manifest: dict[str, Any] | None
-) -> Outcome:
+def outcome_of(ledger: Ledger, sites: list[GraphBreakSite], manifest: Manifest | None) -> Outcome:
     """The numbers of a run already analysed (the report's summary counts the same way); wall
     time and exit code from its manifest."""
     manifest = manifest or {}
