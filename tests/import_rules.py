@@ -91,3 +91,61 @@ def violations(package: Path) -> list[str]:
             elif (target_rank := layer_rank(target)) is not None and target_rank > rank:
                 found.append(f"{where}: {owner} imports upward ({target} is above it)")
     return found
+
+
+def _module_imports(path: Path, modules: set[str]) -> set[str]:
+    """The modules of the tree ``path`` imports, at any depth, except under ``if TYPE_CHECKING:``
+    (a name for annotations only: no import at run time, so no cycle)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(sub)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for sub in ast.walk(node)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found & modules
+
+
+def module_cycles(package: Path) -> list[list[str]]:
+    """Groups of modules that import each other, directly or around a circle (Tarjan's
+    strongly connected components of the import graph), in the tree at ``package``."""
+    paths = {}
+    for path in package.rglob("*.py"):
+        parts = ("pt2doctor", *path.relative_to(package).with_suffix("").parts)
+        paths[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {name: _module_imports(path, set(paths)) - {name} for name, path in paths.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(name: str) -> None:
+        index[name] = low[name] = len(index)
+        stack.append(name)
+        for other in graph[name]:
+            if other not in index:
+                visit(other)
+                low[name] = min(low[name], low[other])
+            elif other in stack:
+                low[name] = min(low[name], index[other])
+        if low[name] == index[name]:
+            group = []
+            while stack[-1] != name:
+                group.append(stack.pop())
+            group.append(stack.pop())
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for name in sorted(graph):
+        if name not in index:
+            visit(name)
+    return cycles

@@ -13,7 +13,6 @@ is one of :data:`EventName`, so mypy checks each ``emit("...")`` and each lookup
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import signal
@@ -24,7 +23,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal, NoReturn, Protocol
+from typing import IO, Any, Literal, Protocol
 
 import orjson
 
@@ -347,17 +346,6 @@ def compiles_with(spec: Spec) -> str | None:
     variant = spec.get("variant")
     backend = spec.get("backend") or (variant.get("backend") if isinstance(variant, dict) else None)
     return str(backend) if backend else None
-
-
-def exit_now(code: int) -> NoReturn:
-    """End this process the quick way once its work is done: exit handlers run and the standard
-    streams are flushed, but the interpreter is not torn down (with torch, Dynamo and Inductor
-    imported that takes ~1.3 s on 2 cores, and frees nothing a finished process needs)."""
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
 
 
 def write_spec(out: Path, spec: Spec) -> Path:

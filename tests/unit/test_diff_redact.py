@@ -8,7 +8,8 @@ import json
 import re
 from pathlib import Path
 
-from pt2doctor.analysis.diff.reports import Noise, diff_reports
+from pt2doctor.analysis.diff.change import Noise
+from pt2doctor.analysis.diff.reports import diff_reports
 from pt2doctor.report.redact import SOURCE_REDACTED, redact_report
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "reports"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from import_rules import BASE_MODULES, COMMAND_PACKAGES, SHARED_LAYERS, violations
+from import_rules import BASE_MODULES, COMMAND_PACKAGES, SHARED_LAYERS, module_cycles, violations
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "src" / "pt2doctor"
@@ -84,3 +84,21 @@ def test_the_architecture_map_names_every_package_and_module() -> None:
         p.name for p in PACKAGE.rglob("*") if p.is_dir()
     }
     assert named - files == set(), "the map names what the tree no longer has"
+
+
+def test_no_two_modules_import_each_other() -> None:
+    """No circle between modules, lazy imports included (the four the typed-model issue found:
+    program_repro/script_repro, the diffs, frame_story/markdown, workers/forkserver)."""
+    assert module_cycles(PACKAGE) == []
+
+
+def test_a_planted_circle_is_found(tmp_path: Path) -> None:
+    package = tmp_path / "pt2doctor"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("def f():\n    from pt2doctor.b import g\n")
+    (package / "b.py").write_text("from pt2doctor.a import f\n")
+    (package / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pt2doctor.a import f\n"
+    )
+    assert module_cycles(package) == [["pt2doctor.a", "pt2doctor.b"]]

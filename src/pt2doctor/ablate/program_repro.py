@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.ablate.script_repro import COMPILE_AFRESH, UNWRAP, standalone_note
+from pt2doctor.ablate.script_repro import COMPILE_AFRESH, UNWRAP, program_of, standalone_note
 
 MAX_LINES = 400
 """A longer program is no repro: the report says to cut it down instead."""
@@ -65,14 +65,6 @@ if __name__ == "__main__":
         sys.exit(1)
     print("not reproduced: the program ran to the end")
 '''
-
-
-def program_of(command: list[str]) -> tuple[Path, list[str]] | None:
-    """The Python file a command runs and its arguments (None: it runs no ``.py`` file)."""
-    for index, arg in enumerate(command):
-        if arg.endswith(".py") and Path(arg).is_file():
-            return Path(arg), command[index + 1 :]
-    return None
 
 
 def local_imports(program: Path) -> tuple[list[Path], list[str]]:

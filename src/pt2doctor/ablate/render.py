@@ -11,7 +11,7 @@ from rich.table import Table
 
 from pt2doctor.ablate.types import FAILURE_STATUSES, AblateReport, Repro, Rung, Toggle, Verified
 from pt2doctor.analysis.paths import shorten_paths
-from pt2doctor.report.markdown import md_code, md_table, md_text
+from pt2doctor.report.format import md_code, md_table, md_text
 
 
 def _style(status: str) -> str:

@@ -19,14 +19,14 @@ from typing import Any
 from pt2doctor.ablate.classify import LADDER, conclusion, eager_failure, first_failure, layer_of
 from pt2doctor.ablate.driver import guarded, ladder, verify_repro
 from pt2doctor.ablate.minifier import minify, repro_after
-from pt2doctor.ablate.program_repro import program_of, write_program_repro
+from pt2doctor.ablate.program_repro import write_program_repro
 from pt2doctor.ablate.script_opcheck import (
     OPCHECK_BACKEND_ENV,
     OPCHECK_EAGER_ENV,
     PLUGIN,
     custom_op_runs,
 )
-from pt2doctor.ablate.script_repro import header, repro_imports, write_script_repro
+from pt2doctor.ablate.script_repro import header, program_of, repro_imports, write_script_repro
 from pt2doctor.ablate.script_toggles import PLUGIN as NO_HOOKS_PLUGIN
 from pt2doctor.ablate.signature import failure_signature
 from pt2doctor.analysis.userside.causes import custom_ops_named

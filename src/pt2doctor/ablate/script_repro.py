@@ -101,6 +101,14 @@ def standalone_note(missing: list[str]) -> str:
     return "" if not missing else "NOT STANDALONE: " + "; ".join(missing) + "\n"
 
 
+def program_of(command: list[str]) -> tuple[Path, list[str]] | None:
+    """The Python file a command runs and its arguments (None: it runs no ``.py`` file)."""
+    for index, arg in enumerate(command):
+        if arg.endswith(".py") and Path(arg).is_file():
+            return Path(arg), command[index + 1 :]
+    return None
+
+
 def copied_modules(imports: list[str]) -> list[str]:
     """The modules beside a repro its import lines name."""
     return sorted({line.split()[1] for line in imports if line.startswith("import")})
@@ -262,8 +270,6 @@ def write_script_repro(
             "graphs Inductor compiles): the program is its own repro",
         }
     compile_id, graph = found
-    from pt2doctor.ablate.program_repro import program_of
-
     found_program = program_of(command)
     program = found_program[0] if found_program else Path(command[-1])
     out.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,8 @@ from pt2doctor.capture.frames import user_frames
 from pt2doctor.cases.align import align_cell, custom_op_calls, run_cell
 from pt2doctor.cases.case import Case, Cell, cells
 from pt2doctor.cases.loader import spec_case
-from pt2doctor.workers import Emit, exit_now, one_line, serve
+from pt2doctor.forkserver import exit_now
+from pt2doctor.workers import Emit, one_line, serve
 
 # A toggle's name -> the compiler setting it changes for one trial.
 TOGGLES = ("fallback_random", "emulate_precision_casts", "no_user_hooks")

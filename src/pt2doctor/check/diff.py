@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.analysis.diff.reports import Change, Diff, Noise, environment_changes, time_change
+from pt2doctor.analysis.diff.change import Change, Noise, time_change
+from pt2doctor.analysis.diff.reports import Diff, environment_changes
 from pt2doctor.check.types import ALIGNED, verdict_rank
 
 Report = dict[str, Any]

@@ -10,8 +10,7 @@ from pt2doctor.analysis.text import counted
 from pt2doctor.check.cost import cost_line
 from pt2doctor.check.types import ALIGNED, CheckReport, Distribution, Steady, VariantRow
 from pt2doctor.check.views import shown_value, worst_tensor
-from pt2doctor.report.format import frame_name, ms_text, seconds_text
-from pt2doctor.report.markdown import md_code, md_table, md_text
+from pt2doctor.report.format import frame_name, md_code, md_table, md_text, ms_text, seconds_text
 
 Report = CheckReport
 MAX_ROWS = 30

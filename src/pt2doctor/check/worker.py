@@ -19,7 +19,8 @@ from pt2doctor.cases.case import Case, Cell, cells
 from pt2doctor.cases.loader import spec_case
 from pt2doctor.cases.variants import CompileVariant, compile_model
 from pt2doctor.check.timing import GroupModels, memory_now, timed_step
-from pt2doctor.workers import Emit, exit_now, one_line, serve
+from pt2doctor.forkserver import exit_now
+from pt2doctor.workers import Emit, one_line, serve
 
 
 def _case_and_cells(spec: dict[str, Any]) -> tuple[Case, list[Cell]]:

@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (0 ok, 1 findings/strict failures, 2 bad input)."""
     code = _run(sys.argv[1:] if argv is None else argv)
     if argv is None and "torch" in sys.modules:  # a finished command: skip the teardown
-        from pt2doctor.workers import exit_now
+        from pt2doctor.forkserver import exit_now
 
         exit_now(code)
     return code

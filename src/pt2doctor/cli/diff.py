@@ -10,7 +10,8 @@ import click
 import orjson
 from rich.console import Console
 
-from pt2doctor.analysis.diff.reports import Noise, diff_reports
+from pt2doctor.analysis.diff.change import Noise
+from pt2doctor.analysis.diff.reports import diff_reports
 from pt2doctor.check.diff import diff_check_reports
 from pt2doctor.errors import UsageError
 from pt2doctor.report import build_report

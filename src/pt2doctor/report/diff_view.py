@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pt2doctor.analysis.text import counted
-from pt2doctor.report.markdown import md_code, md_table, md_text
+from pt2doctor.report.format import md_code, md_table, md_text
 
 DiffDict = dict[str, Any]
 # What each change kind means, in words (kinds: analysis/diff/reports.py).

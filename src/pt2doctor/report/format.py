@@ -6,6 +6,7 @@ One home, so the run, check and ablate renderers cannot drift apart (they once h
 
 from __future__ import annotations
 
+import html
 import os
 import re
 from collections.abc import Mapping
@@ -236,3 +237,38 @@ def _also(lead: Finding, others: list[Finding]) -> list[str]:
         f"recompiles of {len(frames)} frames {split} ({listed}){state}",
         *(f"{m['code']}: {_after_shared(lead['title'], m['title'])}" for m in rest),
     ]
+
+
+# Markdown's pieces, shared by the run, check, ablate and diff documents.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+
+def md_text(value: object) -> str:
+    """Plain text safe in a Markdown paragraph or table cell (one line)."""
+    text = " ".join(str(value).split())
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
+
+
+def md_code(value: object) -> str:
+    """Monospace text (one line). An HTML ``<code>`` element rather than a backtick span, so a
+    backtick in the text cannot end it; its content is escaped like any text (GitHub parses
+    Markdown inside inline HTML)."""
+    text = md_text(value)
+    return f"<code>{text}</code>" if text else ""
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """Table lines; cells must already be escaped (md_text / md_code)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+NOTHING_TO_FIX = "Nothing needs fixing: the findings below are for reference."
+
+
+def only_info(report: Mapping[str, Any]) -> bool:
+    """Findings, every one of them ``info``, in a report that has a plan (before 2026-12-01 a
+    report had none, so its empty plan says nothing)."""
+    findings = report.get("findings") or []
+    return "plan" in report and bool(findings) and all(f["severity"] == "info" for f in findings)

@@ -18,7 +18,7 @@ from pt2doctor.analysis.paths import display_path
 from pt2doctor.analysis.recompiles.changes import kind_words
 from pt2doctor.analysis.recompiles.frame_names import compiled_at_label
 from pt2doctor.analysis.text import counted
-from pt2doctor.report.markdown import md_code, md_table, md_text
+from pt2doctor.report.format import md_code, md_table, md_text
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -7,8 +7,6 @@ in code spans, emphasis and link characters in text).
 
 from __future__ import annotations
 
-import html
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,12 +15,17 @@ from pt2doctor.analysis.coldstart.explain import PHASE_LABELS, phases_in_order
 from pt2doctor.analysis.paths import shorten_paths
 from pt2doctor.analysis.text import counted
 from pt2doctor.report.format import (
+    NOTHING_TO_FIX,
     advice_parts,
     built_line,
     compile_names,
     file_name,
     grouped_findings,
     hot_break,
+    md_code,
+    md_table,
+    md_text,
+    only_info,
     plan_saving,
     source_where,
     warm_start_estimate,
@@ -32,28 +35,6 @@ from pt2doctor.report.types import GraphBreak, RunReport, Source
 Report = RunReport
 MAX_FINDINGS = 20
 MAX_ROWS = 30
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
-
-
-def md_text(value: object) -> str:
-    """Plain text safe in a Markdown paragraph or table cell (one line)."""
-    text = " ".join(str(value).split())
-    return _MD_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
-
-
-def md_code(value: object) -> str:
-    """Monospace text (one line). An HTML ``<code>`` element rather than a backtick span, so a
-    backtick in the text cannot end it; its content is escaped like any text (GitHub parses
-    Markdown inside inline HTML)."""
-    text = md_text(value)
-    return f"<code>{text}</code>" if text else ""
-
-
-def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    """Table lines; cells must already be escaped (md_text / md_code)."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return [*lines, ""]
 
 
 def _where(item: Source | None) -> str:
@@ -79,16 +60,6 @@ def _headline(report: Report) -> list[str]:
     if report.get("redacted"):
         lines += ["_Redacted: source lines removed, paths made relative._", ""]
     return lines
-
-
-NOTHING_TO_FIX = "Nothing needs fixing: the findings below are for reference."
-
-
-def only_info(report: Report) -> bool:
-    """Findings, every one of them ``info``, in a report that has a plan (before 2026-12-01 a
-    report had none, so its empty plan says nothing)."""
-    findings = report.get("findings") or []
-    return "plan" in report and bool(findings) and all(f["severity"] == "info" for f in findings)
 
 
 def _plan(report: Report) -> list[str]:

@@ -12,16 +12,17 @@ from rich.table import Table
 from pt2doctor.analysis.paths import display_path, shorten_paths
 from pt2doctor.analysis.text import counted
 from pt2doctor.report.format import (
+    NOTHING_TO_FIX,
     advice_parts,
     built_line,
     compile_names,
     grouped_findings,
+    only_info,
     plan_saving,
     report_inputs,
     warm_start_estimate,
 )
 from pt2doctor.report.frame_story import frame_stories, headline_counts, story_terminal
-from pt2doctor.report.markdown import NOTHING_TO_FIX, only_info
 from pt2doctor.report.types import Finding, Frame, GraphBreak, Ranks, RunReport, Summary
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}

@@ -19,11 +19,11 @@ from pt2doctor.report.format import (
     cut,
     grouped_findings,
     hot_break,
+    only_info,
     plan_saving,
     report_inputs,
     source_where,
 )
-from pt2doctor.report.markdown import only_info
 from pt2doctor.report.rank_views import ranks
 from pt2doctor.report.sections import Section, environment_rows
 from pt2doctor.report.types import Compile, FailedGuard, RunReport

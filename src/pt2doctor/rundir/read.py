@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from pt2doctor.rundir import CHECK_RESULTS, COUNTERS_DIR, MANIFEST, PROBES_FILE
-from pt2doctor.trace.types import Manifest
 
 if TYPE_CHECKING:  # the trace model is not needed to tell a run directory apart (report --help)
-    from pt2doctor.trace.types import ProbeData
+    from pt2doctor.trace.types import Manifest, ProbeData
+
 _RESUME_KEY = re.compile(r"^(?P<file>.*):torch_dynamo_resume_in_(?P<fn>.+)_at_(?P<line>\d+)$")
 
 
@@ -47,7 +47,7 @@ def load_manifest(run_dir: Path) -> Manifest:
         data = orjson.loads((run_dir / MANIFEST).read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return {}
-    return cast(Manifest, data) if isinstance(data, dict) else {}
+    return cast("Manifest", data) if isinstance(data, dict) else {}
 
 
 def _break_key(key: str) -> tuple[str, str, int] | None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
 from pt2doctor.errors import UsageError
 from pt2doctor.rundir import FORMAT_VERSION, MANIFEST
-from pt2doctor.trace.types import Manifest
+
+if TYPE_CHECKING:
+    from pt2doctor.trace.types import Manifest
 
 
 def default_run_dir(kind: str) -> Path:

@@ -16,10 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pt2doctor.analysis.coldstart.cache_diff import graphs_by_place
-from pt2doctor.analysis.diff.reports import (
-    Change,
-    _name,  # the file-name key every diff matches by
-)
+from pt2doctor.analysis.diff.change import Change, file_name
 
 Report = Mapping[str, Any]
 _ORDER = re.compile(r"_\d+$")
@@ -29,7 +26,7 @@ MAX_NAMED = 4
 
 
 def _where(line: Mapping[str, Any] | None) -> str:
-    return "" if not line else f"{_name(line['file'])}:{line['line']}"
+    return "" if not line else f"{file_name(line['file'])}:{line['line']}"
 
 
 def _stem(kernel: Mapping[str, Any]) -> str:
@@ -41,7 +38,7 @@ def _lines_ops(row: Mapping[str, Any]) -> dict[tuple[str, str], tuple[int, int]]
     """(file name, code) -> (ops, line number) of a graph's lines."""
     graph = row.get("graph") or {}
     return {
-        (_name(line["file"]), str(line["code"])): (int(line["ops"]), int(line["line"]))
+        (file_name(line["file"]), str(line["code"])): (int(line["ops"]), int(line["line"]))
         for line in graph.get("by_line", [])
     }
 
@@ -59,7 +56,7 @@ def _unrolled(report: Report) -> dict[str, set[tuple[str, str]]]:
         graph = _GRAPH_OF.match(str(finding["evidence"][1]))
         site, _, code = str(finding["evidence"][0]).partition(": ")
         if graph:
-            found.setdefault(graph[1], set()).add((_name(site.rsplit(":", 1)[0]), code))
+            found.setdefault(graph[1], set()).add((file_name(site.rsplit(":", 1)[0]), code))
     return found
 
 

@@ -17,7 +17,7 @@ from pathlib import PurePath
 from typing import Any
 
 from pt2doctor.analysis.coldstart.caches import full_components
-from pt2doctor.analysis.diff.reports import Change
+from pt2doctor.analysis.diff.change import Change
 
 Report = Mapping[str, Any]
 # The caches whose lookups are keyed by the graph (Triton's autotune cache is per kernel).

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 from pt2doctor._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from pt2doctor.analysis.diff.reports import Change, Diff, diff_reports
+    from pt2doctor.analysis.diff.change import Change
+    from pt2doctor.analysis.diff.reports import Diff, diff_reports
 
 _HOMES = {
-    "Change": "reports",
+    "Change": "change",
     "Diff": "reports",
     "diff_reports": "reports",
 }

@@ -13,34 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import PurePath
 from typing import Any
+
+from pt2doctor.analysis.diff.change import Change, Noise, file_name, time_change
 
 Report = dict[str, Any]
 ENV_KEYS = ("torch_version", "torch_commit", "python_version", "triton_version", "cuda_version",
             "gpu", "config_changes")  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Noise:
-    """A time change counts when it exceeds both floors."""
-
-    rel: float = 0.25
-    compile_s: float = 1.0
-    per_call_s: float = 0.0005
-
-
-@dataclass
-class Change:
-    """One difference. ``regression``: it makes B worse than A (what --fail-on-regression
-    fails on); ``before``/``after`` are the two values (None where absent)."""
-
-    kind: str
-    subject: str
-    before: Any
-    after: Any
-    regression: bool
-    detail: str = ""
 
 
 @dataclass
@@ -62,17 +41,12 @@ class Diff:
         }
 
 
-def _name(path: str | None) -> str:
-    """A file's name: the key part that survives another checkout, machine or --redact."""
-    return PurePath(path or "").name
-
-
 def _site_key(site: dict[str, Any]) -> str:
-    return f"{_name(site.get('file'))}:{site.get('line')} {site.get('function')}"
+    return f"{file_name(site.get('file'))}:{site.get('line')} {site.get('function')}"
 
 
 def _frame_key(frame: dict[str, Any]) -> str:
-    return f"{frame['function']} ({_name(frame['file'])}:{frame['line']})"
+    return f"{frame['function']} ({file_name(frame['file'])}:{frame['line']})"
 
 
 _RESUME_LINE = re.compile(r"_at_\d+$")
@@ -80,12 +54,12 @@ _RESUME_LINE = re.compile(r"_at_\d+$")
 
 def _site_identity(site: dict[str, Any]) -> tuple[str, str, str]:
     """A site without its line: file name, function, code (an edit above it moves the line)."""
-    return (_name(site.get("file")), str(site.get("function")), str(site.get("code") or ""))
+    return (file_name(site.get("file")), str(site.get("function")), str(site.get("code") or ""))
 
 
 def _frame_identity(frame: dict[str, Any]) -> tuple[str, str]:
     """A frame without its line: file name, function (a resume's ``_at_<line>`` dropped)."""
-    return (_name(frame.get("file")), _RESUME_LINE.sub("", str(frame.get("function"))))
+    return (file_name(frame.get("file")), _RESUME_LINE.sub("", str(frame.get("function"))))
 
 
 def _matched(
@@ -230,26 +204,7 @@ def _display_key(frame: dict[str, Any]) -> str:
     """``Cls.forward (file:line)``: the frame as the report names it (its ``display_name``,
     absent before 2026-11), the function's name otherwise."""
     name = frame.get("display_name") or frame["function"]
-    return f"{name} ({_name(frame['file'])}:{frame['line']})"
-
-
-def _slower(before: float | None, after: float | None, floor: float, noise: Noise) -> bool:
-    if before is None or after is None:
-        return False
-    return after - before > floor and after > before * (1 + noise.rel)
-
-
-def _faster(before: float | None, after: float | None, floor: float, noise: Noise) -> bool:
-    return _slower(after, before, floor, noise)
-
-
-def time_change(kind: str, subject: str, before: Any, after: Any, floor: float,
-                 noise: Noise) -> list[Change]:  # fmt: skip
-    if _slower(before, after, floor, noise):
-        return [Change(kind, subject, before, after, True, "slower beyond noise")]
-    if _faster(before, after, floor, noise):
-        return [Change(kind, subject, before, after, False, "faster beyond noise")]
-    return []
+    return f"{name} ({file_name(frame['file'])}:{frame['line']})"
 
 
 def _per_call(report: Report) -> dict[str, float]:
@@ -293,7 +248,7 @@ def environment_changes(a: Report, b: Report) -> list[Change]:
 def diff_reports(a: Report, b: Report, noise: Noise | None = None,
                  names: tuple[str, str] = ("A", "B")) -> Diff:  # fmt: skip
     """Every difference from report ``a`` to report ``b`` that matters, regressions marked."""
-    from pt2doctor.analysis.built.graph_diff import graph_changes  # they build on Change
+    from pt2doctor.analysis.built.graph_diff import graph_changes  # loaded on first use
     from pt2doctor.analysis.coldstart.cache_diff import cache_miss_causes
     from pt2doctor.analysis.time.diff import profile_changes
 

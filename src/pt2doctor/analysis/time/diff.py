@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pt2doctor.analysis.diff.reports import Change, Noise, time_change
+from pt2doctor.analysis.diff.change import Change, Noise, time_change
 
 KERNEL_FLOOR_MS = 0.01
 """A kernel's change counts above this (and the relative floor)."""

@@ -1,0 +1,56 @@
+"""One difference between two reports (:class:`Change`), the noise floors a time change must
+exceed (:class:`Noise`), and what every diff matches by: the pieces analysis/diff/reports.py
+and the diffs of each concern (built/graph_diff.py, coldstart/cache_diff.py, time/diff.py)
+share, so none of them imports another."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Noise:
+    """A time change counts when it exceeds both floors."""
+
+    rel: float = 0.25
+    compile_s: float = 1.0
+    per_call_s: float = 0.0005
+
+
+@dataclass
+class Change:
+    """One difference. ``regression``: it makes B worse than A (what --fail-on-regression
+    fails on); ``before``/``after`` are the two values (None where absent)."""
+
+    kind: str
+    subject: str
+    before: Any
+    after: Any
+    regression: bool
+    detail: str = ""
+
+
+def file_name(path: str | None) -> str:
+    """A file's name: the key part that survives another checkout, machine or --redact."""
+    return PurePath(path or "").name
+
+
+def _slower(before: float | None, after: float | None, floor: float, noise: Noise) -> bool:
+    if before is None or after is None:
+        return False
+    return after - before > floor and after > before * (1 + noise.rel)
+
+
+def _faster(before: float | None, after: float | None, floor: float, noise: Noise) -> bool:
+    return _slower(after, before, floor, noise)
+
+
+def time_change(kind: str, subject: str, before: Any, after: Any, floor: float,
+                 noise: Noise) -> list[Change]:  # fmt: skip
+    if _slower(before, after, floor, noise):
+        return [Change(kind, subject, before, after, True, "slower beyond noise")]
+    if _faster(before, after, floor, noise):
+        return [Change(kind, subject, before, after, False, "faster beyond noise")]
+    return []
