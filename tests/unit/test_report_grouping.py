@@ -1,11 +1,13 @@
 """One root cause reads as one block (report/format.py grouped_findings) and the evidence of
-every layer's recompile as one line (analysis/text.py merged_runs)."""
+every layer's recompile as one line (analysis/recompiles/outlook.py merged_change_lines)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.analysis.text import merged_runs
+from pt2doctor.analysis.recompiles.changes import SourceChange
+from pt2doctor.analysis.recompiles.outlook import merged_change_lines
+from pt2doctor.analysis.recompiles.sources import user_expr
 from pt2doctor.report.format import grouped_findings
 
 
@@ -31,16 +33,40 @@ def test_findings_of_one_cause_show_as_one_with_the_tried_advice() -> None:
     assert grouped_findings([alone]) == [alone]
 
 
-def test_evidence_of_consecutive_recompiles_that_differ_by_numbers_is_one_line() -> None:
-    lines = [
-        f"0/{i} vs 0/{i - 1}: cache.layers[{i - 1}].ready flag False → True" for i in (1, 2, 3)
+def _change(source: str, kind: str, old: str, new: str) -> SourceChange:
+    return SourceChange(user_expr(source), kind, old, new)
+
+
+def test_evidence_of_consecutive_recompiles_of_one_value_is_one_line() -> None:
+    items: list[tuple[str, str | None, SourceChange]] = [
+        (f"0/{i}", f"0/{i - 1}", _change(f"cache.layers[{i - 1}].ready", "flag", "False", "True"))
+        for i in (1, 2, 3)
     ]
-    lines += ["0/4 vs 0/0: self.training flag True → False"]
-    lines += [f"0/{i} vs 0/{i - 1}: self.idx value {i - 1} → {i}" for i in (5, 6, 7)]
-    assert merged_runs(lines) == [
+    items += [("0/4", "0/0", _change("self.training", "flag", "True", "False"))]
+    items += [(f"0/{i}", f"0/{i - 1}", _change("self.idx", "value", str(i - 1), str(i)))
+              for i in (5, 6, 7)]  # fmt: skip
+    assert merged_change_lines(items) == [
         "0/1–0/3: cache.layers[0..2].ready flag False → True",
         "0/4 vs 0/0: self.training flag True → False",
-        "0/5–0/7: self.idx value 4..6 → 5..7",
+        "0/5–0/7: self.idx value 4 → 5 → 6 → 7",
     ]
-    two = lines[:2]  # fewer than three: kept as they are
-    assert merged_runs(two) == two
+    two = items[:2]  # fewer than three: kept as they are
+    assert merged_change_lines(two) == [
+        "0/1 vs 0/0: cache.layers[0].ready flag False → True",
+        "0/2 vs 0/1: cache.layers[1].ready flag False → True",
+    ]
+
+
+def test_merged_values_never_read_a_number_inside_another() -> None:
+    """Sizes that grow each time read as a chain, floats whole, a counter as its ranges."""
+    sizes = [("0/1", "0/0", _change("x.shape[0]", "size", "5832", "6120")),
+             ("0/2", "0/1", _change("x.shape[0]", "size", "6120", "7040")),
+             ("0/3", "0/2", _change("x.shape[0]", "size", "7040", "7962"))]  # fmt: skip
+    assert merged_change_lines(sizes) == ["0/1–0/3: x.shape[0] size 5832 → 6120 → 7040 → 7962"]
+    floats = [(f"0/{i}", "0/0", _change("self.p", "value", "0.1", v))
+              for i, v in enumerate(("0.21", "0.22499999999999998", "0.3"), 1)]  # fmt: skip
+    (line,) = merged_change_lines(floats)
+    assert line == "0/1–0/3: self.p value 0.1 → 0.21, 0.1 → 0.22499999999999998, 0.1 → 0.3"
+    counter = [(f"0/{i}", f"0/{i - 1}", _change("self.n", "value", str(2 * i), str(2 * i + 2)))
+               for i in (1, 3, 5)]  # fmt: skip
+    assert merged_change_lines(counter) == ["0/1, 0/3, 0/5: self.n value 2..10 → 4..12"]

@@ -29,11 +29,11 @@ from pt2doctor.analysis.recompiles.frame_names import compiled_at_label, frame_n
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FailureEntry, FrameEntry, Ledger
 from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
-    change_line,
     explain_frames,
+    merged_change_lines,
     settled,
 )
-from pt2doctor.analysis.text import counted, id_ranges, merged_runs
+from pt2doctor.analysis.text import counted, id_ranges
 from pt2doctor.trace.records import ParseStats
 from pt2doctor.trace.types import SourceLine
 
@@ -178,13 +178,13 @@ def _recompile_finding(frame: FrameEntry, explanation: FrameExplanation) -> Find
     # first lines still names every recompile (a decode step's layout change, not only the
     # prefill's three changes).
     rounds = itertools.zip_longest(*(item.changes for item in items))
-    lines = [
-        change_line(item.compile_id, item.compared_with, change)
+    changed = [
+        (item.compile_id, item.compared_with, change)
         for row in rounds
         for item, change in zip(items, row, strict=True)
         if change is not None
     ]
-    evidence += merged_runs(lines)[:11]  # one line for what every layer's recompile changed
+    evidence += merged_change_lines(changed)[:11]  # one line for every layer's same change
     return Finding(
         severity=_recompile_severity(frame, explanation),
         code="recompiles",

@@ -18,6 +18,7 @@ value every call will hit ``recompile_limit`` and then run eagerly. The rules:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from pt2doctor.analysis.recompiles.changes import (
 from pt2doctor.analysis.recompiles.ledger import FrameEntry, produced_code
 from pt2doctor.analysis.recompiles.sources import UserExpr, human_source
 from pt2doctor.analysis.recompiles.variant_values import guard_values, value_of
-from pt2doctor.analysis.text import counted
+from pt2doctor.analysis.text import counted, id_ranges
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import SourceLine
 
@@ -455,6 +456,98 @@ def explain_frames(
         at = {cid: None if item is None else item.frame_calls for cid, item in own.items()}
         explanations.append(explain_frame(frame, calls, late, environment, at))
     return explanations
+
+
+MERGE_MIN = 3
+"""Consecutive recompiles that change the same value (one per decoder layer, a counter) are
+one evidence line from this many on."""
+MAX_CHAIN = 6
+
+
+def merged_change_lines(items: list[tuple[str, str | None, SourceChange]]) -> list[str]:
+    """Evidence lines, one per (compile id, the variant it was compared with, change), with
+    the changes of consecutive recompiles to the same value merged into one line, from the
+    changes themselves: ``0/1–0/5: cache.layers[0..4].ready flag False → True`` (the same
+    change at each index), ``0/5–0/7: self.idx value 4..6 → 5..7`` (a counter),
+    ``0/1–0/4: x.shape[0] size 5832 → 6120 → 7040 → 7962`` (each new value the next old)."""
+    lines: list[str] = []
+    start = 0
+    while start < len(items):
+        end = start + 1
+        key = _merge_key(items[start][2])
+        while end < len(items) and _merge_key(items[end][2]) == key:
+            end += 1
+        run = items[start:end]
+        if len(run) >= MERGE_MIN:
+            lines.append(_merged_line(run))
+        else:
+            lines += [change_line(*item) for item in run]
+        start = end
+    return lines
+
+
+def _merge_key(change: SourceChange) -> tuple[str, str, bool, int, bool]:
+    """Changes with one key merge; an unknown value (a refused compile's) stands alone."""
+    known = change.old is not None and change.new is not None
+    return (change.expr.pattern, change.kind, change.dynamic, change.count, known)
+
+
+def _index_text(changes: list[SourceChange]) -> str:
+    """The changes' common pattern with each ``[*]`` as the range of its indices."""
+    pattern = changes[0].expr.pattern
+    if changes[0].count > 1 or not changes[0].expr.indices:
+        return changes[0].label
+    columns = list(zip(*(c.expr.indices for c in changes), strict=False))
+    pieces = pattern.split("[*]")
+    text = pieces[0]
+    for column, piece in zip(columns, pieces[1:], strict=False):
+        low, high = min(column), max(column)
+        text += f"[{low}]" if low == high else f"[{low}..{high}]"
+        text += piece
+    return text
+
+
+def _ints(values: list[str | None]) -> list[int] | None:
+    try:
+        return [int(str(value)) for value in values]
+    except ValueError:
+        return None
+
+
+def _values_text(changes: list[SourceChange]) -> str:
+    """What the run of changes did to the value: one ``old → new`` when all did the same, a
+    chain when each new value is the next one's old, ranges for a counter (both sides
+    stepping alike), else the pairs."""
+    olds, news = [c.old for c in changes], [c.new for c in changes]
+    if len(set(olds)) == 1 and len(set(news)) == 1:
+        return f"{olds[0] or 'a value'} → {news[0] or 'a new value'}"
+    if all(a == b for a, b in zip(news, olds[1:], strict=False)):
+        chain = [str(olds[0]), *(str(v) for v in news)]
+        numbers = _ints(list(chain))
+        if len(chain) > 4 and numbers is not None and _steps_alike(numbers):
+            return f"{chain[0]} → {chain[1]} → … → {chain[-1]}"  # a counter, or a growing size
+        if len(chain) > MAX_CHAIN:
+            return " → ".join([*chain[: MAX_CHAIN - 1], "…", chain[-1]])
+        return " → ".join(chain)
+    old_ints, new_ints = _ints(olds), _ints(news)
+    if old_ints and new_ints and _steps_alike(old_ints) and _steps_alike(new_ints):
+        return f"{old_ints[0]}..{old_ints[-1]} → {new_ints[0]}..{new_ints[-1]}"
+    pairs = [f"{old} → {new}" for old, new in zip(olds, news, strict=True)]
+    return ", ".join(pairs[:MAX_CHAIN]) + (", …" if len(pairs) > MAX_CHAIN else "")
+
+
+def _steps_alike(values: list[int]) -> bool:
+    steps = {b - a for a, b in itertools.pairwise(values)}
+    return len(steps) == 1 and steps != {0}
+
+
+def _merged_line(run: list[tuple[str, str | None, SourceChange]]) -> str:
+    changes = [change for _, _, change in run]
+    first = changes[0]
+    dynamic = " (now dynamic)" if first.dynamic else ""
+    kind = kind_words(first.kind, first.source)
+    ids = id_ranges([compile_id for compile_id, _, _ in run])
+    return f"{ids}: {_index_text(changes)} {kind}{_values_text(changes)}{dynamic}"
 
 
 def change_line(compile_id: str, compared_with: str | None, change: SourceChange) -> str:

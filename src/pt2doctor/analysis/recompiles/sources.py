@@ -89,6 +89,9 @@ class UserExpr(NamedTuple):
     """The attribute it ends in (``training`` for ``self.h[0].drop.training``), else None."""
     length_of: str | None = None
     """For ``len(x)`` (a dict's length, from its guarded keys): ``x``, else None."""
+    indices: tuple[int, ...] = ()
+    """Its integer indices, in order (``(2,)`` for ``layers[2].keys``): what :attr:`pattern`
+    stands ``*`` for."""
 
     def collapsed(self) -> UserExpr:
         """This expression standing for every index: its text is its pattern."""
@@ -131,6 +134,7 @@ def user_expr(source: str) -> UserExpr:
         else "items",
         call_form=_KWARG.sub(r"\1", text),
         leaf=leaf.group(1) if (leaf := _LEAF.search(text)) else None,
+        indices=tuple(int(index) for index in _INDEX.findall(text)),
     )
 
 
