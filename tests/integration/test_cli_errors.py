@@ -205,3 +205,29 @@ def test_bad_multi_rank_options(args: list[str], tmp_path: Path, monkeypatch, ca
     captured = capsys.readouterr()
     _assert_one_error_line(captured.err, captured.out)
     assert not (tmp_path / "out").exists()  # nothing was started
+
+
+def test_a_missing_program_and_a_script_that_is_not_executable_are_one_line_each(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """``python trian.py`` (a typo) and ``run -- exits3.py`` (a script without its interpreter,
+    not executable) are told apart before anything starts: one line each, exit 2, no run
+    directory."""
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "exits3.py"
+    script.write_text("raise SystemExit(3)\n")
+    for command, says in (
+        ([sys.executable, "trian.py"], "no such file: trian.py"),
+        (["./exits3.py"], "./exits3.py is not executable (a Python script: `pt2doctor run -- "
+                          "python ./exits3.py`)"),
+        (["./nowhere.py"], "no such file: ./nowhere.py"),
+    ):  # fmt: skip
+        assert main(["run", "--out", "out", "--", *command]) == 2
+        captured = capsys.readouterr()
+        _assert_one_error_line(captured.err, captured.out)
+        assert says in captured.err
+        assert not (tmp_path / "out").exists()
+    # The same script made executable runs (its own exit code comes back).
+    script.write_text("#!" + sys.executable + "\nraise SystemExit(3)\n")
+    script.chmod(0o755)
+    assert main(["run", "--out", "out", "--", "./exits3.py"]) == 3

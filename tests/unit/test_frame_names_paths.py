@@ -195,3 +195,14 @@ def test_a_wrapper_taking_args_names_the_class_of_args_0() -> None:
     step = frame("step", "/app/train.py", SourceLine("/app/main.py", 3, "main"), None)
     step.compiles[0].record.first_arg_type = llama
     assert display_name(step) == "step"
+
+
+def test_a_run_reported_from_inside_its_own_directory_is_named_dot() -> None:
+    """`pt2doctor report .` in a run directory: its logs read as trace/x.log, and the title
+    names the directory (it said 'pt2doctor report — ?')."""
+    from pt2doctor.report.format import report_inputs
+
+    report = {"run": {}, "inputs": {"paths": ["trace/dedicated_log_torch_trace_x.log"]}}
+    assert report_inputs(report) == ["."]
+    report["inputs"]["paths"] = ["runs/a/trace/dedicated_log_torch_trace_x.log"]
+    assert report_inputs(report) == ["runs/a"]

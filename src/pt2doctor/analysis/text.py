@@ -36,5 +36,3 @@ def id_ranges(compile_ids: list[str]) -> str:
         else:
             parts.extend(f"{frame}/{n}" for _, n in run)
     return ", ".join(parts)
-
-

@@ -8,6 +8,7 @@ inherit TORCH_TRACE and the probes' bootstrap, and torch names each worker's log
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -57,6 +58,33 @@ def _program(command: list[str]) -> tuple[str, list[str]]:
             "give `train.py ARGS` or `-m module ARGS`"
         )
     return interpreter, command
+
+
+def check_program(command: list[str]) -> None:
+    """A one-line error, before anything starts, for a program that cannot be run: a script
+    that does not exist (``python trian.py``), or one given without its interpreter that is
+    not executable (``pt2doctor run -- train.py``)."""
+    if not command:
+        return
+    first = command[0]
+    if _is_python(first):
+        script = next((arg for arg in command[1:] if not arg.startswith("-")), None)
+        flags = command[1 : command.index(script)] if script else []
+        if script is None or any(flag in ("-m", "-c") or flag.startswith(("-m", "-c"))
+                                 for flag in flags):  # fmt: skip
+            return
+        if not Path(script).exists():
+            raise UsageError(f"no such file: {script} (the program {Path(first).name} would run)")
+        return
+    path = Path(first)
+    if "/" not in first and not path.exists():
+        return  # a command on PATH (torchrun, a shell script's name)
+    if not path.exists():
+        raise UsageError(f"no such file: {first}")
+    if path.is_file() and not os.access(path, os.X_OK):
+        hint = f" (a Python script: `pt2doctor run -- python {first}`)" if first.endswith(
+            ".py") else ""  # fmt: skip
+        raise UsageError(f"{first} is not executable{hint}")
 
 
 def launch_argv(command: list[str], launch: Launch | None) -> list[str]:

@@ -25,7 +25,7 @@ from typing import IO, Any
 import pt2doctor
 from pt2doctor.capture.child import BACKEND_ENV, RUN_DIR_ENV, TRY_FIX_ENV
 from pt2doctor.capture.fusion import FUSION_ENV
-from pt2doctor.capture.launch import Launch, launch_argv
+from pt2doctor.capture.launch import Launch, check_program, launch_argv
 from pt2doctor.capture.options import RunOptions, manifest_settings
 from pt2doctor.capture.profile import DEFAULT_SECONDS, DEFAULT_WARMUP, PROFILE_ENV
 from pt2doctor.errors import UsageError
@@ -152,6 +152,7 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
     """Run ``options.command``; return the completed manifest (also written to the run dir)."""
     if not options.command:
         raise UsageError("no command to run: use `pt2doctor run -- python script.py ARGS`")
+    check_program(options.command)
     argv = launch_argv(options.command, options.launch)
     require_fresh_dir(options.out)
     try:

@@ -208,7 +208,7 @@ def report_inputs(report: Mapping[str, Any]) -> list[str]:
     paths = [str(path) for path in report["inputs"]["paths"]]
     folders = {os.path.dirname(path) for path in paths}
     if "run" in report and len(folders) == 1 and os.path.basename(next(iter(folders))) == "trace":
-        return [os.path.dirname(next(iter(folders)))]
+        return [os.path.dirname(next(iter(folders))) or "."]  # `report .` inside the run dir
     return paths
 
 
