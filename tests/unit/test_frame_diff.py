@@ -45,8 +45,12 @@ def test_frame_line_names_both_cause_sets() -> None:
         "variants 5 → 2; causes {attribute_value, size} → {python_constant}; "
         "compile time 77 s → 12 s; bounded → bounded"
     )
-    assert change.regression is True  # a cause that was not there before
+    # Fewer variants is the better side, whatever the causes: the other way round is the
+    # regression, so A → B and B → A never both are (issue 39).
+    assert change.regression is False
     assert (change.before, change.after) == (5, 2)
+    (back,) = [c for c in diff_reports(after, before).changes if c.kind == "frame"]
+    assert back.regression is True
 
 
 def test_fewer_variants_with_the_same_causes_is_not_a_regression() -> None:
@@ -134,9 +138,17 @@ def test_a_cause_that_moved_in_from_a_frame_gone_in_b_is_not_a_regression() -> N
     (change,) = [c for c in diff_reports(before, after).changes if c.kind == "frame"]
     assert change.regression is False
     assert change.detail.endswith("{attribute_value} were causes of frames that are gone in B")
-    worse = report(3, ["size", "python_constant"], 9.0, True)
+    # A cause added that no gone frame had, none lost: a regression; one cause traded for
+    # another at the same variant count is a change either way, a regression neither way.
+    worse = report(3, ["size", "grad_mode"], 9.0, True)
+    worse["frames"][0]["recompiles"][1]["failed_guards"].append({"category": "python_constant"})
     (change,) = [c for c in diff_reports(before, worse).changes if c.kind == "frame"]
     assert change.regression is True
+    traded = report(3, ["size", "python_constant"], 9.0, True)
+    (change,) = [c for c in diff_reports(before, traded).changes if c.kind == "frame"]
+    (back,) = [c for c in diff_reports(traded, before).changes
+               if c.kind == "frame" and c.subject.startswith("step")]  # fmt: skip
+    assert (change.regression, back.regression) == (False, False)
 
 
 def test_a_stride_that_changed_with_its_tensors_size_is_not_a_cause() -> None:
@@ -157,3 +169,42 @@ def test_a_stride_that_changed_with_its_tensors_size_is_not_a_cause() -> None:
     )
     (change,) = [c for c in diff_reports(sized(False), other).changes if c.kind == "frame"]
     assert change.regression is True
+
+
+def test_an_address_in_a_config_value_is_no_environment_change() -> None:
+    """A pass set as a plain function reads ``<function p at 0x7f...>`` in the environment:
+    another process, another address, the same setting."""
+    a, b = report(1, [], 1.0, True), report(1, [], 1.0, True)
+    a["environment"] = {
+        "config_changes": {
+            "inductor": {"post_grad_custom_post_pass": "<function p at 0x7fcc40140b80>"}
+        }
+    }
+    b["environment"] = {
+        "config_changes": {
+            "inductor": {"post_grad_custom_post_pass": "<function p at 0x7f11aa2210d0>"}
+        }
+    }
+    assert not [c for c in diff_reports(a, b).changes if c.kind == "environment"]
+    b["environment"]["config_changes"]["inductor"]["post_grad_custom_post_pass"] = (
+        "<function q at 0x7f11aa2210d0>"
+    )
+    (change,) = [c for c in diff_reports(a, b).changes if c.kind == "environment"]
+    assert change.regression is False and "q" in str(change.after)
+
+
+def test_a_cache_bypass_that_became_a_hit_is_an_improvement() -> None:
+    def looked_up(status: str) -> dict[str, Any]:
+        report_ = report(1, [], 1.0, True)
+        report_["compiles"][0]["caches"] = {"fx_graph": {
+            "status": status, "key": "k", "bypass_reason":
+            "Unsupported post grad custom pass" if status == "bypass" else None}}  # fmt: skip
+        report_["cold_start"] = {"key_components": {}}
+        return report_
+
+    (fixed,) = [c for c in diff_reports(looked_up("bypass"), looked_up("hit")).changes
+                if c.kind == "cache_miss_cause"]  # fmt: skip
+    assert fixed.regression is False and "B hit where A bypassed" in fixed.detail
+    (broken,) = [c for c in diff_reports(looked_up("hit"), looked_up("bypass")).changes
+                 if c.kind == "cache_miss_cause"]  # fmt: skip
+    assert broken.regression is True and "custom pass" in broken.detail

@@ -90,7 +90,9 @@ def _ops_change(place: str, old: Mapping[str, Any], new: Mapping[str, Any],
         parts.append("ATen ops gone: " + ", ".join(sorted(aten_a - aten_b)[:MAX_NAMED]))
     for file, code in sorted(new_unrolled):
         parts.append(f"now unrolled: {file} `{code}`")
-    return Change("graph_ops", place, before, after, bool(new_unrolled), "; ".join(parts))
+    # A regression one way only: lines newly unrolled in B while none unrolled in A is gone.
+    worse = bool(new_unrolled) and not (unrolled[0] - unrolled[1])
+    return Change("graph_ops", place, before, after, worse, "; ".join(parts))
 
 
 def _aten(row: Mapping[str, Any]) -> set[str]:
@@ -141,7 +143,12 @@ def _kernels_change(place: str, old: Mapping[str, Any], new: Mapping[str, Any]) 
     parts += [f"now refused: {refused_pair(refusal)}" for refusal in fresh[:MAX_NAMED]]
     if len(fresh) > MAX_NAMED:
         parts.append(f"{len(fresh) - MAX_NAMED} more fusions refused")
-    worse = more > 0 or bool(fallbacks) or bool(fresh)
+    # Worse one way only: by the first that differs of the kernel count, the fallback count
+    # and the refused fusions (a different set of as many is a change, not a regression).
+    def weight(kernels: list[Any], refused: dict[Any, Any]) -> tuple[int, int, int]:
+        return (len(kernels), sum(k["kind"] == "fallback" for k in kernels), len(refused))
+
+    worse = weight(kernels_b, refused_b) > weight(kernels_a, refused_a)
     return Change("kernels", place, count_a, count_b, worse, "; ".join(parts))
 
 

@@ -82,6 +82,8 @@ def _detail(components: list[dict[str, Any]], same_key: bool) -> str:
 
 def _cause(place: str, cache: str, a: Report, b: Report, rows: tuple[Any, Any]) -> Change | None:
     before, after = rows[0]["caches"][cache], rows[1]["caches"][cache]
+    if {before["status"], after["status"]} == {"bypass", "hit"}:
+        return _bypass_change(place, cache, before, after)
     if after["status"] != "miss" and before["status"] != "miss":
         return None
     if after["status"] == before["status"] and before["key"] == after["key"]:
@@ -109,6 +111,16 @@ def _cause(place: str, cache: str, a: Report, b: Report, rows: tuple[Any, Any]) 
         else "B hit" + (" the entry A wrote (same key)" if same_key else ""),
         components=components,
     )
+
+
+def _bypass_change(place: str, cache: str, before: dict[str, Any], after: dict[str, Any]) -> Change:
+    """A lookup that bypassed the cache in one run and hit in the other: B hitting where A
+    bypassed is the fix working (an improvement), the other way a regression."""
+    if after["status"] == "hit":
+        detail = f"B hit where A bypassed the cache ({before.get('bypass_reason') or 'no reason'})"
+        return Change("cache_miss_cause", f"{place} {cache}", "bypass", "hit", False, detail)
+    detail = f"B bypassed the cache ({after.get('bypass_reason') or 'no reason'}) where A hit"
+    return Change("cache_miss_cause", f"{place} {cache}", "hit", "bypass", True, detail)
 
 
 def cache_miss_causes(a: Report, b: Report) -> list[Change]:

@@ -49,6 +49,26 @@ def _frame_key(frame: dict[str, Any]) -> str:
     return f"{frame['function']} ({file_name(frame['file'])}:{frame['line']})"
 
 
+def _keyed_frames(report: Report) -> dict[str, dict[str, Any]]:
+    """A report's frames by their compile identity: the code (function, file name, line), the
+    log it is in (the n-th stream, for several ranks) and, for frames of one code in one log,
+    their order. Two frames of one code never share a key, so one is never paired with the
+    other's counterpart (A's first with B's second, and the same change found both ways)."""
+    streams = {stream: index for index, stream in enumerate(report.get("inputs", {}).get(
+        "streams") or [])}  # fmt: skip
+    keyed: dict[str, dict[str, Any]] = {}
+    for frame in report["frames"]:
+        key = _frame_key(frame)
+        if len(streams) > 1:
+            key += f" [log {streams.get(frame.get('stream'), '?')}]"
+        repeat, unique = 1, key
+        while unique in keyed:
+            repeat += 1
+            unique = f"{key} #{repeat}"
+        keyed[unique] = frame
+    return keyed
+
+
 _RESUME_LINE = re.compile(r"_at_\d+$")
 
 
@@ -155,8 +175,7 @@ def _frame_line(
 
 def _frame_changes(a: Report, b: Report) -> list[Change]:
     """One ``frame`` change per frame whose variants or recompile causes differ."""
-    before = {_frame_key(frame): frame for frame in a["frames"]}
-    after = {_frame_key(frame): frame for frame in b["frames"]}
+    before, after = _keyed_frames(a), _keyed_frames(b)
     pairs = _matched(before, after, _frame_identity)
     # Recompile causes of A's frames that are gone in B: when a graph break is fixed, the
     # frames it made (the callees Dynamo compiled on their own) join their caller's frame, and
@@ -164,8 +183,7 @@ def _frame_changes(a: Report, b: Report) -> list[Change]:
     gone = [before[key] for key in before if key not in pairs.values()]
     moved = {cause for frame in gone for cause in _causes(frame)}
     changes = []
-    for frame in b["frames"]:
-        key = _frame_key(frame)
+    for key, frame in after.items():
         old = before.get(pairs.get(key, key))
         old_variants = 0 if old is None else old["variants"]
         old_causes = set() if old is None else _causes(old)
@@ -176,28 +194,44 @@ def _frame_changes(a: Report, b: Report) -> list[Change]:
         limits = (bool(old and old.get("limit_hit")), bool(frame.get("limit_hit")))
         if not variants_differ and causes == old_causes and limits[0] == limits[1]:
             continue
-        worse = (
-            frame["variants"] > old_variants
-            or bool(causes - old_causes - moved)
-            or (_bounded(frame) == "unbounded" and _bounded(old) != "unbounded")
-        )
+        worse = _frame_worse(old, frame, limits, (old_causes - causes, causes - old_causes - moved))
         line = _frame_line(a, b, old, frame, (old_causes, causes))
         came = (causes - old_causes) & moved
         if came and old is not None:
             line += f"; {_set(came)} were causes of frames that are gone in B"
-        # The recompile limit decides the outcome: past it a frame runs new inputs eagerly, so
-        # A's variant count was capped, and fewer variants in B mean less compiled.
         if limits == (True, False):
-            worse = False
             line += (
                 "; limit hit → not hit: A ran new inputs eagerly past the limit, B compiles them"
             )
         elif limits == (False, True):
-            worse = True
             line += "; limit not hit → hit: B runs new inputs eagerly past the limit"
-        subject = _display_key(frame)
+        subject = _display_key(frame) + key[len(_frame_key(frame)) :]  # its log, its order
         changes.append(Change("frame", subject, old_variants, frame["variants"], worse, line))
     return changes
+
+
+def _frame_worse(
+    old: dict[str, Any] | None,
+    new: dict[str, Any],
+    limits: tuple[bool, bool],
+    causes: tuple[set[str], set[str]],
+) -> bool:
+    """Whether B's frame is worse than A's, by the first of these that differs, so that A → B
+    and B → A never both call it a regression: the recompile limit (past it a frame runs new
+    inputs eagerly, so A's variant count was capped and fewer variants in B mean less
+    compiled), an outlook gone unbounded, more variants, then a new recompile cause (one only
+    B has, with none only A had: ``causes`` is (A's alone, B's alone, less those that moved
+    from a frame gone in B))."""
+    if limits[0] != limits[1]:
+        return limits[1]
+    unbounded = (_bounded(old) == "unbounded", _bounded(new) == "unbounded")
+    if unbounded[0] != unbounded[1]:
+        return unbounded[1]
+    old_variants = 0 if old is None else int(old["variants"])
+    if new["variants"] != old_variants:
+        return bool(new["variants"] > old_variants)
+    only_a, only_b = causes
+    return bool(only_b) and not only_a
 
 
 def _display_key(frame: dict[str, Any]) -> str:
@@ -236,13 +270,29 @@ def _timing_changes(a: Report, b: Report, noise: Noise) -> list[Change]:
     return changes
 
 
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
+
+
+def _masked(value: Any) -> Any:
+    """A value with the memory addresses of Python reprs masked (``<function pass at
+    0x7f3a...>``): another process puts the same object at another address."""
+    if isinstance(value, str):
+        return _ADDRESS.sub("0x…", value)
+    if isinstance(value, dict):
+        return {key: _masked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_masked(item) for item in value]
+    return value
+
+
 def environment_changes(a: Report, b: Report) -> list[Change]:
     env_a, env_b = a["environment"], b["environment"]
-    return [
-        Change("environment", key, env_a.get(key), env_b.get(key), False)
-        for key in ENV_KEYS
-        if env_a.get(key) != env_b.get(key)
-    ]
+    changes = []
+    for key in ENV_KEYS:
+        before, after = _masked(env_a.get(key)), _masked(env_b.get(key))
+        if before != after:
+            changes.append(Change("environment", key, before, after, False))
+    return changes
 
 
 def diff_reports(a: Report, b: Report, noise: Noise | None = None,
