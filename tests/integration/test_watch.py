@@ -96,6 +96,47 @@ def test_variants_over_the_limit_name_the_failed_guard() -> None:
     w.close()
 
 
+class Counting(torch.nn.Module):
+    """A module that counts its calls in an int attribute: a new variant per call until the
+    recompile limit (8) refuses one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.calls = 0
+
+    def forward(self, x):  # MARK:counting
+        self.calls += 1
+        return self.lin(x) * self.calls
+
+
+def test_the_compiled_module_itself_is_asserted_and_frames_read_by_name() -> None:
+    """What torch.compile returned is what a user passes: assert_max_variants(compiled, 2)
+    fails as assert_max_variants(module, 2) does (it passed, matching nothing), and the
+    refused compile at the limit is named by its frame, not '(None:None)'."""
+    module = Counting()
+    compiled = torch.compile(module, backend="eager")
+    with pt2doctor.watch() as w:
+        for _ in range(10):
+            compiled(torch.randn(2, 4))
+    frames = [f for f in w.report()["frames"] if f["function"] == "forward"]
+    assert [f["variants"] for f in frames] == [8]  # the raw count the message must say
+    for target in (compiled, module):
+        with pytest.raises(AssertionError) as failure:
+            w.assert_max_variants(target, 2)
+        assert f"Counting.forward (test_watch.py:{_line('counting')})".replace(
+            "test_watch.py", str(Path(__file__))) in str(failure.value)  # fmt: skip
+        assert "has 8 variants, more than 2" in str(failure.value)
+    with pytest.raises(AssertionError) as failure:
+        w.assert_no_recompiles()
+    message = str(failure.value)
+    assert "None:None" not in message
+    assert f"0/8 Counting.forward ({Path(__file__)}:{_line('counting')}): refused" in message
+    with pytest.raises(AssertionError, match="no compiled frame of pure"):
+        w.assert_max_variants(pure, 1)  # never compiled here: said, not passed
+    w.close()
+
+
 def test_a_compile_after_warmup_fails_with_its_guard() -> None:
     compiled = torch.compile(pure, backend="eager")
     with pt2doctor.watch() as w:

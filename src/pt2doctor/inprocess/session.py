@@ -130,15 +130,28 @@ class Watch:
     def assert_max_variants(self, fn: Callable[..., Any], n: int) -> None:
         """At most ``n`` compiled variants of ``fn`` (a function, or a module's forward) and of
         each resume function Dynamo made from it after a graph break."""
-        code = getattr(getattr(fn, "forward", fn), "__code__", None)
-        name = getattr(code, "co_name", getattr(fn, "__name__", None))
+        from pt2doctor import torchcompat  # torch is imported: the caller compiled fn
+
+        # What torch.compile returned is unwrapped: a compiled module is its module, a
+        # compiled function the function it wraps (their own code is torch's wrapper).
+        target = torchcompat.original_module(fn)
+        target = getattr(target, "_torchdynamo_orig_callable", target)
+        code = getattr(getattr(target, "forward", target), "__code__", None)
+        name = getattr(code, "co_name", getattr(target, "__name__", None))
 
         def is_part_of_fn(frame: dict[str, Any]) -> bool:
             resume = RESUME_NAME.match(frame["function"] or "")
             own = resume.group(1) if resume else frame["function"]
             return bool(own == name and (code is None or frame["file"] == code.co_filename))
 
-        frames = [frame for frame in self.report()["frames"] if is_part_of_fn(frame)]
+        seen = self.report()["frames"]
+        frames = [frame for frame in seen if is_part_of_fn(frame)]
+        if not frames:
+            where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+            compiled = ", ".join(frame_label(f["function"], f["file"], f["line"]) for f in seen)
+            raise AssertionError(
+                f"no compiled frame of {name}{where} was captured (compiled: {compiled or 'none'})"
+            )
         too_many = [frame for frame in frames if frame["variants"] > n]
         if too_many:
             raise AssertionError("\n".join(_describe_variants(frame, n) for frame in too_many))
@@ -179,7 +192,8 @@ def _describe_break(row: dict[str, Any]) -> str:
 
 
 def _describe_variants(frame: dict[str, Any], n: int) -> str:
-    where = frame_label(frame["function"], frame["file"], frame["line"])
+    name = frame.get("display_name") or frame["function"]
+    where = frame_label(name, frame["file"], frame["line"])
     lines = [f"{where} has {frame['variants']} variants, more than {n}:"]
     for recompile in frame["recompiles"]:
         lines += [f"  {recompile['compile_id']}: {text}" for text in _what_changed(recompile)]
@@ -205,6 +219,15 @@ def _describe_compile(report: dict[str, Any], row: dict[str, Any]) -> str:
         if recompile["compile_id"] == row["compile_id"] and frame["stream"] == row["stream"]
         for text in _what_changed(recompile)
     ]
-    where = frame_label(row["function"], row["file"], row["line"])
-    head = f"  {row['compile_id']} {where}: {row['cause']}"
+    frame = next(
+        (f for f in report["frames"]
+         if row["compile_id"] in f.get("compile_ids", []) and f["stream"] == row["stream"]),
+        None,
+    )  # fmt: skip
+    # A compile refused at the recompile limit has no place of its own: its frame's.
+    place = frame or row
+    name = (frame or {}).get("display_name") or row["function"]
+    where = frame_label(name, place["file"], place["line"])
+    cause = "refused: the frame hit the recompile limit" if row.get("refused") else row["cause"]
+    head = f"  {row['compile_id']} {where}: {cause}"
     return "\n".join([head, *guards])
