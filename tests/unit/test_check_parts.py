@@ -84,6 +84,7 @@ def test_clauses_judge_the_worst_measured_value() -> None:
     measured = {
         "cold_start_s": (12.5, "default"),
         "min_speedup": (1.3, "default g"),
+        "min_speedup_low": (1.25, "default g", 1.3, 1.38),
         "graph_breaks": [
             {"file": "/src/model.py", "line": 42, "function": "forward"},
             {"file": "/src/data.py", "line": 7, "function": "load"},
@@ -98,6 +99,23 @@ def test_clauses_judge_the_worst_measured_value() -> None:
     assert (clauses["max_graph_breaks"].measured, clauses["max_graph_breaks"].ok) == (1, False)
     assert "data.py:7" in clauses["max_graph_breaks"].detail
     assert clauses["recompiles_after_warmup"].ok is True and clauses["alignment"].ok is True
+
+
+def test_min_speedup_gates_on_the_interval_s_lower_bound_by_default() -> None:
+    """A speedup of 1.05 whose 95% interval reaches down to 0.91 does not establish a 1.0
+    budget (it passed on the point estimate); the estimate can still be asked for."""
+    measured = {"min_speedup": (1.05, "default g"), "misaligned_cells": [],
+                "min_speedup_low": (0.91, "default g", 1.05, 1.19)}  # fmt: skip
+    (clause,) = [c for c in evaluate(parse_budget({"min_speedup": 1.0}), measured)
+                 if c.name == "min_speedup"]  # fmt: skip
+    assert (clause.ok, clause.measured) == (False, 0.91)
+    assert clause.detail.startswith("not established: default g: speedup 1.05 meets 1")
+    assert "0.91-1.19" in clause.detail
+    on_estimate = parse_budget({"min_speedup": 1.0, "min_speedup_on": "estimate"})
+    (clause,) = [c for c in evaluate(on_estimate, measured) if c.name == "min_speedup"]
+    assert (clause.ok, clause.measured) == (True, 1.05)
+    with pytest.raises(BudgetError, match="must be one of lower_bound, estimate"):
+        parse_budget({"min_speedup_on": "median"})
 
 
 def test_percentiles_match_the_standard_library() -> None:

@@ -10,7 +10,8 @@ Budgets come from ``[tool.pt2doctor]`` in pyproject.toml or the top level of pt2
     max_graph_breaks = 0           # breaks outside allowed_breaks
     allowed_breaks = [{site = "model.py:42", reason = "logging once per epoch"}]
     recompiles_after_warmup = 0    # the default: warmup must cover every variant
-    min_speedup = 1.1
+    min_speedup = 1.1              # judged on the lower bound of its 95% interval
+    min_speedup_on = "lower_bound" # or "estimate": the point estimate, as before
     alignment = true               # the default: every cell aligned with eager
     top_fix_tried = true           # each group's top fix pt2doctor can apply is tried, and
                                    # none that helps is left unapplied
@@ -34,6 +35,7 @@ BUDGET_KEYS: dict[str, tuple[type, Any]] = {
     "allowed_breaks": (list, None),
     "recompiles_after_warmup": (int, 0),
     "min_speedup": (float, None),
+    "min_speedup_on": (str, "lower_bound"),
     "alignment": (bool, True),
     "top_fix_tried": (bool, None),
 }
@@ -80,7 +82,14 @@ def _coerce(key: str, value: Any, kind: type) -> Any:
         raise BudgetError(f"budget {key} must be {kind.__name__}, got {value!r}")
     if isinstance(value, (int, float)) and value < 0:
         raise BudgetError(f"budget {key} must not be negative, got {value!r}")
+    if key == "min_speedup_on" and value not in SPEEDUP_GATES:
+        raise BudgetError(f"budget {key} must be one of {', '.join(SPEEDUP_GATES)}, got {value!r}")
     return value
+
+
+SPEEDUP_GATES = ("lower_bound", "estimate")
+"""What ``min_speedup`` is judged on: the lower bound of the speedup's 95% bootstrap interval
+(the default: a speedup the noise cannot explain away), or its point estimate."""
 
 
 def _allowed(value: list[Any]) -> list[AllowedBreak]:
@@ -135,6 +144,25 @@ def _limit(
     return Clause(name, measured, budget, ok, detail)
 
 
+def _speedup_clause(budget: Budget, measures: dict[str, Any]) -> Clause:
+    """``min_speedup`` on the interval's lower bound (a point estimate above the budget whose
+    interval reaches below it is "not established", and fails), or on the estimate."""
+    wanted = budget.values["min_speedup"]
+    if budget.values["min_speedup_on"] == "estimate":
+        value, where = measures.get("min_speedup", (None, ""))
+        return _limit("min_speedup", value, wanted, where, True)
+    low, where, estimate, high = measures.get("min_speedup_low", (None, "", None, None))
+    if low is None:
+        return Clause("min_speedup", None, wanted, None, "not measured")
+    interval = f"95% interval {low:.2f}-{high:.2f}" if high is not None else f"low {low:.2f}"
+    detail = f"{where}: speedup {estimate:.2f}, {interval} (judged on its lower bound)"
+    if low < wanted <= (estimate or 0):
+        detail = (f"not established: {where}: speedup {estimate:.2f} meets {wanted:g}, but its "
+                  f"{interval} reaches below it (re-run quieter or with more iterations, or "
+                  'set min_speedup_on = "estimate")')  # fmt: skip
+    return Clause("min_speedup", low, wanted, low >= wanted, detail)
+
+
 def evaluate(budget: Budget, measures: dict[str, Any]) -> list[Clause]:
     """Each clause the budget sets, judged against ``measures`` (see report.check)."""
     clauses = []
@@ -149,8 +177,7 @@ def evaluate(budget: Budget, measures: dict[str, Any]) -> list[Clause]:
             value, where = measures.get(key, (None, ""))
             clauses.append(_limit(key, value, budget.values[key], where))
     if budget.values["min_speedup"] is not None:
-        value, where = measures.get("min_speedup", (None, ""))
-        clauses.append(_limit("min_speedup", value, budget.values["min_speedup"], where, True))
+        clauses.append(_speedup_clause(budget, measures))
     breaks = measures.get("graph_breaks", [])
     unexplained = [
         site for site in breaks if not any(a.covers(site) for a in budget.allowed_breaks)

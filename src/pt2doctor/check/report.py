@@ -200,6 +200,19 @@ def _worst(items: Iterable[tuple[float | None, str]], highest: bool = True) -> t
     return max(present) if highest else min(present)
 
 
+def _lowest_bound(groups: list[tuple[Any, Any]]) -> tuple[Any, str, Any, Any]:
+    """(the lowest lower bound of a group's speedup interval, where, that group's speedup and
+    upper bound); Nones when no group measured an interval."""
+    bounds = []
+    for variant, group in groups:
+        steady = group.get("steady") or {}
+        interval = steady.get("speedup_ci95") or [None, None]
+        if interval[0] is not None:
+            where = f"{variant['name']} {group['group']}"
+            bounds.append((interval[0], where, steady.get("speedup"), interval[1]))
+    return min(bounds, key=lambda bound: bound[0]) if bounds else (None, "", None, None)
+
+
 def measures(
     cells: list[CellRow],
     variants: list[VariantRow],
@@ -242,6 +255,7 @@ def measures(
             ),
             highest=False,
         ),
+        "min_speedup_low": _lowest_bound(groups),
         "graph_breaks": list(breaks.values()),
         "top_fixes": [
             {

@@ -143,6 +143,7 @@ def _kernels_change(place: str, old: Mapping[str, Any], new: Mapping[str, Any]) 
     parts += [f"now refused: {refused_pair(refusal)}" for refusal in fresh[:MAX_NAMED]]
     if len(fresh) > MAX_NAMED:
         parts.append(f"{len(fresh) - MAX_NAMED} more fusions refused")
+
     # Worse one way only: by the first that differs of the kernel count, the fallback count
     # and the refused fusions (a different set of as many is a change, not a regression).
     def weight(kernels: list[Any], refused: dict[Any, Any]) -> tuple[int, int, int]:
