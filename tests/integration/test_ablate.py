@@ -372,3 +372,31 @@ def test_case_mode_from_the_case_files_own_folder_writes_a_repro_that_reproduces
     assert not (ABLATE_DIR / "_ops.py").exists()
     reproduced = run_repro(report, run_env)
     assert reproduced.returncode == 1 and "REPRODUCED" in reproduced.stdout, reproduced.stderr
+
+
+def test_script_mode_retries_the_programs_own_fullgraph_and_never_offers_disable(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """A program that compiles with fullgraph=True itself (no --fullgraph flag): the failing
+    rung is run again with fullgraph=False (the README's retry), which runs, so dropping it is
+    the first workaround; torch.compiler.disable, an error under fullgraph too, is never one,
+    and the rewrite the advice names (torch.cond / torch.where) is."""
+    program = ABLATE_DIR / "fullgraph_moe.py"
+    report, done = ablate(tmp_path, run_env, "--no-verify-repro", "--", sys.executable,
+                          str(program))  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert report["conclusion"]["category"] == "incompleteness"
+    assert report["ladder"][0]["status"] == "crash"
+    (toggle,) = [t for t in report["toggles"] if t["name"] == "fullgraph=False"]
+    assert toggle["status"] == "ok"
+    # The truth: the program itself, fullgraph=False written in, runs.
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(program.read_text().replace("fullgraph=True", "fullgraph=False"))
+    ran = subprocess.run([sys.executable, str(fixed)], env=run_env, capture_output=True,
+                         text=True, timeout=TIMEOUT_S, check=False)  # fmt: skip
+    assert ran.returncode == 0 and "result:" in ran.stdout, ran.stderr[-2000:]
+    workarounds = report["workarounds"]
+    assert workarounds[0].startswith("Drop fullgraph=True")
+    assert not any("torch.compiler.disable its" in w or "with torch.compiler.disable" in w
+                   for w in workarounds)  # fmt: skip
+    assert any("torch.cond" in w and "torch.where" in w for w in workarounds)

@@ -133,29 +133,58 @@ def _toggle_fix(toggles: Sequence[dict[str, Any]]) -> list[str]:
     return fixes
 
 
+FULLGRAPH_ADVICE = {
+    # torch.compiler.disable inside a fullgraph=True region is an error of its own (Dynamo
+    # cannot skip a function without a graph break): never the fix there.
+    "incompleteness": (
+        "Under fullgraph=True Dynamo must trace all of it (a torch.compiler.disable'd function "
+        "is an error there too): rewrite the code it stops at so it traces (a Python branch on "
+        "a tensor's value: torch.cond(pred, true_fn, false_fn) or torch.where; a check on "
+        "data: move it out of the compiled function), or drop fullgraph=True so Dynamo "
+        "compiles around it (a graph break), or compile the submodules that trace "
+        "(child.compile(fullgraph=True))."
+    ),
+    "user_side": (
+        "The program guards on a data-dependent value: tell the compiler what holds with "
+        "torch._check(...), replace the branch with torch.cond or torch.where, or move the "
+        ".item()/nonzero() code out of the compiled function (under fullgraph=True "
+        "torch.compiler.disable is an error too)."
+    ),
+    "compiler_bug": (
+        "A compiler bug: compile the submodules that work (child.compile()) and leave the "
+        "failing one eager, or compile with the last backend that worked; report it upstream "
+        "with the repro (under fullgraph=True torch.compiler.disable is an error too)."
+    ),
+}
+
+
 def workarounds(
     category: str | None,
     toggles: Sequence[dict[str, Any]],
     module: str | None,
     last_good: str | None,
     user_side: dict[str, Any] | None = None,
+    fullgraph: bool = False,
 ) -> list[str]:
     """What to do, most specific first: the fix of the user's code when it is to blame, a
     toggle that made it pass, then the category's advice specialized to the module and the
-    last backend that worked (never "report it upstream" for the user's own code)."""
+    last backend that worked (never "report it upstream" for the user's own code).
+    ``fullgraph``: the program compiles with fullgraph=True, where torch.compiler.disable is
+    no fix (it fails there too)."""
     if category is None:
         return []
     found = [user_side["fix"]] if user_side else []
     found += _toggle_fix(toggles)
     if module:
+        skip = "" if fullgraph else "torch.compiler.disable its forward, or "
         found.append(
-            f"Compile without submodule {module!r}: torch.compiler.disable its forward, or "
-            f"compile the other submodules (child.compile()) and leave {module!r} eager."
+            f"Compile without submodule {module!r}: {skip}compile the other submodules "
+            f"(child.compile()) and leave {module!r} eager."
         )
     if category == "compiler_bug" and last_good:
         found.append(f"Compile with backend={last_good!r}, the last layer that worked.")
     if not user_side:
-        found.append(ADVICE[category])
+        found.append((FULLGRAPH_ADVICE if fullgraph else ADVICE)[category])
     return found
 
 

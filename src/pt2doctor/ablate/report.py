@@ -92,7 +92,14 @@ def build_ablate_report(
         "repro": (modules or {}).get("repro") or pieces.get("repro"),
         "custom_ops": pieces.get("custom_ops") or [],
         "compiler_hooks": pieces.get("hooks") or [],
-        "workarounds": _workarounds(pieces, verdict, module, failing, user_side),
+        "workarounds": _workarounds(
+            pieces,
+            verdict,
+            module,
+            failing,
+            user_side,
+            bool(settings.get("fullgraph") or pieces.get("program_fullgraph")),
+        ),
         "out": out,
         "environment": dict(sorted((environment or {}).items())),
     }
@@ -104,15 +111,18 @@ def _workarounds(
     module: str | None,
     failing: dict[str, Any] | None,
     user_side: dict[str, Any] | None,
+    fullgraph: bool = False,
 ) -> list[str]:
     """The workarounds; a crash naming a custom op that was not checked (script mode) gets
-    the custom-op advice first."""
+    the custom-op advice first. ``fullgraph``: the program compiles with fullgraph=True (the
+    flag, or its own torch.compile calls in script mode)."""
     if failing is None:
         return []
     rungs = pieces["rungs"]
     found = workarounds(
-        verdict["category"], pieces.get("toggles", []), module, _last_good(rungs), user_side
-    )
+        verdict["category"], pieces.get("toggles", []), module, _last_good(rungs), user_side,
+        fullgraph,
+    )  # fmt: skip
     advice = None if user_side else custom_op_advice(str(failing.get("error") or ""))
     if verdict["category"] == "incompleteness":
         advice = advice or known_site_fix(failing)

@@ -7,6 +7,7 @@ failing compile (:mod:`pt2doctor.ablate.script_repro`), run once to confirm it f
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -30,7 +31,7 @@ from pt2doctor.ablate.script_repro import header, program_of, repro_imports, wri
 from pt2doctor.ablate.script_toggles import PLUGIN as NO_HOOKS_PLUGIN
 from pt2doctor.ablate.signature import failure_signature
 from pt2doctor.analysis.userside.causes import custom_ops_named
-from pt2doctor.capture.child import PLUGIN_ENV
+from pt2doctor.capture.child import PLUGIN_ENV, TRY_FIX_ENV
 from pt2doctor.capture.options import RunOptions
 from pt2doctor.capture.runner import child_env
 from pt2doctor.errors import UsageError
@@ -217,7 +218,15 @@ def ablate_script(
         calls = _probes(out / "rungs" / AS_WRITTEN).compile_calls
         pieces["user_backend"] = next((c["user_backend"] for c in calls if c.get("user_backend")),
                                       None)  # fmt: skip
+
     pieces["environment"] = _environment(out / "rungs", rungs)
+    # What the program's own torch.compile calls asked for, as any rung that ran recorded
+    # them (a backend forced on a rung leaves the other settings as written).
+    ran = [rung for rung in rungs if rung["status"] != "not run"]
+    calls = [c for rung in ran[:1] for c in _probes(rung_dir(out, rung)).compile_calls]
+    pieces["program_fullgraph"] = any(
+        (c.get("settings") or {}).get("fullgraph") is True for c in calls
+    )
     without = guarded(
         "without torch.compile",
         lambda: _without_compile(command, rungs[0], out, timeout, check, progress),
@@ -233,6 +242,13 @@ def ablate_script(
         lambda: _custom_ops(command, failing, out, timeout, progress),
         lambda why: [{"op": "?", "checks": [], "passed": None, "error": why}],
     )
+    if pieces.get("program_fullgraph") and failing["status"] == "crash":
+        pieces["toggles"] += guarded(
+            "fullgraph=False",
+            lambda: _without_fullgraph(command, failing, out, timeout, check, progress),
+            lambda why: [{"name": "fullgraph=False", "backend": failing["backend"],
+                          "status": "error", "error": why}],
+        )  # fmt: skip
     pieces["toggles"] += guarded(
         "without user hooks",
         lambda: _without_hooks(command, failing, out, timeout, check, progress),
@@ -335,6 +351,25 @@ def _without_hooks(
     outcome = script_rung(command, "inductor", run_dir, timeout, check,
                           extra_env={PLUGIN_ENV: NO_HOOKS_PLUGIN})  # fmt: skip
     return [{"name": "without user hooks", "backend": "inductor", **outcome}]
+
+
+def _without_fullgraph(
+    command: list[str],
+    failing: dict[str, Any],
+    out: Path,
+    timeout: float,
+    check: str | None,
+    progress: Callable[[str], None] | None,
+) -> list[dict[str, Any]]:
+    """The failing rung once more with every torch.compile call given fullgraph=False (the
+    program asked for fullgraph=True: the setting case mode's ``--fullgraph`` toggles), the
+    setting replaced in the child as ``--try-fixes`` replaces one (torchcompat/apply.py)."""
+    if progress:
+        progress(f"{failing['backend']} with fullgraph=False")
+    fix = {"label": "fullgraph=False", "config": {}, "marks": [], "compile": {"fullgraph": False}}
+    outcome = script_rung(command, str(failing["backend"]), out / "toggles" / "fullgraph-false",
+                          timeout, check, extra_env={TRY_FIX_ENV: json.dumps(fix)})  # fmt: skip
+    return [{"name": "fullgraph=False", "backend": failing["backend"], **outcome}]
 
 
 def _custom_ops_in_trace(trace: Path) -> list[str]:
