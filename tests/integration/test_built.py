@@ -18,6 +18,8 @@ import pytest
 from oracles import marker_in, raw_file_records, raw_records
 from pt2doctor.analysis.built.kernels import kernel_map
 from pt2doctor.cli import main
+from pt2doctor.report.schema import build_report
+from pt2doctor.rundir.load import load_run
 from pt2doctor.trace.collect import collect_run
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "tlparse-inputs"
@@ -386,3 +388,20 @@ def test_a_cache_hit_replays_old_lines_and_run_kernels_compiles_afresh(
     (fresh,) = json.loads((out / "report.json").read_text())["compiles"]
     assert fresh["cache"].get("fx_graph") != "hit" and "cached_lines" not in fresh["kernel_map"]
     assert gelu_line(fresh) == marker_in(program, "gelu")
+
+
+def test_a_function_every_layer_calls_is_not_an_unrolled_loop(traced: Any) -> None:
+    """Twelve copies of a weightless function, one per attention layer's q and k, in a
+    whole-model compile: the raw graph holds them (twelve ``# File:`` groups of its first
+    line), yet no unrolled_loop finding names it; the real loop beside it still gets one."""
+    program = Path(__file__).resolve().parents[1] / "programs" / "rotary_layers.py"
+    trace = traced("rotary_layers")
+    graphs = [payload for envelope, payload in raw_records(trace)
+              if "dynamo_output_graph" in envelope]  # fmt: skip
+    rotary = f"{program}:{marker_in(program, 'rotary')} in apply_rotary_emb"
+    assert max(graph.count(rotary) for graph in graphs) == 12
+    report = build_report(load_run(trace))
+    loops = [f for f in report["findings"] if f["code"] == "unrolled_loop"]
+    assert not [f for f in loops if "apply_rotary_emb" in f["title"]]
+    (loop,) = loops
+    assert loop["subject"]["line"] == marker_in(program, "loop")

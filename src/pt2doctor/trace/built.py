@@ -57,6 +57,10 @@ class GraphLine(NamedTuple):
     """The modules whose parameters or buffers the line's ops read (``l_self_modules_layers_
     modules_0``): one per copy when the same code runs in several modules (a layer stack),
     one for a Python loop over one module's weights."""
+    contexts: frozenset[str] = frozenset()
+    """For each of the line's groups, the module whose weights the graph read last before it:
+    a weightless function called from each layer (rotary embeddings) has one per layer, a
+    Python loop in one module one."""
 
 
 class OutputGraph(NamedTuple):
@@ -118,8 +122,10 @@ def parse_output_graph(payload: str) -> OutputGraph:
     groups: dict[tuple[str, int, str, str], int] = {}
     node_lines: dict[str, tuple[str, int, str, str]] = {}
     owners: dict[tuple[str, int, str, str], set[str]] = {}
+    contexts: dict[tuple[str, int, str, str], set[str]] = {}
     inputs: list[int | None] = []
     current: tuple[str, int, str, str] | None = None
+    last_owner = ""
     for text in payload.splitlines():
         if (comment := _FILE_COMMENT.match(text)) is not None:
             current = (comment["file"], int(comment["line"]), comment["fn"], comment["code"])
@@ -127,10 +133,13 @@ def parse_output_graph(payload: str) -> OutputGraph:
                 order.append(current)
                 kinds[current] = []
             groups[current] = groups.get(current, 0) + 1
+            contexts.setdefault(current, set()).add(last_owner)
         elif current is not None and (node := _NODE.match(text)) is not None:
             kinds[current].append(_op_kind(node["rhs"]))
             node_lines[node["name"]] = current
-            owners.setdefault(current, set()).update(_OWNER.findall(node["rhs"].split(";")[0]))
+            read = _OWNER.findall(node["rhs"].split(";")[0])
+            owners.setdefault(current, set()).update(read)
+            last_owner = read[-1] if read else last_owner
         elif current is None and (signature := _SIGNATURE.match(text)) is not None:
             inputs = [_numel(m["shape"]) for m in _ARG_SHAPE.finditer(signature["args"])]
     kept = [key for key in order if kinds[key]]
@@ -142,6 +151,7 @@ def parse_output_graph(payload: str) -> OutputGraph:
             groups=groups[key],
             period=_period(kinds[key]),
             owners=frozenset(owners.get(key, ())),
+            contexts=frozenset(contexts.get(key, ())),
         )
         for key in kept
     ]

@@ -77,8 +77,19 @@ def unrolled_loop_findings(ledger: Ledger) -> list[Finding]:
             continue
         graph, total = found
         for group in _loop_lines(graph.lines, total):
-            findings.append(_unrolled(entry, group, total))
+            if not _per_module_calls(group):
+                findings.append(_unrolled(entry, group, total))
     return findings
+
+
+def _per_module_calls(group: list[GraphLine]) -> bool:
+    """Lines that read no weights, each copy run after another module's (a rotary embedding
+    every attention layer calls for q and k): the layer stack calling one function, not a
+    loop. One loop in one module runs its copies in one module's context."""
+    if any(line.owners for line in group):
+        return False
+    repeats = _repeats(group[0])
+    return max(len(line.contexts - {""}) for line in group) * 2 >= repeats
 
 
 def _unrolled(entry: CompileEntry, group: list[GraphLine], total: int) -> Finding:
