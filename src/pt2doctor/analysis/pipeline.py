@@ -28,6 +28,7 @@ from pt2doctor.analysis.ranks.findings import explain_cache_imbalance, rank_find
 from pt2doctor.analysis.recompiles.ledger import Ledger, compile_ledger
 from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
+    attach_attribute_stores,
     attach_compile_calls,
     change_line,
     explain_frames,
@@ -123,6 +124,8 @@ def analyse_run(
     explanations = explain_frames(ledger.frames, heat, environment)
     if run.probes is not None and run.probes.compile_calls:
         attach_compile_calls(ledger.frames, explanations, run.probes.compile_calls)
+    if run.probes is not None and run.probes.attribute_stores:
+        attach_attribute_stores(explanations, run.probes.attribute_stores)
     ranks = cross_rank_analysis(run, ledger, sites, collective_timeout_s)
     cold = cold_start(run, ledger, heat)
     explain_cache_imbalance(ranks, cold.miss_causes)

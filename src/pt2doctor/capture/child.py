@@ -182,6 +182,20 @@ def _on_torch(recorder: ProbeRecorder, backend: str | None) -> None:
             lambda call: recorder.event("compile_call", **call), where=caller_frame
         ),
     )()
+    _guarded(
+        recorder,
+        "module hooks",
+        lambda: torchcompat.record_module_hooks(
+            lambda change: recorder.event("module_hook", **change), where=caller_frame
+        ),
+    )()
+    _guarded(
+        recorder,
+        "attribute stores",
+        lambda: torchcompat.record_attribute_stores(
+            lambda store: recorder.event("attribute_store", **store), where=caller_frame
+        ),
+    )()
     if backend:
         _guarded(
             recorder,

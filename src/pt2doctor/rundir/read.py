@@ -135,6 +135,10 @@ def _add_event(data: ProbeData, event: dict[str, Any]) -> None:
         data.graph_exceptions = [*data.graph_exceptions[-19:], event]  # the last 20
     elif kind == "compile_call" and len(data.compile_calls) < 100:
         data.compile_calls.append({k: v for k, v in event.items() if k not in ("kind", "t")})
+    elif kind == "attribute_store" and len(data.attribute_stores) < 200:
+        data.attribute_stores.append({k: v for k, v in event.items() if k != "kind"})
+    elif kind == "module_hook" and len(data.module_hooks) < 200:
+        data.module_hooks.append({k: v for k, v in event.items() if k != "kind"})
     elif kind == "environment":
         data.environment = {k: v for k, v in event.items() if k not in ("kind", "t", "rank")}
     elif isinstance(kind, str) and kind.startswith("try_fix") and len(data.try_fix) < 20:

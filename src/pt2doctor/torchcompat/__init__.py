@@ -8,7 +8,8 @@ functions, so importing this package costs no torch. The areas: ``version`` (whi
 ``dynamo`` (compile ids, graph and resume hooks, ``torch.compile`` itself), ``guards`` (guard
 timing), ``trace_log`` (the structured trace in process), ``dispatch`` (aten and custom-op
 recording), ``inductor`` (config, modes, pass hooks, bisector, preload), ``apply`` (a fix applied from
-outside the program: ``run --try-fixes``) and ``fingerprint`` (the environment). Callers use ``torchcompat.<name>``; every public name is here.
+outside the program: ``run --try-fixes``), ``module_hooks`` (hooks added and removed while the
+program runs) and ``fingerprint`` (the environment). Callers use ``torchcompat.<name>``; every public name is here.
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ from pt2doctor.torchcompat.inductor import (
     warm_inductor_cpu,
     without_compiler_hooks,
 )
+from pt2doctor.torchcompat.module_hooks import (
+    hook_guards_skipped,
+    record_attribute_stores,
+    record_module_hooks,
+)
 from pt2doctor.torchcompat.trace_log import FUSION_LOGGERS, attach_fusion_log, attach_trace_file
 from pt2doctor.torchcompat.version import MIN_TORCH, supported, torch_version
 
@@ -82,6 +88,7 @@ __all__ = [
     "enable_dynamo",
     "environment",
     "fallback_random",
+    "hook_guards_skipped",
     "inductor_config_patch",
     "known_backends",
     "op_argument_names",
@@ -89,8 +96,10 @@ __all__ = [
     "override_backend",
     "preload_compiler",
     "record_aten_ops",
+    "record_attribute_stores",
     "record_compile_calls",
     "record_custom_op_calls",
+    "record_module_hooks",
     "recording_custom_op_calls",
     "skip_code",
     "supported",

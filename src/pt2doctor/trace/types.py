@@ -395,6 +395,13 @@ class ProbeData:
     """Exceptions raised inside a compiled graph: ``compile_id``, ``type``, ``message``."""
     environment: dict[str, Any] = field(default_factory=dict)
     compile_calls: list[dict[str, Any]] = field(default_factory=list)
+    attribute_stores: list[dict[str, Any]] = field(default_factory=list)
+    """The user's lines that store plain Python values in module attributes
+    (``attribute_store`` events: ``module`` class, ``attr``, ``file``, ``line``, ``code``),
+    each line once: who changes a value a compiled frame guards."""
+    module_hooks: list[dict[str, Any]] = field(default_factory=list)
+    """Hooks the program registered on or removed from modules (``module_hook`` events:
+    ``t``, ``action`` add|remove, ``method``, ``module``, the user's ``file``/``line``)."""
     try_fix: list[dict[str, Any]] = field(default_factory=list)
     """What a ``--try-fixes`` re-run applied (``try_fix_*`` events: config set, compile
     wrapped, marks made)."""

@@ -133,8 +133,9 @@ LARGE_GRAPH_ADVICE = (
 )
 COMPILE_ERROR_ADVICE = (
     "The compiler raised an error. Find the layer that fails by compiling with "
-    "backend='eager', then 'aot_eager', then 'inductor' (the first that fails is the culprit); "
-    "meanwhile torch.compiler.disable the failing function."
+    "backend='eager', then 'aot_eager', then 'inductor' (the first that fails is the culprit; "
+    "`pt2doctor ablate -- python PROGRAM` does it); meanwhile torch.compiler.disable the "
+    "failing function (without fullgraph=True: under it, compile the parts around it)."
 )
 
 # Argument types Dynamo can reorder after the graph (torch/_dynamo/variables/misc.py,
@@ -224,9 +225,38 @@ def _logging_advice(event: GraphBreakEvent) -> str:
     return BREAK_ADVICE["print_or_logging"]
 
 
+# What the user's line does with the value it reads (their code, as the trace quotes it).
+_STORED = lazy_compile(
+    r"\.(?:append|extend|add)\(|\bprint\(|\blog(?:ger|ging)?\.|\bwandb\.|\bwriter\."
+    r"|^\s*self\.[\w.]+\s*(?:\[[^]]*\])?\s*[-+]?=(?!=)"
+)
+_SIZE_NAME = lazy_compile(
+    r"^\s*(?P<name>(?:num|n|max|min|total)_\w+|\w*(?:size|len|length|count|nodes)\w*)\s*=(?!=)"
+)
+SCALAR_STORED_ADVICE = (
+    "The value read here is kept in Python (appended to a list, stored on self) or logged: "
+    "return the tensor from the compiled function (.detach()) and call .item() where you "
+    "keep or log it, outside the compiled call. Inside, the Python state changes at every "
+    "call, which compiled code must guard (a growing list's length recompiles each step); "
+    "torch._dynamo.config.capture_scalar_outputs does not remove that."
+)
+SCALAR_SIZE_ADVICE = (
+    "The value read here is a count or a size (`{name}`): take it from a shape the code "
+    "already has (for example `x.size(0)`), or pass it in as an argument. A shape stays in the "
+    "graph as a symbolic size and needs no .item(), so there is no break. "
+    "torch._dynamo.config.capture_scalar_outputs = True also keeps the read in the graph, as "
+    "an unbacked size the code after it must tolerate."
+)
+
+
 def _scalar_advice(event: GraphBreakEvent) -> str:
     code = (event.site and event.site.code) or ""
     if not _CONTROL_FLOW.search(code):
+        if _STORED.search(code):
+            return SCALAR_STORED_ADVICE
+        size = _SIZE_NAME.match(code)
+        if size is not None:
+            return SCALAR_SIZE_ADVICE.format(name=size["name"])
         return BREAK_ADVICE["data_dependent_scalar"]
     return (
         "The tensor value read here decides a Python branch, so "

@@ -49,6 +49,7 @@ Code = Literal[
     "no_compilation_observed",
     "probes_unavailable",
     "triage_run",
+    "hook_changed_after_compile",
     # cold start (analysis/coldstart/)
     "guard_overhead",
     "cache_bypass",
@@ -144,6 +145,10 @@ SPECS: dict[Code, CodeSpec] = dict(
               "runtime heat could not be measured on this torch"),
         _spec("triage_run", "run", None, "info",
               "a `--backend` triage run: some findings are not covered"),
+        _spec("hook_changed_after_compile", "run", "correctness", "warning",
+              "the program added or removed a module hook after its first compile while "
+              "Dynamo does not guard on hooks (`skip_nnmodule_hook_guards`, the default): "
+              "compiled code keeps running the hooks it traced"),
         _spec("guard_overhead", "cold start", "recompiles", "info|warning",
               "a frame's guard checks cost a visible share of its compiled time; `warning` "
               "from 8 variants"),

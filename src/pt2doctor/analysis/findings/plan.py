@@ -62,6 +62,13 @@ def plan(findings: list[Finding]) -> list[PlanItem]:
         (f.subject.file, f.subject.function) for _, f in actionable if f.code == "frame_skipped"
     }
     cost = {_site_key(_site(f)): f.saves_ms for _, f in actionable if f.code == "graph_break_cost"}
+    # The frames a break split off recompile for what the break left on the stack: one
+    # cause, one line, the break's (its fix removes both).
+    under_breaks = {f.cause for _, f in actionable if f.code == "graph_break" and f.cause}
+    actionable = [
+        (step, f) for step, f in actionable
+        if not (f.code == "recompiles" and f.cause in under_breaks)
+    ]  # fmt: skip
     tried = {  # a frame's try, on whichever of its findings the plan shows
         _identity(step, f): effect(f.tries[-1]) for step, f in reversed(actionable) if f.tries
     }

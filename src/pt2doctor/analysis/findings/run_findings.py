@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pt2doctor.analysis.breaks.heat import Heat
-from pt2doctor.analysis.findings.model import Finding
+from pt2doctor.analysis.findings.model import Finding, Subject
 from pt2doctor.analysis.findings.trace_findings import (
     compile_subject,
     frame_label,
@@ -134,6 +134,7 @@ def run_findings(
     if ended_badly:
         findings.append(_failure_finding(ledger, manifest, probes))
     findings += _probe_findings(probes)
+    findings += hook_findings(probes)
     # A program that died before it called what it compiled has its failure to fix first.
     if probes is not None and probes.compile_calls and not ledger.compiles and not ended_badly:
         findings.append(_never_called(probes.compile_calls))
@@ -228,6 +229,75 @@ def _never_called(calls: list[dict[str, Any]]) -> Finding:
         advice,
         [call_line(call) for call in calls[:5]],
     )
+
+
+HOOKS_ADVICE = (
+    "Dynamo does not guard on module hooks (torch._dynamo.config.skip_nnmodule_hook_guards = "
+    "True, torch's default): a graph traced with a hook keeps running it after "
+    "handle.remove(), and one traced without it keeps skipping a hook registered later, so "
+    "the results are silently those of the hooks at trace time. Register the hooks once, "
+    "before the first compiled call, and switch what they do with a flag they read; or set "
+    "torch._dynamo.config.skip_nnmodule_hook_guards = False before compiling (each set of "
+    "hooks then compiles a variant of its own); or call torch._dynamo.reset() after changing "
+    "them (everything compiles again)."
+)
+MAX_HOOK_EVIDENCE = 4
+
+
+def _hook_where(event: dict[str, Any]) -> str:
+    where = f" at {event['file']}:{event.get('line')}" if event.get("file") else ""
+    return f"{event.get('action')} {event.get('method')} on a {event.get('module')}{where}"
+
+
+def hook_findings(probes: ProbeData | None) -> list[Finding]:
+    """``hook_changed_after_compile``: the program added or removed a module hook after its
+    first compile while Dynamo does not guard on hooks (the default): compiled code keeps
+    what it traced, a correctness problem no error reports."""
+    if probes is None or not probes.module_hooks or not probes.compiled:
+        return []
+    config = (probes.environment.get("config_changes") or {}).get("dynamo") or {}
+    if str(config.get("skip_nnmodule_hook_guards")) == "False":
+        return []  # hooks are guarded: a change recompiles
+    first = min(float(info.get("t") or 0.0) for info in probes.compiled.values())
+    late = [e for e in probes.module_hooks if float(e.get("t") or 0.0) > first]
+    if not late:
+        return []
+    modules = sorted({str(e.get("module")) for e in late})
+    head = late[0]
+    subject = (
+        Subject("lines", head.get("function"), head["file"], head.get("line"), head.get("function"))
+        if head.get("file")
+        else Subject("program")
+    )
+    adds = sum(e.get("action") == "add" for e in late)
+    changes = ", ".join(
+        f"{n} {what}" for n, what in ((adds, "added"), (len(late) - adds, "removed")) if n
+    )
+    evidence = [f"the first compile at {first:.1f} s"]
+    same: dict[str, list[float]] = {}  # one line per change and place, with its count
+    for event in late:
+        same.setdefault(_hook_where(event), []).append(float(event["t"]))
+    evidence += [
+        f"{where} at {times[0]:.1f} s" + (f" (×{len(times)}, until {times[-1]:.1f} s)"
+                                          if len(times) > 1 else "")
+        for where, times in list(same.items())[:MAX_HOOK_EVIDENCE]
+    ]  # fmt: skip
+    title = (
+        f"Module hooks changed after the first compile ({changes}, on "
+        f"{', '.join(modules[:3])}): compiled code does not see the change"
+    )
+    facts = {"changes": len(late), "first_compile_s": round(first, 6)}
+    return [
+        Finding(
+            "warning",
+            "hook_changed_after_compile",
+            title,
+            HOOKS_ADVICE,
+            evidence,
+            subject,
+            facts=facts,
+        )
+    ]
 
 
 def _probe_findings(probes: ProbeData | None) -> list[Finding]:

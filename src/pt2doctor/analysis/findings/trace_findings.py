@@ -145,6 +145,16 @@ def _recompile_state(frame: FrameEntry, explanation: FrameExplanation) -> str:
         state = f"{frame.variants} variants: a smaller last batch"
     elif bounded is True:
         state = f"{frame.variants} variants by design; pre-warm them"
+    elif (
+        bounded is False
+        and frame.limit_hit
+        and all(v.recurs or v.dynamic for v in explanation.outlook.varying)
+    ):
+        recurring = [v.source for v in explanation.outlook.varying if v.recurs]
+        state = (
+            f"{frame.variants} variants: more values that recur ({', '.join(recurring[:3])}) "
+            f"than the recompile limit ({explanation.outlook.recompile_limit}) holds"
+        )
     elif bounded is False:
         growing = [v.source for v in explanation.outlook.varying if not v.dynamic]
         state = f"{frame.variants} variants, unbounded ({', '.join(growing[:3])} keeps changing)"
@@ -303,15 +313,15 @@ def _compile_failure(failure: FailureEntry) -> Finding:
     if raised:
         evidence.append(raised)
     from pt2doctor.analysis.userside.causes import (
-        custom_op_advice,  # only a failed compile needs it
+        compile_error_advice,  # only a failed compile needs it
     )
 
-    advice = custom_op_advice(reason)
+    advice = compile_error_advice(failure.fail_type, reason)
     return Finding(
         "error",
         "compile_failure",
         f"Compile {failure.compile_id} of {failure.function} failed: {failure.fail_type}",
-        f"{advice} {COMPILE_ERROR_ADVICE}" if advice else COMPILE_ERROR_ADVICE,
+        advice or COMPILE_ERROR_ADVICE,
         evidence,
         Subject(
             "compile", failure.function, function=failure.function, stream=failure.stream,
@@ -386,15 +396,24 @@ def _group_under_breaks(
             own
             for frame, explanation, findings in by_frame
             for own in findings
-            if own.code == "recompiles" and own.severity == "info" and own.cause is None
-            and ((frame.file, frame.function) in stack
-                 or (explanation.split_off and package and _package(frame.file) == package))
+            if own.code == "recompiles" and own.cause is None
+            and ((own.severity == "info"
+                  and ((frame.file, frame.function) in stack
+                       or (explanation.split_off and package and _package(frame.file) == package)))
+                 or _resumes_at(frame, site))
         ]  # fmt: skip
         if members:
             key = f"break {site.site.file}:{site.site.line}"
             finding.cause = key
             for own in members:
                 own.cause = key
+
+
+def _resumes_at(frame: FrameEntry, site: GraphBreakSite) -> bool:
+    """The frame is the code after this break (its resume function): what it recompiles on is
+    what the break left on the stack, a cause the break's fix removes with it."""
+    resume = RESUME_NAME.match(frame.function or "")
+    return bool(resume and frame.file == site.site.file and str(site.site.line) == resume.group(2))
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:

@@ -42,6 +42,11 @@ _TENSOR_TYPE = lazy_compile(r"expected type of '(.+)' to be a tensor type, ' but
 _CHECK_ID = lazy_compile(r"___check_(obj|type)_id\((.+?), \d+\)")
 _OTHER_BOOL = {"True": "False", "False": "True"}
 _LENGTH = lazy_compile(r"len\((?P<of>.+)\) != (?P<n>\d+)")
+# Dynamo's own guard on a list's or dict's length (``len(self.history['loss']) == 2``), and on
+# its being empty (``not self.history['loss']``): the guard that failed, so the old value.
+_LENGTH_IS = lazy_compile(r"len\((?P<of>.+)\) == (?P<n>\d+)")
+_DEALLOCATED = lazy_compile(r"Cache line invalidated because (?P<of>.+) got deallocated")
+_EMPTY = lazy_compile(r"not (?P<of>[\w.\[\]'\"]+)")
 _CLASS = lazy_compile(r"type=<class '([\w.]+)'>")
 _TENSOR_KINDS = {"dispatch key set": "dispatch_keys"}
 _GLOBAL_NAMES = {"grad_mode": "grad mode", "autocast": "autocast"}
@@ -148,10 +153,18 @@ def _global_change(failure: FailedGuard) -> SourceChange:
 
 
 def _text_change(failure: FailedGuard, new_values: dict[str, str]) -> SourceChange:
-    length = _LENGTH.fullmatch(failure.text.strip())
+    text = failure.text.strip()
+    length = _LENGTH.fullmatch(text) or _LENGTH_IS.fullmatch(text)
     if length is not None:  # a dict or list of another length (kwargs with one key more)
         source = length_of(user_expr(length["of"]))
         return SourceChange(source, "value", length["n"], new_values.get(source.text))
+    freed = _DEALLOCATED.fullmatch(text)
+    if freed is not None:  # a guarded object was freed: a new one each call
+        return SourceChange(user_expr(freed["of"]), "object_identity", "an object", "a new one")
+    empty = _EMPTY.fullmatch(text)
+    if empty is not None:  # it was empty: a list the code appends to, for one
+        source = length_of(user_expr(empty["of"]))
+        return SourceChange(source, "value", "0", new_values.get(source.text))
     identity = _CHECK_ID.search(failure.text)
     if identity is not None:
         kind = "object_identity" if identity.group(1) == "obj" else "type"

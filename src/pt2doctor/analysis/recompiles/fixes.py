@@ -31,13 +31,15 @@ from typing import Any
 
 from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.changes import FLAG_KINDS, LAYOUT_KINDS, SourceChange
-from pt2doctor.analysis.recompiles.outlook import FrameExplanation, Varying, flag_states
+from pt2doctor.analysis.recompiles.outlook import FrameExplanation, Outlook, Varying, flag_states
 from pt2doctor.analysis.text import counted
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import SourceLine
 
 _INT = lazy_compile(r"-?\d+")
 DYNAMO_CONFIG = "torch._dynamo.config"
+CARRIED = "(value carried over the graph break"
+"""How sources.py names a value Dynamo carries on the stack across a graph break."""
 SHAPES_CONFIG = "torch.fx.experimental._config"
 
 
@@ -450,8 +452,75 @@ def _per_instance_fixes(row: Varying, explanation: FrameExplanation) -> list[Fix
     ]
 
 
-def _counter_fix(row: Varying, change: SourceChange | None) -> Fix:
-    where = _at(change.installed_at if change else None)
+_HOOK_DICTS = ("._forward_hooks", "._forward_pre_hooks", "._backward_hooks",
+               "._backward_pre_hooks")  # fmt: skip
+HOOKS_CHANGED = "The module hooks changed between calls"
+HOOKS_FIX = (
+    "Dynamo guards here on how many hooks a module has, not on which: each set of hooks "
+    "compiles a variant, and a graph keeps running the hooks it traced. Register the hooks "
+    "once, before the first compiled call, and switch what they do with a flag they read (see "
+    "the hook_changed_after_compile finding)."
+)
+
+
+def _hooks_of(row: Varying) -> str | None:
+    """The module whose hooks the row's length counts (``self.layer1``), else None."""
+    of = row.expr.length_of if row.expr is not None else None
+    if of is None:
+        return None
+    return next((of[: -len(name)] for name in _HOOK_DICTS if of.endswith(name)), None)
+
+
+def _beyond_limit_fix(rows: list[Varying], outlook: Outlook) -> Fix:
+    """Values that recur, more than the recompile limit holds variants: pad them to fewer, or
+    raise the limit to cover them (tried at twice the limit)."""
+    names = " and ".join(r.source for r in rows)
+    limit = outlook.recompile_limit
+    return Fix(
+        f"{names} {'takes' if len(rows) == 1 else 'take'} more values than the recompile "
+        f"limit ({limit}) holds variants ({_values(rows[0])} so far): the values past it run "
+        f"eagerly. Pad them to at most {limit} values (buckets), make the size dynamic "
+        "(torch._dynamo.mark_dynamic, or dynamic=None), or raise "
+        f"torch._dynamo.config.recompile_limit above the number of values.",
+        _limit_trial(2 * limit),
+    )
+
+
+def _length_fix(row: Varying, change: SourceChange | None) -> Fix:
+    """A Python list or dict whose length changes at every call: the code grows it (appends
+    a logged value each step), and Dynamo guards its length."""
+    assert row.expr is not None and row.expr.length_of is not None
+    where = _read_at(change)
+    return Fix(
+        f"{row.expr.length_of} is a Python list or dict the compiled code reads{where} and "
+        f"that grows at every call ({row.source} {_values(row)} so far): Dynamo guards its "
+        "length, so each call compiles a new variant until the recompile limit, then runs "
+        "eagerly. Keep that Python state out of the compiled function: return the values "
+        "(detached tensors) and append them outside the compiled call."
+    )
+
+
+def _read_at(change: SourceChange | None) -> str:
+    """`` at FILE:LINE (`code`)`` of the user's line that read the value (its guard's); ''
+    when that line is a library's (a fix never sends the user into torch's source)."""
+    line = change.installed_at if change else None
+    if line is None or (line.file and library_path(line.file) is not None):
+        return ""
+    return _at(line)
+
+
+def _stored_at(store: dict[str, Any] | None) -> str:
+    """`` (set at FILE:LINE: `m.p = p`)``: the user's line that stores the value."""
+    if not store:
+        return ""
+    code = f": `{store['code']}`" if store.get("code") else ""
+    return f", set at {store['file']}:{store.get('line')}{code}"
+
+
+def _counter_fix(
+    row: Varying, change: SourceChange | None, store: dict[str, Any] | None = None
+) -> Fix:
+    where = _read_at(change) + _stored_at(store)
     return Fix(
         f"{row.source} is an int attribute of an nn.Module that changes on every call (a "
         f"counter, read{where}). Set torch._dynamo.config.allow_unspec_int_on_nn_module = True "
@@ -464,12 +533,24 @@ def _counter_fix(row: Varying, change: SourceChange | None) -> Fix:
     )
 
 
-def _constant_fix(row: Varying, change: SourceChange | None) -> Fix:
-    where = _at(change.installed_at if change else None)
+def _constant_fix(
+    row: Varying, change: SourceChange | None, store: dict[str, Any] | None = None
+) -> Fix:
+    read = _read_at(change)
+    if store:  # the user's own line changes it while the program runs
+        return Fix(
+            f"{row.source} is a Python value baked into each variant{_stored_at(store)} with "
+            f"a new value each time ({_values(row)} so far): each value compiles a variant "
+            "until the recompile limit, then the frame runs eagerly. Give it a few values "
+            "only (round the schedule: the values then recur, and each is compiled once), or "
+            "keep it in a tensor the compiled code reads (a buffer updated in place with "
+            ".fill_()), so one variant serves every value; a torch function that takes a "
+            "Python number (F.dropout's p) then needs your own tensor version of it."
+        )
     return Fix(
-        f"{row.source} is a Python value baked into each variant (read{where}): "
-        f"{_values(row)} so far. Pass it as a tensor, or keep it out of the compiled "
-        "function, so one variant serves every value."
+        f"{row.source} is a Python value baked into each variant"
+        f"{f' (read{read})' if read else ''}: {_values(row)} so far. Pass it as a tensor, or "
+        "keep it out of the compiled function, so one variant serves every value."
     )
 
 
@@ -478,15 +559,26 @@ def _unbounded_fix(
     change: SourceChange | None,
     call: dict[str, Any] | None = None,
     same: list[Varying] | None = None,
+    store: dict[str, Any] | None = None,
 ) -> Fix | None:
-    """``same``: the sizes that took the same values, which one dynamic=False fix names."""
+    """``same``: the sizes that took the same values, which one dynamic=False fix names;
+    ``store``: the user's line that sets the value (a run's probes saw it)."""
     is_int = all(_INT.fullmatch(value) for value in row.values)
     if row.kind == "size":
         return _static_by_setting(row, call, same) or _specialized_size_fix(row, change)
+    if row.kind == "value" and row.expr is not None and row.expr.length_of is not None:
+        return _length_fix(row, change)
     if row.kind == "value" and row.source.startswith("self.") and is_int:
-        return _counter_fix(row, change)
+        return _counter_fix(row, change, store)
     if row.kind == "value":
-        return _constant_fix(row, change)
+        return _constant_fix(row, change, store)
+    if row.kind == "object_identity" and row.source.startswith(CARRIED):
+        return Fix(
+            f"{row.source} is what the graph break left on the stack (the call the break is "
+            "inside, a bound method such as list.append, is a new object every call): the "
+            "code after the break compiles again each time. Removing the break removes this "
+            "too: see its finding."
+        )
     if row.kind == "object_identity":
         return Fix(
             f"{row.source} is a new object at every call (an object built inside the loop): "
@@ -549,6 +641,11 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
     fix: Fix | None
     for row in outlook.varying:
         change = _first_change(explanation, row.source)
+        hooked = _hooks_of(row)
+        if hooked is not None:
+            if not any(fix.text.startswith(HOOKS_CHANGED) for fix in fixes):
+                fixes.append(Fix(f"{HOOKS_CHANGED} ({hooked}). {HOOKS_FIX}"))
+            continue
         if row.instances:
             fixes += _per_instance_fixes(row, explanation)
             continue
@@ -565,14 +662,21 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
             same = [r for r in outlook.varying if r.recurs and not r.dynamic
                     and r.kind == row.kind and r.values == row.values]  # fmt: skip
             # generate()'s prefill and decode recur by design: its own fix says so.
-            fix = _recurring_fix(same, explanation) if same[0] is row and not generate else None
+            fix = None
+            if same[0] is row and not generate and outlook.bounded is False:
+                # Values that recur, more of them than the recompile limit holds.
+                call = explanation.compile_call
+                fix = _static_by_setting(row, call, same) or _beyond_limit_fix(same, outlook)
+            elif same[0] is row and not generate:
+                fix = _recurring_fix(same, explanation)
         elif not row.dynamic and row.kind not in FLAG_KINDS and row.changes >= 2:
             user_static = _dynamic_false_at(explanation.compile_call) is not None
             same = [r for r in outlook.varying if user_static and r.kind == "size"
                     and r.values == row.values]  # fmt: skip
             if row in same and same[0] is not row:
                 continue  # one fix names every size the user's dynamic=False keeps static
-            fix = _unbounded_fix(row, change, explanation.compile_call, same)
+            fix = _unbounded_fix(row, change, explanation.compile_call, same,
+                                 explanation.stores.get(row.source))  # fmt: skip
         else:
             fix = None
         if fix is not None:

@@ -142,6 +142,26 @@ class FrameExplanation:
     """A library's frame that no recorded ``torch.compile`` call names (a loss function, an
     output class): Dynamo compiled it on its own, below a graph break, with tensors the library
     made as its arguments, not ones the user passes (attach_compile_calls)."""
+    stores: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Varying source -> the user's line that stores its attribute (``m.p = p``), when a
+    run's probes saw one (attach_attribute_stores)."""
+
+
+def attach_attribute_stores(
+    explanations: list[FrameExplanation], stores: list[dict[str, Any]]
+) -> None:
+    """Give each varying attribute (``self.drop1.p``) the user's line that stores it, as the
+    probes saw the program do it (``m.p = p``): the line the fix names, not the library line
+    that reads it. A store outside ``__init__`` (the value changed while running) first."""
+    for explanation in explanations:
+        for row in explanation.outlook.varying:
+            leaf = row.expr.leaf if row.expr is not None else None
+            if leaf is None:
+                continue
+            found = [s for s in stores if s.get("attr") == leaf and s.get("file")]
+            found.sort(key=lambda store: store.get("function") == "__init__")
+            if found:
+                explanation.stores[row.source] = found[0]
 
 
 def attach_compile_calls(
@@ -390,7 +410,16 @@ def outlook(
         reason = f"{names} took a new value at every recompile and never became dynamic; {when}"
         return Outlook(False, reason, varying, left, limit)
     if varying and all(settled(v) for v in varying):
-        return Outlook(True, _bounded_reason(varying, frame.variants), varying, None, limit)
+        reason = _bounded_reason(varying, frame.variants)
+        if frame.limit_hit and not any(v.instances for v in varying):
+            # A fixed set, yet more values than the limit holds: the rest run eagerly, and
+            # no pre-warming can cover them (one per instance is the limit fix's own case).
+            reason += (
+                f"; but the frame hit the recompile limit ({limit}): values beyond it now run "
+                "eagerly"
+            )
+            return Outlook(False, reason, varying, 0, limit)
+        return Outlook(True, reason, varying, None, limit)
     if not explained and frame.variants <= 1:
         return Outlook(True, f"{frame.variants} variant: no recompiles", varying, None, limit)
     if not varying:
@@ -519,6 +548,13 @@ def _values_text(changes: list[SourceChange]) -> str:
     chain when each new value is the next one's old, ranges for a counter (both sides
     stepping alike), else the pairs."""
     olds, news = [c.old for c in changes], [c.new for c in changes]
+    if all(new is None for new in news) and len(set(olds)) > 1:  # the new values unknown
+        shown = [str(old) for old in olds]
+        return (
+            ", ".join(shown[:MAX_CHAIN])
+            + (", …" if len(shown) > MAX_CHAIN else "")
+            + (" → a new value each time")
+        )
     if len(set(olds)) == 1 and len(set(news)) == 1:
         return f"{olds[0] or 'a value'} → {news[0] or 'a new value'}"
     if all(a == b for a, b in zip(news, olds[1:], strict=False)):

@@ -68,9 +68,12 @@ FIXES = {
         "may then specialize it), drop the mark, or make that code independent of the size."
     ),
     "data_dependent": (
-        "The program guards on a data-dependent value{at}: tell the compiler what holds with "
-        "torch._check(...), keep the .item()/nonzero() branch out of the compiled region "
-        "(torch.compiler.disable that function), or do not mark the shape dynamic."
+        "The program guards on a data-dependent value{at}: a Python branch on a size or value "
+        "the compiler only knows at run time. If the check only skips work the code after it "
+        "handles anyway (ops on zero rows do nothing), remove it; else tell the compiler what "
+        "holds with torch._check(...), make the branch a tensor op (torch.where, torch.cond), "
+        "or move the .item()/nonzero() code out of the compiled function (under fullgraph=True "
+        "torch.compiler.disable is an error too)."
     ),
 }
 DATA_DEPENDENT = {
@@ -100,6 +103,22 @@ def custom_ops_named(text: str) -> list[str]:
         if namespace not in TORCH_NAMESPACES and qualified not in found:
             found.append(qualified)
     return found
+
+
+_DATA_DEPENDENT_TEXT = lazy_compile(r"Could not guard on data-dependent expression")
+
+
+def compile_error_advice(fail_type: str, reason: str) -> str | None:
+    """The fix a compile error's own text names, where it names one: a custom op (opcheck),
+    or a guard on a data-dependent value at the user's line; None otherwise."""
+    ops = custom_op_advice(reason)
+    if ops is not None:
+        return ops
+    if fail_type in DATA_DEPENDENT or _DATA_DEPENDENT_TEXT.search(reason):
+        line = _user_line(reason)
+        at = f" at {line[0]} (`{line[1]}`)" if line else ""
+        return FIXES["data_dependent"].format(at=at)
+    return None
 
 
 def custom_op_advice(text: str) -> str | None:
