@@ -232,6 +232,7 @@ _STORED = lazy_compile(
 )
 _SIZE_NAME = lazy_compile(
     r"^\s*(?P<name>(?:num|n|max|min|total)_\w+|\w*(?:size|len|length|count|nodes)\w*)\s*=(?!=)"
+    r"|^\s*(?P<int>\w+)\s*=\s*int\("
 )
 SCALAR_STORED_ADVICE = (
     "The value read here is kept in Python (appended to a list, stored on self) or logged: "
@@ -242,8 +243,10 @@ SCALAR_STORED_ADVICE = (
 )
 SCALAR_SIZE_ADVICE = (
     "The value read here is a count or a size (`{name}`): take it from a shape the code "
-    "already has (for example `x.size(0)`), or pass it in as an argument. A shape stays in the "
-    "graph as a symbolic size and needs no .item(), so there is no break. "
+    "already has (for example `x.size(0)`), or pass it in as an argument; a shape stays in the "
+    "graph as a symbolic size and needs no .item(), so there is no break. Where it cuts a "
+    "tensor (a slice `[:{name}]`), keep the shape and mask the part past it instead "
+    "(masked_fill or torch.where on the positions), which needs no count at all. "
     "torch._dynamo.config.capture_scalar_outputs = True also keeps the read in the graph, as "
     "an unbacked size the code after it must tolerate."
 )
@@ -256,7 +259,7 @@ def _scalar_advice(event: GraphBreakEvent) -> str:
             return SCALAR_STORED_ADVICE
         size = _SIZE_NAME.match(code)
         if size is not None:
-            return SCALAR_SIZE_ADVICE.format(name=size["name"])
+            return SCALAR_SIZE_ADVICE.format(name=size["name"] or size["int"])
         return BREAK_ADVICE["data_dependent_scalar"]
     return (
         "The tensor value read here decides a Python branch, so "

@@ -112,8 +112,11 @@ def _unrolled(entry: CompileEntry, group: list[GraphLine], total: int) -> Findin
             f"graph, once per module that calls them: {share}"
         )
         advice = _repeated_advice(group[0].file)
+        # Regional compilation pays off on many ops; a small graph that compiled slowly (a
+        # loaded machine) is no reason to restructure the program.
+        many = ops >= _MANY_OPS
         return Finding(
-            "warning" if big else "info", "repeated_blocks", title, advice, evidence, subject
+            "warning" if many else "info", "repeated_blocks", title, advice, evidence, subject
         )
     title = (
         f"{where} of {group[0].function} ({group[0].file}) unrolled {repeats} times into {share}"
