@@ -38,6 +38,7 @@ from pt2doctor.trace.types import Run
 if TYPE_CHECKING:  # heat and the profile exist only for a run directory
     from pt2doctor.analysis.breaks.heat import Heat
     from pt2doctor.analysis.time.analyse import ProfileResult
+    from pt2doctor.analysis.time.paired import Paired
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,8 @@ class RunAnalysis:
     findings: list[Finding]
     """Sorted: errors first (analysis/findings/trace_findings.py ``sort_findings``)."""
     outcome: Outcome
+    paired: list[Paired]
+    """``run --profile``: each compiled callable's paired compiled/eager calls."""
 
 
 def _heat(run: Run, ledger: Ledger, sites: list[GraphBreakSite]) -> Heat | None:
@@ -137,6 +140,12 @@ def analyse_run(
         + cold.findings
     )
     findings = sort_findings(findings + _run_findings(run, ledger, heat, explanations))
+    paired = []
+    if run.probes is not None and run.probes.paired_calls:
+        from pt2doctor.analysis.time.paired import compiled_vs_eager_findings, paired_results
+
+        paired = paired_results(run.probes.paired_calls)
+        findings = sort_findings(findings + compiled_vs_eager_findings(run.probes.paired_calls))
     profiled = None
     if run.profile is not None:
         from pt2doctor.analysis.time.analyse import profile_analysis
@@ -152,4 +161,4 @@ def analyse_run(
 
         attach_tries(findings, run.tries, outcome)
     return RunAnalysis(run, ledger, sites, heat, environment, explanations, ranks, cold,
-                       kernel_maps, profiled, findings, outcome)  # fmt: skip
+                       kernel_maps, profiled, findings, outcome, paired)  # fmt: skip

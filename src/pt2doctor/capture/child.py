@@ -204,9 +204,24 @@ def _on_torch(recorder: ProbeRecorder, backend: str | None) -> None:
                 "backend_override", backend=backend, ok=torchcompat.override_backend(backend)
             ),
         )()
+    window = recorder.window
+    if window is not None:  # run --profile: compiled against eager, paired, before the window
+        _guarded(recorder, "paired calls", lambda: _pair(recorder, window))()
     plugin = os.environ.get(PLUGIN_ENV)
     if plugin:
         _guarded(recorder, f"plugin {plugin}", lambda: _plugin(plugin)(recorder))()
+
+
+def _pair(recorder: ProbeRecorder, window: Any) -> None:
+    """Pair compiled and eager calls of each compiled callable after its warmup
+    (torchcompat/paired.py); the profile window opens once no pairing is under way."""
+    paired = torchcompat.pair_compiled_calls(
+        lambda result: recorder.event("paired_calls", **result),
+        warmup=window.warmup,
+        where=caller_frame,
+    )
+    if paired is not None:
+        window.waits_for = lambda: any(pairing.active for pairing in paired)
 
 
 def _apply_fix(recorder: ProbeRecorder, trial: str) -> None:

@@ -417,6 +417,8 @@ def assemble_report(analysis: RunAnalysis) -> RunReport:
         from pt2doctor.report.profile_schema import profile_section
 
         report["profile"] = profile_section(analysis.profile)
+        if analysis.paired:
+            report["profile"]["paired"] = [paired.as_json() for paired in analysis.paired]
         for row, site in zip(report["graph_breaks"], sites, strict=True):
             cost = analysis.profile.break_cost_ms(site)
             if cost is not None:

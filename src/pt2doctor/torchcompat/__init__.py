@@ -65,6 +65,7 @@ from pt2doctor.torchcompat.module_hooks import (
     record_attribute_stores,
     record_module_hooks,
 )
+from pt2doctor.torchcompat.paired import pair_compiled_calls
 from pt2doctor.torchcompat.trace_log import FUSION_LOGGERS, attach_fusion_log, attach_trace_file
 from pt2doctor.torchcompat.version import MIN_TORCH, supported, torch_version
 
@@ -94,6 +95,7 @@ __all__ = [
     "op_argument_names",
     "original_module",
     "override_backend",
+    "pair_compiled_calls",
     "preload_compiler",
     "record_aten_ops",
     "record_attribute_stores",

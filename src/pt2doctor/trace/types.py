@@ -395,6 +395,10 @@ class ProbeData:
     """Exceptions raised inside a compiled graph: ``compile_id``, ``type``, ``message``."""
     environment: dict[str, Any] = field(default_factory=dict)
     compile_calls: list[dict[str, Any]] = field(default_factory=list)
+    paired_calls: list[dict[str, Any]] = field(default_factory=list)
+    """``run --profile``: per compiled callable, its paired calls after warmup, compiled and
+    eager one after the other (``compiled_ms``, ``eager_ms``, ``target``, ``name``, the
+    user's ``file``/``line`` that compiled it)."""
     attribute_stores: list[dict[str, Any]] = field(default_factory=list)
     """The user's lines that store plain Python values in module attributes
     (``attribute_store`` events: ``module`` class, ``attr``, ``file``, ``line``, ``code``),

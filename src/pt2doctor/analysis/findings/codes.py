@@ -59,6 +59,8 @@ Code = Literal[
     "library_bound",
     "graph_break_cost",
     "eager_only_time",
+    "compiled_slower_than_eager",
+    "eager_optimizer",
     # several ranks (analysis/ranks/findings.py)
     "rank_compile_skew",
     "rank_specific_recompile",
@@ -169,6 +171,13 @@ SPECS: dict[Code, CodeSpec] = dict(
               "a break site's eager time per call; `warning` from 5% of the step"),
         _spec("eager_only_time", "profile", "graph breaks", "warning",
               "at least 25% of the step is eager ATen ops outside every compiled graph"),
+        _spec("eager_optimizer", "profile", "performance", "warning",
+              "opt.step() runs eagerly, outside compiled regions, for at least 5% of the step "
+              "(torch's profiler labels it): fused=True, foreach=True or a compiled step"),
+        _spec("compiled_slower_than_eager", "profile", "performance", "warning",
+              "a compiled callable's paired calls (compiled and eager one after the other, "
+              "`run --profile`) ran slower compiled: both medians, at least 5% apart with 8 of "
+              "10 pairs agreeing; `saves_ms` is their difference per call"),
         _spec("rank_compile_skew", "ranks", "performance", "info|warning|error",
               "ranks finish compiling at different times; severity by the share of the "
               "collective timeout"),

@@ -15,6 +15,7 @@ from pt2doctor.analysis.recompiles.frame_names import display_name
 from pt2doctor.analysis.recompiles.ledger import Ledger
 from pt2doctor.analysis.text import counted
 from pt2doctor.analysis.time.findings import BreakContext, profile_findings
+from pt2doctor.analysis.time.owners import eager_owners
 from pt2doctor.analysis.time.profile import ProfileView, profile_view
 from pt2doctor.trace.chrome import ChromeTrace
 from pt2doctor.trace.types import ProfileCapture, SourceLine
@@ -119,6 +120,7 @@ def profile_analysis(
                         break_sites, graphless, kernel_events)  # fmt: skip
     skipped = [frame_where(frame) for frame in ledger.frames if frame.skipped]
     device = "cuda" if "kernel" in capture.trace.categories else "cpu"
-    findings = profile_findings(view, names, skipped, device, context)
+    owners = eager_owners(capture.trace, *view.window)
+    findings = profile_findings(view, names, skipped, device, context, owners)
     return ProfileResult(capture.path, window, view, None, names, _notes(view, window, device),
                          findings)  # fmt: skip

@@ -7,13 +7,14 @@ Thresholds are shares of the window's wall time: a part under MIN_SHARE is not w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from pt2doctor.analysis.built.kernels import first_line_where
 from pt2doctor.analysis.findings.codes import Severity
 from pt2doctor.analysis.findings.model import Finding, Subject
 from pt2doctor.analysis.paths import library_path
+from pt2doctor.analysis.time.owners import EagerOwner
 from pt2doctor.analysis.time.profile import ProfileView, RegionTime
 from pt2doctor.trace.types import SourceLine
 
@@ -57,6 +58,7 @@ def profile_findings(
     skipped_frames: list[str],
     device: str,
     breaks: Mapping[str, BreakContext] | None = None,
+    owners: Sequence[EagerOwner] = (),
 ) -> list[Finding]:
     """``names``: compile id -> the frame's name; ``skipped_frames``: frames Dynamo ran
     eagerly (where); ``device``: ``cuda`` or ``cpu`` (the fixes differ); ``breaks``: compile
@@ -69,7 +71,8 @@ def profile_findings(
         *_library_bound(view, device),
         *_fallback_ops(view),
         *_graph_break_cost(view, breaks or {}),
-        *_eager_only(view, skipped_frames),
+        *_eager_only(view, skipped_frames, owners),
+        *_eager_optimizer(view, owners, device),
     ]
 
 
@@ -244,8 +247,12 @@ def _graph_break_cost(view: ProfileView, breaks: Mapping[str, BreakContext]) -> 
     return found
 
 
-def _eager_only(view: ProfileView, skipped_frames: list[str]) -> list[Finding]:
-    eager = sum(us for _, us in view.eager_ops)
+def _eager_only(
+    view: ProfileView, skipped_frames: list[str], owners: Sequence[EagerOwner] = ()
+) -> list[Finding]:
+    # The ops of an eager optimizer step or data loading are theirs, named by their own
+    # finding, not "the compiled model running eagerly".
+    eager = sum(us for _, us in view.eager_ops) - sum(owner.aten_us for owner in owners)
     if eager < EAGER_SHARE * view.wall_us:
         return []
     top = ", ".join(f"{name} {_ms(us, view)}" for name, us in view.eager_ops[:4])
@@ -271,3 +278,45 @@ def _eager_only(view: ProfileView, skipped_frames: list[str]) -> list[Finding]:
             evidence,
         )
     ]
+
+
+OPTIMIZER_ADVICE = (
+    "{cls}.step() runs outside every compiled region, as eager PyTorch: with its default "
+    "implementation on this device ({impl}) it updates the parameters one tensor at a time, "
+    "a few small kernels each. Pass fused=True to the optimizer ({cls}(..., fused=True): "
+    "one fused kernel per group of parameters, on CPU and CUDA for Adam, AdamW and SGD), or "
+    "foreach=True (the per-tensor loop as multi-tensor ops), or compile the step "
+    "(`@torch.compile` on a function that calls opt.step()). fused and foreach change the "
+    "order of floating-point operations, not the update rule: results agree within rounding."
+)
+
+
+def _eager_optimizer(view: ProfileView, owners: Sequence[EagerOwner], device: str) -> list[Finding]:
+    """``eager_optimizer``: an optimizer step that runs eagerly, outside compiled regions,
+    for a visible share of the step: named with its class and its fix (fused, foreach, a
+    compiled step), its measured cost per call."""
+    found = []
+    for owner in owners:
+        if owner.kind != "optimizer_step" or owner.us < MIN_SHARE * view.wall_us:
+            continue
+        impl = "a for-loop over tensors" if device == "cpu" else "foreach multi-tensor ops"
+        found.append(
+            Finding(
+                "warning",
+                "eager_optimizer",
+                f"opt.step() of {owner.owner_class} runs eagerly: {_ms(owner.us, view)} per "
+                f"call ({_pct(owner.us, view.wall_us)} of the step), outside every compiled "
+                "region",
+                OPTIMIZER_ADVICE.format(cls=owner.owner_class, impl=impl),
+                [
+                    f"{owner.label}: {owner.calls} calls in the window, "
+                    f"{_ms(owner.us, view)} per call of the hot loop"
+                ],
+                Subject("program", f"{owner.owner_class}.step"),
+                facts={
+                    "step_ms": round(view.per_call(owner.us), 6),
+                    "optimizer": owner.owner_class,
+                },
+            )
+        )
+    return found
