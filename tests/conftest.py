@@ -241,13 +241,15 @@ def doctor_command() -> Callable[..., list[str]]:
 def doctor_run(
     tmp_path_factory: pytest.TempPathFactory, run_env: dict[str, str]
 ) -> Callable[..., DoctorRun]:
-    """``doctor_run(key, flags, program, *args) -> DoctorRun``: runs ``pt2doctor run`` in a real
-    subprocess once per session and key (shared by xdist workers, like ``traced``). Each run
+    """``doctor_run(key, flags, program, *args, env=None) -> DoctorRun``: runs ``pt2doctor run``
+    in a real subprocess once per session and key (``env`` added to the run's) (shared by xdist workers, like ``traced``). Each run
     costs ~4 s (torch import plus a ``--backend eager`` compile); Inductor ones ~15 s cold."""
     root = _shared_root(tmp_path_factory) / "doctor-runs"
     root.mkdir(parents=True, exist_ok=True)
 
-    def run(key: str, flags: Sequence[str], program: str, *args: str) -> DoctorRun:
+    def run(
+        key: str, flags: Sequence[str], program: str, *args: str, env: dict[str, str] | None = None
+    ) -> DoctorRun:
         run_dir, result_file = root / key, root / f"{key}.result.json"
         with FileLock(str(root / f"{key}.lock")):
             if not result_file.exists():
@@ -255,7 +257,7 @@ def doctor_run(
                 done = subprocess.run(
                     _doctor_command(run_dir, flags, program, *args),
                     cwd=root,
-                    env=run_env,
+                    env={**run_env, **(env or {})},
                     capture_output=True,
                     text=True,
                     timeout=PROGRAM_TIMEOUT_S,

@@ -35,8 +35,12 @@ def line_of(name: str, code: str) -> int:
 
 
 def run(doctor_run: Any, name: str, *flags: str) -> tuple[dict[str, Any], Path, str]:
-    """``pt2doctor run FLAGS -- python blind/NAME.py``: (report, run dir, program stdout)."""
-    done = doctor_run(f"blind_{name}{'_'.join(flags)}", list(flags), f"../real/blind/{name}")
+    """``pt2doctor run FLAGS -- python blind/NAME.py``: (report, run dir, program stdout).
+    A profiled program gets one thread (OMP_NUM_THREADS=1): beside the suite's other worker on
+    two cores, two threads each spin against each other and a 9 ms step took 415 ms."""
+    env = {"OMP_NUM_THREADS": "1"} if "--profile" in flags else None
+    done = doctor_run(f"blind_{name}{'_'.join(flags)}", list(flags), f"../real/blind/{name}",
+                      env=env)  # fmt: skip
     report: dict[str, Any] = json.loads((done.run_dir / "report.json").read_text())
     return report, done.run_dir, (done.run_dir / "stdout.log").read_text()
 
@@ -241,8 +245,8 @@ def test_a_decode_step_slower_compiled_than_eager_gets_both_numbers_measured_in_
     finding = _finding(report, "compiled_slower_than_eager")
     assert finding["facts"]["compiled_ms"] > finding["facts"]["eager_ms"]
     assert finding["saves_ms"] == pytest.approx(
-        finding["facts"]["compiled_ms"] - finding["facts"]["eager_ms"], abs=1e-6
-    )
+        finding["facts"]["compiled_ms"] - finding["facts"]["eager_ms"], abs=2e-6
+    )  # both medians are rounded to the nanosecond, as is their difference
     assert paired["slower_pairs"] >= 8 and paired["name"] == "GRUDecoder"
     # The run's paired ratio and the program's own are the same story within noise.
     assert finding["facts"]["compiled_ms"] / finding["facts"]["eager_ms"] == pytest.approx(

@@ -93,6 +93,23 @@ def test_kernels_map_to_the_block_lines_and_the_cumsum_fallback_is_named(
     assert library == pytest.approx(addmm / 20 / 1000, rel=1e-3, abs=1e-6)
 
 
+def test_a_second_profiled_run_starts_warm_and_its_kernels_still_map_to_the_lines(
+    no_grad: dict[str, Any], doctor_run: Any
+) -> None:
+    """--profile keeps the compile caches: the same program profiled again on the session's
+    cache takes every graph from the FX graph cache, its kernels still land on the block's
+    lines (the file is unchanged), and the profile says the lines are the filling compile's."""
+    again = _run(doctor_run, "profile_no_grad_again")
+    assert again["compiles"] and {c["cache"].get("fx_graph") for c in again["compiles"]} == {"hit"}
+    assert any("came from the FX graph cache" in note for note in again["profile"]["notes"])
+    assert not any("FX graph cache" in note for note in no_grad["profile"]["notes"]) or {
+        c["cache"].get("fx_graph") for c in no_grad["compiles"]
+    } & {"hit"}
+    generated = [k for k in again["profile"]["kernels"] if k["kind"] == "generated"]
+    hottest = max(generated, key=lambda k: k["ms_per_call"])
+    assert _line(hottest) & {marker_in(PROGRAM, "gelu"), marker_in(PROGRAM, "norm")}
+
+
 def test_the_parts_add_up_to_each_region_and_the_regions_are_the_profilers(
     no_grad: dict[str, Any], breaks: dict[str, Any]
 ) -> None:

@@ -578,7 +578,7 @@ def test_a_second_run_into_the_same_dir_is_refused_and_changes_nothing(
     [
         (["run"], "Missing argument"),
         (["run", "--backend", "eager", "--"], "Missing argument"),
-        (["run", "--", "/no/such/program", "x.py"], "cannot run /no/such/program"),
+        (["run", "--", "/no/such/program", "x.py"], "no such file: /no/such/program"),
     ],
 )
 def test_bad_command_is_one_line_exit_2(

@@ -205,7 +205,7 @@ def _on_torch(recorder: ProbeRecorder, backend: str | None) -> None:
             ),
         )()
     window = recorder.window
-    if window is not None:  # run --profile: compiled against eager, paired, before the window
+    if window is not None:  # run --profile: compiled against eager, paired, after the window
         _guarded(recorder, "paired calls", lambda: _pair(recorder, window))()
     plugin = os.environ.get(PLUGIN_ENV)
     if plugin:
@@ -213,15 +213,21 @@ def _on_torch(recorder: ProbeRecorder, backend: str | None) -> None:
 
 
 def _pair(recorder: ProbeRecorder, window: Any) -> None:
-    """Pair compiled and eager calls of each compiled callable after its warmup
-    (torchcompat/paired.py); the profile window opens once no pairing is under way."""
+    """Pair compiled and eager calls of each compiled callable once the profile window is
+    done (torchcompat/paired.py: its eager half stays out of the profile, and the window gets
+    the program's calls right after warmup); a program that ends sooner sends the pairs made."""
     paired = torchcompat.pair_compiled_calls(
         lambda result: recorder.event("paired_calls", **result),
-        warmup=window.warmup,
+        ready=lambda: window.state in ("done", "failed"),
         where=caller_frame,
     )
     if paired is not None:
-        window.waits_for = lambda: any(pairing.active for pairing in paired)
+
+        def finish() -> None:
+            for pairing in paired:
+                pairing.finish()
+
+        atexit.register(finish)
 
 
 def _apply_fix(recorder: ProbeRecorder, trial: str) -> None:

@@ -56,9 +56,10 @@ class RunOptions:
     and the fusion log kept (``fusion.log``)."""
     profile_calls: int | None = _setting(None, "profile_calls")
     """``--profile``: profile this many steady-state calls of the hot graph, with provenance
-    (kernels mapped to lines) and kernel profiling on, every graph compiled afresh as with
-    ``kernels`` (a cached graph would bring back the lines of the compile that filled the
-    cache). Its flags, ``--profile`` and ``--profile-calls``, are cli/run.py's."""
+    (kernels mapped to lines) and kernel profiling on. The compile caches stay on (a second
+    profiled run starts warm); a graph from the FX graph cache brings back the lines of the
+    compile that filled it, and the profile says so. Its flags, ``--profile`` and
+    ``--profile-calls``, are cli/run.py's."""
     profile_seconds: float | None = _setting(None, None, Flag(
         "--profile-seconds", "positive_float", "With --profile: close the window after S "
         "seconds (default 30)."))  # fmt: skip

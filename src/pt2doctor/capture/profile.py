@@ -82,9 +82,6 @@ class ProfileWindow:
         """Each graph's compile count at its previous call: steady when none came since."""
         self.profiler: Any = None
         self.lock = threading.Lock()
-        self.waits_for: Callable[[], bool] = lambda: False
-        """While true the window does not open (the paired compiled/eager calls run first:
-        their eager half would be in the profile)."""
 
     def compiled(self, compile_id: str) -> None:
         """A graph was just compiled."""
@@ -109,7 +106,7 @@ class ProfileWindow:
             return
         steady = self.compiles_at_call.get(compile_id) == self.compiles
         self.compiles_at_call[compile_id] = self.compiles
-        if calls >= self.warmup and steady and not self.waits_for():
+        if calls >= self.warmup and steady:
             self.guarded(lambda: self._open(compile_id))
 
     def guarded(self, action: Callable[[], None]) -> None:

@@ -67,10 +67,13 @@ def child_env(options: RunOptions) -> dict[str, str]:
         env[FUSION_ENV] = "1"
     if options.kernels or options.profile_calls is not None:
         env[PROVENANCE_ENV] = "1"
+    if options.kernels:
         # Each graph compiled afresh: an FX graph (or AOTAutograd) cache hit replays the
         # provenance of the compile that filled the cache, with that day's line numbers (an
         # edit above a line leaves the graph, and so the key, unchanged), and the scheduler,
-        # whose fusion log this run keeps, does not run. Kernel builds stay cached.
+        # whose fusion log this run keeps, does not run. Kernel builds stay cached. --profile
+        # keeps the caches: its kernel names come from the trace of the window, and a hit's
+        # kernel map says its lines are the filling compile's (kernel_map.cached_lines).
         env[FX_GRAPH_CACHE_ENV] = "0"
         env[AUTOGRAD_CACHE_ENV] = "0"
     if options.backend:

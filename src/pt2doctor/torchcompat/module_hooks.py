@@ -54,6 +54,8 @@ def record_module_hooks(
 
         @functools.wraps(original)
         def registering(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if torch.compiler.is_compiling():  # traced by Dynamo: the original alone
+                return original(self, *args, **kwargs)
             handle = original(self, *args, **kwargs)
             emit("add", method, self)
             remove = getattr(handle, "remove", None)
@@ -107,8 +109,15 @@ def record_attribute_stores(
     original = module.__setattr__
     seen: set[tuple[str, str, str, int]] = set()
 
+    compiling = torch.compiler.is_compiling
+
     @functools.wraps(original)
     def storing(self: Any, name: str, value: Any) -> None:
+        # Dynamo inlines a module's __setattr__ when compiled code stores an attribute: it
+        # must see the original alone (is_compiling is a constant True while it traces), or
+        # this wrapper would be traced, break the graph and add frames of its own.
+        if compiling():
+            return original(self, name, value)
         original(self, name, value)
         if name.startswith("_") or not isinstance(value, bool | int | float | str):
             return

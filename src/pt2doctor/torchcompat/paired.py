@@ -1,5 +1,5 @@
 """Compiled against eager in the running program (``run --profile``): for a few calls of
-each compiled callable, right after its warmup, every other call goes to what the program
+each compiled callable, once the profile window is done, every other call goes to what the program
 compiled (the module or function it passed to torch.compile) instead of the compiled
 callable, and each call is timed. The same inputs, the same process, one after the other: a
 paired baseline of what dropping torch.compile would give, with no change to the program's
@@ -20,54 +20,64 @@ from typing import Any
 
 from pt2doctor.torchcompat.dynamo import _wrap_torch_compile, compiled_target
 
-PAIRS = 10
+PAIRS = 20
 """Pairs of calls timed per compiled callable (one compiled, one eager each)."""
 MAX_TARGETS = 3
 """Compiled callables paired at most (the first ones made)."""
 
 
-class PairedCalls:
-    """The pairing of one compiled callable: ``warmup`` calls as the program makes them,
-    then ``2 * pairs`` calls alternating compiled and eager, each timed; then the result goes
-    to ``on_done`` once."""
+def _compiling() -> bool:
+    import torch
 
-    def __init__(self, target: dict[str, Any], warmup: int, pairs: int,
+    return bool(torch.compiler.is_compiling())
+
+
+class PairedCalls:
+    """The pairing of one compiled callable: the calls before ``ready()`` as the program
+    makes them, then one untimed pair, then ``2 * pairs`` calls alternating compiled and eager,
+    each timed; then the result goes to ``on_done`` once (``finish`` sends what a program that
+    ended sooner gave)."""
+
+    def __init__(self, target: dict[str, Any], ready: Callable[[], bool], pairs: int,
                  on_done: Callable[[dict[str, Any]], None]) -> None:  # fmt: skip
-        self.target, self.warmup, self.pairs, self.on_done = target, warmup, pairs, on_done
+        self.target, self.ready, self.pairs, self.on_done = target, ready, pairs, on_done
         self.calls = 0
         self.compiled_ms: list[float] = []
         self.eager_ms: list[float] = []
         self.lock = threading.Lock()
         self.done = False
 
-    @property
-    def active(self) -> bool:
-        """Within the paired calls (what the profile window waits for)."""
-        return not self.done and self.calls >= self.warmup
-
     def call(
         self, compiled: Callable[..., Any], eager_call: Callable[..., Any], args: Any, kwargs: Any
     ) -> Any:
-        with self.lock:
-            self.calls += 1
-            index = self.calls - self.warmup - 1
-        if self.done or index < 0:
+        if self.done or not self.ready() or _compiling():  # called from compiled code
             return compiled(*args, **kwargs)
+        with self.lock:
+            index = self.calls
+            self.calls += 1
         eager = index % 2 == 1
+        if index < 2:  # the first pair warms the alternation up (eager's first call is cold)
+            return (eager_call if eager else compiled)(*args, **kwargs)
         start = time.perf_counter()
         result = (eager_call if eager else compiled)(*args, **kwargs)
         elapsed = (time.perf_counter() - start) * 1e3
         (self.eager_ms if eager else self.compiled_ms).append(round(elapsed, 6))
-        if len(self.eager_ms) >= self.pairs and not self.done:
-            self.done = True
-            self.on_done({**self.target, "compiled_ms": self.compiled_ms,
-                          "eager_ms": self.eager_ms})  # fmt: skip
+        if len(self.eager_ms) >= self.pairs:
+            self.finish()
         return result
+
+    def finish(self) -> None:
+        """Send the pairs timed so far, once (none: nothing is sent)."""
+        with self.lock:
+            if self.done or not self.eager_ms:
+                return
+            self.done = True
+        self.on_done({**self.target, "compiled_ms": self.compiled_ms, "eager_ms": self.eager_ms})
 
 
 def pair_compiled_calls(
     on_done: Callable[[dict[str, Any]], None],
-    warmup: int,
+    ready: Callable[[], bool],
     where: Callable[[], dict[str, Any] | None] = lambda: None,
     pairs: int = PAIRS,
 ) -> list[PairedCalls] | None:
@@ -89,7 +99,7 @@ def pair_compiled_calls(
 
         def _paired(compiled: Any, model: Any) -> Any:
             target = {**compiled_target(model), **(where() or {})}
-            pairing = PairedCalls(target, warmup, pairs, on_done)
+            pairing = PairedCalls(target, ready, pairs, on_done)
             forward = getattr(compiled, "forward", None)
             if hasattr(compiled, "_orig_mod") and callable(forward):
                 compiled.forward = functools.wraps(forward)(

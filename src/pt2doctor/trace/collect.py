@@ -84,6 +84,9 @@ _PAYLOAD_KINDS = frozenset(
 )
 # Where torch.compile's own wrapper of a module (compile_wrapper) lives.
 _EVAL_FRAME = "/torch/_dynamo/eval_frame.py"
+# Frames between nn.Module.__call__ and the compiled one that are no caller: torch.compile's
+# wrapper, and run --profile's pairing of compiled and eager calls (pt2doctor's own).
+_PASS_THROUGH = (_EVAL_FRAME, "/pt2doctor/torchcompat/paired.py")
 
 
 def wants_payload(kind: str, meta: Any) -> bool:
@@ -166,11 +169,12 @@ def _integer(value: Any) -> int | None:
 
 def _caller(stack: list[Any]) -> dict[str, Any] | None:
     """The frame that called the compiled one, past the wrapper ``torch.compile(module)`` puts
-    between ``nn.Module.__call__`` and ``forward`` (``compile_wrapper`` in eval_frame.py)."""
+    between ``nn.Module.__call__`` and ``forward`` (``compile_wrapper`` in eval_frame.py) and
+    pt2doctor's pairing (``run --profile``)."""
     for frame in reversed(stack[:-1]):
         if not isinstance(frame, dict):
             return None
-        if not str(frame.get("filename") or "").endswith(_EVAL_FRAME):
+        if not str(frame.get("filename") or "").endswith(_PASS_THROUGH):
             return frame
     return None
 

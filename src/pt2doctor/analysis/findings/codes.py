@@ -176,8 +176,9 @@ SPECS: dict[Code, CodeSpec] = dict(
               "(torch's profiler labels it): fused=True, foreach=True or a compiled step"),
         _spec("compiled_slower_than_eager", "profile", "performance", "warning",
               "a compiled callable's paired calls (compiled and eager one after the other, "
-              "`run --profile`) ran slower compiled: both medians, at least 5% apart with 8 of "
-              "10 pairs agreeing; `saves_ms` is their difference per call"),
+              "`run --profile`) ran slower compiled: both medians, at least 5% apart, and the "
+              "pairs agreeing (an exact one-sided sign test, p <= 0.05); `saves_ms` is their "
+              "difference per call"),
         _spec("rank_compile_skew", "ranks", "performance", "info|warning|error",
               "ranks finish compiling at different times; severity by the share of the "
               "collective timeout"),

@@ -24,8 +24,13 @@ LARGE_TRACE_BYTES = 20_000_000
 """A window's trace above this gets a note (about 2.4 KB per kernel launch per call)."""
 NOT_COMPARABLE = (
     "a profiled run compiles with provenance and kernel profiling on, which are part of "
-    "Inductor's cache key and compile every graph afresh: its cold start is not comparable "
-    "with an unprofiled run's"
+    "Inductor's cache key: its cold start is comparable with another profiled run's (the "
+    "compile caches stay on), not with an unprofiled run's"
+)
+CACHED_KERNELS = (
+    "{graphs} came from the FX graph cache: their kernels' lines are those of the compile "
+    "that filled it (the key holds the graph, not its line numbers); `pt2doctor run "
+    "--kernels` compiles afresh"
 )
 
 
@@ -77,8 +82,10 @@ def _breaks(sites: list[GraphBreakSite]) -> tuple[dict[str, SourceLine], dict[st
     return break_sites, context
 
 
-def _notes(view: ProfileView, window: dict[str, Any], device: str) -> list[str]:
+def _notes(view: ProfileView, window: dict[str, Any], device: str, cached: int) -> list[str]:
     notes = [*view.notes, NOT_COMPARABLE]
+    if cached:
+        notes.append(CACHED_KERNELS.format(graphs=counted(cached, "graph")))
     compiles = window.get("compiles_in_window") or 0
     if compiles:
         notes.insert(0, f"{counted(compiles, 'compile')} ran inside the window: their time is "
@@ -122,5 +129,6 @@ def profile_analysis(
     device = "cuda" if "kernel" in capture.trace.categories else "cpu"
     owners = eager_owners(capture.trace, *view.window)
     findings = profile_findings(view, names, skipped, device, context, owners)
-    return ProfileResult(capture.path, window, view, None, names, _notes(view, window, device),
-                         findings)  # fmt: skip
+    cached = sum(1 for e in ledger.compiles if e.record.cache.get("fx_graph") == "hit")
+    notes = _notes(view, window, device, cached)
+    return ProfileResult(capture.path, window, view, None, names, notes, findings)
