@@ -46,14 +46,20 @@ def run(doctor_run: Any, name: str, *flags: str) -> tuple[dict[str, Any], Path, 
 
 
 def compiles(run_dir: Path) -> int:
-    """Compiles that produced a graph, from the raw trace (compilation_metrics without a
-    failure)."""
+    """Compiles Dynamo finished, with a graph or without one, from the raw trace
+    (compilation_metrics without a failure)."""
     return sum(
         1
         for envelope, _ in raw_records(run_dir / "trace")
         if "compilation_metrics" in envelope
         and not envelope["compilation_metrics"].get("fail_type")
     )
+
+
+def graphs(run_dir: Path) -> int:
+    """FX graphs Dynamo produced, from the raw trace (dynamo_output_graph records)."""
+    return sum(1 for envelope, _ in raw_records(run_dir / "trace")
+               if "dynamo_output_graph" in envelope)  # fmt: skip
 
 
 def break_sites(run_dir: Path) -> int:
@@ -247,8 +253,131 @@ def test_a_decode_step_slower_compiled_than_eager_gets_both_numbers_measured_in_
     assert finding["saves_ms"] == pytest.approx(
         finding["facts"]["compiled_ms"] - finding["facts"]["eager_ms"], abs=2e-6
     )  # both medians are rounded to the nanosecond, as is their difference
-    assert paired["slower_pairs"] >= 8 and paired["name"] == "GRUDecoder"
+    assert paired["p_value"] <= 0.05 and paired["name"] == "GRUDecoder"
     # The run's paired ratio and the program's own are the same story within noise.
     assert finding["facts"]["compiled_ms"] / finding["facts"]["eager_ms"] == pytest.approx(
         compiled / eager, rel=0.35
     )
+
+
+# --- the second batch (13-18), written after the fixes above were made --------------------
+
+
+def test_a_float_learning_rate_a_scheduler_rewrites_gets_the_tensor_lr_fix(
+    doctor_run: Any,
+) -> None:
+    """A whole training step compiled, AdamW made with lr=3e-3 and a LambdaLR: the compiled
+    step recompiles on param_groups[0]['lr'] and the fix is a tensor lr, not 'pre-warm'. The
+    probes' own nn.Module.__setattr__ recorder is never compiled (it was, eight times, inside
+    the optimizer's frames). The author's lr=torch.tensor(3e-3): no recompile, same result."""
+    report, run_dir, out = run(doctor_run, "scheduler_in_compiled_step", *EAGER)
+    finding = _finding(report, "recompiles")
+    assert "param_groups[0]['lr']" in finding["advice"] and "lr=torch.tensor(" in finding["advice"]
+    assert "pre-warm" not in finding["title"]
+    assert not [f for f in report["frames"] if "pt2doctor" in str(f["file"])]
+    assert break_sites(run_dir) == 5  # TRUTH.md: 5 break sites, which the fix leaves alone
+    _, fixed_dir, fixed_out = run(doctor_run, "scheduler_in_compiled_step_fixed", *EAGER)
+    assert graphs(fixed_dir) < graphs(run_dir)  # TRUTH.md: 3 graphs, 2 with the fix
+    assert result(fixed_out) == result(out)
+
+
+def test_a_kv_cache_kept_in_python_lists_is_its_length_and_a_growing_tensor_is_not(
+    doctor_run: Any,
+) -> None:
+    """Each layer appends k and v to lists and torch.cat()s them: the decode step's guards
+    are the lists' lengths, the limit is hit, the fix names the append line. The author's
+    fix (one tensor per layer grown by torch.cat) leaves three variants, none a warning: the
+    prompt, one token (Dynamo specializes size 1), and the cache length made dynamic."""
+    report, run_dir, out = run(doctor_run, "growing_kv_list", *EAGER)
+    assert _finding(report, "recompile_limit_hit")
+    finding = _finding(report, "recompiles")
+    line = line_of("growing_kv_list", 'cache["k"].append(k)')
+    assert f"growing_kv_list.py:{line}" in finding["advice"] and "len(" in finding["title"]
+    assert any(e.startswith("0/1–0/8: len(caches[0]['k'])") for e in finding["evidence"])
+    fixed, fixed_dir, fixed_out = run(doctor_run, "growing_kv_list_fixed", *EAGER)
+    (again,) = [f for f in fixed["findings"] if f["code"] == "recompiles"]
+    assert again["severity"] == "info"
+    assert "a size of 1 (tokens.shape[1]: 8 → 1)" in " ".join(again["evidence"])
+    assert compiles(fixed_dir) == 3 < compiles(run_dir)
+    assert result(fixed_out) == result(out)
+
+
+def test_autocast_toggled_around_one_model_reads_as_autocast_off_and_on(
+    doctor_run: Any,
+) -> None:
+    """Autocast turned on for half the batches: one recompile on the global autocast state,
+    said as the user set it (off → on for cpu (bfloat16)), not as GlobalStateGuard's lists of
+    device flags and ScalarType numbers, and not once more per parameter's dispatch keys."""
+    report, _, _ = run(doctor_run, "autocast_toggle", *EAGER)
+    finding = _finding(report, "recompiles")
+    text = " ".join([finding["title"], *finding["evidence"], finding["advice"]])
+    assert "autocast off → on for cpu (bfloat16)" in text
+    assert "cached_enabled" not in text and "dispatch keys" not in text
+    assert finding["severity"] == "info"
+
+
+def test_float_of_a_numpy_value_is_one_break_whose_fix_ends_the_recompile_limit(
+    doctor_run: Any,
+) -> None:
+    """float(h_np.std()) in forward: a break, and the code after it compiled per value until
+    the limit. One cause: the plan's only step is the break, whose fix drops float(); the
+    author's fix (exactly that): one graph, no break, the same result."""
+    report, run_dir, out = run(doctor_run, "numpy_in_forward", *EAGER)
+    assert [step["code"] for step in report["plan"]] == ["graph_break"]
+    line = line_of("numpy_in_forward", "spread = float(h_np.std())")
+    (site,) = [f for f in report["findings"] if f["code"] == "graph_break"]
+    assert site["subject"]["line"] == line and "`h_np.std()` without float()" in site["advice"]
+    limit = _finding(report, "recompile_limit_hit")
+    assert limit["cause"] == site["cause"]
+    _, fixed_dir, fixed_out = run(doctor_run, "numpy_in_forward_fixed", *EAGER)
+    assert compiles(fixed_dir) == 1 and break_sites(fixed_dir) == 0 < break_sites(run_dir)
+    assert result(fixed_out) == result(out)
+
+
+def test_a_print_in_checkpointed_blocks_is_guarded_not_made_reorderable(
+    doctor_run: Any, tmp_path: Path
+) -> None:
+    """A debug print inside each checkpointed block, called in a loop: Dynamo skips the
+    whole forward. The finding names the print's line and the is_compiling() guard, and
+    never torch's reorderable_logging_functions hint: for a print in a function the
+    compiled one calls, that config makes the print silently never run (shown below on the
+    installed torch). The author's guard: one graph, the same result."""
+    report, _, out = run(doctor_run, "checkpointed_blocks", *EAGER)
+    skipped = _finding(report, "frame_skipped")
+    line = line_of("checkpointed_blocks", 'print(f"block input')
+    assert f"checkpointed_blocks.py:{line}" in skipped["advice"]
+    assert "torch.compiler.is_compiling()" in skipped["advice"]
+    site = _finding(report, "graph_break")
+    assert "reorderable_logging_functions" not in site["advice"].split("Do not add")[0]
+    _, fixed_dir, fixed_out = run(doctor_run, "checkpointed_blocks_fixed", *EAGER)
+    assert compiles(fixed_dir) == 1 and result(fixed_out) == result(out)
+    # What the advice warns of, on this torch: a print in a called function, made
+    # reorderable, compiles into one graph and never prints; the compiled function's own does.
+    program = tmp_path / "reorderable.py"
+    program.write_text(
+        "import torch\n"
+        "torch._dynamo.config.reorderable_logging_functions.add(print)\n"
+        "def called(x):\n    print('called-print')\n    return x + 1\n"
+        "@torch.compile(backend='eager')\n"
+        "def step(x):\n    print('own-print')\n    return called(x) * 2\n"
+        "step(torch.ones(2))\n"
+    )
+    done = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
+                          timeout=120, check=True)  # fmt: skip
+    assert "own-print" in done.stdout and "called-print" not in done.stdout
+
+
+def test_inputs_in_two_memory_layouts_get_one_layout_in_the_data_pipeline(
+    doctor_run: Any,
+) -> None:
+    """NHWC-permuted and contiguous batches: one recompile on x's strides, named as two
+    memory layouts with the channels_last conversion, once (not one 'values that recur' fix
+    per stride). The author's conversion in the data pipeline: one graph, the same result."""
+    report, run_dir, out = run(doctor_run, "mixed_memory_format", *EAGER)
+    finding = _finding(report, "recompiles")
+    assert "x in 2 memory layouts" in finding["title"]
+    assert finding["advice"].count("memory_format=torch.channels_last") == 1
+    assert "values that recur" not in finding["advice"]
+    _, fixed_dir, fixed_out = run(doctor_run, "mixed_memory_format_fixed", *EAGER)
+    assert compiles(fixed_dir) == 1 < compiles(run_dir)
+    assert result(fixed_out) == result(out)

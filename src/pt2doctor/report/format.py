@@ -174,15 +174,21 @@ def grouped_findings(findings: list[Finding]) -> list[Finding]:
             continue
         if finding is not members[0]:
             continue
-        # The block opens with its most severe member, a break before the frames it made.
-        lead = min(members, key=lambda m: (_SEVERITY_ORDER.get(m["severity"], 3),
-                                           m["code"] != "graph_break"))  # fmt: skip
+        # The block opens with its most severe member, a break before the frames it made;
+        # a break's block (the frames after it recompile on what it hands over, up to the
+        # limit) opens with the break, whose fix removes them all, at the worst severity.
+        worst = min(members, key=lambda m: _SEVERITY_ORDER.get(m["severity"], 3))
+        breaks = [m for m in members if m["code"] == "graph_break"]
+        by_break = str(finding.get("cause") or "").startswith("break ") and breaks
+        lead = breaks[0] if by_break else min(members, key=lambda m: (
+            _SEVERITY_ORDER.get(m["severity"], 3), m["code"] != "graph_break"))  # fmt: skip
         members = [lead, *(m for m in members if m is not lead)]
         tried = [m for m in members if m.get("tried")]
         deferred = [m for m in members if m["code"] == _ADVICE_FROM.get(lead["code"])]
         advice = (tried or deferred or [lead])[-1]["advice"]
         merged: Finding = {
             **lead,
+            "severity": worst["severity"],
             "advice": advice,
             "evidence": list(dict.fromkeys(e for m in members for e in m["evidence"])),
             "also": _also(lead, members[1:]),

@@ -27,13 +27,28 @@ def current_compile_id() -> str | None:
     return None if compile_id is None else str(compile_id)
 
 
-def skip_code(code: types.CodeType) -> bool:
-    """Tell Dynamo never to trace ``code`` (our probe wrappers must stay invisible to it)."""
+def skip_code(code: types.CodeType, recursive: bool = False) -> bool:
+    """Tell Dynamo never to compile a frame of ``code`` (our probe wrappers must stay
+    invisible to it), nor, with ``recursive``, any frame it calls (a recorder's own helpers).
+    Inlined into a frame Dynamo traces, the code is still traced: a wrapper that may be
+    inlined calls the original alone under ``torch.compiler.is_compiling()``."""
     try:
         from torch._dynamo.eval_frame import skip_code as dynamo_skip_code
     except ImportError:
         return False
-    dynamo_skip_code(code)
+    if not recursive:
+        dynamo_skip_code(code)
+        return True
+    import torch._dynamo.eval_frame as eval_frame
+    import torch._dynamo.types as dynamo_types
+
+    strategy = getattr(eval_frame, "set_code_exec_strategy", None)
+    action = getattr(dynamo_types, "FrameAction", None)
+    make = getattr(dynamo_types, "FrameExecStrategy", None)
+    if strategy is None or action is None or make is None:  # an older torch: this frame only
+        dynamo_skip_code(code)
+        return True
+    strategy(code, make(action.SKIP, action.SKIP))
     return True
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
+
+from pt2doctor.torchcompat.dynamo import skip_code
 
 HOOK_METHODS = (
     "register_forward_hook",
@@ -65,9 +67,11 @@ def record_module_hooks(
                     remove()
                     emit("remove", method, self)
 
+                skip_code(removing.__code__, recursive=True)
                 handle.remove = removing
             return handle
 
+        skip_code(cast(Any, registering).__code__, recursive=True)
         setattr(module, method, registering)
 
     for method in HOOK_METHODS:
@@ -134,6 +138,10 @@ def record_attribute_stores(
         on_event({"module": key[0], "attr": name, "value_type": type(value).__name__,
                   "code": code[:200], **frame})  # fmt: skip
 
+    # Called by a frame Dynamo resumed after a graph break (an optimizer's step), this frame
+    # would be compiled on its own, and recompiled per attribute name: never compiled, it
+    # leaves the frames Dynamo compiles as they are without pt2doctor.
+    skip_code(cast(Any, storing).__code__, recursive=True)
     module.__setattr__ = storing  # type: ignore[method-assign]
     setattr(module, _STORES_MARKER, True)
     return True

@@ -179,7 +179,20 @@ def _logging_function(event: GraphBreakEvent) -> str:
     return "other"
 
 
-def _print_advice(event: GraphBreakEvent) -> str:
+PRINT_INLINED_ADVICE = (
+    "A print in a function the compiled code calls, not in the compiled function itself. "
+    "Guard it: `if not torch.compiler.is_compiling():` around it keeps it in eager runs and "
+    "out of the trace (one graph, no break), or move it out of the compiled code. Do not add "
+    "print to torch._dynamo.config.reorderable_logging_functions here: torch 2.13 replays "
+    "only the compiled function's own deferred prints, and this one would silently never "
+    "print (torch/_dynamo/variables/misc.py DebuggingVariable keeps it on the inlined "
+    "frame's tracer)."
+)
+
+
+def _print_advice(event: GraphBreakEvent, inlined: bool = False) -> str:
+    if inlined:
+        return PRINT_INLINED_ADVICE
     match = _ARG_TYPES.search(f"{event.explanation}\n{event.reason}")
     if match is None:
         return (
@@ -212,7 +225,7 @@ REORDER_REFUSED_ADVICE = (
 )
 
 
-def _logging_advice(event: GraphBreakEvent) -> str:
+def _logging_advice(event: GraphBreakEvent, inlined: bool = False) -> str:
     if event.gb_id == "gb0296" or "can't actually be reordered" in event.gb_type:
         return REORDER_REFUSED_ADVICE
     function = _logging_function(event)
@@ -221,7 +234,7 @@ def _logging_advice(event: GraphBreakEvent) -> str:
     if function == "warnings":
         return WARNINGS_ADVICE
     if function == "print":
-        return _print_advice(event)
+        return _print_advice(event, inlined)
     return BREAK_ADVICE["print_or_logging"]
 
 
@@ -252,6 +265,31 @@ SCALAR_SIZE_ADVICE = (
 )
 
 
+_FLOAT_CAST = lazy_compile(r"\bfloat\(")
+SCALAR_CAST_ADVICE = (
+    "Keep the value a tensor: `{inner}` without float() works in the arithmetic that "
+    "follows, traced, with no break. `float({inner})` makes a Python number of a tensor's "
+    "value (a NumPy call on a tensor is traced as one): the graph ends here, and the code "
+    "after it is compiled with that number baked in, so every new value compiles it again, "
+    "until the recompile limit. torch._dynamo.config.capture_scalar_outputs = True keeps the "
+    "float in the graph too."
+)
+
+
+def _cast_inner(code: str) -> str | None:
+    """``h_np.std()`` for a line with ``float(h_np.std())``: what float() is given."""
+    match = _FLOAT_CAST.search(code)
+    if match is None:
+        return None
+    depth, start = 1, match.end()
+    for index in range(start, len(code)):
+        depth += {"(": 1, ")": -1}.get(code[index], 0)
+        if depth == 0:
+            inner = code[start:index].strip()
+            return inner if inner and ".item()" not in inner else None
+    return None
+
+
 def _scalar_advice(event: GraphBreakEvent) -> str:
     code = (event.site and event.site.code) or ""
     if not _CONTROL_FLOW.search(code):
@@ -260,6 +298,9 @@ def _scalar_advice(event: GraphBreakEvent) -> str:
         size = _SIZE_NAME.match(code)
         if size is not None:
             return SCALAR_SIZE_ADVICE.format(name=size["name"] or size["int"])
+        inner = _cast_inner(code)
+        if inner is not None:
+            return SCALAR_CAST_ADVICE.format(inner=inner)
         return BREAK_ADVICE["data_dependent_scalar"]
     return (
         "The tensor value read here decides a Python branch, so "
@@ -279,12 +320,13 @@ def _side_effect_advice(event: GraphBreakEvent) -> str:
     return BREAK_ADVICE["python_side_effect"]
 
 
-def break_advice(category: str, event: GraphBreakEvent) -> str:
+def break_advice(category: str, event: GraphBreakEvent, inlined: bool = False) -> str:
     """pt2doctor's paragraph for one graph break: its category's, specialized to what the
     break's text and code line show (which logging call, a branch on a value, a side effect
-    inside a higher-order op). Never several categories' paragraphs together."""
+    inside a higher-order op; ``inlined``: it is in a function the compiled frame calls).
+    Never several categories' paragraphs together."""
     if category == "print_or_logging":
-        return _logging_advice(event)
+        return _logging_advice(event, inlined)
     if category == "data_dependent_scalar":
         return _scalar_advice(event)
     if category == "python_side_effect":

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal, get_args
 
-from pt2doctor.analysis.breaks.advice import break_advice
+from pt2doctor.analysis.breaks.advice import PRINT_INLINED_ADVICE, break_advice
 from pt2doctor.analysis.breaks.library_breaks import known_break
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FrameEntry, Ledger
 from pt2doctor.analysis.text import counted
@@ -152,6 +154,35 @@ def _resume_events(ledger: Ledger, seen: set[tuple[str, int]]) -> list[GraphBrea
     return events
 
 
+def _enclosing_def(file: str, line: int) -> int | None:
+    """The first line (its first decorator's, or its ``def``) of the innermost function of
+    ``file`` that holds ``line``: a code object's ``co_firstlineno``; None when unreadable."""
+    try:
+        tree = ast.parse(Path(file).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return None
+    found: int | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and (
+            node.lineno <= line <= (node.end_lineno or node.lineno)
+        ):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            if found is None or first > found:
+                found = first
+    return found
+
+
+def inlined(site: SourceLine | None, frame: SourceLine) -> bool:
+    """The break is in a function the compiled frame calls (Dynamo inlined it), not in the
+    compiled frame's own code: another file or function, or a line of another def."""
+    if site is None or site.line is None or frame.line is None or not site.file:
+        return False
+    if site.file != frame.file or site.function != frame.function or site.line < frame.line:
+        return True
+    first = _enclosing_def(site.file, site.line)
+    return first is not None and first != frame.line
+
+
 def graph_break_sites(ledger: Ledger) -> list[GraphBreakSite]:
     """One :class:`GraphBreakSite` per (file, line, function), in order of first occurrence."""
     skipped = {(f.stream, e.compile_id) for f in ledger.frames if f.skipped for e in f.compiles}
@@ -160,6 +191,12 @@ def graph_break_sites(ledger: Ledger) -> list[GraphBreakSite]:
         for entry in ledger.compiles
         for event in entry.record.graph_breaks
     ]
+    frames = {
+        (entry.record.stream, entry.compile_id): SourceLine(
+            entry.record.file, entry.record.line, entry.record.function
+        )
+        for entry in ledger.compiles
+    }
     seen = {
         (frame.function, frame.line)
         for _, event in events
@@ -189,7 +226,16 @@ def graph_break_sites(ledger: Ledger) -> list[GraphBreakSite]:
                 hints=event.hints,
                 user_stack=event.user_stack,
                 gb_id=event.gb_id,
-                fix=known.fix if known else break_advice(category, event),
+                fix=known.fix
+                if known
+                else break_advice(
+                    category,
+                    event,
+                    inlined(
+                        event.site,
+                        frames.get((stream, event.compile_id), SourceLine(None, None, None)),
+                    ),
+                ),
                 known=known is not None,
                 by_design=bool(known and known.by_design),
             )
@@ -232,6 +278,8 @@ _CODE_SHOWN = 72
 def _torch_says(site: GraphBreakSite) -> str:
     """torch's own registry hints and link for the break, first (``torch (gb0124): ...``)."""
     hints = [hint.rstrip(". ") for hint in site.hints if not _NOT_ADVICE.search(hint)]
+    if site.fix == PRINT_INLINED_ADVICE:  # the hint that would drop this print silently
+        hints = [hint for hint in hints if "reorderable_logging_functions" not in hint]
     links = _LINK.findall(site.reason)
     # The break's own page (a loop break's text also links the loop's gb7000 page).
     link = (

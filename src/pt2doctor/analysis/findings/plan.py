@@ -67,7 +67,7 @@ def plan(findings: list[Finding]) -> list[PlanItem]:
     under_breaks = {f.cause for _, f in actionable if f.code == "graph_break" and f.cause}
     actionable = [
         (step, f) for step, f in actionable
-        if not (f.code == "recompiles" and f.cause in under_breaks)
+        if not (f.code in ("recompiles", "recompile_limit_hit") and f.cause in under_breaks)
     ]  # fmt: skip
     tried = {  # a frame's try, on whichever of its findings the plan shows
         _identity(step, f): effect(f.tries[-1]) for step, f in reversed(actionable) if f.tries

@@ -19,9 +19,12 @@ from pt2doctor.analysis.breaks.sites import GraphBreakSite
 from pt2doctor.analysis.findings.codes import SEVERITIES, Severity
 from pt2doctor.analysis.findings.model import LOG, Finding, Subject
 from pt2doctor.analysis.paths import library_path
+from pt2doctor.analysis.recompiles.changes import LAYOUT_KINDS
 from pt2doctor.analysis.recompiles.fixes import (
+    CARRIED,
     Fix,
     hf_generate_pattern,
+    learning_rate_sources,
     partial_batch_fix,
     recompile_candidates,
 )
@@ -143,6 +146,17 @@ def _recompile_state(frame: FrameEntry, explanation: FrameExplanation) -> str:
         )
     elif bounded is True and partial_batch_fix(explanation):
         state = f"{frame.variants} variants: a smaller last batch"
+    elif (
+        bounded is True
+        and explanation.outlook.varying
+        and all(v.kind in LAYOUT_KINDS for v in explanation.outlook.varying)
+    ):
+        tensors = sorted({v.source.partition(".stride()")[0] for v in explanation.outlook.varying})
+        state = (
+            f"{frame.variants} variants: {', '.join(tensors)} in {frame.variants} memory layouts"
+        )
+    elif bounded is not False and learning_rate_sources(explanation):
+        state = f"{frame.variants} variants: a float learning rate (a tensor lr compiles once)"
     elif bounded is True:
         state = f"{frame.variants} variants by design; pre-warm them"
     elif (
@@ -216,9 +230,12 @@ def _skipped_frame_advice(frame: FrameEntry, sites: list[GraphBreakSite]) -> str
     ids = {entry.compile_id for entry in frame.compiles}
     for site in sites:
         same_stream = not site.streams or frame.stream in site.streams
-        if site.known and site.frame_skipped and same_stream and ids & set(site.compile_ids):
+        if site.frame_skipped and same_stream and ids & set(site.compile_ids):
             where = f"{os.path.basename(str(site.site.file))}:{site.site.line}"
-            return f"Dynamo runs this function eagerly because of its break at {where}. {site.fix}"
+            code = f" (`{site.site.code}`)" if site.site.code and not site.known else ""
+            loop = ", inside its loop" if "loop" in site.reason else ""
+            return (f"Dynamo runs this function eagerly because of its break at {where}{code}"
+                    f"{loop}: removing that break compiles it. {site.fix}")  # fmt: skip
     return SKIPPED_FRAME_ADVICE
 
 
@@ -396,17 +413,29 @@ def _group_under_breaks(
             own
             for frame, explanation, findings in by_frame
             for own in findings
-            if own.code == "recompiles" and own.cause is None
-            and ((own.severity == "info"
-                  and ((frame.file, frame.function) in stack
-                       or (explanation.split_off and package and _package(frame.file) == package)))
-                 or _resumes_at(frame, site))
+            if (own.cause is None
+                and own.code == "recompiles"
+                and ((own.severity == "info"
+                      and ((frame.file, frame.function) in stack
+                           or (explanation.split_off and package
+                               and _package(frame.file) == package)))
+                     or _resumes_at(frame, site)))
+            # a limit hit and its recompiles (one block) on what the break handed over
+            or (frame.limit_hit and own.code in ("recompiles", "recompile_limit_hit")
+                and _resumes_at(frame, site) and _only_carried(explanation))
         ]  # fmt: skip
         if members:
             key = f"break {site.site.file}:{site.site.line}"
             finding.cause = key
             for own in members:
                 own.cause = key
+
+
+def _only_carried(explanation: FrameExplanation) -> bool:
+    """Every value the frame recompiles on is one the break handed over (a Python float read
+    from a tensor, a bound method): the break's fix removes the recompiles, limit and all."""
+    varying = explanation.outlook.varying
+    return bool(varying) and all(CARRIED in row.source for row in varying)
 
 
 def _resumes_at(frame: FrameEntry, site: GraphBreakSite) -> bool:

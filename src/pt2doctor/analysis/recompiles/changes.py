@@ -48,6 +48,12 @@ _LENGTH_IS = lazy_compile(r"len\((?P<of>.+)\) == (?P<n>\d+)")
 _DEALLOCATED = lazy_compile(r"Cache line invalidated because (?P<of>.+) got deallocated")
 _EMPTY = lazy_compile(r"not (?P<of>[\w.\[\]'\"]+)")
 _CLASS = lazy_compile(r"type=<class '([\w.]+)'>")
+# A dynamic value Python code needed concrete again, guarded as an expression equal to the
+# number it had (``(1e-05 + ___stack0) == 0.45``: a float from .item() or numpy, specialized
+# where numpy or a Python branch read it): that expression's value is what changed.
+_SPECIALIZED = lazy_compile(
+    r"\((?P<expr>.*[A-Za-z_].*)\) == (?P<value>-?\d+(?:\.\d*)?(?:e[-+]?\d+)?)"
+)
 _TENSOR_KINDS = {"dispatch key set": "dispatch_keys"}
 _GLOBAL_NAMES = {"grad_mode": "grad mode", "autocast": "autocast"}
 
@@ -165,6 +171,9 @@ def _text_change(failure: FailedGuard, new_values: dict[str, str]) -> SourceChan
     if empty is not None:  # it was empty: a list the code appends to, for one
         source = length_of(user_expr(empty["of"]))
         return SourceChange(source, "value", "0", new_values.get(source.text))
+    specialized = _SPECIALIZED.fullmatch(text)
+    if specialized is not None:
+        return SourceChange(user_expr(specialized["expr"]), "value", specialized["value"], None)
     identity = _CHECK_ID.search(failure.text)
     if identity is not None:
         kind = "object_identity" if identity.group(1) == "obj" else "type"

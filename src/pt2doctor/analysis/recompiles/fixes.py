@@ -471,6 +471,30 @@ def _hooks_of(row: Varying) -> str | None:
     return next((of[: -len(name)] for name in _HOOK_DICTS if of.endswith(name)), None)
 
 
+_LEARNING_RATE = lazy_compile(r"param_groups\[\d+\]\[['\"](?:lr|learning_rate)['\"]\]$")
+LR_TENSOR_FIX = (
+    "{source} is the learning rate as a Python float, which the LR scheduler (or the loop) "
+    "writes anew at every step, and the compiled optimizer step guards on its value. Create "
+    "the optimizer with a tensor learning rate, `lr=torch.tensor(LR)` where it is made "
+    "(`lr=LR` now): the scheduler then updates it in place and the step compiles once, "
+    "whatever the value "
+    "(torch's recipe for a compiled optimizer with an LR scheduler)."
+)
+
+
+def learning_rate_sources(explanation: FrameExplanation) -> list[str]:
+    """The varying sources that are an optimizer's float learning rate."""
+    return [row.source for row in explanation.outlook.varying
+            if _LEARNING_RATE.search(row.source)]  # fmt: skip
+
+
+def _learning_rate_fix(row: Varying) -> Fix | None:
+    """A float learning rate guarded by a compiled optimizer step: the tensor lr fix."""
+    if not _LEARNING_RATE.search(row.source):
+        return None
+    return Fix(LR_TENSOR_FIX.format(source=row.source))
+
+
 def _beyond_limit_fix(rows: list[Varying], outlook: Outlook) -> Fix:
     """Values that recur, more than the recompile limit holds variants: pad them to fewer, or
     raise the limit to cover them (tried at twice the limit)."""
@@ -611,15 +635,33 @@ def _flags_fix(flags: list[Varying], variants: int, dynamic: int) -> str:
     )
 
 
-def _layout_fix(rows: list[Varying]) -> str:
+_CHANNEL_STRIDE = lazy_compile(r"^(?P<tensor>.+)\.stride\(\)\[1\]$")
+
+
+def _layout_fix(rows: list[Varying], strides: list[Varying]) -> str:
+    """``rows``: the strides that stayed static (named); ``strides``: every stride that changed,
+    the channel dim's too (automatic dynamic makes it dynamic: 1 → 4096, while the others,
+    multiples of it, stay static), which tells a channels_last layout."""
     names = ", ".join(f"{row.source}: {' → '.join(row.values)}" for row in rows)
-    one = len(rows) == 1
+    one = len({row.source.partition(".stride()")[0] for row in rows}) == 1
+    channels_last = next(
+        (match["tensor"] for row in strides
+         if (match := _CHANNEL_STRIDE.match(row.source)) and "1" in row.values),
+        None,
+    )  # fmt: skip
+    convert = (
+        f"`{channels_last} = {channels_last}.contiguous(memory_format=torch.channels_last)` "
+        "(one of them is channels_last: stride 1 on the channel dim) or `.contiguous()`, "
+        "whichever the model wants"
+        if channels_last
+        else "`.contiguous()`"
+    )
     return (
         f"{names} changed at the same sizes: the tensor{'' if one else 's'} came with another "
-        "memory layout (a transposed or sliced view, or made by another compiled graph), and "
-        "each layout compiles its own variant; marking the sizes dynamic does not help. Give "
-        f"{'it' if one else 'them'} one layout where {'it is' if one else 'they are'} made or "
-        "stored (.contiguous()), or pre-warm both layouts."
+        "memory layout (a permuted, transposed or sliced view, or made by another compiled "
+        "graph), and each layout compiles its own variant; marking the sizes dynamic does not "
+        f"help. Give {'it' if one else 'them'} one layout where {'it is' if one else 'they are'} "
+        f"made or stored (the data pipeline), {convert}; or pre-warm both layouts."
     )
 
 
@@ -649,6 +691,10 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
         if row.instances:
             fixes += _per_instance_fixes(row, explanation)
             continue
+        learning_rate = _learning_rate_fix(row)
+        if learning_rate is not None:
+            fixes.append(learning_rate)
+            continue
         if row.dynamic and row.kind == "size":
             # The inputs that took the same sizes share this one fix (and symbol).
             same = [r for r in outlook.varying if r.dynamic and r.kind == "size"
@@ -658,6 +704,8 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
                 fix = Fix(_split_off_fix(same))
             elif not fixes and same[0] is row and _marks_save_a_recompile(explanation, same):
                 fix = _dynamic_size_fix(same)
+        elif row.kind in LAYOUT_KINDS and not row.dynamic and outlook.bounded is not False:
+            fix = None  # the layout fix below names every stride that changed
         elif row.recurs and not row.dynamic and row.kind not in FLAG_KINDS:
             same = [r for r in outlook.varying if r.recurs and not r.dynamic
                     and r.kind == row.kind and r.values == row.values]  # fmt: skip
@@ -683,7 +731,8 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
             fixes.append(fix)
     layouts = [row for row in outlook.varying if row.kind in LAYOUT_KINDS and not row.dynamic]
     if layouts and outlook.bounded is not False:
-        fixes.append(Fix(_layout_fix(layouts)))
+        strides = [row for row in outlook.varying if row.kind in LAYOUT_KINDS]
+        fixes.append(Fix(_layout_fix(layouts, strides)))
     flags = [row for row in outlook.varying if row.kind in FLAG_KINDS and not row.dynamic]
     if outlook.bounded and flags and not fixes:
         went_dynamic = sum(1 for row in outlook.varying if row.dynamic)

@@ -240,6 +240,50 @@ def _tensor_diff(
     return failures
 
 
+# GlobalStateGuard's autocast_state lists one entry per device of
+# at::autocast::_AUTOCAST_SUPPORTED_DEVICES (torch/csrc/dynamo/guards.cpp), in this order;
+# its dtypes are c10::ScalarType numbers.
+_AUTOCAST_DEVICES = (
+    "cpu",
+    "cuda",
+    "mtia",
+    "maia",
+    "xpu",
+    "ipu",
+    "hpu",
+    "xla",
+    "privateuse1",
+    "mps",
+)
+_SCALAR_TYPES = {5: "float16", 6: "float32", 7: "float64", 15: "bfloat16"}
+
+
+def autocast_text(state: Any) -> str:
+    """``on for cpu (bfloat16)`` or ``off``: an autocast_state as the user set it (its raw
+    form, ``{'enabled': [True, False, ...], 'dtype': [15, 5, ...]}``, when unreadable)."""
+    if not isinstance(state, dict):
+        return str(state)
+    enabled, dtypes = state.get("enabled"), state.get("dtype")
+    if not isinstance(enabled, list) or not isinstance(dtypes, list) or len(enabled) > len(
+        _AUTOCAST_DEVICES):  # fmt: skip
+        return str(state)
+    on = [
+        f"{_AUTOCAST_DEVICES[i]} ({_SCALAR_TYPES.get(dtypes[i], dtypes[i]) if i < len(dtypes) else '?'})"
+        for i, flag in enumerate(enabled)
+        if flag is True
+    ]
+    return f"on for {', '.join(on)}" if on else "off"
+
+
+def _only_autocast_keys(before: str, after: str) -> bool:
+    """Two dispatch key sets that differ by Autocast keys alone (autocast turned on or off)."""
+
+    def keys(text: str) -> set[str]:
+        return {key.strip() for key in text.split(",") if key.strip()}
+
+    return {k for k in keys(before) ^ keys(after) if not k.startswith("Autocast")} == set()
+
+
 def _global_state_diff(old: Guard, new: Guard, against: str) -> list[FailedGuard]:
     def state(guard: Guard) -> dict[str, Any]:
         _, _, text = guard.code.partition(" against ")
@@ -254,7 +298,10 @@ def _global_state_diff(old: Guard, new: Guard, against: str) -> list[FailedGuard
     for key in sorted(set(before) & set(after)):
         if before[key] != after[key]:
             category = categorize_guard(key) if key != "autocast_state" else "autocast"
-            text = f"global state {key} changed: expected {before[key]}, actual {after[key]}"
+            was, now = before[key], after[key]
+            if key == "autocast_state":
+                was, now = autocast_text(was), autocast_text(now)
+            text = f"global state {key} changed: expected {was}, actual {now}"
             failures.append(
                 FailedGuard(text, category, None, [against], "guard_diff", ("global", category))
             )
@@ -314,7 +361,21 @@ def diff_guard_sets(
             failures += _value_diff(guard, counterpart, symbol_values, against)
         elif key[1] in ("ID_MATCH", "TYPE_MATCH") and counterpart is not None:
             failures += _id_diff(guard, counterpart, against)
+    if any(f.category == "autocast" for f in failures):
+        # Autocast on or off adds or drops AutocastCPU in every tensor's dispatch keys: one
+        # change, not one per parameter.
+        failures = [f for f in failures if not (f.key[:1] == ("tensor",) and f.key[2:3] == (
+            "dispatch key set",) and _only_autocast_keys(*_keys_of(f.text)))]  # fmt: skip
     return failures
+
+
+_DISPATCH_CHANGE = lazy_compile(r"expected (.*), actual (.*)$")
+
+
+def _keys_of(text: str) -> tuple[str, str]:
+    """The two key sets of a dispatch key change's text (``expected A, actual B``)."""
+    match = _DISPATCH_CHANGE.search(text)
+    return (match[1], match[2]) if match else ("", "x")
 
 
 def merge_failed_guards(failures: list[FailedGuard]) -> list[FailedGuard]:

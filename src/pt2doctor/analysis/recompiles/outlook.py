@@ -350,10 +350,18 @@ def _layout(row: Varying) -> bool:
     return not row.dynamic and row.kind in LAYOUT_KINDS and row.changes < 2
 
 
+def _to_one(row: Varying) -> bool:
+    """A size that changed once, to or from 1 (a prompt, then one token at a time): Dynamo
+    always specializes sizes 0 and 1, so the size-1 calls are one variant of their own and the
+    other size still goes dynamic if it changes (bounded)."""
+    return (row.kind == "size" and not row.dynamic and row.changes < 2
+            and len(row.values) == 2 and bool({"0", "1"} & set(row.values)))  # fmt: skip
+
+
 def settled(row: Varying) -> bool:
-    """A varying value whose variants are bounded: dynamic, a flag, a second layout, or values
-    that recur."""
-    return row.dynamic or row.kind in FLAG_KINDS or _layout(row) or row.recurs
+    """A varying value whose variants are bounded: dynamic, a flag, a second layout, values
+    that recur, or a size that went to 1."""
+    return row.dynamic or row.kind in FLAG_KINDS or _layout(row) or row.recurs or _to_one(row)
 
 
 def flag_states(flags: list[Varying]) -> int:
@@ -366,7 +374,9 @@ def _bounded_reason(varying: list[Varying], variants: int) -> str:
     dynamic = [v.source for v in varying if v.dynamic]
     flags = [v for v in varying if not v.dynamic and v.kind in FLAG_KINDS]
     layouts = [v for v in varying if _layout(v)]
-    recurring = [v for v in varying if v.recurs and not v.dynamic and v.kind not in FLAG_KINDS]
+    recurring = [v for v in varying if v.recurs and not v.dynamic and v.kind not in FLAG_KINDS
+                 and v not in layouts]  # fmt: skip
+    ones = [v for v in varying if _to_one(v) and not v.recurs]
     parts = []
     if dynamic:
         parts.append(
@@ -382,6 +392,10 @@ def _bounded_reason(varying: list[Varying], variants: int) -> str:
     if recurring:
         names = ", ".join(f"{v.source}: {' / '.join(v.values)}" for v in recurring)
         parts.append(f"values that recur ({names}) compile one variant each")
+    if ones:
+        names = ", ".join(f"{v.source}: {' → '.join(v.values)}" for v in ones)
+        parts.append(f"a size of {'1' if any('1' in v.values for v in ones) else '0'} ({names}) "
+                     "is its own variant (Dynamo specializes sizes 0 and 1)")  # fmt: skip
     return f"{variants} variants: " + "; ".join(parts) if parts else f"{variants} variants"
 
 
@@ -506,13 +520,20 @@ def merged_change_lines(items: list[tuple[str, str | None, SourceChange]]) -> li
         key = _merge_key(items[start][2])
         while end < len(items) and _merge_key(items[end][2]) == key:
             end += 1
-        run = items[start:end]
+        run = sorted(items[start:end], key=lambda item: _compile_order(item[0]))
         if len(run) >= MERGE_MIN:
             lines.append(_merged_line(run))
         else:
             lines += [change_line(*item) for item in run]
         start = end
     return lines
+
+
+def _compile_order(compile_id: str) -> tuple[str, int]:
+    """``0/10`` after ``0/9``: a merged line's compiles in the order they were made (the
+    evidence lists each recompile's first change before any second one)."""
+    frame, _, number = compile_id.rpartition("/")
+    return (frame, int(number)) if number.isdigit() else (compile_id, -1)
 
 
 def _merge_key(change: SourceChange) -> tuple[str, str, bool, int, bool]:
