@@ -1,5 +1,5 @@
 """Which function renders a report: one table, ``RENDERERS[(kind, format)]``, for every report
-kind (``run``, ``check``, ``ablate``: report/types.py ``report_kind``) and every rendering
+kind (``run``, ``check``, ``ablate``, ``profile``: report/types.py ``report_kind``) and every rendering
 (``term``: the terminal summary; ``md``: report.md; ``html``: report.html). JSON is the report
 itself, the same for every kind (``dumps_report``).
 
@@ -108,6 +108,26 @@ def _ablate_html(report: AblateReport, context: RenderContext) -> str:
     return render_view(build_ablate_view(report))
 
 
+def _profile_term(report: Mapping[str, Any], context: RenderContext) -> str:
+    from pt2doctor.report.device_report import render_device_terminal
+
+    render_device_terminal(report, _console(context))
+    return ""
+
+
+def _profile_md(report: Mapping[str, Any], context: RenderContext) -> str:
+    from pt2doctor.report.device_report import render_device_markdown
+
+    return render_device_markdown(report)
+
+
+def _profile_html(report: Mapping[str, Any], context: RenderContext) -> str:
+    from pt2doctor.report.device_report import build_device_view
+    from pt2doctor.report.html import render_view
+
+    return render_view(build_device_view(report))
+
+
 RENDERERS: dict[tuple[Kind, Rendering], Renderer] = {
     ("run", "term"): _run_term,
     ("run", "md"): _run_md,
@@ -118,6 +138,9 @@ RENDERERS: dict[tuple[Kind, Rendering], Renderer] = {
     ("ablate", "term"): _ablate_term,
     ("ablate", "md"): _ablate_md,
     ("ablate", "html"): _ablate_html,
+    ("profile", "term"): _profile_term,
+    ("profile", "md"): _profile_md,
+    ("profile", "html"): _profile_html,
 }
 
 

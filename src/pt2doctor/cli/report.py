@@ -55,6 +55,12 @@ def run_dir_plan(run_dir: Path, fmt: str, redact: bool, use_tlparse: bool) -> Ou
 
 def explain(path: Path, plan: OutputPlan, collective_timeout: float | None = None) -> RunReport:
     """Build the report for ``path`` and emit it as planned; returns the (unredacted) report."""
+    from pt2doctor.report.device_report import build_device_report, is_profile_trace
+
+    if not is_run_dir(path) and is_profile_trace(path):  # a profiler trace the user has
+        device = build_device_report(path)
+        emit(device, plan)
+        return device  # type: ignore[return-value]
     from pt2doctor.report import build_report
     from pt2doctor.rundir.load import load_run
 
@@ -120,7 +126,8 @@ def report_command(
     """Explain every compilation in the TORCH_TRACE logs at PATH.
 
     PATH is a log, a directory of per-rank logs or a run directory (a check directory: its check
-    report again, judged against the budget it ran with)."""
+    report again, judged against the budget it ran with), or a torch.profiler trace
+    (TRACE.json[.gz], or a directory of them, one per rank): its device side explained."""
     if is_check_dir(path):
         from pt2doctor.cli.check import rerender_check
 

@@ -76,10 +76,20 @@ def _plan(report: Report) -> list[str]:
     return [*lines, ""]
 
 
-def _findings(report: Report) -> list[str]:
+def markdown_plan(report: Report) -> list[str]:
+    """What to do first (every report kind with a plan and findings)."""
+    return _plan(report)
+
+
+def markdown_findings(report: Report, empty: str | None = None) -> list[str]:
+    """The findings, one block per root cause (every report kind with findings)."""
+    return _findings(report, empty)
+
+
+def _findings(report: Report, empty: str | None = None) -> list[str]:
     findings = report["findings"]
     if not findings:
-        return ["No findings: every compile is explained and nothing needs action.", ""]
+        return [empty or "No findings: every compile is explained and nothing needs action.", ""]
     icons = {"error": "🔴", "warning": "🟡", "info": "🔵"}
     lines = ["### Findings", ""]
     shown = grouped_findings(findings)

@@ -65,9 +65,26 @@ def _plan(console: Console, report: RunReport, cwd: str | None) -> None:
     console.print()
 
 
-def _findings(console: Console, findings: list[Finding], cwd: str | None) -> None:
+NO_FINDINGS = "No findings: every compile is explained and nothing needs action."
+
+
+def render_plan(console: Console, report: RunReport, cwd: str | None = None) -> None:
+    """What to do first (every report kind with a plan and findings)."""
+    _plan(console, report, cwd)
+
+
+def render_findings(
+    console: Console, findings: list[Finding], cwd: str | None = None, empty: str = NO_FINDINGS
+) -> None:
+    """The findings, one block per root cause (every report kind with findings)."""
+    _findings(console, findings, cwd, empty)
+
+
+def _findings(
+    console: Console, findings: list[Finding], cwd: str | None, empty: str = NO_FINDINGS
+) -> None:
     if not findings:
-        console.print("[green]No findings: every compile is explained and nothing needs action.")
+        console.print(f"[green]{empty}")
         return
     shown = grouped_findings(findings)
     for finding in shown[:MAX_FINDINGS]:

@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # typing only: importing this module stays free
     from pt2doctor.analysis.recompiles.ledger import Cause, FailureKind
 
 # What each report is (``kind``); a report without one predates the field and is a run report.
-Kind = Literal["run", "check", "ablate"]
-KINDS: tuple[Kind, ...] = ("run", "check", "ablate")
+Kind = Literal["run", "check", "ablate", "profile"]
+KINDS: tuple[Kind, ...] = ("run", "check", "ablate", "profile")
 # Re-exported for the renderers; defined where the analyses produce them.
 __all__ = [
     "BreakCategory",

@@ -5,11 +5,17 @@ duration, autograd sequence number and correlation id.
 The file is read in chunks and each chunk's events parsed at once, so memory follows the
 events kept (five numbers each, names interned), not the file: a profile of 10^6 events is
 a few hundred MB of JSON. Kineto writes one event per ``{ ... }`` at two spaces of indent;
-a trace in any other layout is parsed whole.
+a trace in any other layout is parsed whole. A gzip-compressed trace (``trace.json.gz``, as
+``tensorboard_trace_handler`` writes) is read through the decompressor, chunk by chunk.
+
+A damaged trace still reads: a chunk that does not parse is parsed event by event, and what
+still does not (an event cut off at the end of a truncated file, a name with a quote Kineto
+did not escape) is counted in ``bad_events``.
 """
 
 from __future__ import annotations
 
+import gzip
 import multiprocessing
 import os
 import threading
@@ -17,7 +23,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 import orjson
 
@@ -50,6 +56,9 @@ class ChromeTrace:
     correlation: array[int] = field(default_factory=lambda: array("q"))
     """``correlation`` (a CUDA launch and its kernel), else -1."""
     bad_events: int = 0
+    header: dict[str, Any] = field(default_factory=dict)
+    """The document's fields before ``traceEvents`` (``deviceProperties``: the GPUs,
+    ``distributedInfo``: the rank), when the trace has them."""
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -110,22 +119,49 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
 
-def _kineto_chunks(path: Path) -> Iterator[bytes] | None:
-    """The traceEvents array of a Kineto trace as JSON arrays of whole events, or None when
-    the file is not laid out as Kineto writes it."""
+def is_gzip(path: Path) -> bool:
     with path.open("rb") as stream:
-        head = stream.read(CHUNK_BYTES)
-        start = head.find(_EVENTS_KEY)
-        if start < 0:
-            return None
-        bracket = head.find(b"[", start)
-        if bracket < 0:
-            return None
-    return _chunks(path, bracket + 1)
+        return stream.read(2) == b"\x1f\x8b"
+
+
+def open_trace(path: Path) -> IO[bytes]:
+    """The trace's bytes, decompressed when it is gzip."""
+    if is_gzip(path):
+        return cast(IO[bytes], gzip.open(path, "rb"))
+    return path.open("rb")
+
+
+def read_head(path: Path, size: int = CHUNK_BYTES) -> bytes:
+    """The first ``size`` bytes of the trace, decompressed (raises OSError, EOFError)."""
+    with open_trace(path) as stream:
+        return stream.read(size)
+
+
+def _header(head: bytes, start: int) -> dict[str, Any]:
+    """The document's fields before ``"traceEvents"``, when they parse as an object."""
+    before = head[:start].rstrip().rstrip(b",")
+    try:
+        header = orjson.loads(before + b"}") if before.lstrip().startswith(b"{") else {}
+    except orjson.JSONDecodeError:
+        return {}
+    return header if isinstance(header, dict) else {}
+
+
+def _kineto_chunks(path: Path) -> tuple[Iterator[bytes], dict[str, Any]] | None:
+    """The traceEvents array of a Kineto trace as JSON arrays of whole events, and the
+    document's header, or None when the file is not laid out as Kineto writes it."""
+    head = read_head(path)
+    start = head.find(_EVENTS_KEY)
+    if start < 0:
+        return None
+    bracket = head.find(b"[", start)
+    if bracket < 0:
+        return None
+    return _chunks(path, bracket + 1), _header(head, start)
 
 
 def _chunks(path: Path, offset: int) -> Iterator[bytes]:
-    with path.open("rb") as stream:
+    with open_trace(path) as stream:
         stream.seek(offset)
         pending = b""
         while True:
@@ -139,9 +175,12 @@ def _chunks(path: Path, offset: int) -> Iterator[bytes]:
             yield b"[" + pending[: cut + 4] + b"]"  # up to and including the event's "}"
             pending = pending[cut + 6 :]  # from the next event's "{"
         end = pending.rfind(b"}\n  ]")  # the last event's end, then the array's
-        end = end + 1 if end >= 0 else pending.rfind(b"]")
-        if end >= 0 and pending[:end].strip():
-            yield b"[" + pending[:end] + b"]"
+        if end < 0:  # another ending ("}]}"), or none: a truncated file
+            close = pending.rfind(b"]")
+            whole = close >= 0 and not pending[close + 1 :].strip(b" \n\r\t}")
+            end = close - 1 if whole else len(pending) - 1
+        if pending[: end + 1].strip():
+            yield b"[" + pending[: end + 1] + b"]"
 
 
 Columns = tuple[
@@ -149,10 +188,35 @@ Columns = tuple[
 ]
 
 
+def _events(chunk: bytes) -> tuple[list[Any], int]:
+    """A chunk's events, and how many of them did not parse: a chunk that is not valid JSON
+    is parsed event by event (an event cut off by a truncated file, an unescaped quote)."""
+    try:
+        events = orjson.loads(chunk)
+        return (events, 0) if isinstance(events, list) else ([], 1)
+    except orjson.JSONDecodeError:
+        pass
+    events, bad = [], 0
+    pieces = chunk[1:-1].split(_BETWEEN)  # each lost its event's "}" and the next one's "{"
+    for index, piece in enumerate(pieces):
+        text = (b"{" if index else b"") + piece + (b"}" if index < len(pieces) - 1 else b"")
+        try:
+            events.append(orjson.loads(text))
+        except orjson.JSONDecodeError:
+            bad += 1
+    return events, bad
+
+
+def add_chunk(trace: ChromeTrace, chunk: bytes, index: dict[str, dict[Any, int]]) -> None:
+    events, bad = _events(chunk)
+    trace.add_events(events, index)
+    trace.bad_events += bad
+
+
 def _parse(chunk: bytes) -> Columns:
     """One chunk's events as columns (a worker's job: plain data back to the parent)."""
     part = ChromeTrace()
-    part.add_events(orjson.loads(chunk), {"name": {}, "cat": {}, "thread": {}})
+    add_chunk(part, chunk, {"name": {}, "cat": {}, "thread": {}})
     return (
         part.names,
         part.categories,
@@ -211,21 +275,25 @@ def read_chrome_trace(path: Path) -> ChromeTrace:
     most helps: the parent merges as fast as two parse)."""
     trace = ChromeTrace()
     index: dict[str, dict[Any, int]] = {"name": {}, "cat": {}, "thread": {}}
-    chunks = _kineto_chunks(path)
-    if chunks is not None:
+    found = _kineto_chunks(path)
+    if found is not None:
+        chunks, header = found
         workers = min(len(os.sched_getaffinity(0)), 2)
-        try:
-            if workers > 1 and path.stat().st_size > PARALLEL_BYTES:
-                return _read_parallel(chunks, workers)
+        if workers > 1 and not is_gzip(path) and path.stat().st_size > PARALLEL_BYTES:
+            trace = _read_parallel(chunks, workers)
+        else:
             for chunk in chunks:
-                trace.add_events(orjson.loads(chunk), index)
+                add_chunk(trace, chunk, index)
+        trace.header = header
+        if len(trace) or not trace.bad_events:
             return trace
-        except orjson.JSONDecodeError:
-            trace = ChromeTrace()
-            index = {"name": {}, "cat": {}, "thread": {}}
-    document = orjson.loads(path.read_bytes())
+        trace, index = ChromeTrace(), {"name": {}, "cat": {}, "thread": {}}
+    with open_trace(path) as stream:
+        document = orjson.loads(stream.read())
     events = document.get("traceEvents") if isinstance(document, dict) else document
     if not isinstance(events, list):
         raise ValueError("no traceEvents array")
     trace.add_events(events, index)
+    if isinstance(document, dict):
+        trace.header = {k: v for k, v in document.items() if k != "traceEvents"}
     return trace

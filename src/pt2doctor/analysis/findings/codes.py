@@ -61,6 +61,11 @@ Code = Literal[
     "eager_only_time",
     "compiled_slower_than_eager",
     "eager_optimizer",
+    # the device side of a profiler trace (analysis/time/device_findings.py)
+    "dtoh_sync",
+    "launch_bound",
+    "cudagraphs",
+    "exposed_communication",
     # several ranks (analysis/ranks/findings.py)
     "rank_compile_skew",
     "rank_specific_recompile",
@@ -72,7 +77,7 @@ Code = Literal[
 ]
 CODES: tuple[Code, ...] = get_args(Code)
 
-Area = Literal["trace", "built", "run", "cold start", "profile", "ranks"]
+Area = Literal["trace", "built", "run", "cold start", "profile", "device", "ranks"]
 """Where a code comes from: what the report must hold for it to appear."""
 
 
@@ -165,8 +170,8 @@ SPECS: dict[Code, CodeSpec] = dict(
               "a region of at least 5% of the step spends more than half its time outside "
               "kernels"),
         _spec("library_bound", "profile", "performance", "info",
-              "library kernels take more than 60% of the compiled time: the bound on what "
-              "compiling can give"),
+              "library kernels take more than 60% of the compiled time (device time on a "
+              "GPU trace): the bound on what compiling can give"),
         _spec("graph_break_cost", "profile", "graph breaks", "info|warning",
               "a break site's eager time per call; `warning` from 5% of the step"),
         _spec("eager_only_time", "profile", "graph breaks", "warning",
@@ -179,6 +184,22 @@ SPECS: dict[Code, CodeSpec] = dict(
               "`run --profile`) ran slower compiled: both medians, at least 5% apart, and the "
               "pairs agreeing (an exact one-sided sign test, p <= 0.05); `saves_ms` is their "
               "difference per call"),
+        _spec("dtoh_sync", "device", "performance", "info|warning",
+              "the host waited in synchronize calls (`.item()`, `.cpu()`, `.tolist()`, a "
+              "print or a Python branch on a tensor: a device-to-host copy and its sync), "
+              "at the ops around them; `warning` from 5% of the steps' time, inside steps; a "
+              "sync outside every step (the profiler's stop) is said apart"),
+        _spec("launch_bound", "device", "performance", "warning",
+              "a compiled region's kernels are small (median under 50 us) and the device "
+              "sits idle at least 30% of its span waiting for the host to launch the next "
+              "one: CUDA graphs (`mode=\"reduce-overhead\"`), larger batches, fewer breaks"),
+        _spec("cudagraphs", "device", "performance", "info",
+              "CUDA graphs replayed (cudaGraphLaunch), attributed to the regions that "
+              "launched them, and the regions launching at least 100 kernels per call "
+              "without them"),
+        _spec("exposed_communication", "device", "performance", "info|warning",
+              "communication kernels (NCCL) with no compute running beside them; `warning` "
+              "from 10% of the trace's span"),
         _spec("rank_compile_skew", "ranks", "performance", "info|warning|error",
               "ranks finish compiling at different times; severity by the share of the "
               "collective timeout"),

@@ -1,0 +1,297 @@
+"""``pt2doctor report TRACE.json[.gz]``: a profiler trace the user already has, explained (the
+report of kind ``profile``).
+
+A trace, or a directory of them (one per rank), is read without torch
+(trace/chrome.py), its device side analysed (analysis/time/device.py) and its findings made
+(analysis/time/device_findings.py). The report holds, per trace, the ``device`` section
+(kernels by kind, steps, syncs, CUDA graphs, compiled regions, streams), and the findings and
+plan every report kind has. Rendered here too: the terminal summary, report.md, report.html.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pt2doctor import __version__
+from pt2doctor.analysis.findings.model import Subject
+from pt2doctor.analysis.findings.plan import plan
+from pt2doctor.analysis.findings.trace_findings import sort_findings
+from pt2doctor.analysis.paths import shorten_paths
+from pt2doctor.analysis.time.device import DeviceProfile, device_profile
+from pt2doctor.analysis.time.device_findings import device_findings
+from pt2doctor.errors import UsageError
+from pt2doctor.report.sections import Section
+from pt2doctor.trace.chrome import read_chrome_trace, read_head
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+TRACE_SUFFIXES = (".json", ".json.gz", ".gz")
+CPU_ONLY = "no device events: a CPU-only trace (nothing ran on a GPU while it recorded)"
+NO_FINDINGS = "No findings: nothing on the device side needs action."
+
+
+def is_profile_trace(path: Path) -> bool:
+    """A profiler (Chrome/Kineto) trace by its name, or a directory holding only those."""
+    if path.is_dir():
+        files = [p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")]
+        return bool(files) and all(p.name.endswith(TRACE_SUFFIXES) for p in files)
+    return path.is_file() and path.name.endswith(TRACE_SUFFIXES)
+
+
+def trace_paths(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(TRACE_SUFFIXES))
+    return [path]
+
+
+def _read(path: Path) -> DeviceProfile:
+    try:
+        head = read_head(path, 4096).lstrip()
+    except (OSError, EOFError) as error:
+        raise UsageError(f"cannot read {path}: {error}") from error
+    if not head:
+        raise UsageError(f"{path} is empty: not a profiler trace")
+    if not head.startswith((b"{", b"[")):
+        raise UsageError(f"{path} is not a profiler trace (not JSON)")
+    try:
+        trace = read_chrome_trace(path)
+    except (ValueError, OSError, EOFError) as error:
+        raise UsageError(f"{path} is not a profiler trace ({error})") from error
+    if not len(trace) and not trace.bad_events:
+        raise UsageError(f"{path} holds no events: an empty profiler trace")
+    return device_profile(trace, path)
+
+
+def _finding_row(finding: Any, trace: str) -> dict[str, Any]:
+    subject = finding.subject
+    finding.subject = Subject(subject.kind, subject.name, stream=trace)
+    row: dict[str, Any] = {
+        "severity": finding.severity,
+        "code": finding.code,
+        "title": finding.title,
+        "advice": finding.advice,
+        "evidence": finding.evidence,
+        "subject": finding.subject.as_json(),
+    }
+    if finding.facts:
+        row["facts"] = dict(finding.facts)
+    if finding.saves_ms is not None:
+        row["saves_ms"] = finding.saves_ms
+    return row
+
+
+def build_device_report(path: Path) -> dict[str, Any]:
+    """The report of kind ``profile`` for a trace or a directory of traces."""
+    from pt2doctor.report.schema import SCHEMA_VERSION
+
+    paths = trace_paths(path)
+    if not paths:
+        raise UsageError(f"no profiler trace in {path}")
+    profiles = [_read(p) for p in paths]
+    many = len(profiles) > 1
+    findings, rows = [], []
+    for profile in profiles:
+        found = sort_findings(device_findings(profile))
+        name = Path(profile.path).name
+        if many:
+            for finding in found:
+                finding.title = f"{name}: {finding.title}"
+        findings += found
+        rows += [_finding_row(f, name) for f in found]
+    order = {id(f): row for f, row in zip(findings, rows, strict=True)}
+    ordered = sort_findings(findings)
+    notes = [f"{Path(p.path).name}: {CPU_ONLY}" for p in profiles if not p.device_events]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "profile",
+        "tool": {"name": "pt2doctor", "version": __version__},
+        "inputs": {"paths": [str(p) for p in paths]},
+        "summary": _summary(profiles),
+        "plan": [
+            {"step": item.step, "code": item.code, "title": item.title, "saves_ms": item.saves_ms}
+            for item in plan(ordered)
+        ],
+        "findings": [order[id(f)] for f in ordered],
+        "device": [p.as_dict() for p in profiles],
+        "notes": notes,
+        "parse_stats": {
+            "events": sum(p.events for p in profiles),
+            "bad_events": sum(p.bad_events for p in profiles),
+            "problems": sum(p.bad_events for p in profiles),
+        },
+    }
+
+
+def _summary(profiles: list[DeviceProfile]) -> dict[str, Any]:
+    return {
+        "traces": len(profiles),
+        "events": sum(p.events for p in profiles),
+        "kernels": sum(p.kernels for p in profiles),
+        "kernel_ms": round(sum(p.kernel_us for p in profiles) / 1000, 3),
+        "steps": sum(len(p.steps) for p in profiles),
+        "syncs": sum(p.syncs for p in profiles),
+        "host_wait_ms": round(sum(p.sync_us for p in profiles) / 1000, 3),
+        "graph_launches": sum(p.graph_launches for p in profiles),
+        "cpu_only": all(not p.device_events for p in profiles),
+    }
+
+
+# --- rendering --------------------------------------------------------------------------
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000:.1f}"
+
+
+def _trace_lines(device: Mapping[str, Any]) -> list[str]:
+    """What one trace holds, in a few lines (every rendering)."""
+    name = Path(device["path"]).name
+    gpus = ", ".join(dict.fromkeys(device["gpus"])) or "no GPU named"
+    rank = f", rank {device['rank']}" if device.get("rank") is not None else ""
+    copies = ", ".join(f"{kind} {g['count']}" for kind, g in sorted(device["copies"].items()))
+    lines = [
+        f"{name} ({gpus}{rank}): {device['events']} events over {_ms(device['span_us'])} ms, "
+        f"steps from {device['steps_from']} ({len(device['steps'])})",
+    ]
+    if not device["by_kind"]:
+        return [*lines, CPU_ONLY]
+    kinds = ", ".join(
+        f"{kind} {g['count']} ({_ms(g['us'])} ms)"
+        for kind, g in sorted(device["by_kind"].items(), key=lambda kv: -kv[1]["us"])
+    )
+    lines.append(
+        f"kernels: {device['kernels']} ({_ms(device['kernel_us'])} ms); device events by "
+        f"kind: {kinds}"
+    )
+    lines.append(
+        f"copies: {copies or 'none'}; syncs: {device['syncs']} "
+        f"({_ms(device['sync_us'])} ms host waiting); CUDA graph launches: "
+        f"{device['graph_launches']} ({device['graph_kernels']} kernels replayed)"
+    )
+    return lines
+
+
+def _step_rows(device: Mapping[str, Any]) -> list[list[str]]:
+    return [
+        [
+            step["name"],
+            _ms(step["wall_us"]),
+            _ms(step["busy_us"]),
+            _ms(step["idle_us"]),
+            _ms(step["idle_host_us"]),
+            _ms(step["idle_sync_us"]),
+            _ms(step["sync_us"]),
+        ]
+        for step in device["steps"]
+    ]
+
+
+STEP_COLUMNS = ("step", "wall ms", "device busy", "idle", "waiting on host", "after a sync",
+                "host in syncs")  # fmt: skip
+
+
+def _region_rows(device: Mapping[str, Any]) -> list[list[str]]:
+    return [
+        [
+            region["label"],
+            str(region["calls"]),
+            str(region["kernels"]),
+            _ms(region["device_us"]),
+            str(region["graph_launches"]),
+        ]
+        for region in device["regions"]
+    ]
+
+
+REGION_COLUMNS = ("launched from", "calls", "device events", "device ms", "graph replays")
+
+
+def render_device_terminal(report: Mapping[str, Any], console: Console) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from pt2doctor.report.terminal import render_findings, render_plan
+
+    console.print("[bold]pt2doctor report[/] — profiler trace")
+    for device in report["device"]:
+        for line in _trace_lines(device):
+            console.print(escape(shorten_paths(line)))
+        if device["steps"] and device["by_kind"]:
+            table = Table(title="Per step (ms)", expand=False)
+            for column in STEP_COLUMNS:
+                table.add_column(column, no_wrap=column == "step")
+            for row in _step_rows(device)[:12]:
+                table.add_row(*row)
+            console.print(table)
+        if len(device["regions"]) > 1 or any(r["calls"] for r in device["regions"]):
+            table = Table(title="Device time by where it was launched", expand=False)
+            for column in REGION_COLUMNS:
+                table.add_column(column)
+            for row in _region_rows(device)[:8]:
+                table.add_row(*(escape(cell) for cell in row))
+            console.print(table)
+        console.print()
+    render_plan(console, report)  # type: ignore[arg-type]
+    render_findings(console, report["findings"], empty=NO_FINDINGS)
+    for note in report.get("notes") or []:
+        console.print(f"[dim]{escape(note)}[/]")
+
+
+def render_device_markdown(report: Mapping[str, Any]) -> str:
+    from pt2doctor.report.markdown import markdown_findings, markdown_plan
+
+    lines = ["# pt2doctor report — profiler trace", ""]
+    for device in report["device"]:
+        lines += [f"- {line}" for line in _trace_lines(device)]
+        lines.append("")
+        if device["steps"] and device["by_kind"]:
+            lines += ["| " + " | ".join(STEP_COLUMNS) + " |",
+                      "|" + "---|" * len(STEP_COLUMNS)]  # fmt: skip
+            lines += ["| " + " | ".join(row) + " |" for row in _step_rows(device)]
+            lines.append("")
+    lines += markdown_plan(report)  # type: ignore[arg-type]
+    lines += markdown_findings(report, NO_FINDINGS)  # type: ignore[arg-type]
+    lines += [f"*{note}*" for note in report.get("notes") or []]
+    return "\n".join(lines) + "\n"
+
+
+def build_device_view(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The HTML page's view-model: the trace lines, the steps, and the findings."""
+    sections = []
+    for index, device in enumerate(report["device"]):
+        sections.append(
+            Section(
+                f"trace-{index}",
+                Path(device["path"]).name,
+                "device",
+                {
+                    "lines": _trace_lines(device),
+                    "steps": {"columns": list(STEP_COLUMNS), "rows": _step_rows(device)},
+                    "regions": {"columns": list(REGION_COLUMNS), "rows": _region_rows(device)},
+                },
+            )
+        )
+    sections.append(
+        Section(
+            "findings",
+            "Findings",
+            "device_findings",
+            {
+                "plan": report["plan"],
+                "findings": report["findings"],
+                "empty": NO_FINDINGS,
+                "notes": report.get("notes") or [],
+            },
+        )
+    )
+    from dataclasses import asdict
+
+    return {
+        "title": "pt2doctor profile report",
+        "schema_version": report["schema_version"],
+        "links": {},
+        "sections": [asdict(section) for section in sections],
+    }
