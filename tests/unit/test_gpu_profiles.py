@@ -231,3 +231,36 @@ def test_a_truncated_trace_and_an_unescaped_quote_still_report(tmp_path: Path) -
     total = sum(1 for e in json.loads(text)["traceEvents"] if e.get("ph") == "X")
     read = built["parse_stats"]["events"]
     assert 0 < read < total and built["parse_stats"]["bad_events"] >= 2
+
+
+def _diff(a: Path, b: Path) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-m", "pt2doctor", "diff", str(a), str(b),
+                           "--format", "json"], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def test_hta_s_control_and_test_traces_diff_one_way_and_back(tmp_path: Path) -> None:
+    """HTA's trace-diff pair (an eager A100 step, a compiled V100 step with CUDA graphs):
+    the median step time moved as the traces' own ProfilerStep durations say, the replays
+    appeared, the GPUs differ; B to A finds the same changes with values swapped."""
+    a, b = (
+        PROFILES / "a100_eager_train.json.gz",
+        PROFILES / "v100_compiled_train_cudagraphs.json.gz",
+    )
+    forward, backward = _diff(a, b), _diff(b, a)
+    steps = {name: median(e["dur"] for e in events(name) if e["name"].startswith("ProfilerStep#"))
+             for name in (a.name, b.name)}  # fmt: skip
+    (step,) = [c for c in forward["changes"] if c["kind"] == "step_time_ms"]
+    assert (step["before"], step["after"]) == (round(steps[a.name] / 1000, 3),
+                                                round(steps[b.name] / 1000, 3))  # fmt: skip
+    assert step["regression"] is (steps[b.name] > steps[a.name])
+    assert any(c["kind"] == "gpu" for c in forward["changes"])
+    assert any(c["kind"] == "graph_replays" and c["before"] == 0 for c in forward["changes"])
+    mirrored = {(c["kind"], c["subject"], c["after"], c["before"]) for c in backward["changes"]}
+    assert {
+        (c["kind"], c["subject"], c["before"], c["after"]) for c in forward["changes"]
+    } == mirrored
+    regressions = {(c["kind"], c["subject"]) for c in forward["changes"] if c["regression"]}
+    assert not regressions & {(c["kind"], c["subject"]) for c in backward["changes"]
+                              if c["regression"]}  # fmt: skip

@@ -20,11 +20,19 @@ from pt2doctor.rundir.load import load_run
 
 _REQUIRED = ("schema_version", "summary", "graph_breaks", "frames", "compiles", "environment")
 _CHECK_REQUIRED = ("schema_version", "summary", "cells", "variants", "contract", "environment")
+_PROFILE_REQUIRED = ("schema_version", "summary", "device")
 
 
 def _kind(report: dict[str, Any]) -> str:
-    """``check`` or ``run`` (reports without a ``kind`` predate it: run reports)."""
-    return "check" if report.get("kind") == "check" else "run"
+    """``check``, ``profile`` or ``run`` (reports without a ``kind`` predate it: run
+    reports)."""
+    kind = report.get("kind")
+    return kind if kind in ("check", "profile") else "run"
+
+
+def _required(report: Any) -> tuple[str, ...]:
+    kind = _kind(report) if isinstance(report, dict) else "run"
+    return {"check": _CHECK_REQUIRED, "profile": _PROFILE_REQUIRED}.get(kind, _REQUIRED)
 
 
 def load_report(path: Path) -> dict[str, Any]:
@@ -32,20 +40,31 @@ def load_report(path: Path) -> dict[str, Any]:
     ``pt2doctor report`` reads is analysed afresh."""
     if path.is_dir() and (path / "results.jsonl").is_file() and (path / "report.json").is_file():
         path = path / "report.json"  # a check run directory
+    from pt2doctor.report.device_report import build_device_report, is_profile_trace
+
+    if is_profile_trace(path) and not _is_report_json(path):  # a profiler trace: explained
+        return build_device_report(path)
     if path.is_file() and path.suffix == ".json":
         try:
             report = orjson.loads(path.read_bytes())
         except orjson.JSONDecodeError as error:
             raise UsageError(f"{path} is not valid JSON: {error}") from error
-        required = (
-            _CHECK_REQUIRED if isinstance(report, dict) and _kind(report) == "check" else _REQUIRED
-        )
+        required = _required(report)
         missing = [key for key in required if not isinstance(report, dict) or key not in report]
         if missing:
             raise UsageError(f"{path} is not a pt2doctor report.json (no {', '.join(missing)})")
         return dict(report)
     # The run report as the plain dict the differ walks (analysis/diff/reports.py reads it by key).
     return cast(dict[str, Any], build_report(load_run(path)))
+
+
+def _is_report_json(path: Path) -> bool:
+    """A pt2doctor report.json, not a profiler trace (whose ``traceEvents`` array starts
+    within its first megabyte, after the devices' properties)."""
+    if not path.is_file() or path.suffix != ".json":
+        return False
+    with path.open("rb") as stream:
+        return b'"traceEvents"' not in stream.read(1 << 20)
 
 
 @click.command("diff")
@@ -86,16 +105,23 @@ def diff_command(
     noise_compile_s: float,
     noise_call_s: float,
 ) -> int:
-    """Compare two runs A and B (run dirs, report.json files or TORCH_TRACE logs): break sites
+    """Compare two runs A and B (run dirs, report.json files, TORCH_TRACE logs or profiler
+    traces): break sites
     new and gone, variant counts, new recompile causes, compile time and time per call beyond
     noise, environment. Two check runs (their dirs or report.json): cell verdicts, contract
-    clauses, max variants, late compiles, cold starts, speedup beyond its 95% interval."""
+    clauses, max variants, late compiles, cold starts, speedup beyond its 95% interval. Two
+    profiler traces: step time, device busy time, the kernel groups that moved most, syncs
+    and CUDA-graph replays per step."""
     noise = Noise(rel=rel, compile_s=noise_compile_s, per_call_s=noise_call_s)
     report_a, report_b = load_report(a), load_report(b)
     kinds = _kind(report_a), _kind(report_b)
     if kinds[0] != kinds[1]:
         raise UsageError(f"cannot diff a {kinds[0]} report ({a}) with a {kinds[1]} report ({b})")
-    differ = diff_check_reports if kinds[0] == "check" else diff_reports
+    from pt2doctor.analysis.diff.profiles import diff_device_reports
+
+    differ = {"check": diff_check_reports, "profile": diff_device_reports}.get(
+        kinds[0], diff_reports
+    )
     diff = differ(report_a, report_b, noise, (str(a), str(b))).as_dict()
     if fmt == "json":
         sys.stdout.buffer.write(orjson.dumps(diff, option=orjson.OPT_INDENT_2) + b"\n")

@@ -26,6 +26,14 @@ KIND_LABELS = {
     "cache_miss_cause": "cache miss cause",
     "graph_ops": "graph ops",
     "kernels": "kernels",
+    # profiler traces (analysis/diff/profiles.py)
+    "step_time_ms": "step time (ms)",
+    "device_busy_ms": "device busy per step (ms)",
+    "kernel_group": "device time",
+    "syncs": "synchronize calls per step",
+    "graph_replays": "CUDA-graph replays per step",
+    "gpu": "GPU",
+    "traces": "traces",
     # check reports (check/diff.py)
     "contract_clause": "contract clause",
     "cell_verdict": "cell verdict",

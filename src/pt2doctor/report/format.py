@@ -273,6 +273,25 @@ def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 NOTHING_TO_FIX = "Nothing needs fixing: the findings below are for reference."
 
 
+NO_FINDINGS = "No findings: every compile is explained and nothing needs action."
+
+
+def no_findings_text(report: Mapping[str, Any]) -> str:
+    """What a report without findings says: a log with no Dynamo compile says what it holds
+    (an AOTInductor build, an export), never that every compile is explained."""
+    if (report.get("summary") or {}).get("compiles", 1):
+        return NO_FINDINGS
+    held = []
+    aot = report.get("aot_inductor")
+    if aot:
+        held.append(f"an AOTInductor build of {len(aot['kernels'])} kernels (aot_inductor)")
+    records = (report.get("parse_stats") or {}).get("records")
+    if records:
+        held.append(f"{records} records in all")
+    holds = f": it holds {', '.join(held)}" if held else ""
+    return f"No Dynamo compile in this log, so nothing to explain about compiles{holds}."
+
+
 def only_info(report: Mapping[str, Any]) -> bool:
     """Findings, every one of them ``info``, in a report that has a plan (before 2026-12-01 a
     report had none, so its empty plan says nothing)."""

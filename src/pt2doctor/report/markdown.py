@@ -25,6 +25,7 @@ from pt2doctor.report.format import (
     md_code,
     md_table,
     md_text,
+    no_findings_text,
     only_info,
     plan_saving,
     source_where,
@@ -89,7 +90,7 @@ def markdown_findings(report: Report, empty: str | None = None) -> list[str]:
 def _findings(report: Report, empty: str | None = None) -> list[str]:
     findings = report["findings"]
     if not findings:
-        return [empty or "No findings: every compile is explained and nothing needs action.", ""]
+        return [empty or no_findings_text(report), ""]
     icons = {"error": "🔴", "warning": "🟡", "info": "🔵"}
     lines = ["### Findings", ""]
     shown = grouped_findings(findings)

@@ -24,7 +24,7 @@ from pt2doctor.analysis.built.fusion import Fusion, fusion_view
 from pt2doctor.analysis.built.graph_size import (
     graph_size,
 )
-from pt2doctor.analysis.built.kernels import KernelMap
+from pt2doctor.analysis.built.kernels import KernelMap, kernel_map
 from pt2doctor.analysis.findings.plan import PlanItem as PlanStep
 from pt2doctor.analysis.findings.plan import plan
 from pt2doctor.analysis.findings.verdicts import Outcome
@@ -407,6 +407,10 @@ def assemble_report(analysis: RunAnalysis) -> RunReport:
         "failures": [_failure(failure) for failure in ledger.failures],
         "parse_stats": run.parse_stats.as_dict(),
     }
+    aot = kernel_map(run.aot_built)
+    if aot is not None:  # AOTInductor's build: its wrapper code and provenance have no compile
+        report["aot_inductor"] = {"kernels": _kernels(aot), "source": aot.source,
+                                  "partial": aot.partial}  # fmt: skip
     if run.manifest is not None:
         from pt2doctor.analysis.findings.run_findings import run_section
 

@@ -12,11 +12,13 @@ from rich.table import Table
 from pt2doctor.analysis.paths import display_path, shorten_paths
 from pt2doctor.analysis.text import counted
 from pt2doctor.report.format import (
+    NO_FINDINGS,
     NOTHING_TO_FIX,
     advice_parts,
     built_line,
     compile_names,
     grouped_findings,
+    no_findings_text,
     only_info,
     plan_saving,
     report_inputs,
@@ -65,9 +67,6 @@ def _plan(console: Console, report: RunReport, cwd: str | None) -> None:
     console.print()
 
 
-NO_FINDINGS = "No findings: every compile is explained and nothing needs action."
-
-
 def render_plan(console: Console, report: RunReport, cwd: str | None = None) -> None:
     """What to do first (every report kind with a plan and findings)."""
     _plan(console, report, cwd)
@@ -75,7 +74,7 @@ def render_plan(console: Console, report: RunReport, cwd: str | None = None) -> 
 
 def render_findings(
     console: Console, findings: list[Finding], cwd: str | None = None, empty: str = NO_FINDINGS
-) -> None:
+) -> None:  # the empty text: format.py no_findings_text for a run report
     """The findings, one block per root cause (every report kind with findings)."""
     _findings(console, findings, cwd, empty)
 
@@ -308,7 +307,7 @@ def render_terminal(report: RunReport, console: Console, cwd: str | None = None)
         )
     console.print()
     _plan(console, report, cwd)
-    _findings(console, report["findings"], cwd)
+    _findings(console, report["findings"], cwd, no_findings_text(report))
     if report["graph_breaks"]:
         console.print(_breaks_table(report["graph_breaks"], cwd))
     frames_table = _frames_table(report["frames"], cwd)

@@ -463,3 +463,6 @@ class RunReport(_RunReportParts, total=False):
     ranks: Ranks
     redacted: bool
     cold_start: dict[str, Any]
+    aot_inductor: dict[str, Any]
+    """What AOTInductor built (a log of ``aoti_compile_and_package``): its kernels, each with
+    its ops and user lines from the provenance artifacts, which carry no compile id."""

@@ -19,6 +19,7 @@ from pt2doctor.report.format import (
     cut,
     grouped_findings,
     hot_break,
+    no_findings_text,
     only_info,
     plan_saving,
     report_inputs,
@@ -84,6 +85,7 @@ def headline(report: Report) -> Section:
         ],
         "findings": findings,
         "only_info": only_info(report),
+        "no_findings": no_findings_text(report),
         "more_findings": max(0, len(shown) - MAX_FINDINGS),
         "redacted": bool(report.get("redacted")),
     }
