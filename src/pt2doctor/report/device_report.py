@@ -10,6 +10,9 @@ plan every report kind has. Rendered here too: the terminal summary, report.md, 
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,6 +68,17 @@ def _read(path: Path) -> DeviceProfile:
     return device_profile(trace, path)
 
 
+def _read_all(paths: list[Path]) -> list[DeviceProfile]:
+    """Each trace read and analysed; several (one per rank) by a process per core, in their
+    order. A bad one is checked here first, so its one-line error comes from this process."""
+    workers = min(len(os.sched_getaffinity(0)), len(paths))
+    if workers < 2:
+        return [_read(p) for p in paths]
+    method = "fork" if threading.active_count() == 1 else "spawn"
+    with multiprocessing.get_context(method).Pool(workers) as pool:
+        return pool.map(_read, paths, chunksize=1)
+
+
 def _finding_row(finding: Any, trace: str) -> dict[str, Any]:
     subject = finding.subject
     finding.subject = Subject(subject.kind, subject.name, stream=trace)
@@ -90,7 +104,7 @@ def build_device_report(path: Path) -> dict[str, Any]:
     paths = trace_paths(path)
     if not paths:
         raise UsageError(f"no profiler trace in {path}")
-    profiles = [_read(p) for p in paths]
+    profiles = _read_all(paths)
     many = len(profiles) > 1
     findings, rows = [], []
     for profile in profiles:

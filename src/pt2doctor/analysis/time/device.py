@@ -396,11 +396,16 @@ def device_profile(trace: ChromeTrace, path: Path | str) -> DeviceProfile:
     per_call: dict[tuple[str, float], list[tuple[float, float, float]]] = {}
     sweep: list[tuple[float, float, int, bool]] = []
     kernel_us: dict[str, list[float]] = {}
+    kinds_of: dict[tuple[int, int], str] = {}
+    shorts: dict[int, str] = {}
     for label, _, _, _ in regions:
         region_rows.setdefault(label, RegionDevice(label)).calls += 1
     for i in device_events:
         category, name = categories[cat_col[i]], names[name_col[i]]
-        kind = kernel_kind(name, category)
+        key = (name_col[i], cat_col[i])  # names are interned: each kind found once
+        kind = kinds_of.get(key)
+        if kind is None:
+            kind = kinds_of[key] = kernel_kind(name, category)
         us = dur_col[i]
         group = kinds.setdefault(kind, KernelGroup(kind, kind))
         group.count += 1
@@ -412,7 +417,9 @@ def device_profile(trace: ChromeTrace, path: Path | str) -> DeviceProfile:
         elif category == "kernel":
             profile.kernels += 1
             profile.kernel_us += us
-            short = short_kernel_name(name)
+            short = shorts.get(name_col[i])
+            if short is None:
+                short = shorts[name_col[i]] = short_kernel_name(name)
             row = top.setdefault(short, KernelGroup(kind, short))
             row.count += 1
             row.us += us
