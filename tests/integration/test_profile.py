@@ -304,3 +304,43 @@ def test_the_first_screen_is_a_plan_ordered_by_the_practice_and_by_measured_cost
     assert not [item for item in plan if item["title"] in info]
     assert "What to do first" in breaks["_stderr"]
     assert "## What to do first" in (breaks["_dir"] / "report.md").read_text()
+
+
+def test_a_users_own_profiler_loop_gets_the_analysis_run_profile_gives(
+    grad: dict[str, Any], run_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The same program profiling itself as a user does (torch.profiler, a schedule,
+    prof.step(): 20 ProfilerStep#N, no pt2doctor, no TORCH_TRACE), its trace given to
+    ``pt2doctor report``: the same compiled regions, the same library and fallback kernels,
+    the same findings as ``run --profile`` (less frame names: only the TORCH_TRACE has them);
+    a step is a call, as the profiler's own ProfilerStep events say."""
+    import subprocess
+    import sys
+
+    trace, out = tmp_path / "trace.json", tmp_path / "report.json"
+    subprocess.run([sys.executable, str(PROGRAM), "--grad", "--user-profiler", str(trace)],
+                   env=run_env, check=True, capture_output=True, timeout=300)  # fmt: skip
+    assert main(["report", str(trace), "--json", str(out)]) == 0
+    user = json.loads(out.read_text())
+    (device,) = user["device"]
+    host, ours = device["host"], grad["profile"]
+    raw = json.loads(trace.read_text())["traceEvents"]
+    steps = [e for e in raw if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#")]
+    assert host["window"]["calls"] == len(steps) == 20
+    assert device["by_kind"] == {}  # CPU only: said, no device findings
+    assert {(r["compile_id"], r["part"]) for r in host["regions"]} == {
+        (r["compile_id"], r["part"]) for r in ours["regions"]
+    }
+    kernels = {(k["name"], k["kind"]) for k in host["kernels"]}
+    assert ("aten::addmm", "library") in kernels and ("aten::cumsum", "fallback") in kernels
+    assert {k["kind"] for k in ours["kernels"]} >= {k for _, k in kernels}
+    codes = {f["code"] for f in user["findings"]}
+    from pt2doctor.analysis.findings.codes import SPECS
+
+    # What the profile finds (the registry's "profile" area), not what the TORCH_TRACE adds:
+    # fallback_op's static finding comes from the kernel map; the profile's only from 5%.
+    # compiled_slower_than_eager needs eager calls beside the compiled ones: only `run` makes them.
+    profile_codes = {code for code, spec in SPECS.items() if spec.area == "profile"}
+    profile_codes.discard("compiled_slower_than_eager")
+    assert codes == {f["code"] for f in grad["findings"]} & profile_codes
+    assert "autograd_in_inference" in codes

@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,9 +23,11 @@ from pt2doctor.analysis.findings.model import Subject
 from pt2doctor.analysis.findings.plan import plan
 from pt2doctor.analysis.findings.trace_findings import sort_findings
 from pt2doctor.analysis.paths import shorten_paths
+from pt2doctor.analysis.time.analyse import ProfileResult, trace_analysis
 from pt2doctor.analysis.time.device import DeviceProfile, device_profile
 from pt2doctor.analysis.time.device_findings import device_findings
 from pt2doctor.errors import UsageError
+from pt2doctor.report.profile_schema import profile_section
 from pt2doctor.report.sections import Section
 from pt2doctor.trace.chrome import read_chrome_trace, read_head
 
@@ -50,7 +53,15 @@ def trace_paths(path: Path) -> list[Path]:
     return [path]
 
 
-def _read(path: Path) -> DeviceProfile:
+@dataclass
+class TraceRead:
+    """One trace: its device side, and its host side as ``run --profile`` splits it."""
+
+    device: DeviceProfile
+    host: ProfileResult
+
+
+def _read(path: Path) -> TraceRead:
     try:
         head = read_head(path, 4096).lstrip()
     except (OSError, EOFError) as error:
@@ -65,10 +76,10 @@ def _read(path: Path) -> DeviceProfile:
         raise UsageError(f"{path} is not a profiler trace ({error})") from error
     if not len(trace) and not trace.bad_events:
         raise UsageError(f"{path} holds no events: an empty profiler trace")
-    return device_profile(trace, path)
+    return TraceRead(device_profile(trace, path), trace_analysis(trace, str(path)))
 
 
-def _read_all(paths: list[Path]) -> list[DeviceProfile]:
+def _read_all(paths: list[Path]) -> list[TraceRead]:
     """Each trace read and analysed; several (one per rank) by a process per core, in their
     order. A bad one is checked here first, so its one-line error comes from this process."""
     workers = min(len(os.sched_getaffinity(0)), len(paths))
@@ -104,11 +115,19 @@ def build_device_report(path: Path) -> dict[str, Any]:
     paths = trace_paths(path)
     if not paths:
         raise UsageError(f"no profiler trace in {path}")
-    profiles = _read_all(paths)
+    reads = _read_all(paths)
+    profiles = [read.device for read in reads]
     many = len(profiles) > 1
     findings, rows = [], []
-    for profile in profiles:
-        found = sort_findings(device_findings(profile))
+    for read in reads:
+        profile = read.device
+        found = device_findings(profile)
+        codes = {finding.code for finding in found}
+        # The host side's own findings (run --profile's), less what the device side says
+        # better: library kernels' share is the device's time on a GPU.
+        found += [f for f in read.host.findings if f.code not in codes
+                  and not (profile.device_events and f.code == "library_bound")]  # fmt: skip
+        found = sort_findings(found)
         name = Path(profile.path).name
         if many:
             for finding in found:
@@ -129,7 +148,7 @@ def build_device_report(path: Path) -> dict[str, Any]:
             for item in plan(ordered)
         ],
         "findings": [order[id(f)] for f in ordered],
-        "device": [p.as_dict() for p in profiles],
+        "device": [{**read.device.as_dict(), "host": profile_section(read.host)} for read in reads],
         "notes": notes,
         "parse_stats": {
             "events": sum(p.events for p in profiles),
@@ -170,6 +189,19 @@ def _trace_lines(device: Mapping[str, Any]) -> list[str]:
         f"{name} ({gpus}{rank}): {device['events']} events over {_ms(device['span_us'])} ms, "
         f"steps from {device['steps_from']} ({len(device['steps'])})",
     ]
+    host = device.get("host") or {}
+    if host.get("available"):
+        regions = ", ".join(
+            f"{r['compile_id']}{' backward' if r['part'] == 'backward' else ''} "
+            f"{r['ms_per_call']:.3f} ms (kernels {r['kernels_ms']:.3f}, library "
+            f"{r['library_ms']:.3f}, fallback {r['fallback_ms']:.3f}, overhead "
+            f"{r['overhead_ms']:.3f})"
+            for r in host["regions"][:4]
+        )
+        lines.append(
+            f"host, per step: {host['window']['ms_per_call']:.3f} ms, "
+            f"{100 * host['compiled_share']:.0f}% in compiled regions: {regions}"
+        )
     if not device["by_kind"]:
         return [*lines, CPU_ONLY]
     kinds = ", ".join(
@@ -240,7 +272,8 @@ def render_device_terminal(report: Mapping[str, Any], console: Console) -> None:
             for row in _step_rows(device)[:12]:
                 table.add_row(*row)
             console.print(table)
-        if len(device["regions"]) > 1 or any(r["calls"] for r in device["regions"]):
+        if device["by_kind"] and (len(device["regions"]) > 1
+                                  or any(r["calls"] for r in device["regions"])):  # fmt: skip
             table = Table(title="Device time by where it was launched", expand=False)
             for column in REGION_COLUMNS:
                 table.add_column(column)

@@ -9,6 +9,9 @@ served one request at a time, the way a small inference service calls its model
 - ``--eager-mlp``: the MLP is behind ``torch.compiler.disable``: it runs eagerly.
 - ``--width N``: the block's width (64: a small request, overhead-bound).
 - ``--batch N``: the same requests served N to a call (overhead_bound's fix).
+- ``--user-profiler PATH``: the program profiles itself, as a user does: ``torch.profiler``
+  with a ``schedule`` (2 calls skipped, 2 warm, 20 recorded), ``prof.step()`` after each call
+  (a ``ProfilerStep#N`` each), the trace exported to PATH.
 """
 
 import contextlib
@@ -48,7 +51,17 @@ torch.set_num_threads(1)  # one request, one core: steady times beside the suite
 model = torch.compile(Block())
 BATCH = int(sys.argv[sys.argv.index("--batch") + 1]) if "--batch" in sys.argv else 1
 requests = [torch.randn(1, WIDTH) for _ in range(CALLS * BATCH)]
-with contextlib.nullcontext() if "--grad" in sys.argv else torch.no_grad():
+profiler: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
+if "--user-profiler" in sys.argv:
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    out = sys.argv[sys.argv.index("--user-profiler") + 1]
+    profiler = profile(activities=[ProfilerActivity.CPU],
+                       schedule=schedule(wait=2, warmup=2, active=20, repeat=1),
+                       on_trace_ready=lambda prof: prof.export_chrome_trace(out))  # fmt: skip
+with contextlib.nullcontext() if "--grad" in sys.argv else torch.no_grad(), profiler as prof:
     for first in range(0, len(requests), BATCH):
         model(torch.cat(requests[first : first + BATCH]))
+        if prof is not None:
+            prof.step()  # type: ignore[attr-defined]
 print("served", len(requests))

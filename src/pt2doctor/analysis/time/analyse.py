@@ -16,7 +16,7 @@ from pt2doctor.analysis.recompiles.ledger import Ledger
 from pt2doctor.analysis.text import counted
 from pt2doctor.analysis.time.findings import BreakContext, profile_findings
 from pt2doctor.analysis.time.owners import eager_owners
-from pt2doctor.analysis.time.profile import ProfileView, profile_view
+from pt2doctor.analysis.time.profile import ProfileView, profile_view, profiler_steps
 from pt2doctor.trace.chrome import ChromeTrace
 from pt2doctor.trace.types import ProfileCapture, SourceLine
 
@@ -132,3 +132,23 @@ def profile_analysis(
     cached = sum(1 for e in ledger.compiles if e.record.cache.get("fx_graph") == "hit")
     notes = _notes(view, window, device, cached)
     return ProfileResult(capture.path, window, view, None, names, notes, findings)
+
+
+def trace_analysis(trace: ChromeTrace, path: str) -> ProfileResult:
+    """The host side of a trace the user recorded (no run, no TORCH_TRACE): the window is its
+    ``ProfilerStep#N`` events (else pt2doctor's marks, else the whole trace), a step is a
+    call, and compiled regions are named by their compile ids. The same split and findings
+    as ``run --profile``, less what only the TORCH_TRACE gives (frame names, break sites,
+    kernel lines)."""
+    steps = profiler_steps(trace)
+    calls = max(len(steps), 1)
+    window: dict[str, Any] = {"calls": calls, "from": "ProfilerStep#N" if steps else "trace"}
+    view = profile_view(trace, calls, None, {}, {})
+    if not view.regions:
+        return ProfileResult(path, window, error="no compiled region in the trace")
+    device = "cuda" if "kernel" in trace.categories else "cpu"
+    owners = eager_owners(trace, *view.window)
+    names: dict[str, str] = {}  # only the TORCH_TRACE names a compile id's frame
+    findings = profile_findings(view, names, [], device, {}, owners)
+    notes = [note for note in _notes(view, window, device, 0) if note != NOT_COMPARABLE]
+    return ProfileResult(path, window, view, None, names, notes, findings)

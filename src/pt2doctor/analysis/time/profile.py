@@ -181,9 +181,22 @@ def _kind(name: str, known: Kernel | None) -> str:
     return found if found in ("library", "fallback") else "fallback"
 
 
+_STEP = re.compile(r"^ProfilerStep#\d+$")
+
+
+def profiler_steps(trace: ChromeTrace) -> list[tuple[float, float]]:
+    """The ``ProfilerStep#N`` events of a user's ``torch.profiler`` loop (``prof.step()``,
+    with or without a ``schedule``): (start, end) of each, in order."""
+    names, ts, dur = trace.names, trace.ts, trace.dur
+    steps = [(ts[i], ts[i] + dur[i]) for i, code in enumerate(trace.name)
+             if _STEP.match(names[code])]  # fmt: skip
+    return sorted(steps)
+
+
 def trace_window(trace: ChromeTrace) -> tuple[float, float]:
     """The profiled window's start and end in the trace's clock (us): between its marks, else
-    the whole trace."""
+    from the first ``ProfilerStep#N`` to the end of the last (a user's own profiler loop),
+    else the whole trace."""
     start = end = None
     for i, name_id in enumerate(trace.name):
         name = trace.names[name_id]
@@ -191,6 +204,8 @@ def trace_window(trace: ChromeTrace) -> tuple[float, float]:
             start = trace.ts[i] + trace.dur[i]
         elif name == PROFILE_END_MARK:
             end = trace.ts[i]
+    if start is None and end is None and (steps := profiler_steps(trace)):
+        return steps[0][0], steps[-1][1]
     if start is None or end is None:
         first = min(trace.ts, default=0.0)
         last = max((t + d for t, d in zip(trace.ts, trace.dur, strict=True)), default=0.0)
