@@ -13,7 +13,7 @@ export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-cache
 BYTECODE := $(PY) -m compileall -q src tests examples
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo demo-shot test test-matrix test-fast chromium lint golden bench clean
+.PHONY: help venv demo demo-shot test test-matrix test-fast test-wheel chromium lint golden bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -48,6 +48,13 @@ test-matrix: $(STAMP) ## the failure corpus ablated from each program's own fold
 test-fast: $(STAMP) ## the edit loop (< 60 s): unit tests and in-process tests, no torch program runs
 	@$(BYTECODE) >/dev/null
 	$(PY) -m pytest -n 2 --dist worksteal -q -m "not torch_run"
+
+test-wheel: $(STAMP) ## build the wheel, install it WITHOUT torch in a clean venv: report, diff, run's one-line refusal
+	rm -rf build/wheel build/wheel-venv
+	$(PY) -m pip wheel --quiet --no-deps -w build/wheel .
+	$(PYTHON) -m venv build/wheel-venv
+	build/wheel-venv/bin/python -m pip install --quiet build/wheel/pt2doctor-*.whl
+	build/wheel-venv/bin/python tests/wheel_check.py
 
 chromium: ## install Chromium (Debian, as root) for the HTML report's browser test; tests never install
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium

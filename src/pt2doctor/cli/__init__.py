@@ -8,6 +8,7 @@ command's one-line summary from COMMANDS instead of importing the command.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from typing import NamedTuple
@@ -15,7 +16,7 @@ from typing import NamedTuple
 import click
 
 from pt2doctor import __version__
-from pt2doctor.errors import Pt2DoctorError
+from pt2doctor.errors import Pt2DoctorError, UsageError
 
 
 class LazyCommand(NamedTuple):
@@ -25,6 +26,9 @@ class LazyCommand(NamedTuple):
     module: str
     attribute: str
     summary: str
+    needs_torch: bool = True
+    """It runs torch (a program, cases, ops): without torch installed it says so in one line.
+    ``report`` and ``diff`` read logs, traces and reports, and never import torch."""
 
 
 COMMANDS: dict[str, LazyCommand] = {
@@ -32,6 +36,7 @@ COMMANDS: dict[str, LazyCommand] = {
         "pt2doctor.cli.report",
         "report_command",
         "Explain every compilation in the TORCH_TRACE logs at PATH.",
+        needs_torch=False,
     ),
     "run": LazyCommand(
         "pt2doctor.cli.run",
@@ -45,7 +50,9 @@ COMMANDS: dict[str, LazyCommand] = {
         "pt2doctor.cli.ablate", "ablate_command", "Localize a crash or wrong result."
     ),
     "opcheck": LazyCommand("pt2doctor.cli.opcheck", "opcheck_command", "Check custom ops."),
-    "diff": LazyCommand("pt2doctor.cli.diff", "diff_command", "Compare two runs A and B."),
+    "diff": LazyCommand(
+        "pt2doctor.cli.diff", "diff_command", "Compare two runs A and B.", needs_torch=False
+    ),
 }
 
 
@@ -59,6 +66,8 @@ class LazyGroup(click.Group):
         entry = COMMANDS.get(cmd_name)
         if entry is None:
             return None
+        if entry.needs_torch and importlib.util.find_spec("torch") is None:
+            return _without_torch(cmd_name, entry)
         # __import__ rather than importlib.import_module: it shows in `python -X importtime`.
         module = __import__(entry.module, fromlist=[entry.attribute])
         command = getattr(module, entry.attribute)
@@ -70,6 +79,25 @@ class LazyGroup(click.Group):
         rows = [(name, COMMANDS[name].summary) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+TORCH_EXTRA = "pip install 'pt2doctor[run]'"
+
+
+def _without_torch(name: str, entry: LazyCommand) -> click.Command:
+    """The command, on a machine without torch: whatever it is given, one line and exit 2."""
+
+    def refuse(args: tuple[str, ...]) -> None:
+        raise UsageError(f"pt2doctor {name} needs torch, which is not installed here: "
+                         f"{TORCH_EXTRA} (report and diff work without it)")  # fmt: skip
+
+    return click.Command(
+        name,
+        callback=refuse,
+        params=[click.Argument(["args"], nargs=-1, type=click.UNPROCESSED)],
+        help=f"{entry.summary} Needs torch: {TORCH_EXTRA}.",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
