@@ -24,6 +24,9 @@ def raw_file_records(log: Path) -> Iterator[tuple[dict[str, Any], str]]:
         if line.startswith("\t"):
             payload.append(line[1:])
             continue
+        if not line and envelope is not None:  # a payload's blank line, written bare
+            payload.append("")
+            continue
         if envelope is not None:
             yield envelope, "\n".join(payload)
         envelope, payload = json.loads(line.split("] ", 1)[1]), []

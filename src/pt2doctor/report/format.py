@@ -276,6 +276,27 @@ NOTHING_TO_FIX = "Nothing needs fixing: the findings below are for reference."
 NO_FINDINGS = "No findings: every compile is explained and nothing needs action."
 
 
+def export_line(export: Mapping[str, Any]) -> str:
+    """An export's events in one line: how many guards it added, and where the first was."""
+    parts = []
+    for key, word in (("guards_added", "guard added"), ("data_dependent", "data-dependent "
+                      "expression"), ("unbacked_symbols", "unbacked symbol"),
+                      ("missing_fake_kernels", "missing fake kernel"),
+                      ("mismatched_fake_kernels", "mismatched fake kernel")):  # fmt: skip
+        rows = export.get(key) or []
+        if not rows:
+            continue
+        first = rows[0]
+        where = first.get("user_line") or {}
+        at = f" at {where.get('file')}:{where.get('line')}" if where.get("line") else ""
+        if word == "guard added":
+            word = "guards added" if len(rows) > 1 else word
+        elif len(rows) > 1:
+            word += "s"
+        parts.append(f"{len(rows)} {word}, first {first['expr']}{at}")
+    return "; ".join(parts) or "no guard added"
+
+
 def no_findings_text(report: Mapping[str, Any]) -> str:
     """What a report without findings says: a log with no Dynamo compile says what it holds
     (an AOTInductor build, an export), never that every compile is explained."""
@@ -285,6 +306,9 @@ def no_findings_text(report: Mapping[str, Any]) -> str:
     aot = report.get("aot_inductor")
     if aot:
         held.append(f"an AOTInductor build of {len(aot['kernels'])} kernels (aot_inductor)")
+    export = report.get("export")
+    if export:
+        held.append(f"an export ({export_line(export)}; export in report.json)")
     records = (report.get("parse_stats") or {}).get("records")
     if records:
         held.append(f"{records} records in all")

@@ -19,6 +19,7 @@ from pt2doctor.report.format import (
     advice_parts,
     built_line,
     compile_names,
+    export_line,
     file_name,
     grouped_findings,
     hot_break,
@@ -348,5 +349,33 @@ def render_markdown(report: Report) -> str:
     lines = [*_headline(report), *_plan(report), *_cold_start(report), *_findings(report)]
     lines += _breaks(report)
     lines += [*_frames(report), *_stories(report), *_time(report), *_built(report)]
-    lines += [*_ranks(report), *_environment(report)]
+    lines += [*_ranks(report), *_export(report), *_environment(report)]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _export(report: Report) -> list[str]:
+    """An export's guards and data-dependent expressions, with their user lines; an
+    AOTInductor build's kernels."""
+    lines: list[str] = []
+    export = report.get("export")
+    if export:
+        lines += ["## Export", "", md_text(export_line(export)), ""]
+        rows = [
+            [kind, md_code(row["expr"]), _where(row.get("user_line"))]
+            for key, kind in (
+                ("guards_added", "guard added"),
+                ("data_dependent", "data-dependent"),
+            )
+            for row in export.get(key) or []
+        ]
+        if rows:
+            lines += md_table(["event", "expression", "user line"], rows[:20])
+            lines.append("")
+    aot = report.get("aot_inductor")
+    if aot:
+        lines += ["## AOTInductor build", ""]
+        rows = [
+            [md_code(k["name"]), k["kind"], md_text(", ".join(k["ops"]))] for k in aot["kernels"]
+        ]
+        lines += [*md_table(["kernel", "kind", "ops"], rows), ""]
+    return lines

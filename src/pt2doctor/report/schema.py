@@ -53,7 +53,7 @@ from pt2doctor.report.types import (
     Summary,
 )
 from pt2doctor.trace.patterns import lazy_compile
-from pt2doctor.trace.types import CompileRecord, Run, SourceLine
+from pt2doctor.trace.types import CompileRecord, ExportTrace, Run, ShapeEvent, SourceLine
 
 if TYPE_CHECKING:  # heat exists only for a run directory's probes
     from pt2doctor.analysis.breaks.heat import Heat
@@ -411,6 +411,8 @@ def assemble_report(analysis: RunAnalysis) -> RunReport:
     if aot is not None:  # AOTInductor's build: its wrapper code and provenance have no compile
         report["aot_inductor"] = {"kernels": _kernels(aot), "source": aot.source,
                                   "partial": aot.partial}  # fmt: skip
+    if run.export is not None:
+        report["export"] = _export(run.export)
     if run.manifest is not None:
         from pt2doctor.analysis.findings.run_findings import run_section
 
@@ -430,6 +432,31 @@ def assemble_report(analysis: RunAnalysis) -> RunReport:
     for compiled, phases, caches in zip(report["compiles"], cold.phases, cold.caches, strict=True):
         compiled["phases"], compiled["caches"] = phases, caches
     return report
+
+
+def _export(export: ExportTrace) -> dict[str, Any]:
+    """What an export logged, as tlparse --export lists it: guards added with their user
+    lines, data-dependent expressions (decided by the real values), unbacked symbols, fake
+    kernels missing or wrong, and the exported program's text."""
+
+    def row(event: ShapeEvent) -> dict[str, Any]:
+        line = event.user_line
+        found: dict[str, Any] = {"expr": event.expr,
+                                 "user_line": _source_of(line) if line is not None else None}  # fmt: skip
+        if event.result is not None:
+            found["result"] = event.result
+        if event.sources:
+            found["sources"] = {k: user_expr(v).text for k, v in event.sources.items()}
+        return found
+
+    keys = {"guard_added": "guards_added", "data_dependent": "data_dependent",
+            "unbacked_symbol": "unbacked_symbols", "missing_fake_kernel": "missing_fake_kernels",
+            "mismatched_fake_kernel": "mismatched_fake_kernels"}  # fmt: skip
+    section: dict[str, Any] = {
+        key: [row(e) for e in export.events if e.kind == kind] for kind, key in keys.items()
+    }
+    section["exported_program"] = export.program
+    return section
 
 
 def dumps_report(report: Mapping[str, Any]) -> bytes:

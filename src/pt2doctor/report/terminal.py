@@ -17,6 +17,7 @@ from pt2doctor.report.format import (
     advice_parts,
     built_line,
     compile_names,
+    export_line,
     grouped_findings,
     no_findings_text,
     only_info,
@@ -319,3 +320,11 @@ def render_terminal(report: RunReport, console: Console, cwd: str | None = None)
     _built(console, report)
     if "ranks" in report:
         _ranks(console, report["ranks"])
+    if report.get("export"):
+        console.print(
+            f"[bold]export[/]: {escape(shorten_paths(export_line(report['export']), cwd))}"
+        )
+    if report.get("aot_inductor"):
+        kernels = report["aot_inductor"]["kernels"]
+        names = ", ".join(k["name"] for k in kernels[:6]) + (" ..." if len(kernels) > 6 else "")
+        console.print(f"[bold]AOTInductor[/] built {len(kernels)} kernels: {escape(names)}")

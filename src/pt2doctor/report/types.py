@@ -464,5 +464,8 @@ class RunReport(_RunReportParts, total=False):
     redacted: bool
     cold_start: dict[str, Any]
     aot_inductor: dict[str, Any]
+    export: dict[str, Any]
+    """What an export logged (``torch.export``): guards added, data-dependent expressions,
+    unbacked symbols, fake-kernel problems, the exported program."""
     """What AOTInductor built (a log of ``aoti_compile_and_package``): its kernels, each with
     its ops and user lines from the provenance artifacts, which carry no compile id."""

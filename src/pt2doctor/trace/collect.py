@@ -37,7 +37,16 @@ from pt2doctor.trace.guard_tree import (
 from pt2doctor.trace.messages import innermost_user_frame, parse_graph_break
 from pt2doctor.trace.reader import rank_from_filename, read_records, stream_names
 from pt2doctor.trace.records import CompileId, ParseStats, TraceRecord
-from pt2doctor.trace.types import Built, CompileRecord, InductorGraph, Run, SourceLine, StreamInfo
+from pt2doctor.trace.types import (
+    Built,
+    CompileRecord,
+    ExportTrace,
+    InductorGraph,
+    Run,
+    ShapeEvent,
+    SourceLine,
+    StreamInfo,
+)
 
 # Chromium events timing a compile's nested stages (used where compilation_metrics lacks them;
 # compile_file, the C++ build, exists only here).
@@ -80,8 +89,20 @@ _COUNTERS = frozenset(
     {"guard_count", "cache_size", "accumulated_cache_size", "shape_env_guard_count"}
 )
 _PAYLOAD_KINDS = frozenset(
-    {"dynamo_cpp_guards_str", "chromium_event", "dynamo_output_graph", "inductor_output_code"}
-)
+    {"dynamo_cpp_guards_str", "chromium_event", "dynamo_output_graph", "inductor_output_code",
+     "exported_program"}
+)  # fmt: skip
+# Shape-environment events an export log explains (tlparse --export shows them), kept apart
+# from compiles: at most this many.
+_SHAPE_KINDS = {
+    "guard_added": "guard_added",
+    "propagate_real_tensors_provenance": "data_dependent",
+    "create_unbacked_symbol": "unbacked_symbol",
+    "missing_fake_kernel": "missing_fake_kernel",
+    "mismatched_fake_kernel": "mismatched_fake_kernel",
+}
+_MAX_SHAPE_EVENTS = 500
+_LIBRARY = re.compile(r"/torch/|site-packages/|dist-packages/|/lib/python\d[\d.]*/|^<")
 # Where torch.compile's own wrapper of a module (compile_wrapper) lives.
 _EVAL_FRAME = "/torch/_dynamo/eval_frame.py"
 # Frames between nn.Module.__call__ and the compiled one that are no caller: torch.compile's
@@ -123,6 +144,9 @@ class _Collector:
         self.event_timings: dict[tuple[str, CompileId], dict[str, float]] = {}
         self.components = ComponentTable()
         self.aot_built: Built | None = None
+        self.shape_events: list[ShapeEvent] = []
+        self.exported_program: str | None = None
+        self.exported = False
 
     def compile_for(self, record: TraceRecord) -> CompileRecord | None:
         cid = record.compile_id
@@ -151,6 +175,7 @@ class _Collector:
             compile_id_count=len(self.compile_ids),
             cache_component_values=self.components.values,
             aot_built=self.aot_built,
+            export=ExportTrace(self.shape_events, self.exported_program) if self.exported else None,
         )
 
 
@@ -481,6 +506,34 @@ def _on_chromium_event(col: _Collector, record: TraceRecord) -> None:
         timings[phase] = timings.get(phase, 0.0) + seconds
 
 
+def _on_shape_event(col: _Collector, record: TraceRecord) -> None:
+    col.compile_for(record)
+    meta = record.meta
+    if not isinstance(meta, dict) or len(col.shape_events) >= _MAX_SHAPE_EVENTS:
+        return
+    kind = _SHAPE_KINDS[record.kind]
+    expr = _text(meta.get("expr")) or _text(meta.get("symbol")) or _text(meta.get("op")) or ""
+    stack = _user_stack(meta.get("user_stack"))
+    if not stack:  # only the whole stack: its innermost frame outside torch and libraries
+        stack = [f for f in _user_stack(meta.get("stack")) if not _LIBRARY.search(f.file or "")]
+    sources = meta.get("symbol_to_sources")
+    col.shape_events.append(
+        ShapeEvent(
+            kind,
+            expr,
+            stack[-1] if stack else None,
+            _text(meta.get("result")),
+            {str(k): str(v) for k, v in sources.items()} if isinstance(sources, dict) else {},
+        )
+    )
+
+
+def _on_exported_program(col: _Collector, record: TraceRecord) -> None:
+    col.exported = True
+    if record.payload_bytes is not None and col.exported_program is None:
+        col.exported_program = record.payload_bytes.decode("utf-8", "replace")
+
+
 def _on_any(col: _Collector, record: TraceRecord) -> None:
     col.compile_for(record)
 
@@ -497,6 +550,8 @@ HANDLERS: dict[str, Handler] = {
     "create_unbacked_symbol": _on_symbol,
     "symbolic_shape_specialization": _on_specialization,
     "chromium_event": _on_chromium_event,
+    "exported_program": _on_exported_program,
+    **dict.fromkeys(_SHAPE_KINDS, _on_shape_event),
 }
 
 

@@ -347,6 +347,9 @@ class Run:
     """The value of each cache-key component: (name, hash) -> text (cut to 80 characters)."""
     aot_built: Built | None = None
     """What AOTInductor built (its wrapper code and provenance carry no compile id)."""
+    export: ExportTrace | None = None
+    """What an export logged (its guards, data-dependent expressions, the program); None when
+    the log has no ``exported_program``."""
     fusion: dict[tuple[int | None, str], list[Scheduling]] | None = None
     """Inductor's fusion log (``run --kernels``) by (rank, compile id); None: none kept."""
     profile: ProfileCapture | None = None
@@ -362,6 +365,32 @@ class Try:
     n: int
     trial: dict[str, Any]
     run: Run
+
+
+@dataclass(slots=True)
+class ShapeEvent:
+    """One shape-environment event of an export (or a compile): a guard added, an expression
+    that data-dependent code decided by the real values (``propagate_real_tensors``), an
+    unbacked symbol created, a fake kernel missing or wrong."""
+
+    kind: str
+    """``guard_added``, ``data_dependent``, ``unbacked_symbol``, ``missing_fake_kernel`` or
+    ``mismatched_fake_kernel``."""
+    expr: str
+    user_line: SourceLine | None
+    result: str | None = None
+    """What a data-dependent expression evaluated to (``False``)."""
+    sources: dict[str, str] = field(default_factory=dict)
+    """Symbol -> the input it came from (``s0`` -> ``L['args'][0][0].size()[0]``)."""
+
+
+@dataclass(slots=True)
+class ExportTrace:
+    """What an export log holds (``torch.export``: no Dynamo frame when non-strict)."""
+
+    events: list[ShapeEvent] = field(default_factory=list)
+    program: str | None = None
+    """The ``exported_program`` record's text (``ExportedProgram: ...``)."""
 
 
 @dataclass(slots=True)
