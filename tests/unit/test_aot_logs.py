@@ -55,3 +55,22 @@ def test_an_aot_log_reports_the_kernels_its_provenance_names(name: str, tmp_path
     assert report["summary"]["compiles"] == 0
     assert "every compile is explained" not in done.stdout
     assert f"AOTInductor build of {sum(kernels.values())} kernels" in " ".join(done.stdout.split())
+
+
+def test_a_cudagraph_skip_reason_in_compilation_metrics_reaches_the_compile(
+    tmp_path: Path,
+) -> None:
+    """tlparse's autotune_with_compile_id.log (the one corpus log whose compilation_metrics
+    has the field) with its first compile's ``cudagraph_skip_reason`` set, as torch writes it
+    when mode="reduce-overhead" skips CUDA graphs (no GPU here to make one)."""
+    text = (INPUTS / "autotune_with_compile_id.log").read_text()
+    reason = "skipping cudagraphs due to mutated inputs (1 instances)"
+    assert '"cudagraph_skip_reason": null' in text
+    log = tmp_path / "skip.log"
+    log.write_text(text.replace('"cudagraph_skip_reason": null', json.dumps(
+        {"cudagraph_skip_reason": reason})[1:-1], 1))  # fmt: skip
+    out = tmp_path / "report.json"
+    subprocess.run([sys.executable, "-m", "pt2doctor", "report", str(log), "--json", str(out)],
+                   check=True, capture_output=True, timeout=120)  # fmt: skip
+    compiles = json.loads(out.read_text())["compiles"]
+    assert [c.get("cudagraph_skip_reason") for c in compiles].count(reason) == 1

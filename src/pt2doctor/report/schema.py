@@ -181,6 +181,11 @@ def _compile(entry: CompileEntry, found: KernelMap | None) -> Compile:
         "kernels": _kernels(found),
         "kernel_map": None if found is None else _kernel_map_info(found, record),
         "graph": _graph_size(entry),
+        **(
+            {"cudagraph_skip_reason": record.cudagraph_skip_reason}
+            if record.cudagraph_skip_reason
+            else {}
+        ),
     }
 
 

@@ -323,6 +323,8 @@ class Compile(TypedDict, total=False):
     compile_id: str
     stream: str
     rank: int | None
+    cudagraph_skip_reason: str
+    """Why Inductor skipped CUDA graphs for it (present only when it did)."""
     frame_id: int | None
     function: str | None
     file: str | None

@@ -343,6 +343,7 @@ def _on_compilation_metrics(col: _Collector, record: TraceRecord) -> None:
     entry.has_guarded_code = guarded if isinstance(guarded, bool) else None
     entry.fail_type = _text(metrics.get("fail_type"))
     entry.fail_reason = _text(metrics.get("fail_reason"))
+    entry.cudagraph_skip_reason = _text(metrics.get("cudagraph_skip_reason"))
     if _text(metrics.get("fail_user_frame_filename")):
         entry.fail_user_frame = SourceLine(
             metrics["fail_user_frame_filename"],

@@ -129,6 +129,7 @@ class CompileRecord:
         "compile_id",
         "compile_time_s",
         "counters",
+        "cudagraph_skip_reason",
         "dynamo_error",
         "fail_reason",
         "fail_type",
@@ -186,6 +187,9 @@ class CompileRecord:
     fail_type: str | None
     fail_reason: str | None
     fail_user_frame: SourceLine | None
+    cudagraph_skip_reason: str | None
+    """Why Inductor did not use CUDA graphs for this compile (``mode="reduce-overhead"``:
+    dynamic shapes, a CPU op, a mutated input), from compilation_metrics."""
     restart_reasons: list[str]
     recompile_reasons: list[str]
     """Dynamo's guard-failure text, one entry per earlier variant (``0/1: ...``)."""
@@ -260,6 +264,7 @@ class CompileRecord:
         self.fail_type = fail_type
         self.fail_reason = fail_reason
         self.fail_user_frame = fail_user_frame
+        self.cudagraph_skip_reason: str | None = None
         self.restart_reasons = [] if restart_reasons is None else restart_reasons
         self.recompile_reasons = [] if recompile_reasons is None else recompile_reasons
         self.guards = guards
