@@ -7,11 +7,12 @@ each check asserted against the profiler's own events read with ``json``.
    trace's ``cudaGraphLaunch`` count, every one attributed to a compiled region.
 3. ``skip``: dynamic shapes with ``cudagraph_skip_dynamic_graphs``: ``pt2doctor run`` keeps the
    compile's ``cudagraph_skip_reason``.
-4. ``tf32``: fp32 matmuls with TF32 off: ``tf32_off`` is not implemented yet: said, skipped.
+4. ``tf32``: fp32 matmuls with TF32 off (PyTorch's default): ``tf32_off`` on a GPU of compute
+   capability 8 and up, its time the trace's SIMT sgemm kernels'; none on an older GPU.
 5. ``kernels``: ``pt2doctor run --kernels``: Triton kernels in ``compiles[].kernels``, the
    fusion log read (``compiles[].fusion.available``).
 
-``--dry-run`` (no GPU; tests/unit/test_gpu_check.py runs it): checks 1 and 2's assertions on
+``--dry-run`` (no GPU; tests/unit/test_gpu_check.py runs it): checks 1, 2 and 4's assertions on
 the GPU traces recorded by others in ../shared/corpus/gpu-profiles, through ``pt2doctor
 report``, so the parsing is tested before a device is lent.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -119,6 +121,19 @@ def check_cudagraphs(trace: Path, built: Report) -> str:
     return f"cudagraphs: {len(launches)} replays, all in compiled regions"
 
 
+def check_tf32(trace: Path, built: Report) -> str:
+    """tf32_off where the GPU has TF32 and FP32 matmuls ran on CUDA cores, with their time."""
+    (device,) = built["device"]
+    found = [f for f in built["findings"] if f["code"] == "tf32_off"]
+    if (device.get("compute_major") or 0) < 8:
+        assert not found, "tf32_off on a GPU without TF32"
+        return f"tf32: none on compute capability {device.get('compute_major')} (no TF32)"
+    simt = sum(e["dur"] for e in events(trace) if e.get("cat") == "kernel"
+               and re.search(r"(?:ampere|sm8\d|sm9\d|hopper)_sgemm", e["name"]))  # fmt: skip
+    assert found and f"for {simt / 1000:.1f} ms" in found[0]["title"], found
+    return f"tf32_off: {simt / 1000:.1f} ms of FP32 matmuls on CUDA cores"
+
+
 def _program(work: Path, name: str, text: str) -> Path:
     path = work / f"{name}.py"
     path.write_text(textwrap.dedent(text))
@@ -158,7 +173,12 @@ def on_device(work: Path) -> list[tuple[str, Callable[[], str]]]:
         return f"skip reason: {reasons[0]}"
 
     def tf32() -> str:
-        return "SKIP: tf32_off is not implemented yet (issue 38)"
+        program = _program(work, "tf32", MLP.format(mode="", body="").replace(
+            "torch.manual_seed(0)", "torch.manual_seed(0)\ntorch.backends.cuda.matmul.allow_tf32 = False"
+        ).replace("(1024, 1024)", "(4096, 4096)").replace("(64, 1024", "(4096, 4096"))  # fmt: skip
+        trace = work / "tf32.json"
+        subprocess.run([sys.executable, str(program), str(trace)], check=True, timeout=300)
+        return check_tf32(trace, report(trace, work))
 
     def kernels() -> str:
         built = _run(work, "kernels", _program(work, "kernels", KERNELS), "--kernels")
@@ -180,7 +200,12 @@ def dry_run(work: Path) -> list[tuple[str, Callable[[], str]]]:
     def cudagraphs() -> str:
         return check_cudagraphs(recorded, report(recorded, work))
 
-    return [("item (recorded)", item), ("cudagraphs (recorded)", cudagraphs)]
+    def tf32() -> str:
+        alexnet = CORPUS / "a100_alexnet_eager_syncs.json.gz"
+        return check_tf32(alexnet, report(alexnet, work))
+
+    return [("item (recorded)", item), ("cudagraphs (recorded)", cudagraphs),
+            ("tf32 (recorded)", tf32)]  # fmt: skip
 
 
 def main() -> int:

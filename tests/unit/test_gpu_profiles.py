@@ -264,3 +264,25 @@ def test_hta_s_control_and_test_traces_diff_one_way_and_back(tmp_path: Path) -> 
     regressions = {(c["kind"], c["subject"]) for c in forward["changes"] if c["regression"]}
     assert not regressions & {(c["kind"], c["subject"]) for c in backward["changes"]
                               if c["regression"]}  # fmt: skip
+
+
+def test_fp32_matmuls_on_cuda_cores_of_an_a100_are_tf32_off_and_a_v100_s_are_not(
+    profiles: dict[str, Any],
+) -> None:
+    """AlexNet on an A100: its linear layers ran as ampere_sgemm (FP32 on CUDA cores, TF32 off
+    for matmuls, PyTorch's default) beside TF32 convolutions (cuDNN's default). A V100 has no
+    TF32: its volta_sgemm kernels are no finding; the eager A100 training step, whose GEMMs
+    are TF32 tensor-core kernels but for 2%, is none either."""
+    from pt2doctor.analysis.time.device_findings import device_findings
+
+    found = {
+        name: [f for f in device_findings(p) if f.code == "tf32_off"]
+        for name, p in profiles.items()
+    }
+    assert [name for name, f in found.items() if f] == ["a100_alexnet_eager_syncs.json.gz"]
+    (finding,) = found["a100_alexnet_eager_syncs.json.gz"]
+    simt = sum(e["dur"] for e in events("a100_alexnet_eager_syncs.json.gz")
+               if e.get("cat") == "kernel" and "ampere_sgemm" in e["name"])  # fmt: skip
+    assert f"for {simt / 1000:.1f} ms" in finding.title
+    assert "cuDNN's convolutions use TF32" in finding.advice
+    assert any("volta_sgemm" in k.name for k in profiles["v100_compiled_train.json.gz"].top_kernels)

@@ -66,6 +66,7 @@ Code = Literal[
     "launch_bound",
     "cudagraphs",
     "exposed_communication",
+    "tf32_off",
     # several ranks (analysis/ranks/findings.py)
     "rank_compile_skew",
     "rank_specific_recompile",
@@ -200,6 +201,11 @@ SPECS: dict[Code, CodeSpec] = dict(
         _spec("exposed_communication", "device", "performance", "info|warning",
               "communication kernels (NCCL) with no compute running beside them; `warning` "
               "from 10% of the trace's span"),
+        _spec("tf32_off", "device", "performance", "info",
+              "on a GPU with TF32 (compute capability 8+), FP32 matmuls ran as SIMT sgemm "
+              "kernels (no tensor cores) for at least 10% of the kernel time and 1 ms per "
+              "step: TF32 is off for matmuls (PyTorch's default); "
+              "`torch.set_float32_matmul_precision(\"high\")`"),
         _spec("rank_compile_skew", "ranks", "performance", "info|warning|error",
               "ranks finish compiling at different times; severity by the share of the "
               "collective timeout"),

@@ -65,6 +65,10 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("aten", re.compile(r"at::native|at::|c10::")),
 )
+# FP32 matmuls on CUDA cores (SIMT sgemm: no tensor cores) on a GPU that has TF32 (compute
+# capability 8 and up), and the TF32 tensor-core GEMMs (cuBLAS/CUTLASS "s1688gemm", "tf32").
+_SIMT_SGEMM = re.compile(r"(?:ampere|sm8\d|sm9\d|hopper)_sgemm|cutlass_\d+_simt_sgemm", re.I)
+_TF32_GEMM = re.compile(r"tf32|tensorop_s\d+gemm|s1688gemm|s16816gemm", re.I)
 # A python_function event of the user's own code (with_stack=True): "train.py(42): step".
 _PYTHON_FRAME = re.compile(r"^(?P<file>.+?\.py)\((?P<line>\d+)\): (?P<function>.+)$")
 _LIBRARY_FILE = re.compile(r"site-packages/|dist-packages/|/torch/|^<|/lib/python\d")
@@ -202,6 +206,13 @@ class DeviceProfile:
     """Communication kernels' time with no compute kernel running on another stream."""
     compiled_regions: int = 0
     """Host events of compiled regions (``CompiledFunction``, ``Torch-Compiled Region``...)."""
+    compute_major: int | None = None
+    """The GPUs' compute capability (deviceProperties ``computeMajor``), the highest."""
+    fp32_simt_us: float = 0.0
+    """FP32 matmuls on CUDA cores (``ampere_sgemm_*``): TF32 off, on a GPU that has it."""
+    fp32_simt_kernels: list[KernelGroup] = field(default_factory=list)
+    tf32_us: float = 0.0
+    """TF32 tensor-core GEMMs and convolutions (``s1688gemm``, ``*tf32*``)."""
 
     @property
     def device_events(self) -> int:
@@ -372,6 +383,9 @@ def device_profile(trace: ChromeTrace, path: Path | str) -> DeviceProfile:
     header = trace.header
     profile.gpus = [str(d.get("name")) for d in header.get("deviceProperties") or []
                     if isinstance(d, dict) and d.get("name")]  # fmt: skip
+    majors: list[int] = [d["computeMajor"] for d in header.get("deviceProperties") or []
+                         if isinstance(d, dict) and isinstance(d.get("computeMajor"), int)]  # fmt: skip
+    profile.compute_major = max(majors) if majors else None
     info = header.get("distributedInfo")
     if isinstance(info, dict) and isinstance(info.get("rank"), int):
         profile.rank = info["rank"]
@@ -449,6 +463,9 @@ def device_profile(trace: ChromeTrace, path: Path | str) -> DeviceProfile:
         region_rows[label].median_kernel_us = median(values)
     profile.by_kind = kinds
     profile.top_kernels = sorted(top.values(), key=lambda g: -g.us)[:10]
+    _gemm_precision(
+        profile, trace, [i for i in device_events if categories[cat_col[i]] == "kernel"]
+    )
     profile.regions = sorted(region_rows.values(), key=lambda r: -r.device_us)
     profile.overlap_us, profile.exposed_communication_us = _overlaps(sweep)
     profile.communication_us = kinds["communication"].us if "communication" in kinds else 0.0
@@ -462,6 +479,31 @@ def device_profile(trace: ChromeTrace, path: Path | str) -> DeviceProfile:
     _sync_sites(profile, trace, host, syncs, steps, dtoh)
     profile.steps = _step_rows(trace, steps, device_events, launch_of, syncs)
     return profile
+
+
+def _gemm_precision(profile: DeviceProfile, trace: ChromeTrace, kernels: list[int]) -> None:
+    """FP32 SIMT matmul time and TF32 tensor-core time, by the kernels' full names (a CUTLASS
+    kernel's precision is in its template arguments: ``cutlass::Kernel<..._s1688gemm_...>``)."""
+    names, name_col, dur_col = trace.names, trace.name, trace.dur
+    simt: dict[str, KernelGroup] = {}
+    precision: dict[int, str] = {}
+    for i in kernels:
+        code = name_col[i]
+        kind = precision.get(code)
+        if kind is None:
+            name = names[code]
+            kind = precision[code] = (
+                "tf32" if _TF32_GEMM.search(name) else "simt" if _SIMT_SGEMM.search(name) else ""
+            )
+        if kind == "tf32":
+            profile.tf32_us += dur_col[i]
+        elif kind == "simt":
+            short = short_kernel_name(names[code])
+            group = simt.setdefault(short, KernelGroup("library", short))
+            group.count += 1
+            group.us += dur_col[i]
+            profile.fp32_simt_us += dur_col[i]
+    profile.fp32_simt_kernels = sorted(simt.values(), key=lambda g: -g.us)[:5]
 
 
 def _region_idle(

@@ -55,6 +55,7 @@ def device_findings(profile: DeviceProfile) -> list[Finding]:
         *_cudagraphs(profile),
         *_exposed_communication(profile),
         *_library_bound(profile),
+        *_tf32_off(profile),
     ]
 
 
@@ -252,5 +253,45 @@ def _library_bound(profile: DeviceProfile) -> list[Finding]:
             "against the library's matmuls; TF32 (`torch.backends.cuda.matmul.allow_tf32`) "
             "or bf16 make fp32 matmuls faster where the accuracy allows.",
             [f"{k.name}: {k.count} launches, {_ms(k.us)}" for k in top],
+        )
+    ]
+
+
+TF32_SHARE = 0.1
+TF32_MIN_MS = 1.0
+
+
+def _tf32_off(profile: DeviceProfile) -> list[Finding]:
+    """FP32 matmuls on CUDA cores on a GPU whose tensor cores run TF32: the kernels' names
+    say it (``ampere_sgemm_128x128_tn``), not a setting the trace does not record."""
+    simt = profile.fp32_simt_us
+    per_step = simt / _steps(profile) / 1000
+    if (
+        profile.compute_major is None
+        or profile.compute_major < 8
+        or simt < TF32_SHARE * profile.kernel_us
+        or per_step < TF32_MIN_MS
+    ):
+        return []
+    also = (
+        f" TF32 tensor-core kernels ran too ({_ms(profile.tf32_us)}): cuDNN's convolutions use "
+        "TF32 by default, matmuls do not."
+        if profile.tf32_us
+        else ""
+    )
+    return [
+        Finding(
+            "info",
+            "tf32_off",
+            f"FP32 matmuls ran on CUDA cores for {_ms(simt)} ({_pct(simt, profile.kernel_us)} "
+            f"of the kernel time, {per_step:.1f} ms per step): TF32 is off for matmuls on a GPU "
+            "whose tensor cores run it",
+            "PyTorch leaves TF32 off for matmuls by default; "
+            '`torch.set_float32_matmul_precision("high")` (or '
+            "`torch.backends.cuda.matmul.allow_tf32 = True`) lets cuBLAS and Inductor's "
+            "templates use the tensor cores, several times faster for large fp32 GEMMs, with a "
+            "10-bit mantissa on the inputs: check the model's numbers with `pt2doctor check` "
+            f"before keeping it.{also}",
+            [f"{k.name}: {k.count} launches, {_ms(k.us)}" for k in profile.fp32_simt_kernels[:3]],
         )
     ]
