@@ -27,12 +27,23 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
     """Re-run ``options.command`` with each fix to try, at most ``budget`` times; returns how
     many re-runs were made. ``say`` hears one line per re-run. The main run's report is built
     once; each re-run is judged by its own outcome against the main run's."""
-    from pt2doctor.analysis.findings.verdicts import next_trial, outcome, trial_key, verdict
+    from pt2doctor.analysis.findings.codes import spec
+    from pt2doctor.analysis.findings.verdicts import (
+        next_trial,
+        outcome,
+        printed_change,
+        trial_key,
+        verdict,
+    )
     from pt2doctor.report.schema import build_report
     from pt2doctor.rundir.load import load_run
 
     main = load_run(options.out)
-    candidates = [list(f.get("tryable", [])) for f in build_report(main)["findings"]]
+    findings = build_report(main)["findings"]
+    candidates = [list(f.get("tryable", [])) for f in findings]
+    # A correctness fix is meant to change the results; any other must leave them alone.
+    judged = {trial_key(t): spec(f["code"]).step != "correctness"
+              for f in findings for t in f.get("tryable", [])}  # fmt: skip
     before = outcome(main)
     verdicts: dict[str, str] = {}
     index: list[dict[str, Any]] = []
@@ -47,7 +58,11 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
         run_program(
             dataclasses.replace(options, out=out, try_fix=trial, quiet=True, profile_calls=None)
         )
-        verdicts[trial_key(trial)] = verdict(before, outcome(load_run(out)))
+        tried = load_run(out)
+        changed = (
+            printed_change(main.stdout, tried.stdout) if judged.get(trial_key(trial)) else None
+        )
+        verdicts[trial_key(trial)] = verdict(before, outcome(tried), changed)
         index.append({"n": n, "trial": trial})
         (folder / TRIES_INDEX).write_text(json.dumps(index, indent=1), encoding="utf-8")
     return len(index)

@@ -171,6 +171,15 @@ def test_hooks_reattached_after_compiling_are_a_correctness_finding_the_results_
                            timeout=300, check=False)  # fmt: skip
     assert result(eager.stdout) == result(fixed_out) != result(out)
     assert not [f for f in fixed_report["findings"] if f["code"] == "hook_changed_after_compile"]
+    # What --try-fixes compares a try's output by: the fix changed the printed result (a fix
+    # of compiles or speed that did this would be `unsafe`), while eager and the fix print
+    # the same numbers, their ms_per_step aside (a timing, never compared).
+    from pt2doctor.analysis.findings.verdicts import printed_change
+
+    changed = printed_change(out, fixed_out)
+    assert changed is not None and "result:" in changed
+    assert re.search(r"^ms_per_step: (\S+)$", out, re.M)
+    assert printed_change(eager.stdout, fixed_out) is None
 
 
 def test_a_moe_s_data_dependent_skip_under_fullgraph_names_the_line_and_removing_it(

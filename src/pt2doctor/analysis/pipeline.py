@@ -159,6 +159,6 @@ def analyse_run(
     if run.tries:
         from pt2doctor.analysis.findings.verdicts import attach_tries
 
-        attach_tries(findings, run.tries, outcome)
+        attach_tries(findings, run.tries, outcome, run.stdout)
     return RunAnalysis(run, ledger, sites, heat, environment, explanations, ranks, cold,
                        kernel_maps, profiled, findings, outcome, paired)  # fmt: skip

@@ -29,6 +29,7 @@ from pt2doctor.capture.launch import Launch, check_program, launch_argv
 from pt2doctor.capture.options import RunOptions, manifest_settings
 from pt2doctor.capture.profile import DEFAULT_SECONDS, DEFAULT_WARMUP, PROFILE_ENV
 from pt2doctor.errors import UsageError
+from pt2doctor.rundir import STDOUT_LOG
 from pt2doctor.rundir.read import load_probes
 from pt2doctor.rundir.write import require_fresh_dir, write_manifest
 from pt2doctor.trace.types import Manifest
@@ -192,7 +193,7 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
     assert process.stdout is not None and process.stderr is not None
     sinks = (None, None) if options.quiet else (sys.stdout.buffer, sys.stderr.buffer)
     pumps = [
-        _tee(process.stdout, sinks[0], options.out / "stdout.log"),
+        _tee(process.stdout, sinks[0], options.out / STDOUT_LOG),
         _tee(process.stderr, sinks[1], options.out / "stderr.log"),
     ]
     stopped_by = _wait(process, options.timeout)

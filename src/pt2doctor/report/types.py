@@ -113,7 +113,7 @@ class Finding(_FindingBase, total=False):
     ``{label, config, marks, compile}``."""
     tried: dict[str, Any]
     """``run --try-fixes``: the last try of its fixes, ``{fix, applied_as, before, after,
-    verdict: helped|no_effect|worse, run_dir, trial, summary}``."""
+    verdict: helped|no_effect|worse|unsafe, run_dir, trial, summary, results_changed?}``."""
     tries: list[dict[str, Any]]
     """Every try of its fixes, in order (``tried`` is the last)."""
     cause: str

@@ -13,6 +13,7 @@ from pt2doctor.rundir import (
     PROFILE_DIR,
     PROFILE_TRACE,
     PROFILE_WINDOW,
+    STDOUT_LOG,
     TRACE_DIR,
     TRIES_DIR,
     TRIES_INDEX,
@@ -42,7 +43,16 @@ def load_run(path: Path) -> Run:
     if run.profile is None and (run.manifest or {}).get("profile_calls"):
         run.profile = ProfileCapture({}, None, str(path / PROFILE_DIR / PROFILE_TRACE), NO_WINDOW)
     run.tries = load_tries(path)
+    run.stdout = _printed(path / STDOUT_LOG)
     return run
+
+
+def _printed(path: Path) -> str | None:
+    try:
+        with path.open("rb") as stream:
+            return stream.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return None
 
 
 def load_tries(path: Path) -> list[Try]:

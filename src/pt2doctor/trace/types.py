@@ -360,6 +360,8 @@ class Run:
     profile: ProfileCapture | None = None
     """The profiled window (``run --profile``); None: the run kept none."""
     tries: list[Try] = field(default_factory=list)
+    stdout: str | None = None
+    """What the program printed (the run directory's stdout.log, its first megabyte)."""
     """The re-runs ``run --try-fixes`` made, each with a fix applied (tries/index.json)."""
 
 

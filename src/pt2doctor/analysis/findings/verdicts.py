@@ -3,6 +3,10 @@ run (compiles, recompiles, limit hits, graph breaks, wall time, exit code) befor
 verdict, and the finding's advice rewritten so that a fix that did not help is never shown as
 the fix.
 
+A try that changed what the program printed (its numbers, beyond a relative 1e-3: a fix of
+compiles or speed must leave the results as they were) is ``unsafe`` and never shown as the
+fix; a correctness finding's fix is meant to change them, and is judged by the counts alone.
+
 The verdict compares, in order, whether the program still ran, then recompile-limit hits
 (a frame past the limit runs eagerly: raising the limit adds compiles and still helps; a
 limit still hit as often is ``no_effect`` whatever it added), then recompiles, then graph
@@ -13,17 +17,36 @@ breaks: the first that differs decides (fewer: ``helped``, more: ``worse``); all
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from pt2doctor.analysis.breaks.sites import GraphBreakSite, graph_break_sites
+from pt2doctor.analysis.findings.codes import spec
 from pt2doctor.analysis.findings.model import Finding
 from pt2doctor.analysis.recompiles.ledger import Ledger, compile_ledger
 from pt2doctor.trace.types import Manifest, Run, Try
 
-Verdict = Literal["helped", "no_effect", "worse"]
-VERDICT_WORDS = {"helped": "helped", "no_effect": "no effect", "worse": "made it worse"}
+Verdict = Literal["helped", "no_effect", "worse", "unsafe"]
+VERDICT_WORDS = {
+    "helped": "helped",
+    "no_effect": "no effect",
+    "worse": "made it worse",
+    "unsafe": "changed the program's results",
+}
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])")
+# Lines whose numbers are the machine's or the compiler's, not the program's results:
+# timings, rates, dates, and counts of what compiled (a fix is meant to change those).
+_MEASURED = re.compile(
+    r"(?:^|[^a-z])(?:ms|us|µs|ns|sec|secs|seconds?|times?|timed|timing|took|elapsed|latency|"
+    r"throughput|speed|speedup|fps|wall|duration|date|pid|it/s|tok/s|graphs?|compiles?|"
+    r"compiled|compilations?|recompiles?|recompilations?|breaks?|frames?|guards?|variants?|"
+    r"cache|hits?|misses?|dynamo|inductor)(?:[^a-z]|$)"
+    r"|\d\s*s\b|\d\d:\d\d",
+    re.I,
+)
+RTOL, ATOL = 1e-3, 1e-6
 _JUDGED = ("limit_hits", "recompiles", "graph_breaks")
 _NAMES = {
     "compiles": "compiles",
@@ -84,9 +107,39 @@ def report_outcome(report: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def verdict(before: Outcome, after: Outcome) -> Verdict:
+def printed_values(text: str) -> list[tuple[int, str, float]]:
+    """The numbers a program printed, with their line (number, text), leaving out the lines
+    that measure the machine (``step took 12.3 ms``, a time of day)."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if _MEASURED.search(line):
+            continue
+        found += [(number, line.strip(), float(m.group())) for m in _NUMBER.finditer(line)]
+    return found
+
+
+def printed_change(before: str | None, after: str | None) -> str | None:
+    """How what the program printed with a fix differs from what it printed without it
+    (None: the same numbers, within RTOL/ATOL, or either output missing)."""
+    if before is None or after is None:
+        return None
+    old, new = printed_values(before), printed_values(after)
+    for (line, text, value), (_, text_after, value_after) in zip(old, new, strict=False):
+        if abs(value - value_after) > ATOL + RTOL * abs(value):
+            return (f"line {line} printed {text_after!r} with the fix, {text!r} without "
+                    "it")  # fmt: skip
+    if len(old) != len(new):
+        return f"it printed {len(new)} numbers with the fix, {len(old)} without it"
+    return None
+
+
+def verdict(before: Outcome, after: Outcome, changed: str | None = None) -> Verdict:
+    """``changed``: how the try changed what the program printed (:func:`printed_change`),
+    None for a correctness fix or when it did not."""
     if (after.exit_code or 0) != 0 and (before.exit_code or 0) == 0:
         return "worse"
+    if changed is not None:
+        return "unsafe"
     if before.limit_hits and after.limit_hits == before.limit_hits:
         return "no_effect"  # still past the limit: the compiles a raised limit adds are no harm
     for name in _JUDGED:
@@ -148,22 +201,32 @@ def effect(row: dict[str, Any]) -> str:
     return f"tried {fix}: {verdict_words}, {changes(row['before'], row['after'], wall=False)}"
 
 
-def tried_row(trial: dict[str, Any], before: Outcome, found: Try) -> dict[str, Any]:
-    """The ``findings[].tried`` object of one try."""
+def tried_row(
+    trial: dict[str, Any], before: Outcome, found: Try, printed: str | None = None
+) -> dict[str, Any]:
+    """The ``findings[].tried`` object of one try; ``printed``: what the main run printed,
+    None for a correctness finding's fix (meant to change the results)."""
     after = outcome(found.run)
-    return {
+    changed = printed_change(printed, found.run.stdout)
+    row = {
         "fix": trial.get("label", ""),
         "applied_as": applied_as(trial, found.run),
         "before": asdict(before),
         "after": asdict(after),
-        "verdict": verdict(before, after),
+        "verdict": verdict(before, after, changed),
         "run_dir": f"tries/{found.n}",
         "trial": trial,
         "summary": changes(asdict(before), asdict(after)),
     }
+    if changed is not None:
+        row["results_changed"] = changed
+        row["summary"] = f"{row['summary']}; {changed}"
+    return row
 
 
-def attach_tries(findings: list[Finding], tries: list[Try], before: Outcome) -> None:
+def attach_tries(
+    findings: list[Finding], tries: list[Try], before: Outcome, printed: str | None = None
+) -> None:
     """Give each finding whose fixes were tried its measured ``tries`` (``before``: the main
     run's outcome), and rewrite its advice: a tried fix that helped is said first with its
     numbers; one that did not is replaced by "tried X: no effect (…)" and the next
@@ -175,7 +238,8 @@ def attach_tries(findings: list[Finding], tries: list[Try], before: Outcome) -> 
             trial = None if fix.application is None else fix.application.as_json()
             found = None if trial is None else by_key.get(trial_key(trial))
             if trial is not None and found is not None:
-                rows.append((index, tried_row(trial, before, found)))
+                kept = None if spec(finding.code).step == "correctness" else printed
+                rows.append((index, tried_row(trial, before, found, kept)))
         if not rows:
             continue
         finding.tries = [row for _, row in rows]
