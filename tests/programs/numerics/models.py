@@ -1,0 +1,102 @@
+"""Small models whose compiled numbers leave eager's at a known place (tests/integration/
+test_compare_modules.py): imported in process, never run as programs.
+
+- ``Net``: four residual blocks; only ``blocks.2.ff.act`` calls ``torch.relu`` (the others
+  GELU), which torch's ``relu_accuracy_error_TESTING_ONLY`` backend turns into ``x + 1``.
+- ``Gated``: ``gate(x) * value(x)``, ``gate`` a sigmoid, ``value`` a Linear; the backend
+  ``sigmoid_times_backend`` perturbs a graph only when it holds a sigmoid *and* a product of
+  it (a planted fusion bug): each child alone is right, the parent compiled whole is not.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Act(nn.Module):
+    def __init__(self, relu: bool) -> None:
+        super().__init__()
+        self.relu = relu
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x) if self.relu else F.gelu(x)
+
+
+class FF(nn.Module):
+    def __init__(self, relu: bool) -> None:
+        super().__init__()
+        self.up = nn.Linear(16, 32)
+        self.act = Act(relu)
+        self.down = nn.Linear(32, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(self.act(self.up(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, relu: bool) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(16)
+        self.ff = FF(relu)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.ff(self.norm(x))
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(Block(relu=i == 2) for i in range(4))
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+class Gate(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(x)
+
+
+class Gated(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = Gate()
+        self.value = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.gate(x) * self.value(x)  # MARK:fused
+
+
+class GatedNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inp = nn.Linear(16, 16)
+        self.mix = Gated()
+        self.out = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.mix(self.inp(x)))
+
+
+def sigmoid_times_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+    """A planted fusion bug: a product of a sigmoid is computed as (sigmoid + 0.1) * y, only
+    in a graph that holds both."""
+    targets = {node.target for node in gm.graph.nodes}
+    if torch.sigmoid in targets and operator.mul in targets:
+        for node in gm.graph.nodes:
+            if node.target is torch.sigmoid:
+                with gm.graph.inserting_after(node):
+                    shifted = gm.graph.call_function(operator.add, (node, 0.1))
+                node.replace_all_uses_with(
+                    shifted, delete_user_cb=lambda user, new=shifted: user is not new
+                )
+        gm.recompile()
+    return gm.forward
