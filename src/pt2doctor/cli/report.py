@@ -7,7 +7,7 @@ node's TORCH_TRACE files into one folder and report on it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from pt2doctor.report.types import RunReport
 
 # The reader and the analyses are imported when a report is built, not for --help.
+FAIL_ON = ("recompile", "recompile-after-warmup", "limit-hit", "new-break", "slow-compile",
+           "compile-failure")  # fmt: skip
+"""analysis/live.py's event kinds (kept here: --help imports no analysis)."""
 
 COLLECTIVE_TIMEOUT_OPTION = click.option(
     "--collective-timeout",
@@ -101,6 +104,70 @@ def _log_plan(json_path: Path | None, html_path: Path | None, use_tlparse: bool)
     return plan
 
 
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (an exited one its parent has not reaped yet is a
+    zombie: gone)."""
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return True
+    return not fields or fields[0] not in ("Z", "X")
+
+
+def follow_logs(
+    path: Path,
+    fail_on: tuple[str, ...],
+    until_exit: int | None,
+    slow_s: float | None,
+    warmup_s: float,
+    interval_s: float = 0.5,
+) -> int:
+    """``report --follow``: the logs at PATH read as they grow, one explained line per notable
+    event; exit 1 at the first event ``fail_on`` names (with that line), else 0 when
+    ``until_exit``'s process is gone or at Ctrl-C."""
+    import sys
+    import time
+
+    from pt2doctor.analysis.live import LiveState
+    from pt2doctor.trace.tail import Tail
+
+    if not path.exists() and until_exit is None:  # with a job to wait for, it may come
+        raise UsageError(f"no such file or directory: {path}")
+    tail, state = Tail(path), LiveState(slow_s=slow_s, warmup_s=warmup_s)
+
+    def show(records: list[Any]) -> int | None:
+        for record in records:
+            for event in state.feed(record):
+                click.echo(event.line())
+                if event.kind in fail_on:
+                    click.echo(f"pt2doctor: --fail-on {event.kind}: {event.text}", err=True)
+                    return 1
+        sys.stdout.flush()
+        return None
+
+    try:
+        while True:
+            done = until_exit is not None and not _alive(until_exit)
+            failed = show(tail.flush() if done else tail.poll())
+            if failed is not None:
+                return failed
+            if done:
+                break
+            time.sleep(interval_s)
+    except KeyboardInterrupt:
+        pass
+    click.echo(f"pt2doctor: {state.status()}; {tail.bytes_read} bytes read", err=True)
+    return 0
+
+
 @click.command("report")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option(
@@ -112,6 +179,42 @@ def _log_plan(json_path: Path | None, html_path: Path | None, use_tlparse: bool)
 @output_options
 @click.option("--strict", is_flag=True, help="Exit 1 when the log is damaged (not when it is new).")
 @COLLECTIVE_TIMEOUT_OPTION
+@click.option(
+    "--follow",
+    is_flag=True,
+    help="Read the logs at PATH as they grow (a job pt2doctor did not start): one "
+    "explained line per recompile, limit hit, new break site, slow or failed compile.",
+)
+@click.option(
+    "--fail-on",
+    "fail_on",
+    multiple=True,
+    type=click.Choice(FAIL_ON),
+    help="With --follow: exit 1 at the first such event (repeatable).",
+)
+@click.option(
+    "--until-exit",
+    "until_exit",
+    type=int,
+    metavar="PID",
+    help="With --follow: stop when process PID exits (after a last read).",
+)
+@click.option(
+    "--slow-compile",
+    "slow_s",
+    type=click.FloatRange(min=0),
+    metavar="S",
+    help="With --follow: a compile over S seconds is an event.",
+)
+@click.option(
+    "--warmup",
+    "warmup_s",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    metavar="S",
+    help="With --follow: a recompile S seconds after the first compile is after warmup.",
+)
 def report_command(
     path: Path,
     json_path: Path | None,
@@ -122,12 +225,23 @@ def report_command(
     use_tlparse: bool,
     strict: bool,
     collective_timeout: float | None,
+    follow: bool = False,
+    fail_on: tuple[str, ...] = (),
+    until_exit: int | None = None,
+    slow_s: float | None = None,
+    warmup_s: float = 60.0,
 ) -> int:
     """Explain every compilation in the TORCH_TRACE logs at PATH.
 
     PATH is a log, a directory of per-rank logs or a run directory (a check directory: its check
     report again, judged against the budget it ran with), or a torch.profiler trace
-    (TRACE.json[.gz], or a directory of them, one per rank): its device side explained."""
+    (TRACE.json[.gz], or a directory of them, one per rank): its device side explained.
+    With --follow, the logs are read as they grow and each notable event explained as it
+    comes."""
+    if follow:
+        return follow_logs(path, fail_on, until_exit, slow_s, warmup_s)
+    if fail_on or until_exit is not None or slow_s is not None:
+        raise UsageError("--fail-on, --until-exit and --slow-compile go with --follow")
     if is_check_dir(path):
         from pt2doctor.cli.check import rerender_check
 

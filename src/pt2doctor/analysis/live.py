@@ -1,0 +1,176 @@
+"""Compile events explained as they happen (``pt2doctor report --follow``): one line per
+notable event, in the user's words, from the records a growing log hands over
+(trace/tail.py).
+
+Notable: a recompile (what changed, from Dynamo's failed guard, ``(now dynamic)`` when the
+new compile made it a symbol), a recompile after warmup (``warmup_s`` after the first
+compile), a frame at the recompile limit (it now runs eagerly), a new graph-break site, a
+compile slower than ``slow_s``, and a compile that failed. Each event knows its ``kind``, the
+name ``--fail-on`` matches.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pt2doctor.analysis.recompiles.changes import fold_changes, to_change
+from pt2doctor.analysis.recompiles.guards import parse_recompile_reason
+from pt2doctor.analysis.recompiles.outlook import change_line
+from pt2doctor.trace.tail import LiveRecord
+
+FAIL_ON = ("recompile", "recompile-after-warmup", "limit-hit", "new-break", "slow-compile",
+           "compile-failure")  # fmt: skip
+_LIMIT = re.compile(r"cache_size_limit|recompile_limit|accumulated_cache_size_limit", re.I)
+_BREAK_SITE = re.compile(r"^Graph break in user code at (\S+)$", re.M)
+_BREAK_REASON = re.compile(r"^Graph Break Reason: (.+)$", re.M)
+_CLOCK = re.compile(r"(\d+):(\d+):(\d+(?:\.\d+)?)")
+
+
+@dataclass(slots=True)
+class LiveEvent:
+    kind: str
+    """One of FAIL_ON, or ``compile`` (a first compile, shown, never failed on)."""
+    at_s: float
+    """Seconds since the log's first record (its glog clock)."""
+    text: str
+
+    def line(self) -> str:
+        return f"{self.at_s:7.1f} s  {self.text}"
+
+
+@dataclass
+class LiveState:
+    """What has been seen so far: frames by (log, frame id), break sites, symbols of the
+    compile in progress, the clock's origin."""
+
+    slow_s: float | None = None
+    warmup_s: float = 60.0
+    frames: dict[tuple[str, str], str] = field(default_factory=dict)
+    sites: set[str] = field(default_factory=set)
+    symbols: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    origin: float | None = None
+    first_compile: float | None = None
+    compiles: int = 0
+    recompiles: int = 0
+    in_progress: dict[str, tuple[str, float]] = field(default_factory=dict)
+    """Per log, the compile running (its frame, since when)."""
+
+    def seconds(self, clock: str) -> float:
+        match = _CLOCK.match(clock)
+        if match is None:
+            return 0.0
+        value = int(match[1]) * 3600 + int(match[2]) * 60 + float(match[3])
+        if self.origin is None:
+            self.origin = value
+        if value < self.origin:  # past midnight
+            value += 86400
+        return value - self.origin
+
+    def feed(self, record: LiveRecord) -> list[LiveEvent]:
+        """The events one record makes (most make none)."""
+        at = self.seconds(record.clock)
+        meta = record.meta if isinstance(record.meta, dict) else {}
+        frame_id = (record.compile_id or "?/").split("/")[0]
+        if record.kind == "dynamo_start":
+            frames = [f for f in meta.get("stack") or [] if isinstance(f, dict)]
+            if frames:
+                top = frames[-1]
+                name = f"{top.get('name')} ({_short(top.get('filename'))}:{top.get('line')})"
+                self.frames.setdefault((record.stream, frame_id), name)
+                self.in_progress[record.stream] = (name, at)
+            return []
+        if record.kind in ("create_symbol", "create_unbacked_symbol") and record.compile_id:
+            source = meta.get("source")
+            if isinstance(source, str):
+                self.symbols.setdefault((record.stream, record.compile_id), set()).add(source)
+            return []
+        if record.kind == "artifact" and meta.get("name") == "dynamo_graph_break_reason":
+            return self._break(record, at)
+        if record.kind == "compilation_metrics":
+            self.in_progress.pop(record.stream, None)
+            return self._compiled(record, meta, frame_id, at)
+        return []
+
+    def _break(self, record: LiveRecord, at: float) -> list[LiveEvent]:
+        site = _BREAK_SITE.search(record.payload or "")
+        if site is None or site[1] in self.sites:
+            return []
+        self.sites.add(site[1])
+        payload = record.payload or ""
+        reason = _BREAK_REASON.search(payload)
+        why = reason[1].strip() if reason else ""
+        if why.startswith("Encountered graph break"):  # the break's own name comes next
+            rest = payload[reason.end() :] if reason else ""
+            why = next((line.strip() for line in rest.splitlines() if line.strip()), why)
+        file, _, line = site[1].rpartition(":")
+        code = re.search(rf'File "{re.escape(file)}", line {line}, in \S+\n\s+(.+)', payload)
+        where = f" `{code[1].strip()}`" if code else ""
+        return [LiveEvent("new-break", at, f"new graph break at {_short(site[1])}{where}: {why}")]
+
+    def _compiled(
+        self, record: LiveRecord, meta: dict[str, Any], frame_id: str, at: float
+    ) -> list[LiveEvent]:
+        name = self.frames.get((record.stream, frame_id)) or (
+            f"{meta.get('co_name')} ({_short(meta.get('co_filename'))}:"
+            f"{meta.get('co_firstlineno')})"
+        )
+        events: list[LiveEvent] = []
+        fail = str(meta.get("fail_reason") or "")
+        if meta.get("fail_type") and _LIMIT.search(fail):
+            return [LiveEvent("limit-hit", at, f"recompile limit hit: {name} now runs eagerly "
+                              "for every new variant")]  # fmt: skip
+        if meta.get("fail_type"):
+            first = fail.splitlines()[0] if fail else str(meta.get("fail_type"))
+            return [LiveEvent("compile-failure", at, f"compile failed: {name}: {first[:200]}")]
+        self.compiles += 1
+        if self.first_compile is None:
+            self.first_compile = at
+        reason = meta.get("recompile_reason")
+        seconds = meta.get("entire_frame_compile_time_s")
+        took = f" in {seconds:.1f} s" if isinstance(seconds, (int, float)) else ""
+        if reason:
+            self.recompiles += 1
+            late = at - self.first_compile >= self.warmup_s
+            kind = "recompile-after-warmup" if late else "recompile"
+            what = _what_changed(str(reason), self.symbols.get((record.stream,
+                                                                 record.compile_id or "")))  # fmt: skip
+            label = "recompile after warmup" if late else "recompile"
+            events.append(LiveEvent(kind, at, f"{label} {name}{took}: {what}"))
+        else:
+            events.append(LiveEvent("compile", at, f"compile {name}{took}"))
+        if self.slow_s is not None and isinstance(seconds, (int, float)) and seconds > self.slow_s:
+            events.append(LiveEvent("slow-compile", at, f"slow compile: {name} took "
+                                    f"{seconds:.1f} s (over {self.slow_s:g} s)"))  # fmt: skip
+        return events
+
+    def status(self, now_s: float | None = None) -> str:
+        """The status line: compiles so far, recompiles, the compile in progress."""
+        running = ""
+        if self.in_progress:
+            name, since = next(iter(self.in_progress.values()))
+            running = f"; compiling {name}" + (f" for {now_s - since:.0f} s" if now_s else "")
+        return (f"{self.compiles} compiles, {self.recompiles} recompiles, "
+                f"{len(self.sites)} graph-break sites{running}")  # fmt: skip
+
+
+def _what_changed(reason: str, dynamic: set[str] | None) -> str:
+    """Dynamo's failed guard in the user's names (``tokens.shape[1] size 8 → 12 (now
+    dynamic)``); the first line of its text when it names nothing known."""
+    failures = parse_recompile_reason(reason)
+    if not failures:
+        return reason.splitlines()[0][:200]
+    changes = [to_change(failure, {}) for failure in failures]
+    from pt2doctor.analysis.recompiles.sources import user_expr
+
+    made = {user_expr(source).text for source in dynamic or set()}
+    lines = [change_line("", None, change).removeprefix(": ")
+             for change in fold_changes(changes, made)]  # fmt: skip
+    return "; ".join(lines[:3]) + (f" (+{len(lines) - 3} more)" if len(lines) > 3 else "")
+
+
+def _short(path: Any) -> str:
+    """A path's last two parts (``serving/loop.py``)."""
+    text = str(path or "?")
+    return "/".join(text.split("/")[-2:])

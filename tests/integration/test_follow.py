@@ -1,0 +1,123 @@
+"""``pt2doctor report --follow``: a job's TORCH_TRACE read while it runs (a job pt2doctor did
+not start), one explained line per notable event, checked against the raw trace (oracles.py).
+
+A real program runs in the background with TORCH_TRACE; the follower is its own process, as a
+sidecar is. And a log grown by hand, in pieces cut mid-line, then truncated: each poll reads
+only the new bytes and hands over whole records."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import CORPUS_DIR
+from oracles import raw_records
+
+PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
+
+
+def _job(program: str, trace: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, str(PROGRAMS / program)],
+                            env={**env, "TORCH_TRACE": str(trace)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+
+def _follow(trace: Path, pid: int, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pt2doctor", "report", "--follow", str(trace),
+                           "--until-exit", str(pid), "--warmup", "1000", *flags],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+
+
+def _metrics(trace: Path) -> list[dict[str, Any]]:
+    return [e["compilation_metrics"] for e, _ in raw_records(trace) if "compilation_metrics" in e]
+
+
+def test_a_running_job_s_recompiles_and_limit_hit_are_said_as_they_come(
+    run_env: dict[str, str], tmp_path: Path
+) -> None:
+    """limit_hit.py: six string modes under recompile_limit = 3. The follower, started beside
+    the job, says its first compile, each recompile with the value that changed, and the limit
+    hit; with --fail-on limit-hit it exits 1 on that line."""
+    trace = tmp_path / "trace"
+    job = _job("limit_hit.py", trace, run_env)
+    done = _follow(trace, job.pid, "--fail-on", "limit-hit")
+    job.wait(timeout=120)
+    metrics = _metrics(trace)
+    recompiles = [m for m in metrics if m.get("recompile_reason") and not m.get("fail_type")]
+    limited = [m for m in metrics if m.get("fail_type")]
+    lines = done.stdout.splitlines()
+    assert done.returncode == 1, done.stderr
+    assert sum(" recompile step (" in line for line in lines) == len(recompiles) == 2
+    assert "mode value 'a'" in done.stdout
+    assert len(limited) == 1 and "recompile limit hit: step (" in lines[-1]
+    assert "--fail-on limit-hit: recompile limit hit" in done.stderr
+
+
+def test_a_size_that_becomes_dynamic_and_a_new_break_site_read_in_the_users_words(
+    run_env: dict[str, str], tmp_path: Path
+) -> None:
+    trace = tmp_path / "size"
+    job = _job("size_recompile.py", trace, run_env)
+    done = _follow(trace, job.pid)
+    job.wait(timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "x.shape[0] size 4 → 5 (now dynamic)" in done.stdout
+    broken = tmp_path / "break"
+    job = _job("item_break.py", broken, run_env)
+    done = _follow(broken, job.pid, "--fail-on", "new-break")
+    job.wait(timeout=120)
+    line = next(i for i, text in enumerate((PROGRAMS / "item_break.py").read_text().splitlines(), 1)
+                if "if y.sum().item() > 0:" in text)  # fmt: skip
+    assert done.returncode == 1
+    assert (
+        f"new graph break at programs/item_break.py:{line} `if y.sum().item() > 0:" in done.stdout
+    )
+    assert "Unsupported Tensor.item() call" in done.stdout
+
+
+@pytest.mark.corpus
+def test_a_log_grown_in_pieces_then_truncated_is_read_once_whole(tmp_path: Path) -> None:
+    from pt2doctor.trace.tail import Tail
+
+    source = CORPUS_DIR / "tlparse-inputs" / "inputs" / "cache_hit_miss.log"
+    data = source.read_bytes()
+    kinds = []
+    for envelope, _ in _records_of(source):
+        kind = _kind(envelope)
+        if kind != "str":
+            kinds.append(kind)
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    log = folder / "rank0.log"
+    tail = Tail(folder)
+    seen = []
+    for cut in (len(data) // 3 + 7, 2 * len(data) // 3 + 3, len(data)):  # mid-line cuts
+        log.write_bytes(data[:cut])
+        seen += tail.poll()
+    seen += tail.flush()
+    assert [r.kind for r in seen] == kinds
+    assert tail.bytes_read == len(data)
+    assert tail.poll() == [] and tail.bytes_read == len(data)  # nothing new: nothing read
+    # A second rank appears later; then the first is truncated and written again.
+    shutil.copy(source, folder / "rank1.log")
+    assert [r.kind for r in tail.flush()] == kinds
+    log.write_bytes(data[: len(data) // 2])
+    again = tail.poll()
+    assert tail.restarts == 1 and again and [r.kind for r in again] == kinds[: len(again)]
+
+
+def _records_of(path: Path) -> list[tuple[dict[str, Any], str]]:
+    from oracles import raw_file_records
+
+    return list(raw_file_records(path))
+
+
+def _kind(envelope: dict[str, Any]) -> str:
+    meta = ("frame_id", "frame_compile_id", "attempt", "has_payload", "rank", "stack",
+            "compiled_autograd_id")  # fmt: skip
+    return next(key for key in envelope if key not in meta)
