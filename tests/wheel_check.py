@@ -55,6 +55,10 @@ def main() -> None:
     reports = ROOT / "tests" / "data" / "reports"
     done = pt2doctor("diff", str(reports / "demo_eager.json"), str(reports / "hostile.json"))
     assert done.returncode in (0, 1), done.stderr
+    if log.is_file():  # the metrics extra is not installed either: one line, exit 2
+        metrics = pt2doctor("report", "--follow", str(log), "--until-exit", "999999",
+                            "--metrics-textfile", str(work / "m.prom"))  # fmt: skip
+        assert metrics.returncode == 2 and "pt2doctor[metrics]" in metrics.stderr, metrics
     refused = pt2doctor("run", "--", sys.executable, "-c", "pass")
     assert refused.returncode == 2, refused
     assert refused.stderr.strip().count("\n") == 0 and "pt2doctor[run]" in refused.stderr

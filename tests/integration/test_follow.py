@@ -121,3 +121,61 @@ def _kind(envelope: dict[str, Any]) -> str:
     meta = ("frame_id", "frame_compile_id", "attempt", "has_payload", "rank", "stack",
             "compiled_autograd_id")  # fmt: skip
     return next(key for key in envelope if key not in meta)
+
+
+def _series(text: str) -> dict[str, float]:
+    """``name{labels} value`` lines of an OpenMetrics text, summed by metric name."""
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        name, _, value = line.rpartition(" ")
+        metric = name.split("{", 1)[0]
+        found[metric] = found.get(metric, 0.0) + float(value)
+    return found
+
+
+def test_the_events_are_metrics_in_a_textfile_and_on_a_port(
+    run_env: dict[str, str], tmp_path: Path
+) -> None:
+    """limit_hit.py followed with --metrics-textfile: the counters are the raw trace's; the
+    same follower serving --metrics-port is scraped over HTTP while it waits for a job."""
+    import socket
+    import time
+    import urllib.request
+
+    trace, prom = tmp_path / "trace", tmp_path / "pt2doctor.prom"
+    job = _job("limit_hit.py", trace, run_env)
+    done = _follow(trace, job.pid, "--metrics-textfile", str(prom))
+    job.wait(timeout=120)
+    assert done.returncode == 0, done.stderr
+    metrics = _metrics(trace)
+    series = _series(prom.read_text())
+    assert series["pt2doctor_compiles_total"] == sum(1 for m in metrics if not m.get("fail_type"))
+    assert series["pt2doctor_recompiles_total"] == 2
+    assert series["pt2doctor_limit_hits_total"] == 1
+    assert 'rank="unknown"' in prom.read_text() and series["pt2doctor_label_cap"] == 20
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    waiting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    server = subprocess.Popen([sys.executable, "-m", "pt2doctor", "report", "--follow",
+                               str(trace), "--until-exit", str(waiting.pid),
+                               "--metrics-port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        scraped: dict[str, float] = {}
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                    scraped = _series(r.read().decode())
+                if scraped.get("pt2doctor_limit_hits_total"):
+                    break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        assert scraped["pt2doctor_recompiles_total"] == 2
+        assert scraped["pt2doctor_limit_hits_total"] == 1
+    finally:
+        waiting.kill()
+        server.wait(timeout=30)

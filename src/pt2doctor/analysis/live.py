@@ -35,6 +35,16 @@ class LiveEvent:
     at_s: float
     """Seconds since the log's first record (its glog clock)."""
     text: str
+    frame: str | None = None
+    """The frame as the line names it (``step (loop.py:12)``)."""
+    stream: str = ""
+    """The log it came from (its rank is in the file name)."""
+    cause: str | None = None
+    """For a recompile, the kind of what changed first (``size``, ``value``, ``flag``...)."""
+    site: str | None = None
+    """For a new break, its ``file:line``."""
+    seconds: float | None = None
+    """For a compile, how long it took."""
 
     def line(self) -> str:
         return f"{self.at_s:7.1f} s  {self.text}"
@@ -67,6 +77,14 @@ class LiveState:
         if value < self.origin:  # past midnight
             value += 86400
         return value - self.origin
+
+    def now_s(self) -> float:
+        """This machine's time of day on the log's clock (glog writes local time)."""
+        import datetime
+
+        if self.origin is None:
+            return 0.0
+        return self.seconds(datetime.datetime.now().strftime("%H:%M:%S.%f"))
 
     def feed(self, record: LiveRecord) -> list[LiveEvent]:
         """The events one record makes (most make none)."""
@@ -107,7 +125,8 @@ class LiveState:
         file, _, line = site[1].rpartition(":")
         code = re.search(rf'File "{re.escape(file)}", line {line}, in \S+\n\s+(.+)', payload)
         where = f" `{code[1].strip()}`" if code else ""
-        return [LiveEvent("new-break", at, f"new graph break at {_short(site[1])}{where}: {why}")]
+        text = f"new graph break at {_short(site[1])}{where}: {why}"
+        return [LiveEvent("new-break", at, text, stream=record.stream, site=site[1])]
 
     def _compiled(
         self, record: LiveRecord, meta: dict[str, Any], frame_id: str, at: float
@@ -120,10 +139,11 @@ class LiveState:
         fail = str(meta.get("fail_reason") or "")
         if meta.get("fail_type") and _LIMIT.search(fail):
             return [LiveEvent("limit-hit", at, f"recompile limit hit: {name} now runs eagerly "
-                              "for every new variant")]  # fmt: skip
+                              "for every new variant", name, record.stream)]  # fmt: skip
         if meta.get("fail_type"):
             first = fail.splitlines()[0] if fail else str(meta.get("fail_type"))
-            return [LiveEvent("compile-failure", at, f"compile failed: {name}: {first[:200]}")]
+            return [LiveEvent("compile-failure", at, f"compile failed: {name}: {first[:200]}",
+                              name, record.stream)]  # fmt: skip
         self.compiles += 1
         if self.first_compile is None:
             self.first_compile = at
@@ -134,15 +154,18 @@ class LiveState:
             self.recompiles += 1
             late = at - self.first_compile >= self.warmup_s
             kind = "recompile-after-warmup" if late else "recompile"
-            what = _what_changed(str(reason), self.symbols.get((record.stream,
-                                                                 record.compile_id or "")))  # fmt: skip
+            what, cause = _what_changed(str(reason), self.symbols.get((record.stream,
+                                                                        record.compile_id or "")))  # fmt: skip
             label = "recompile after warmup" if late else "recompile"
-            events.append(LiveEvent(kind, at, f"{label} {name}{took}: {what}"))
+            events.append(LiveEvent(kind, at, f"{label} {name}{took}: {what}", name,
+                                    record.stream, cause, seconds=_float(seconds)))  # fmt: skip
         else:
-            events.append(LiveEvent("compile", at, f"compile {name}{took}"))
+            events.append(LiveEvent("compile", at, f"compile {name}{took}", name, record.stream,
+                                    seconds=_float(seconds)))  # fmt: skip
         if self.slow_s is not None and isinstance(seconds, (int, float)) and seconds > self.slow_s:
             events.append(LiveEvent("slow-compile", at, f"slow compile: {name} took "
-                                    f"{seconds:.1f} s (over {self.slow_s:g} s)"))  # fmt: skip
+                                    f"{seconds:.1f} s (over {self.slow_s:g} s)", name,
+                                    record.stream, seconds=float(seconds)))  # fmt: skip
         return events
 
     def status(self, now_s: float | None = None) -> str:
@@ -155,19 +178,25 @@ class LiveState:
                 f"{len(self.sites)} graph-break sites{running}")  # fmt: skip
 
 
-def _what_changed(reason: str, dynamic: set[str] | None) -> str:
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _what_changed(reason: str, dynamic: set[str] | None) -> tuple[str, str | None]:
     """Dynamo's failed guard in the user's names (``tokens.shape[1] size 8 → 12 (now
-    dynamic)``); the first line of its text when it names nothing known."""
+    dynamic)``), the first line of its text when it names nothing known; and the kind of the
+    first change."""
     failures = parse_recompile_reason(reason)
     if not failures:
-        return reason.splitlines()[0][:200]
+        return reason.splitlines()[0][:200], None
     changes = [to_change(failure, {}) for failure in failures]
     from pt2doctor.analysis.recompiles.sources import user_expr
 
     made = {user_expr(source).text for source in dynamic or set()}
-    lines = [change_line("", None, change).removeprefix(": ")
-             for change in fold_changes(changes, made)]  # fmt: skip
-    return "; ".join(lines[:3]) + (f" (+{len(lines) - 3} more)" if len(lines) > 3 else "")
+    folded = fold_changes(changes, made)
+    lines = [change_line("", None, change).removeprefix(": ") for change in folded]
+    text = "; ".join(lines[:3]) + (f" (+{len(lines) - 3} more)" if len(lines) > 3 else "")
+    return text, folded[0].kind if folded else None
 
 
 def _short(path: Any) -> str:

@@ -129,6 +129,8 @@ def follow_logs(
     slow_s: float | None,
     warmup_s: float,
     interval_s: float = 0.5,
+    metrics_port: int | None = None,
+    metrics_textfile: Path | None = None,
 ) -> int:
     """``report --follow``: the logs at PATH read as they grow, one explained line per notable
     event; exit 1 at the first event ``fail_on`` names (with that line), else 0 when
@@ -142,16 +144,33 @@ def follow_logs(
     if not path.exists() and until_exit is None:  # with a job to wait for, it may come
         raise UsageError(f"no such file or directory: {path}")
     tail, state = Tail(path), LiveState(slow_s=slow_s, warmup_s=warmup_s)
+    metrics = None
+    if metrics_port is not None or metrics_textfile is not None:
+        from pt2doctor.report.metrics import LiveMetrics
+
+        metrics = LiveMetrics()
+        if metrics_port is not None:
+            metrics.serve(metrics_port)
 
     def show(records: list[Any]) -> int | None:
+        failed = None
         for record in records:
-            for event in state.feed(record):
+            events = state.feed(record)
+            if metrics is not None:
+                metrics.observe(record, events, state)
+            for event in events:
                 click.echo(event.line())
-                if event.kind in fail_on:
+                if event.kind in fail_on and failed is None:
                     click.echo(f"pt2doctor: --fail-on {event.kind}: {event.text}", err=True)
-                    return 1
+                    failed = 1
+            if failed is not None:
+                break
+        if metrics is not None:
+            metrics.progress(state, state.now_s())
+            if metrics_textfile is not None:
+                metrics.write(metrics_textfile)
         sys.stdout.flush()
-        return None
+        return failed
 
     try:
         while True:
@@ -215,6 +234,20 @@ def follow_logs(
     metavar="S",
     help="With --follow: a recompile S seconds after the first compile is after warmup.",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    metavar="N",
+    help="With --follow: serve the events as OpenMetrics on port N (prometheus_client: "
+    "pip install 'pt2doctor[metrics]').",
+)
+@click.option(
+    "--metrics-textfile",
+    type=click.Path(path_type=Path),
+    metavar="PATH",
+    help="With --follow: write the same metrics to PATH (node_exporter's textfile "
+    "collector), after each read.",
+)
 def report_command(
     path: Path,
     json_path: Path | None,
@@ -230,6 +263,8 @@ def report_command(
     until_exit: int | None = None,
     slow_s: float | None = None,
     warmup_s: float = 60.0,
+    metrics_port: int | None = None,
+    metrics_textfile: Path | None = None,
 ) -> int:
     """Explain every compilation in the TORCH_TRACE logs at PATH.
 
@@ -239,9 +274,16 @@ def report_command(
     With --follow, the logs are read as they grow and each notable event explained as it
     comes."""
     if follow:
-        return follow_logs(path, fail_on, until_exit, slow_s, warmup_s)
-    if fail_on or until_exit is not None or slow_s is not None:
-        raise UsageError("--fail-on, --until-exit and --slow-compile go with --follow")
+        return follow_logs(path, fail_on, until_exit, slow_s, warmup_s,
+                           metrics_port=metrics_port, metrics_textfile=metrics_textfile)  # fmt: skip
+    if (
+        fail_on
+        or until_exit is not None
+        or slow_s is not None
+        or metrics_port is not None
+        or (metrics_textfile is not None)
+    ):
+        raise UsageError("--fail-on, --until-exit, --slow-compile and --metrics-* go with --follow")
     if is_check_dir(path):
         from pt2doctor.cli.check import rerender_check
 
