@@ -290,8 +290,90 @@ def _cast_inner(code: str) -> str | None:
     return None
 
 
-def _scalar_advice(event: GraphBreakEvent) -> str:
+_ITEM_ASSIGN = lazy_compile(
+    r"^\s*(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<rhs>[^=].*\.item\(\).*?)\s*(?:#.*)?$"
+)
+_BUILTIN_ON = (
+    (r"\bmax\(\s*{n}\s*,\s*(?P<arg>[^()]+?)\s*\)", "{n}.clamp(min={arg})"),
+    (r"\bmax\(\s*(?P<arg>[^(),]+?)\s*,\s*{n}\s*\)", "{n}.clamp(min={arg})"),
+    (r"\bmin\(\s*{n}\s*,\s*(?P<arg>[^()]+?)\s*\)", "{n}.clamp(max={arg})"),
+    (r"\bmin\(\s*(?P<arg>[^(),]+?)\s*,\s*{n}\s*\)", "{n}.clamp(max={arg})"),
+    (r"\babs\(\s*{n}\s*\)", "{n}.abs()"),
+    (r"\bmath\.sqrt\(\s*{n}\s*\)", "{n}.sqrt()"),
+    (r"\bmath\.log\(\s*{n}\s*\)", "{n}.log()"),
+    (r"\bmath\.exp\(\s*{n}\s*\)", "{n}.exp()"),
+)
+SCALAR_ITEM_ADVICE = (
+    "Keep the value a tensor: `{rewritten}` (no .item()) is a tensor that the arithmetic "
+    "after it uses traced, with no break and nothing recompiled per value.{builtins} "
+    "torch._dynamo.config.capture_scalar_outputs = True also keeps the read in the graph, as "
+    "an unbacked number."
+)
+
+
+def _item_advice(code: str, following: list[str]) -> str | None:
+    """For ``scale = x.abs().max().item() / qmax``: the same line without .item(), and the
+    Python builtins the lines after it call on ``scale`` as tensor methods (None when a line
+    after it branches on the value: that is the branch advice's case)."""
+    match = _ITEM_ASSIGN.match(code)
+    if match is None:
+        return None
+    name = match["name"]
+    uses = [line for line in following if re.search(rf"\b{re.escape(name)}\b", line)]
+    if any(re.match(r"\s*(?:if|elif|while|assert)\b", line) for line in uses):
+        return None
+    rewrites = []
+    for line in uses:
+        for pattern, replacement in _BUILTIN_ON:
+            found = re.search(pattern.format(n=re.escape(name)), line)
+            if found is not None:
+                arg = found.groupdict().get("arg") or ""
+                rewrites.append(f"`{found.group(0)}` becomes "
+                                f"`{replacement.format(n=name, arg=arg.strip())}`")  # fmt: skip
+    builtins = (
+        f" Then {', '.join(dict.fromkeys(rewrites))}: a Python builtin given a tensor reads "
+        "its value again."
+        if rewrites
+        else ""
+    )
+    rewritten = f"{name} = {match['rhs'].replace('.item()', '')}"
+    return SCALAR_ITEM_ADVICE.format(rewritten=rewritten, builtins=builtins)
+
+
+_ANY_BRANCH = lazy_compile(
+    r"^\s*if\s+(?:torch\.any\((?P<a>.+)\)|\(?(?P<b>.+?)\)?\.any\(\))\s*:\s*(?:#.*)?$"
+)
+MASK_BRANCH_ADVICE = (
+    "Here the branch only decides whether to build `{name} = {mask}`, and a mask with no "
+    "True element masks nothing (masked_fill, torch.where leave every value as it is): build "
+    "it always, `{name} = {mask}` with no if, and the graph has no break and gives the same "
+    "result."
+)
+
+
+def _mask_branch(code: str, following: list[str]) -> str | None:
+    """``if (tokens == PAD).any(): mask = tokens == PAD else: mask = None``: the branch
+    builds the very mask it tests (an all-False mask is a no-op)."""
+    match = _ANY_BRANCH.match(code)
+    if match is None:
+        return None
+    mask = " ".join((match["a"] or match["b"] or "").split()).strip("() ")
+    body = [" ".join(line.split()) for line in following[:4]]
+    assigned = next((re.match(rf"^(\w+) = \(?{re.escape(mask)}\)?$", line) for line in body[:1]),
+                    None)  # fmt: skip
+    if assigned is None:
+        return None
+    name = assigned.group(1)
+    if len(body) >= 3 and body[1] == "else:" and body[2] != f"{name} = None":
+        return None
+    return MASK_BRANCH_ADVICE.format(name=name, mask=mask)
+
+
+def _scalar_advice(event: GraphBreakEvent, following: list[str] | None = None) -> str:
     code = (event.site and event.site.code) or ""
+    masked = _mask_branch(code, following or [])
+    if masked is not None:
+        return masked
     if not _CONTROL_FLOW.search(code):
         if _STORED.search(code):
             return SCALAR_STORED_ADVICE
@@ -301,6 +383,9 @@ def _scalar_advice(event: GraphBreakEvent) -> str:
         inner = _cast_inner(code)
         if inner is not None:
             return SCALAR_CAST_ADVICE.format(inner=inner)
+        item = _item_advice(code, following or [])
+        if item is not None:
+            return item
         return BREAK_ADVICE["data_dependent_scalar"]
     return (
         "The tensor value read here decides a Python branch, so "
@@ -320,15 +405,34 @@ def _side_effect_advice(event: GraphBreakEvent) -> str:
     return BREAK_ADVICE["python_side_effect"]
 
 
-def break_advice(category: str, event: GraphBreakEvent, inlined: bool = False) -> str:
+def break_advice(
+    category: str,
+    event: GraphBreakEvent,
+    inlined: bool = False,
+    following: list[str] | None = None,
+) -> str:
     """pt2doctor's paragraph for one graph break: its category's, specialized to what the
     break's text and code line show (which logging call, a branch on a value, a side effect
-    inside a higher-order op; ``inlined``: it is in a function the compiled frame calls).
+    inside a higher-order op; ``inlined``: it is in a function the compiled frame calls;
+    ``following``: the lines of the user's function after the break's, where its value goes).
     Never several categories' paragraphs together."""
     if category == "print_or_logging":
         return _logging_advice(event, inlined)
     if category == "data_dependent_scalar":
-        return _scalar_advice(event)
+        return _scalar_advice(event, following)
     if category == "python_side_effect":
         return _side_effect_advice(event)
+    code = (event.site and event.site.code) or ""
+    if category == "unsupported_builtin_or_c_extension" and _HOST_RANDOM.search(code):
+        return HOST_RANDOM_ADVICE
     return BREAK_ADVICE.get(category, BREAK_ADVICE["other"])
+
+
+_HOST_RANDOM = lazy_compile(r"\b(?:random|np\.random|numpy\.random|time)\.\w+\(")
+HOST_RANDOM_ADVICE = (
+    "Python's own random numbers (or the clock) are read on the host at every call, and "
+    "Dynamo does not trace them: draw them outside the compiled call and pass them in as a "
+    "tensor (a keep mask: `x = x + keep[i] * blk(x)` instead of skipping a layer in an if), "
+    "or use torch's RNG (`torch.rand`), which is traced, with the decision as a mask rather "
+    "than a Python branch."
+)

@@ -172,6 +172,30 @@ def _enclosing_def(file: str, line: int) -> int | None:
     return found
 
 
+def following_code(site: SourceLine | None, limit: int = 15) -> list[str]:
+    """The lines of the user's function after the break's line (at most ``limit``, comments
+    and blank lines left out): where the value read at the break goes."""
+    if site is None or not site.file or site.line is None:
+        return []
+    try:
+        lines = Path(site.file).read_text(encoding="utf-8").splitlines()
+        tree = ast.parse("\n".join(lines))
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return []
+    ends = [node.end_lineno or node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.lineno <= site.line <= (node.end_lineno or node.lineno)]  # fmt: skip
+    end = min(ends) if ends else None
+    found = []
+    for text in lines[site.line : end if end is not None else site.line + limit]:
+        code = text.split("#", 1)[0].rstrip()
+        if code.strip():
+            found.append(code)
+        if len(found) >= limit:
+            break
+    return found
+
+
 def inlined(site: SourceLine | None, frame: SourceLine) -> bool:
     """The break is in a function the compiled frame calls (Dynamo inlined it), not in the
     compiled frame's own code: another file or function, or a line of another def."""
@@ -235,6 +259,7 @@ def graph_break_sites(ledger: Ledger) -> list[GraphBreakSite]:
                         event.site,
                         frames.get((stream, event.compile_id), SourceLine(None, None, None)),
                     ),
+                    following_code(event.site) if category == "data_dependent_scalar" else None,
                 ),
                 known=known is not None,
                 by_design=bool(known and known.by_design),

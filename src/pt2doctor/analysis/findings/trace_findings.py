@@ -155,6 +155,14 @@ def _recompile_state(frame: FrameEntry, explanation: FrameExplanation) -> str:
         state = (
             f"{frame.variants} variants: {', '.join(tensors)} in {frame.variants} memory layouts"
         )
+    elif (
+        bounded is True
+        and explanation.outlook.varying
+        and all(v.kind == "dtype" for v in explanation.outlook.varying)
+    ):
+        inputs = sorted({v.source for v in explanation.outlook.varying})
+        count = max(len(v.values) for v in explanation.outlook.varying)
+        state = f"{frame.variants} variants: {', '.join(inputs)} in {count} dtypes"
     elif bounded is not False and learning_rate_sources(explanation):
         state = f"{frame.variants} variants: a float learning rate (a tensor lr compiles once)"
     elif bounded is True:
@@ -439,10 +447,20 @@ def _only_carried(explanation: FrameExplanation) -> bool:
 
 
 def _resumes_at(frame: FrameEntry, site: GraphBreakSite) -> bool:
-    """The frame is the code after this break (its resume function): what it recompiles on is
-    what the break left on the stack, a cause the break's fix removes with it."""
+    """The frame is the code after this break (its resume function, in the frame that broke
+    or in a caller that broke with it): what it recompiles on is what the break left on the
+    stack, a cause the break's fix removes with it."""
     resume = RESUME_NAME.match(frame.function or "")
-    return bool(resume and frame.file == site.site.file and str(site.site.line) == resume.group(2))
+    if resume is None:
+        return False
+    # The break's own line, or a line of its stack where a caller's frame broke (a break in
+    # an inlined function splits each frame on the way: QLinear.forward at its apply() call).
+    lines = [site.site, *site.user_stack]
+    if any(frame.file == line.file and str(line.line) == resume.group(2) for line in lines):
+        return True
+    # The same caller broke at another call of the break's function (a second apply()).
+    return any(frame.file == line.file and line.function == resume.group(1)
+               for line in site.user_stack)  # fmt: skip
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:

@@ -36,7 +36,10 @@ FLAG_KINDS = frozenset(
 # (contiguous, transposed, channels_last, a view of a bigger buffer), each compiling its own
 # variant; a stride that changed once is bounded like a flag.
 LAYOUT_KINDS = frozenset({"stride"})
-_EXPECTED = lazy_compile(r"expected (.+?), actual (.+?)\.?$")
+# "... expected 20, actual 64." and, for a parameter, Dynamo's advice after it ("... actual 64.
+# Guard failed on a parameter, consider using ...force_parameter_static_shapes ..."): the
+# values end at the first sentence's end.
+_EXPECTED = lazy_compile(r"expected (.+?), actual (.+?)(?:\.\s+[A-Z].*)?\.?$", re.S)
 _NOW = lazy_compile(r"^(?P<old>.+?) \(now (?P<new>.+)\)$", re.S)
 _TENSOR_TYPE = lazy_compile(r"expected type of '(.+)' to be a tensor type, ' but found (.+)$")
 _CHECK_ID = lazy_compile(r"___check_(obj|type)_id\((.+?), \d+\)")

@@ -635,6 +635,26 @@ def _flags_fix(flags: list[Varying], variants: int, dynamic: int) -> str:
     )
 
 
+_DTYPE_NAMES = {"Float": "float32", "Half": "float16", "Double": "float64",
+                "BFloat16": "bfloat16", "Long": "int64", "Int": "int32", "Bool": "bool"}  # fmt: skip
+
+
+def _dtype_fix(rows: list[Varying]) -> str:
+    """An input that arrives in several dtypes: one dtype where it is made, else pre-warm."""
+    names = ", ".join(
+        f"{row.source} as {' / '.join(_DTYPE_NAMES.get(v, v) for v in row.values)}" for row in rows
+    )
+    first = rows[0]
+    target = _DTYPE_NAMES.get(first.values[0], "the model's dtype")
+    return (
+        f"{names}: each dtype compiles its own variant, and the compiled code computes in the "
+        "dtype it is given. Give it one dtype where it is made or loaded (the data pipeline: "
+        f"`{first.source}.to(torch.{target})` before the call, or a dtype the loader always "
+        "returns): one variant serves every batch. Otherwise pre-warm each dtype before "
+        "timing or serving."
+    )
+
+
 _CHANNEL_STRIDE = lazy_compile(r"^(?P<tensor>.+)\.stride\(\)\[1\]$")
 
 
@@ -733,7 +753,11 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
     if layouts and outlook.bounded is not False:
         strides = [row for row in outlook.varying if row.kind in LAYOUT_KINDS]
         fixes.append(Fix(_layout_fix(layouts, strides)))
-    flags = [row for row in outlook.varying if row.kind in FLAG_KINDS and not row.dynamic]
+    dtypes = [row for row in outlook.varying if row.kind == "dtype" and not row.dynamic]
+    if dtypes and outlook.bounded is not False and not fixes:
+        fixes.append(Fix(_dtype_fix(dtypes)))
+    flags = [row for row in outlook.varying if row.kind in FLAG_KINDS and not row.dynamic
+             and row.kind != "dtype"]  # fmt: skip
     if outlook.bounded and flags and not fixes:
         went_dynamic = sum(1 for row in outlook.varying if row.dynamic)
         fixes.append(Fix(_flags_fix(flags, len(explanation.variants), went_dynamic)))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -477,6 +478,7 @@ def explain_frame(
     cache_class = next(
         (e.record.hf_cache_class for e in frame.compiles if e.record.hf_cache_class), None
     )
+    look = _parameter_shapes(frame, look)
     if look.bounded is None and cache_class and "Static" in cache_class and frame.variants <= 2:
         reason = (
             f"generate() with a static KV cache ({cache_class}): the prefill and the decode "
@@ -484,6 +486,32 @@ def explain_frame(
         )
         look = Outlook(True, reason, look.varying, None, look.recompile_limit)
     return FrameExplanation(kept, refused_item, rows, look, after_warmup, cache_class)
+
+
+_SELF_SHAPE = re.compile(r"^self\.(?P<attr>[\w.]+)\.shape\[\d+\]$")
+
+
+def _parameter_shapes(frame: FrameEntry, look: Outlook) -> Outlook:
+    """Every recompile on the shape of a tensor ``self`` holds (a parameter or a buffer:
+    ``self.weight.shape[1]`` 20 → 64 → 3): one module class whose instances have weights of
+    different shapes (three Linear layers of one class), each compiled as its own variant:
+    bounded by the instances, by design."""
+    if look.bounded is not None and look.bounded is not False:
+        return look
+    if not look.varying or not all(
+        row.kind == "size" and not row.dynamic and _SELF_SHAPE.match(row.source)
+        for row in look.varying
+    ):
+        return look
+    attrs = sorted({m["attr"] for row in look.varying if (m := _SELF_SHAPE.match(row.source))})
+    reason = (
+        f"{', '.join(f'self.{a}' for a in attrs)}: one shape per instance of the frame's module "
+        f"class (layers of different sizes), each its own variant ({frame.variants} so far): "
+        "bounded by the instances"
+    )
+    if frame.limit_hit:
+        reason += f"; the recompile limit ({look.recompile_limit}) was hit: the others run eagerly"
+    return Outlook(True, reason, look.varying, None, look.recompile_limit)
 
 
 def explain_frames(
