@@ -390,3 +390,78 @@ def test_inputs_in_two_memory_layouts_get_one_layout_in_the_data_pipeline(
     _, fixed_dir, fixed_out = run(doctor_run, "mixed_memory_format_fixed", *EAGER)
     assert compiles(fixed_dir) == 1 < compiles(run_dir)
     assert result(fixed_out) == result(out)
+
+
+# --- the third batch (19-25), written after the fixes above were made --------------------
+
+
+def test_a_mask_built_only_when_the_batch_has_padding_is_built_always(doctor_run: Any) -> None:
+    """``if (tokens == PAD).any(): mask = tokens == PAD else: mask = None``: a break per call
+    on a branch whose only effect is a mask an all-False batch makes a no-op. The fix says
+    so; the author's fix (the mask always) has no break and the same result."""
+    report, run_dir, out = run(doctor_run, "padding_mask_branch", *EAGER)
+    (site,) = [f for f in report["findings"] if f["code"] == "graph_break"]
+    assert site["subject"]["line"] == line_of("padding_mask_branch", "if (tokens == PAD).any():")
+    assert "build it always, `mask = tokens == PAD` with no if" in site["advice"]
+    _, fixed_dir, fixed_out = run(doctor_run, "padding_mask_branch_fixed", *EAGER)
+    assert break_sites(run_dir) == 1 and break_sites(fixed_dir) == 0
+    assert result(fixed_out) == result(out)
+
+
+def test_an_item_inside_a_custom_autograd_function_is_kept_a_tensor_and_clamped(
+    doctor_run: Any,
+) -> None:
+    """A fake-quantizer's ``scale = x.abs().max().item() / qmax`` then ``max(scale, 1e-8)``,
+    inside an autograd.Function three QLinear layers call: one break, and every frame it
+    splits off (each QLinear instance's weight shape, the resume frames) under it: the plan's
+    one step. The fix is the author's, line for line."""
+    report, run_dir, out = run(doctor_run, "custom_autograd_fn", *EAGER)
+    assert [step["code"] for step in report["plan"]] == ["graph_break"]
+    (site,) = [f for f in report["findings"] if f["code"] == "graph_break"]
+    assert "`scale = x.abs().max() / qmax` (no .item())" in site["advice"]
+    assert "`max(scale, 1e-8)` becomes `scale.clamp(min=1e-8)`" in site["advice"]
+    under = [f for f in report["findings"] if f["code"] == "recompiles"]
+    assert under and all(f.get("cause") == site["cause"] for f in under)
+    assert not any("Guard failed on a parameter" in e for f in under for e in f["evidence"])
+    _, fixed_dir, fixed_out = run(doctor_run, "custom_autograd_fn_fixed", *EAGER)
+    assert break_sites(fixed_dir) == 0 < break_sites(run_dir)
+    assert graphs(fixed_dir) < graphs(run_dir)
+    assert result(fixed_out) == result(out)
+
+
+def test_inputs_that_arrive_in_three_dtypes_get_one_dtype_in_the_pipeline(doctor_run: Any) -> None:
+    report, run_dir, out = run(doctor_run, "dtype_switch", *EAGER)
+    finding = _finding(report, "recompiles")
+    assert "x in 3 dtypes" in finding["title"] and "pre-warm them" not in finding["title"]
+    assert "`x.to(torch.float32)` before the call" in finding["advice"]
+    _, fixed_dir, fixed_out = run(doctor_run, "dtype_switch_fixed", *EAGER)
+    assert graphs(fixed_dir) == 1 < graphs(run_dir)
+    assert result(fixed_out) == result(out)
+
+
+def test_pythons_random_in_forward_is_drawn_outside_and_passed_as_a_keep_mask(
+    doctor_run: Any,
+) -> None:
+    """``if self.training and random.random() < DROP: continue`` in the layer loop: Dynamo
+    skips the whole forward. The fix draws outside and passes a keep mask (the author's):
+    the forward compiles, the same result."""
+    report, run_dir, out = run(doctor_run, "python_rng_in_forward", *EAGER)
+    skipped = _finding(report, "frame_skipped")
+    assert "keep mask" in skipped["advice"] and "torch.rand" in skipped["advice"]
+    _, fixed_dir, fixed_out = run(doctor_run, "python_rng_in_forward_fixed", *EAGER)
+    fixed = json.loads((fixed_dir / "report.json").read_text())
+    assert not [f for f in fixed["findings"] if f["code"] == "frame_skipped"]
+    assert report["summary"]["skipped_frames"] >= 1 and fixed["summary"]["skipped_frames"] == 0
+    assert graphs(fixed_dir) >= 1 and break_sites(fixed_dir) == 0 < break_sites(run_dir)
+    assert result(fixed_out) == result(out)
+
+
+def test_dynamic_false_with_many_sequence_lengths_is_dropped(doctor_run: Any) -> None:
+    report, run_dir, out = run(doctor_run, "sdpa_varlen", *EAGER)
+    assert _finding(report, "recompile_limit_hit")
+    finding = _finding(report, "recompiles")
+    line = line_of("sdpa_varlen", "dynamic=False")
+    assert f"sdpa_varlen.py:{line} keeps x.shape[1] static" in finding["advice"]
+    _, fixed_dir, fixed_out = run(doctor_run, "sdpa_varlen_fixed", *EAGER)
+    assert graphs(fixed_dir) < graphs(run_dir)
+    assert result(fixed_out) == result(out)
