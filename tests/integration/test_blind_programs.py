@@ -465,3 +465,21 @@ def test_dynamic_false_with_many_sequence_lengths_is_dropped(doctor_run: Any) ->
     _, fixed_dir, fixed_out = run(doctor_run, "sdpa_varlen_fixed", *EAGER)
     assert graphs(fixed_dir) < graphs(run_dir)
     assert result(fixed_out) == result(out)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [("grad_accum_logging", "running_avg"), ("temperature_arg", "temperature")]
+)
+def test_a_python_float_passed_each_call_is_dynamic_after_one_recompile_or_a_tensor(
+    doctor_run: Any, name: str, value: str
+) -> None:
+    """A float argument with a new value at every call (a running average fed back, an
+    annealed temperature): one recompile, then dynamic: nothing to fix, and a 0-d tensor
+    compiles once (the author's fix: one graph fewer, the same result)."""
+    report, run_dir, out = run(doctor_run, name, *EAGER)
+    finding = _finding(report, "recompiles")
+    assert finding["severity"] == "info" and not report["plan"]
+    assert f"`torch.tensor({value})`" in finding["advice"]
+    _, fixed_dir, fixed_out = run(doctor_run, f"{name}_fixed", *EAGER)
+    assert graphs(fixed_dir) == graphs(run_dir) - 1
+    assert result(fixed_out) == result(out)

@@ -655,6 +655,8 @@ def _dtype_fix(rows: list[Varying]) -> str:
     )
 
 
+_PLAIN_NAME = lazy_compile(r"[A-Za-z_]\w*")
+_FLOAT = lazy_compile(r"-?\d+\.\d*(?:e[-+]?\d+)?")
 _CHANNEL_STRIDE = lazy_compile(r"^(?P<tensor>.+)\.stride\(\)\[1\]$")
 
 
@@ -766,11 +768,21 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
     if partial and not fixes:
         fixes.append(Fix(partial))
     if outlook.bounded and not fixes and dynamic:
+        floats = [row.source for row in outlook.varying if row.dynamic and row.kind == "value"
+                  and _PLAIN_NAME.fullmatch(row.source) and all(_FLOAT.fullmatch(v)
+                                                               for v in row.values)]  # fmt: skip
+        tensor = (
+            f" Or pass {' and '.join(f'`torch.tensor({name})`' for name in floats)} (a 0-d "
+            "tensor is traced, not guarded): one compile from the first call."
+            if floats
+            else ""
+        )
         fixes.append(
             Fix(
                 f"Nothing to fix: {', '.join(dynamic)} became dynamic after one recompile "
                 f"(automatic dynamic) and now {'serves' if len(dynamic) == 1 else 'serve'} every new "
                 "value. Pre-warm with two different values to pay that recompile before serving."
+                + tensor
             )
         )
     # Dynamo's hint for an int attribute says to make it dynamic: wrong for a per-instance
