@@ -145,6 +145,17 @@ def test_planted_accuracy_error_fails_exactly_the_relu_cells(accuracy_runs) -> N
     # relu(y) became y + 1: where y > 0 the error is exactly 1.
     assert output["max_abs_error"] == pytest.approx(1.0, abs=1e-5)
     assert not output["passed"] and output["rule"] == "allclose and rmse failed"
+    # Where: Net has one child (lin), which passes compiled alone; Net still fails with lin
+    # left eager: the relu in its own forward (the program's line: return torch.relu(y) ...).
+    where = cells["net/b4/eval/act=relu"]["variants"]["default"]["where"]
+    assert where["culprit"] == "" and where["kind"] == "Net" and where["own_code"]
+    forward = next(n for n, text in enumerate((CHECK_DIR / "planted_accuracy.py").read_text()
+                                              .splitlines(), 1) if "def forward" in text)  # fmt: skip
+    assert where["source"].endswith(f"planted_accuracy.py:{forward}")
+    assert (
+        "leaves eager at the model (Net, planted_accuracy.py" in (bad / "report.html").read_text()
+    )
+    assert "where" not in cells["net/b4/eval/act=tanh"]["variants"]["default"]
     (clause,) = [c for c in report["contract"]["clauses"] if c["name"] == "alignment"]
     assert clause["ok"] is False
     assert set(clause["detail"].split(", ")) == {"net/b4/eval/act=relu", "net/b4/train/act=relu"}

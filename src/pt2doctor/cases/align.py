@@ -199,7 +199,12 @@ def align_cell(
     verdict = "pass" if all(row.passed for row in rows) else "fail"
     if unstable:
         verdict = "nondeterministic"
+    where = _where(built, pristine, cell, compile_model, tol) if verdict == "fail" else None
+    if where is not None:
+        seconds["where"] = lap()
+    found = {"where": where} if where is not None else {}
     return {
+        **found,
         "verdict": verdict,
         "tolerance": tol,
         "tensors": [row.as_dict() for row in rows],
@@ -211,6 +216,39 @@ def align_cell(
         "seconds": seconds,
         "random_ops": drew[0],
         "module_training": _training_flag(built.model),
+    }
+
+
+def _where(
+    built: Built, pristine: Any, cell: Cell, compile_model: Compiler, tol: float
+) -> dict[str, Any] | None:
+    """For a failing inference cell of an nn.Module: the module where compiled numbers leave
+    eager's (cases/numerics.py: each module compiled alone on eager's recorded input). None
+    for a training or autocast cell, a function, or when the search itself fails: the
+    verdict stands without it."""
+    import torch
+
+    from pt2doctor.cases.numerics import compare_modules
+
+    if cell.train or cell.autocast or not isinstance(pristine, torch.nn.Module):
+        return None
+    inputs = apply_layout(built.inputs, cell.layout)
+    kwargs = apply_layout(built.kwargs, cell.layout)
+    try:
+        found = compare_modules(copy.deepcopy(pristine), *inputs, tolerance=tol,
+                                compile_fn=compile_model, **kwargs)  # fmt: skip
+    except Exception as error:
+        return {"error": f"{type(error).__name__}: {error}"[:300]}
+    if not found.diverges:
+        return {"culprit": None, "summary": found.summary()}
+    return {
+        "culprit": found.culprit,
+        "kind": found.culprit_kind,
+        "source": found.culprit_source,
+        "fused": found.fused,
+        "own_code": found.own_code,
+        "path": [step.name for step in found.path],
+        "summary": found.summary(),
     }
 
 

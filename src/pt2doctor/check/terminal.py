@@ -18,6 +18,7 @@ from pt2doctor.check.types import (
     VariantRow,
     verdict_rank,
 )
+from pt2doctor.check.where import where_note
 from pt2doctor.report.format import frame_name, ms_text, seconds_text
 
 _STYLE = {
@@ -62,6 +63,8 @@ def _cells_table(report: CheckReport) -> Table:
                 )
             if entry.get("eager_nondeterministic"):
                 notes.append(f"{name}: eager differs from itself")
+            if (entry.get("where") or {}).get("culprit") is not None:
+                notes.append(f"{name}: {where_note(entry['where'])}")
         notes += cell.get("notes", [])
         verdict = cell["verdict"]
         labels = ", ".join(f"{n}={e.get('verdict', 'not run')}" for n, e in entries.items())

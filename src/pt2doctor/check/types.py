@@ -67,6 +67,10 @@ class Alignment(TypedDict, total=False):
     error: str | None
     phase: str
     warmup_error: str | None
+    where: dict[str, Any]
+    """A failing inference cell: the module where compiled numbers leave eager's (cases/
+    numerics.py): ``culprit``, ``kind``, ``source``, ``fused``, ``own_code``, ``path``,
+    ``summary``; or ``error``."""
 
 
 class _CellParts(TypedDict):

@@ -87,6 +87,10 @@ def _notes(entry: Alignment) -> list[str]:
     strides = entry.get("stride_mismatches") or []
     if strides:
         notes.append("stride differs from eager: " + ", ".join(strides[:MAX_NOTES]))
+    if (entry.get("where") or {}).get("culprit") is not None:
+        from pt2doctor.check.where import where_note
+
+        notes.append(where_note(entry["where"]))
     nondeterministic = entry.get("eager_nondeterministic") or []
     if nondeterministic:
         names = ", ".join(map(str, nondeterministic[:MAX_NOTES]))

@@ -1,0 +1,359 @@
+"""Where compiled numbers leave eager's: ``pt2doctor.compare_modules(model, *args)``.
+
+The model runs three ways on the same weights and inputs: an fp64 reference (a float64 copy,
+eager), eager in the program's dtype, and compiled. Forward hooks record every submodule's
+inputs and output on the first call (nested tuples, dicts and dataclass outputs flattened).
+
+Then the search, teacher-forced: a module M is compiled alone and fed the *eager* input
+recorded at its boundary; compiled M and eager M are each measured against fp64 M fed the fp64
+input, by check's own rule (cases/accuracy.py: allclose, else RMSE against fp64 within a
+multiple of eager's). A module that fails introduces the error; one that passes only inherits
+what arrives at its input. The descent starts at the model, goes into the first child (in
+execution order) that introduces an error, and stops at a leaf, or where the parent introduces
+it and no child alone does: the error appears only when its children are compiled together
+(fused). Only the modules along the path are compiled.
+
+At the culprit, Inductor's numerics knobs (``emulate_precision_casts``, ``fallback_random``)
+are tried on it alone: a knob that makes it pass is named.
+
+Recording does not change what it measures: the whole-model comparison is made without hooks
+first; the per-module table of the compiled run (what each module's output inherited) is made
+with them, and says whether the failure still showed. Forward only (no gradients yet).
+``torch.compiler.reset()`` is called before each compile made here, so that compiles of many
+instances of one class do not reach the recompile limit (and silently run eagerly).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pt2doctor.cases.accuracy import (
+    TensorComparison,
+    compare_tensor,
+    default_tolerance,
+    flatten_tensors,
+)
+
+KNOBS = (("emulate_precision_casts", True), ("fallback_random", True))
+
+
+@dataclass(slots=True)
+class ModuleCheck:
+    """One module compiled alone and fed eager's input: does it introduce the error?"""
+
+    name: str
+    kind: str
+    """The module's class."""
+    introduces: bool
+    worst: dict[str, Any]
+    """Its worst output tensor by check's rule (TensorComparison.as_dict)."""
+
+
+@dataclass(slots=True)
+class Comparison:
+    """What :func:`compare_modules` found."""
+
+    backend: str
+    tolerance: float
+    diverges: bool
+    """The whole compiled model fails check's rule against eager (with fp64)."""
+    whole: dict[str, Any]
+    path: list[ModuleCheck] = field(default_factory=list)
+    """The descent: each level's module that introduces the error (the culprit last)."""
+    checked: list[ModuleCheck] = field(default_factory=list)
+    """Every module compiled alone, in the order checked."""
+    culprit: str | None = None
+    culprit_kind: str | None = None
+    culprit_source: str | None = None
+    """``file:line`` of the culprit's ``forward``."""
+    fused: bool = False
+    """The culprit introduces the error while none of its children alone does, and not with
+    its children left eager: only when they are compiled together."""
+    own_code: bool = False
+    """The culprit introduces the error with every child left eager (torch.compiler.disable):
+    its own code, between its children, is where the numbers leave eager's."""
+    knobs: dict[str, bool] = field(default_factory=dict)
+    """Inductor knob -> whether the culprit passes with it (Inductor only)."""
+    inherited: list[dict[str, Any]] = field(default_factory=list)
+    """Per module, the whole compiled run's output against eager's (recorded with hooks)."""
+    hooks_kept_failure: bool | None = None
+    """Whether the whole model still failed with the recording hooks on (None: it did not
+    fail without them)."""
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def summary(self) -> str:
+        """The finding in a few lines, as a reader wants it."""
+        if not self.diverges:
+            return (f"compiled ({self.backend}) matches eager within check's rule (tolerance "
+                    f"{self.tolerance:g}): nothing to localize")  # fmt: skip
+        lines = [f"compiled ({self.backend}) leaves eager's numbers: {_said(self.whole)}"]
+        for step in self.path:
+            lines.append(f"  {step.name or '<model>'} ({step.kind}) introduces it alone: "
+                         f"{_said(step.worst)}")  # fmt: skip
+        if self.culprit is not None:
+            where = f" at {self.culprit_source}" if self.culprit_source else ""
+            how = (" only when its children are compiled together (fused); none alone does"
+                   if self.fused else
+                   " in its own code (its forward, between its children: each child left eager, "
+                   "it still fails)" if self.own_code else "")  # fmt: skip
+            lines.append(f"culprit: {self.culprit or '<model>'} ({self.culprit_kind}){where}{how}")
+        for knob, passes in self.knobs.items():
+            lines.append(f"  with {knob}=True it {'passes' if passes else 'still fails'}")
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+def _said(worst: dict[str, Any]) -> str:
+    ratio = worst.get("rmse_ratio")
+    ratio_text = f", RMSE {ratio:g}x eager's against fp64" if ratio is not None else ""
+    return f"{worst.get('name')} max abs error {worst.get('max_abs_error')}{ratio_text} ({worst.get('rule')})"
+
+
+def _map(value: Any, fn: Callable[[Any], Any]) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return fn(value)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*(_map(v, fn) for v in value))
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map(v, fn) for v in value)
+    if isinstance(value, dict):
+        return type(value)((k, _map(v, fn)) for k, v in value.items())
+    return value
+
+
+def _kept(value: Any) -> Any:
+    return _map(value, lambda t: t.detach().clone())
+
+
+def _fp64(value: Any) -> Any:
+    return _map(value, lambda t: t.detach().double() if t.is_floating_point() else t.detach())
+
+
+@dataclass(slots=True)
+class _Call:
+    order: int
+    args: Any
+    kwargs: Any
+    output: Any = None
+
+
+@contextmanager
+def _recording(model: Any, calls: dict[str, _Call]) -> Iterator[None]:
+    """Each submodule's first call: its inputs (pre-hook, in call order) and output."""
+    handles = []
+
+    def pre(name: str) -> Callable[..., None]:
+        def hook(module: Any, args: Any, kwargs: Any) -> None:
+            if name not in calls:
+                calls[name] = _Call(len(calls), _kept(args), _kept(kwargs))
+
+        return hook
+
+    def post(name: str) -> Callable[..., None]:
+        def hook(module: Any, args: Any, kwargs: Any, output: Any) -> None:
+            call = calls.get(name)
+            if call is not None and call.output is None:
+                call.output = _kept(output)
+
+        return hook
+
+    for name, module in model.named_modules():
+        handles.append(module.register_forward_pre_hook(pre(name), with_kwargs=True))
+        handles.append(module.register_forward_hook(post(name), with_kwargs=True))
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _worst(name: str, eager: Any, compiled: Any, fp64: Any, tol: float) -> TensorComparison:
+    """The worst of a module's output tensors by check's rule (the first that fails, else the
+    one with the largest error)."""
+    rows = []
+    fp64_tensors = dict(flatten_tensors(fp64, name))
+    compiled_tensors = dict(flatten_tensors(compiled, name))
+    for key, tensor in flatten_tensors(eager, name):
+        if key in compiled_tensors:
+            rows.append(compare_tensor(key, tensor, compiled_tensors[key], fp64_tensors.get(key),
+                                       tol, cosine=False))  # fmt: skip
+    if not rows:
+        return compare_tensor(name, _empty(), _empty(), None, tol, cosine=False)
+    failing = [row for row in rows if not row.passed]
+    return failing[0] if failing else max(rows, key=lambda row: row.max_abs_error)
+
+
+def _empty() -> Any:
+    import torch
+
+    return torch.zeros(0)
+
+
+def _parent(name: str, called: set[str]) -> str | None:
+    """The nearest ancestor that was called itself (a ModuleList is never called)."""
+    parts = name.split(".")
+    for end in range(len(parts) - 1, -1, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in called:
+            return candidate
+    return None
+
+
+def compare_modules(
+    model: Any,
+    *args: Any,
+    backend: str | Callable[..., Any] = "inductor",
+    tolerance: float | None = None,
+    compile_fn: Callable[[Any], Callable[..., Any]] | None = None,
+    **kwargs: Any,
+) -> Comparison:
+    """Where ``torch.compile(model, backend=backend)`` leaves eager's numbers on
+    ``model(*args, **kwargs)`` (see the module's doc). ``model`` is not changed.
+    ``compile_fn``: how to compile a module instead (a check variant's settings)."""
+    import torch
+
+    def compile_(module: Any) -> Callable[..., Any]:
+        return compile_fn(module) if compile_fn is not None else _compile(module, backend)
+
+    from pt2doctor.torchcompat.inductor import inductor_config_patch
+
+    dtypes = {str(t.dtype).removeprefix("torch.") for _, t in flatten_tensors((args, kwargs))
+              if t.is_floating_point()}  # fmt: skip
+    dtype = "bfloat16" if "bfloat16" in dtypes else "float16" if "float16" in dtypes else "float32"
+    tol = tolerance if tolerance is not None else default_tolerance(dtype, False, None)
+    name_of = backend if isinstance(backend, str) else getattr(backend, "__name__", "backend")
+    if compile_fn is not None:
+        name_of = getattr(compile_fn, "__name__", "the given compile")
+    reference = copy.deepcopy(model).double()
+    eager_calls: dict[str, _Call] = {}
+    fp64_calls: dict[str, _Call] = {}
+    with torch.no_grad():
+        with _recording(model, eager_calls):
+            eager_out = model(*args, **kwargs)
+        with _recording(reference, fp64_calls):
+            fp64_out = reference(*_fp64(args), **_fp64(kwargs))
+        _reset()
+        compiled_out = compile_(model)(*args, **kwargs)
+    whole = _worst("output", eager_out, compiled_out, fp64_out, tol)
+    result = Comparison(name_of, tol, not whole.passed, whole.as_dict())
+    if whole.passed:
+        return result
+    modules = dict(model.named_modules())
+    called = set(eager_calls)
+
+    def alone(name: str, patch: dict[str, Any] | None = None) -> ModuleCheck:
+        call, module = eager_calls[name], modules[name]
+        _reset()
+        with torch.no_grad(), inductor_config_patch(**(patch or {})):
+            out = compile_(module)(*call.args, **call.kwargs)
+        worst = _worst(name, call.output, out, fp64_calls[name].output, tol)
+        return ModuleCheck(name, type(module).__name__, not worst.passed, worst.as_dict())
+
+    def own_code(name: str, children: list[str]) -> bool:
+        """Whether ``name`` still fails compiled with each child's forward left eager."""
+        kept = [modules[child] for child in children]
+        disable: Callable[[Any], Any] = getattr(torch.compiler, "disable")  # noqa: B009
+        for child in kept:
+            child.forward = disable(child.forward)
+        try:
+            return alone(name).introduces
+        finally:
+            for child in kept:
+                del child.forward
+
+    node = ""
+    result.path.append(ModuleCheck("", type(model).__name__, True, whole.as_dict()))
+    while True:
+        children = sorted((n for n in called if n and _parent(n, called) == node),
+                          key=lambda n: eager_calls[n].order)  # fmt: skip
+        culprit = None
+        for child in children:
+            check = alone(child)
+            result.checked.append(check)
+            if check.introduces:
+                culprit = check
+                break
+        if culprit is None:
+            if children:
+                result.own_code = own_code(node, children)
+                result.fused = not result.own_code
+            break
+        result.path.append(culprit)
+        node = culprit.name
+    module = modules[node]
+    result.culprit, result.culprit_kind = node, type(module).__name__
+    result.culprit_source = _source(type(module))
+    if name_of == "inductor":
+        for knob, value in KNOBS:
+            result.knobs[knob] = not alone(node, {knob: value}).introduces
+    result.inherited, result.hooks_kept_failure = _inherited(model, compile_, args, kwargs,
+                                                             eager_calls, fp64_calls, tol)  # fmt: skip
+    if result.hooks_kept_failure is False:
+        result.notes.append("with the recording hooks on, the whole model passed: the hooks "
+                            "changed what was compiled (fusion); the search above does not "
+                            "use them")  # fmt: skip
+    _reset()
+    return result
+
+
+def _inherited(
+    model: Any,
+    compile_: Callable[[Any], Callable[..., Any]],
+    args: Any,
+    kwargs: Any,
+    eager_calls: dict[str, _Call],
+    fp64_calls: dict[str, _Call],
+    tol: float,
+) -> tuple[list[dict[str, Any]], bool]:
+    """The whole model compiled with the recording hooks on: each module's output against
+    eager's (what it inherited and introduced), and whether the model's output still fails."""
+    import torch
+
+    compiled_calls: dict[str, _Call] = {}
+    _reset()
+    with torch.no_grad(), _recording(model, compiled_calls):
+        out = compile_(model)(*args, **kwargs)
+    rows = []
+    for name, call in sorted(eager_calls.items(), key=lambda item: item[1].order):
+        seen = compiled_calls.get(name)
+        if seen is None or seen.output is None or not name:
+            continue
+        worst = _worst(name, call.output, seen.output, fp64_calls[name].output, tol)
+        rows.append({"module": name, "passed": worst.passed, **worst.as_dict()})
+    kept = not _worst("output", eager_calls[""].output, out, fp64_calls[""].output, tol).passed
+    return rows, kept
+
+
+def _compile(module: Any, backend: Any) -> Callable[..., Any]:
+    import torch
+
+    compiled: Callable[..., Any] = torch.compile(module, backend=backend)
+    return compiled
+
+
+def _reset() -> None:
+    """``torch.compiler.reset()``: every compile cache dropped (public API, untyped)."""
+    import torch
+
+    reset: Callable[[], None] = getattr(torch.compiler, "reset")  # noqa: B009
+    reset()
+
+
+def _source(cls: type) -> str | None:
+    try:
+        forward = cls.forward  # type: ignore[attr-defined]
+        file = inspect.getsourcefile(forward)
+        line = inspect.getsourcelines(forward)[1]
+    except (AttributeError, OSError, TypeError):
+        return None
+    return f"{file}:{line}" if file else None
