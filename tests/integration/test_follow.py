@@ -179,3 +179,41 @@ def test_the_events_are_metrics_in_a_textfile_and_on_a_port(
     finally:
         waiting.kill()
         server.wait(timeout=30)
+
+
+def test_watch_serves_the_compile_events_of_its_own_process_as_metrics() -> None:
+    """``pt2doctor.watch(metrics_port=N)``: a size recompile and a limit hit in this process,
+    scraped from the port while the watch runs; the port is closed after it."""
+    import socket
+    import time
+    import urllib.request
+
+    torch = pytest.importorskip("torch")
+    import pt2doctor
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    def step(x: Any, mode: str) -> Any:
+        return x + 1 if mode == "a" else x * len(mode)
+
+    torch.compiler.reset()
+    url = f"http://127.0.0.1:{port}/metrics"
+    with torch._dynamo.config.patch(recompile_limit=2), pt2doctor.watch(metrics_port=port) as w:
+        compiled = torch.compile(step, backend="eager")
+        for mode in ("a", "bb", "ccc", "dddd"):
+            compiled(torch.ones(3), mode)
+        scraped: dict[str, float] = {}
+        for _ in range(50):
+            with urllib.request.urlopen(url, timeout=2) as response:
+                scraped = _series(response.read().decode())
+            if scraped.get("pt2doctor_limit_hits_total"):
+                break
+            time.sleep(0.2)
+        frames = {f["function"]: f for f in w.report()["frames"]}
+    assert scraped["pt2doctor_compiles_total"] == frames["step"]["variants"] == 2
+    assert scraped["pt2doctor_recompiles_total"] == 1
+    assert scraped["pt2doctor_limit_hits_total"] == 1
+    with pytest.raises(OSError):
+        urllib.request.urlopen(url, timeout=2)

@@ -38,8 +38,12 @@ TRACE_FILE = "dedicated_log_torch_trace_watch.log"
 class Watch:
     """An in-process capture; use as a context manager (see :func:`watch`)."""
 
-    def __init__(self, out: Path | None = None, profile: int | None = None) -> None:
+    def __init__(
+        self, out: Path | None = None, profile: int | None = None, metrics_port: int | None = None
+    ) -> None:
         self._own_dir = out is None
+        self.metrics_port = metrics_port
+        self._live: _LiveExport | None = None
         self.profile_calls = profile
         self.dir = Path(tempfile.mkdtemp(prefix="pt2doctor-watch-")) if out is None else out
         self.manifest: Manifest = {}
@@ -65,6 +69,8 @@ class Watch:
                 kernel_profile=False,  # the kernels compiled here record no events of their own
             )
         install_torch_probes(self._recorder)
+        if self.metrics_port is not None:
+            self._live = _LiveExport(self.dir / "trace", self.metrics_port, self._stream)
         self.manifest = {
             "command": ["<watch>"],
             "start_time": time.time(),
@@ -82,6 +88,9 @@ class Watch:
         self._stop()
 
     def _stop(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
         if self._recorder is not None and self._recorder.window is not None:
             window = self._recorder.window
             window.guarded(lambda: window.close("exit"))
@@ -175,12 +184,51 @@ class Watch:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def watch(out: Path | None = None, profile: int | None = None) -> Watch:
+def watch(
+    out: Path | None = None, profile: int | None = None, metrics_port: int | None = None
+) -> Watch:
     """Capture torch.compile behaviour in this process: ``with pt2doctor.watch() as w: ...``.
     ``profile=N``: also profile N steady-state calls of the hot compiled graph, as ``run
     --profile`` does (``w.report()["profile"]``; generated kernels are timed together, as the
-    time each graph call spends outside its library and fallback ops)."""
-    return Watch(out, profile)
+    time each graph call spends outside its library and fallback ops). ``metrics_port=N``:
+    serve the compile events as OpenMetrics on port N while it watches (the ``metrics``
+    extra), as ``report --follow --metrics-port`` does."""
+    return Watch(out, profile, metrics_port)
+
+
+class _LiveExport:
+    """The watch's own trace file followed by a thread (trace/tail.py), its events counted
+    as metrics (report/metrics.py) and served on a port until the watch stops."""
+
+    def __init__(self, trace_dir: Path, port: int, stream: TextIO | None) -> None:
+        import threading
+
+        from pt2doctor.analysis.live import LiveState
+        from pt2doctor.report.metrics import LiveMetrics
+        from pt2doctor.trace.tail import Tail
+
+        self.metrics = LiveMetrics()
+        self.metrics.serve(port)
+        self.tail, self.state, self.stream = Tail(trace_dir), LiveState(), stream
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="pt2doctor-metrics", daemon=True)
+        self.thread.start()
+
+    def _read(self, final: bool = False) -> None:
+        if self.stream is not None and not self.stream.closed:
+            self.stream.flush()
+        for record in self.tail.flush() if final else self.tail.poll():
+            self.metrics.observe(record, self.state.feed(record), self.state)
+
+    def _run(self) -> None:
+        while not self.done.wait(0.2):
+            self._read()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join(timeout=5)
+        self._read(final=True)
+        self.metrics.close()
 
 
 def _describe_break(row: dict[str, Any]) -> str:

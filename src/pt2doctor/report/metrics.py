@@ -138,9 +138,16 @@ class LiveMetrics:
         from prometheus_client import start_http_server
 
         try:
-            start_http_server(port, registry=self.registry)
+            self._server = start_http_server(port, registry=self.registry)
         except OSError as error:
             raise UsageError(f"cannot serve metrics on port {port}: {error.strerror}") from error
+
+    def close(self) -> None:
+        """Stop serving (prometheus_client >= 0.17 returns its server)."""
+        server = getattr(self, "_server", None)
+        if isinstance(server, tuple) and server and hasattr(server[0], "shutdown"):
+            server[0].shutdown()
+            server[0].server_close()
 
     def write(self, path: Path) -> None:
         from prometheus_client import write_to_textfile
