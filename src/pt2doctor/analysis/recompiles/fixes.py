@@ -26,6 +26,7 @@ installed torch. Measured on torch 2.13 with ``backend="eager"``:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +82,30 @@ def _at(line: SourceLine | None) -> str:
         return ""
     code = f" (`{line.code.strip()}`)" if line.code else ""
     return f" at {line.file}:{line.line}{code}"
+
+
+def _specialized_again(row: Varying, explanation: FrameExplanation) -> Fix | None:
+    """A Python number that became dynamic, then an expression of it was made a constant
+    again (``3.0*running_avg == 4.47``: a use that needs a plain number, like clamp's
+    ``max=``, which Inductor's scalar pass could not keep symbolic): each new value compiles
+    again. A 0-d tensor is traced instead."""
+    if row.dynamic or row.kind != "value":
+        return None
+    base = next((other for other in explanation.outlook.varying if other.dynamic
+                 and other is not row and other.kind == "value"
+                 and re.search(rf"(?<![\w.]){re.escape(other.source)}(?![\w(])", row.source)),
+                None)  # fmt: skip
+    if base is None:
+        return None
+    first = _first_change(explanation, base.source)
+    line = first.installed_at if first is not None else None
+    where = f" (`{line.code}`, line {line.line})" if line is not None and line.code else ""
+    return Fix(
+        f"{base.source} became dynamic after one recompile, then `{row.source}` was made a "
+        f"constant again where the compiled code needs a plain number{where}: every new value "
+        f"compiles again. Pass it as a 0-d tensor (`torch.tensor({base.source})`): ops take a "
+        "tensor there (clamp's max, a multiplication), traced, with no guard on its value."
+    )
 
 
 def _first_change(explanation: FrameExplanation, source: str) -> SourceChange | None:
@@ -716,6 +741,11 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
         learning_rate = _learning_rate_fix(row)
         if learning_rate is not None:
             fixes.append(learning_rate)
+            continue
+        again = _specialized_again(row, explanation)
+        if again is not None:
+            if again not in fixes:
+                fixes.append(again)
             continue
         if row.dynamic and row.kind == "size":
             # The inputs that took the same sizes share this one fix (and symbol).
