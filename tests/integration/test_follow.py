@@ -217,3 +217,15 @@ def test_watch_serves_the_compile_events_of_its_own_process_as_metrics() -> None
     assert scraped["pt2doctor_limit_hits_total"] == 1
     with pytest.raises(OSError):
         urllib.request.urlopen(url, timeout=2)
+
+
+def test_run_live_explains_the_events_on_stderr_while_the_program_runs(doctor_run: Any) -> None:
+    """``run --live`` (on by default at a terminal): the recompiles and the limit hit of
+    limit_hit.py on stderr as they happen, before the report; ``--no-live`` says nothing."""
+    live = doctor_run("live_limit_hit", ["--live", "--backend", "eager"], "../limit_hit")
+    quiet = doctor_run("no_live_limit_hit", ["--no-live", "--backend", "eager"], "../limit_hit")
+    lines = [line for line in live.stderr.splitlines() if line.startswith("pt2doctor: ")]
+    assert sum(" recompile step (" in line for line in lines) == 2
+    assert any("recompile limit hit: step (" in line for line in lines)
+    assert live.stderr.index("recompile limit hit") < live.stderr.index("What to do first")
+    assert "recompile limit hit: step (" not in quiet.stderr

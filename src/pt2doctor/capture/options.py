@@ -14,7 +14,8 @@ from typing import Any, Literal, cast
 from pt2doctor.capture.launch import Launch
 from pt2doctor.trace.types import Manifest
 
-Kind = Literal["choice", "positive_float", "nonnegative_float", "positive_int", "flag"]
+Kind = Literal["choice", "positive_float", "nonnegative_float", "positive_int", "flag", "switch"]
+"""``switch``: ``--name/--no-name``, unset (None) when neither is given."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +64,9 @@ class RunOptions:
     profile_seconds: float | None = _setting(None, None, Flag(
         "--profile-seconds", "positive_float", "With --profile: close the window after S "
         "seconds (default 30)."))  # fmt: skip
+    live: bool | None = _setting(None, None, Flag(
+        "--live", "switch", "Explain each recompile, limit hit, new break site and failed "
+        "compile on stderr as it happens (default: when stderr is a terminal)."))  # fmt: skip
     try_fix: dict[str, Any] | None = None
     """A fix the child applies to the program (``--try-fixes``: torchcompat/apply.py)."""
     quiet: bool = False

@@ -152,6 +152,45 @@ def remove_empty_fault_logs(out: Path) -> None:
                 log.unlink()
 
 
+def _live_on(options: RunOptions) -> bool:
+    if options.quiet:
+        return False
+    return options.live if options.live is not None else sys.stderr.isatty()
+
+
+class _Live:
+    """``run --live``: the run's own TORCH_TRACE followed by a thread while the program runs
+    (trace/tail.py), each notable event explained on stderr as it happens
+    (analysis/live.py), between the program's own lines."""
+
+    def __init__(self, trace_dir: Path) -> None:
+        import threading
+
+        from pt2doctor.analysis.live import LiveState
+        from pt2doctor.trace.tail import Tail
+
+        self.tail, self.state = Tail(trace_dir), LiveState()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="pt2doctor-live", daemon=True)
+        self.thread.start()
+
+    def _show(self, final: bool = False) -> None:
+        for record in self.tail.flush() if final else self.tail.poll():
+            for event in self.state.feed(record):
+                if event.kind != "compile":
+                    sys.stderr.write(f"pt2doctor: {event.line().strip()}\n")
+                    sys.stderr.flush()
+
+    def _run(self) -> None:
+        while not self.done.wait(0.5):
+            self._show()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join(timeout=5)
+        self._show(final=True)
+
+
 def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> Manifest:
     """Run ``options.command``; return the completed manifest (also written to the run dir)."""
     if not options.command:
@@ -196,9 +235,12 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
         _tee(process.stdout, sinks[0], options.out / STDOUT_LOG),
         _tee(process.stderr, sinks[1], options.out / "stderr.log"),
     ]
+    live = _Live(options.out / "trace") if _live_on(options) else None
     stopped_by = _wait(process, options.timeout)
     for pump in pumps:
         pump.join(timeout=5)
+    if live is not None:
+        live.stop()
     returncode = process.returncode
     manifest["end_time"] = clock()
     manifest["exit_code"] = returncode if returncode >= 0 else None

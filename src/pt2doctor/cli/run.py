@@ -59,6 +59,10 @@ def run_options(command: Callable[..., Any]) -> Callable[..., Any]:
     for name, flag in reversed(flagged()):
         if flag.kind == "flag":
             command = click.option(flag.name, name, is_flag=True, help=flag.help)(command)
+        elif flag.kind == "switch":
+            negative = f"--no-{flag.name.removeprefix('--')}"
+            command = click.option(f"{flag.name}/{negative}", name, default=None,
+                                   help=flag.help)(command)  # fmt: skip
         elif flag.kind == "choice":
             choice = click.Choice(list(flag.choices))
             command = click.option(flag.name, name, type=choice, help=flag.help)(command)
