@@ -344,3 +344,31 @@ def test_a_users_own_profiler_loop_gets_the_analysis_run_profile_gives(
     profile_codes.discard("compiled_slower_than_eager")
     assert codes == {f["code"] for f in grad["findings"]} & profile_codes
     assert "autograd_in_inference" in codes
+
+
+@pytest.mark.corpus
+def test_a_run_directory_whose_profile_is_a_gpu_trace_gets_its_device_side(
+    grad: dict[str, Any], tmp_path: Path
+) -> None:
+    """A run directory whose profile/trace.json holds a GPU trace (here one recorded by others
+    on an A100, put in place of this CPU run's): ``report RUN_DIR`` gives profile.device and
+    the device findings, its counts the trace's own."""
+    import gzip
+    import shutil
+
+    from conftest import CORPUS_DIR
+
+    source = CORPUS_DIR / "gpu-profiles" / "a100_compiled_train_cudagraphs.json.gz"
+    run_dir = tmp_path / "run"
+    shutil.copytree(grad["_dir"], run_dir)
+    trace = run_dir / "profile" / "trace.json"
+    with gzip.open(source) as stream:
+        raw = stream.read()
+    trace.write_bytes(raw)
+    assert main(["report", str(run_dir), "--json", str(tmp_path / "r.json")]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    device = report["profile"]["device"]
+    kernels = sum(1 for e in json.loads(raw)["traceEvents"] if e.get("cat") == "kernel")
+    assert device["kernels"] == kernels and device["graph_launches"] == 70
+    codes = {f["code"] for f in report["findings"]}
+    assert {"dtoh_sync", "cudagraphs", "exposed_communication"} <= codes

@@ -95,4 +95,6 @@ def profile_section(result: ProfileResult) -> dict[str, Any]:
         return {"available": False, "error": result.error, "trace_file": result.trace_file}
     section = _section(result.view, result.trace_file or "", result.window, result.names)
     section["notes"] = list(result.notes)
+    if result.device is not None:  # a GPU run: the window's device side
+        section["device"] = result.device.as_dict()
     return section

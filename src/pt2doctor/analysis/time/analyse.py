@@ -14,6 +14,8 @@ from pt2doctor.analysis.findings.trace_findings import frame_where, resume_label
 from pt2doctor.analysis.recompiles.frame_names import display_name
 from pt2doctor.analysis.recompiles.ledger import Ledger
 from pt2doctor.analysis.text import counted
+from pt2doctor.analysis.time.device import DEVICE_CATEGORIES, DeviceProfile, device_profile
+from pt2doctor.analysis.time.device_findings import device_findings
 from pt2doctor.analysis.time.findings import BreakContext, profile_findings
 from pt2doctor.analysis.time.owners import eager_owners
 from pt2doctor.analysis.time.profile import ProfileView, profile_view, profiler_steps
@@ -46,6 +48,8 @@ class ProfileResult:
     """Compile id -> the name of its frame, as the user knows it."""
     notes: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    device: DeviceProfile | None = None
+    """The window's device side, when the trace has device events (a GPU run)."""
 
     def break_cost_ms(self, site: GraphBreakSite) -> float | None:
         """A break site's measured time per call of the hot loop (None: not in the window)."""
@@ -131,7 +135,24 @@ def profile_analysis(
     findings = profile_findings(view, names, skipped, device, context, owners)
     cached = sum(1 for e in ledger.compiles if e.record.cache.get("fx_graph") == "hit")
     notes = _notes(view, window, device, cached)
-    return ProfileResult(capture.path, window, view, None, names, notes, findings)
+    gpu = _device_side(capture.trace, capture.path, findings)
+    return ProfileResult(capture.path, window, view, None, names, notes, findings, gpu)
+
+
+def _device_side(
+    trace: ChromeTrace, path: str | None, findings: list[Finding]
+) -> DeviceProfile | None:
+    """The device side of a GPU run's window (analysis/time/device.py), its findings added
+    to ``findings`` (the device's library_bound replaces the host's: on a GPU the library
+    kernels' share is device time)."""
+    if not any(c in DEVICE_CATEGORIES for c in trace.categories):
+        return None
+    gpu = device_profile(trace, path or "profile/trace.json")
+    found = device_findings(gpu)
+    if any(f.code == "library_bound" for f in found):
+        findings[:] = [f for f in findings if f.code != "library_bound"]
+    findings += found
+    return gpu
 
 
 def trace_analysis(trace: ChromeTrace, path: str) -> ProfileResult:
