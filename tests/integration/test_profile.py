@@ -365,6 +365,14 @@ def test_a_run_directory_whose_profile_is_a_gpu_trace_gets_its_device_side(
     with gzip.open(source) as stream:
         raw = stream.read()
     trace.write_bytes(raw)
+    # And its TORCH_TRACE says why CUDA graphs were skipped for its first compile (the field
+    # torch writes; null on this CPU run).
+    reason = "skipping cudagraphs due to mutated inputs (1 instances)"
+    (log,) = (run_dir / "trace").glob("*.log")
+    text = log.read_text()
+    assert '"cudagraph_skip_reason": null' in text
+    log.write_text(text.replace('"cudagraph_skip_reason": null',
+                                json.dumps({"cudagraph_skip_reason": reason})[1:-1], 1))  # fmt: skip
     assert main(["report", str(run_dir), "--json", str(tmp_path / "r.json")]) == 0
     report = json.loads((tmp_path / "r.json").read_text())
     device = report["profile"]["device"]
@@ -372,3 +380,5 @@ def test_a_run_directory_whose_profile_is_a_gpu_trace_gets_its_device_side(
     assert device["kernels"] == kernels and device["graph_launches"] == 70
     codes = {f["code"] for f in report["findings"]}
     assert {"dtoh_sync", "cudagraphs", "exposed_communication"} <= codes
+    (graphs,) = [f for f in report["findings"] if f["code"] == "cudagraphs"]
+    assert any(e.endswith(f"CUDA graphs skipped: {reason}") for e in graphs["evidence"])

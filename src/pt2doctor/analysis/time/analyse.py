@@ -135,12 +135,14 @@ def profile_analysis(
     findings = profile_findings(view, names, skipped, device, context, owners)
     cached = sum(1 for e in ledger.compiles if e.record.cache.get("fx_graph") == "hit")
     notes = _notes(view, window, device, cached)
-    gpu = _device_side(capture.trace, capture.path, findings)
+    no_graphs = {e.compile_id: e.record.cudagraph_skip_reason for e in ledger.compiles
+                 if e.record.cudagraph_skip_reason}  # fmt: skip
+    gpu = _device_side(capture.trace, capture.path, findings, no_graphs)
     return ProfileResult(capture.path, window, view, None, names, notes, findings, gpu)
 
 
 def _device_side(
-    trace: ChromeTrace, path: str | None, findings: list[Finding]
+    trace: ChromeTrace, path: str | None, findings: list[Finding], skipped: dict[str, str]
 ) -> DeviceProfile | None:
     """The device side of a GPU run's window (analysis/time/device.py), its findings added
     to ``findings`` (the device's library_bound replaces the host's: on a GPU the library
@@ -148,7 +150,7 @@ def _device_side(
     if not any(c in DEVICE_CATEGORIES for c in trace.categories):
         return None
     gpu = device_profile(trace, path or "profile/trace.json")
-    found = device_findings(gpu)
+    found = device_findings(gpu, skipped)
     if any(f.code == "library_bound" for f in found):
         findings[:] = [f for f in findings if f.code != "library_bound"]
     findings += found

@@ -45,14 +45,15 @@ def _where_said(site: SyncSite) -> str:
     return f"{' '.join(parts)}, {site.where}: {_ms(site.us)}"
 
 
-def device_findings(profile: DeviceProfile) -> list[Finding]:
-    """Every device finding of one trace."""
+def device_findings(profile: DeviceProfile, skipped: dict[str, str] | None = None) -> list[Finding]:
+    """Every device finding of one trace; ``skipped``: compile id -> why Inductor skipped CUDA
+    graphs for it, from a TORCH_TRACE beside the trace (a run directory's)."""
     if not profile.device_events:
         return []
     return [
         *_dtoh_sync(profile),
         *_launch_bound(profile),
-        *_cudagraphs(profile),
+        *_cudagraphs(profile, skipped or {}),
         *_exposed_communication(profile),
         *_library_bound(profile),
         *_tf32_off(profile),
@@ -166,13 +167,13 @@ def _launch_bound(profile: DeviceProfile) -> list[Finding]:
     return found
 
 
-def _cudagraphs(profile: DeviceProfile) -> list[Finding]:
+def _cudagraphs(profile: DeviceProfile, skipped: dict[str, str]) -> list[Finding]:
     many = [
         r
         for r in _compiled(profile)
         if not r.graph_launches and r.kernels / r.calls >= MANY_KERNELS
     ]
-    if not profile.graph_launches and not many:
+    if not profile.graph_launches and not many and not skipped:
         return []
     evidence = [
         f"{r.label}: {r.graph_launches} replays, {r.graph_kernels} kernels replayed "
@@ -184,6 +185,9 @@ def _cudagraphs(profile: DeviceProfile) -> list[Finding]:
         f"{r.label}: {r.kernels / r.calls:.0f} kernels per call launched one by one (no CUDA graph)"
         for r in many
     ]
+    evidence += [
+        f"compile {cid}: CUDA graphs skipped: {why}" for cid, why in sorted(skipped.items())
+    ]
     if profile.graph_launches:
         title = (
             f"CUDA graphs replayed {profile.graph_launches} times ({profile.graph_kernels} kernels)"
@@ -192,6 +196,14 @@ def _cudagraphs(profile: DeviceProfile) -> list[Finding]:
             "Each replay runs a captured region in one launch. Kernels a region still "
             "launches one by one are outside its graph (a graph break, a dynamic shape, an "
             "op CUDA graphs skip: the TORCH_TRACE names the skip reason)."
+        )
+    elif skipped and not many:
+        title = f"CUDA graphs skipped for {len(skipped)} compile(s): {next(iter(skipped.values()))}"
+        advice = (
+            'mode="reduce-overhead" asked for CUDA graphs and Inductor did not use them, for '
+            "the reason it logged: remove what it names (a CPU op or input, an input mutated "
+            "in place, dynamic shapes: pad to a few sizes or mark them static) and the region "
+            "is replayed in one launch."
         )
     else:
         title = (
