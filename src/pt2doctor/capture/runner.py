@@ -159,36 +159,26 @@ def _live_on(options: RunOptions) -> bool:
 
 
 class _Live:
-    """``run --live``: the run's own TORCH_TRACE followed by a thread while the program runs
+    """``run --live``: the run's own TORCH_TRACE followed while the program runs
     (trace/tail.py), each notable event explained on stderr as it happens
     (analysis/live.py), between the program's own lines."""
 
     def __init__(self, trace_dir: Path) -> None:
-        import threading
-
         from pt2doctor.analysis.live import LiveState
-        from pt2doctor.trace.tail import Tail
+        from pt2doctor.trace.tail import TailThread
 
-        self.tail, self.state = Tail(trace_dir), LiveState()
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="pt2doctor-live", daemon=True)
-        self.thread.start()
+        self.state = LiveState()
+        self.follower = TailThread(trace_dir, self._show, name="pt2doctor-live")
 
-    def _show(self, final: bool = False) -> None:
-        for record in self.tail.flush() if final else self.tail.poll():
+    def _show(self, records: list[Any]) -> None:
+        for record in records:
             for event in self.state.feed(record):
                 if event.kind != "compile":
                     sys.stderr.write(f"pt2doctor: {event.line().strip()}\n")
                     sys.stderr.flush()
 
-    def _run(self) -> None:
-        while not self.done.wait(0.5):
-            self._show()
-
     def stop(self) -> None:
-        self.done.set()
-        self.thread.join(timeout=5)
-        self._show(final=True)
+        self.follower.stop()
 
 
 def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> Manifest:

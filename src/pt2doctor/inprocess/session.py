@@ -201,33 +201,25 @@ class _LiveExport:
     as metrics (report/metrics.py) and served on a port until the watch stops."""
 
     def __init__(self, trace_dir: Path, port: int, stream: TextIO | None) -> None:
-        import threading
-
         from pt2doctor.analysis.live import LiveState
         from pt2doctor.report.metrics import LiveMetrics
-        from pt2doctor.trace.tail import Tail
+        from pt2doctor.trace.tail import TailThread
 
         self.metrics = LiveMetrics()
         self.metrics.serve(port)
-        self.tail, self.state, self.stream = Tail(trace_dir), LiveState(), stream
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="pt2doctor-metrics", daemon=True)
-        self.thread.start()
+        self.state, self.stream = LiveState(), stream
+        self.follower = TailThread(trace_dir, self._count, 0.2, self._flush, "pt2doctor-metrics")
 
-    def _read(self, final: bool = False) -> None:
+    def _flush(self) -> None:
         if self.stream is not None and not self.stream.closed:
             self.stream.flush()
-        for record in self.tail.flush() if final else self.tail.poll():
+
+    def _count(self, records: list[Any]) -> None:
+        for record in records:
             self.metrics.observe(record, self.state.feed(record), self.state)
 
-    def _run(self) -> None:
-        while not self.done.wait(0.2):
-            self._read()
-
     def stop(self) -> None:
-        self.done.set()
-        self.thread.join(timeout=5)
-        self._read(final=True)
+        self.follower.stop()
         self.metrics.close()
 
 

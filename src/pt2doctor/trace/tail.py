@@ -11,6 +11,7 @@ records) resolve stack file names per file, as the full reader does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,3 +154,44 @@ def _last_envelope_start(buffer: bytes) -> int:
         if newline + 1 < len(buffer) and buffer[newline + 1 : newline + 2] != b"\t":
             return newline + 1
         index = newline
+
+
+class TailThread:
+    """A :class:`Tail` polled by a daemon thread every ``interval_s``, each batch of records
+    handed to ``handle`` (``run --live``'s stderr lines, ``watch``'s metrics); :meth:`stop`
+    hands over what is left, the last record too. ``before``: called before each read (a
+    writer's flush)."""
+
+    def __init__(
+        self,
+        path: Path,
+        handle: Callable[[list[LiveRecord]], None],
+        interval_s: float = 0.5,
+        before: Callable[[], None] | None = None,
+        name: str = "pt2doctor-tail",
+    ) -> None:
+        import threading
+
+        self.tail, self.handle, self.interval_s, self.before = (
+            Tail(path),
+            handle,
+            interval_s,
+            before,
+        )
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+
+    def _read(self, final: bool = False) -> None:
+        if self.before is not None:
+            self.before()
+        self.handle(self.tail.flush() if final else self.tail.poll())
+
+    def _run(self) -> None:
+        while not self.done.wait(self.interval_s):
+            self._read()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join(timeout=5)
+        self._read(final=True)
