@@ -91,21 +91,11 @@ def _read_all(paths: list[Path]) -> list[TraceRead]:
 
 
 def _finding_row(finding: Any, trace: str) -> dict[str, Any]:
-    subject = finding.subject
-    finding.subject = Subject(subject.kind, subject.name, stream=trace)
-    row: dict[str, Any] = {
-        "severity": finding.severity,
-        "code": finding.code,
-        "title": finding.title,
-        "advice": finding.advice,
-        "evidence": finding.evidence,
-        "subject": finding.subject.as_json(),
-    }
-    if finding.facts:
-        row["facts"] = dict(finding.facts)
-    if finding.saves_ms is not None:
-        row["saves_ms"] = finding.saves_ms
-    return row
+    """report/schema.py's row, its subject naming the trace it came from."""
+    from pt2doctor.report.schema import finding_row
+
+    finding.subject = Subject(finding.subject.kind, finding.subject.name, stream=trace)
+    return dict(finding_row(finding))
 
 
 def build_device_report(path: Path) -> dict[str, Any]:

@@ -303,7 +303,8 @@ def _failure(failure: FailureEntry) -> Failure:
     }
 
 
-def _finding(finding: Finding) -> types.Finding:
+def finding_row(finding: Finding) -> types.Finding:
+    """One finding as report.json writes it (every report kind that has findings)."""
     row: types.Finding = {
         "severity": finding.severity,
         "code": finding.code,
@@ -401,7 +402,7 @@ def assemble_report(analysis: RunAnalysis) -> RunReport:
         "environment": dict(sorted(analysis.environment.items())),
         "summary": _summary(run, ledger, sites, analysis.outcome),
         "plan": [_plan_item(item) for item in plan(findings)],
-        "findings": [_finding(f) for f in findings],
+        "findings": [finding_row(f) for f in findings],
         "graph_breaks": [_graph_break(site) for site in sites],
         "frames": [_frame(f, e) for f, e in zip(ledger.frames, analysis.explanations, strict=True)],
         "compiles": [

@@ -45,7 +45,7 @@ def rank_from_filename(path: Path) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _resolve_stack(frames: Any, strings: dict[int, str]) -> None:
+def resolve_stack(frames: Any, strings: dict[int, str]) -> None:
     """Replace interned file-name indexes in a list of stack frames, in place."""
     if not isinstance(frames, list):
         return
@@ -211,8 +211,8 @@ class _FileReader:
         if kind not in KNOWN_KINDS:
             stats.unknown_kinds[kind] += 1
         if isinstance(meta, dict) and ("stack" in meta or "user_stack" in meta):
-            _resolve_stack(meta.get("stack"), self.strings)
-            _resolve_stack(meta.get("user_stack"), self.strings)
+            resolve_stack(meta.get("stack"), self.strings)
+            resolve_stack(meta.get("user_stack"), self.strings)
         return kind, meta
 
     def _payload(

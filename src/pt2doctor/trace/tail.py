@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from pt2doctor.trace.reader import GLOG_PREFIX
+from pt2doctor.trace.reader import GLOG_PREFIX, resolve_stack
 
 _ENVELOPE_KEYS = frozenset(
     {"frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "rank", "has_payload",
@@ -133,10 +133,8 @@ class Tail:
                 state.strings[meta[1]] = str(meta[0])
             return None
         if isinstance(meta, dict):
-            for key in ("stack", "user_stack"):
-                for frame in meta.get(key) or []:
-                    if isinstance(frame, dict) and isinstance(frame.get("filename"), int):
-                        frame["filename"] = state.strings.get(frame["filename"], "?")
+            resolve_stack(meta.get("stack"), state.strings)
+            resolve_stack(meta.get("user_stack"), state.strings)
         frame, compile = envelope.get("frame_id"), envelope.get("frame_compile_id")
         cid = f"{frame}/{compile}" if isinstance(frame, int) and isinstance(compile, int) else None
         text = b"\n".join(payload).decode("utf-8", "replace") if payload else None
