@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from test_ablate import ABLATE_DIR, ablate, run_copied_repro
 
+FAILURES = ABLATE_DIR.parent / "failures"
+
 pytestmark = pytest.mark.torch_run
 
 
@@ -147,3 +149,42 @@ def test_script_mode_names_a_raising_user_pass_and_its_repro_sets_it(
     assert "verified" not in repro  # script mode honours --no-verify-repro
     copied = run_copied_repro(report, tmp_path, run_env)
     assert copied.returncode == 1 and "channels_last_prep_pass" in copied.stdout, copied.stderr
+
+
+def test_bf16_one_pass_variance_in_script_mode_is_precision_by_design(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """Script mode tries case mode's precision toggle (issue 39): the Inductor rung's graphs
+    compute in bfloat16, so the rung runs once more with emulate_precision_casts=True, and
+    the accuracy check then passes: by design, not a compiler bug. The program's graphs draw
+    no random numbers, so fallback_random is not tried."""
+    saved = tmp_path / "saved"
+    check = f"{sys.executable} {FAILURES / 'check_saved.py'} {saved}"
+    report, done = ablate(tmp_path, run_env, "--no-verify-repro", "--accuracy-check", check,
+                          "--", sys.executable, str(ABLATE_DIR / "bf16_variance_script.py"),
+                          str(saved))  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert [row["status"] for row in report["ladder"]] == ["ok", "ok", "ok", "diverged"]
+    toggles = {t["name"]: t["status"] for t in report["toggles"]}
+    assert toggles == {"emulate_precision_casts=True": "ok"}, report["toggles"]
+    user = assert_user_side(report, "precision")
+    assert "emulate_precision_casts" in user["fix"] and "not a bug" in user["fix"]
+
+
+def test_case_mode_names_the_gap_the_rmse_rule_accepted(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """The same one-pass variance as a case: eager's bfloat16 rounding is further from float64
+    than compiled is, so every rung passes, and the verdict says how large the elementwise gap
+    it accepted was (the worst tensor's own numbers) instead of 'matches eager' alone."""
+    report, done = ablate(tmp_path, run_env, str(ABLATE_DIR / "bf16_variance.py"),
+                          "--no-bisect", "--no-verify-repro")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    inductor = report["ladder"][-1]
+    worst = inductor["worst"]
+    assert inductor["status"] == "ok" and worst["rule"] == "rmse", inductor
+    assert worst["max_abs_error"] > inductor["tolerance"] and worst["rmse_ratio"] <= 1.0
+    sentence = report["conclusion"]["sentence"]
+    assert sentence.startswith("No layer fails")
+    assert f"up to {worst['max_abs_error']:.3g} at the 'inductor' rung" in sentence, sentence
+    assert "RMSE rule" in sentence

@@ -225,3 +225,25 @@ def test_diff_of_a_check_report_with_a_run_report_is_an_error(capsys):
     err = capsys.readouterr().err
     assert rc == 2
     assert err.startswith("pt2doctor: error: cannot diff a check report") and err.count("\n") == 1
+
+
+def test_a_model_that_mutates_its_input_gets_a_note(tmp_path, run_env) -> None:
+    """mutates_input.py scales its input in place: under aot_eager (functionalized: compiled
+    code writes the input back with its own copy) the input's value after the call is one
+    more compared tensor, equal to eager's, and the cell notes the mutation; the twin that
+    scales out of place has neither (issue 39)."""
+    out = check(tmp_path, run_env, "run", "mutates_input.py", "--backend", "aot_eager", *QUICK)
+    report = json.loads((out / "report.json").read_text())
+    cells = {c["id"]: c for c in report["cells"]}
+    for mode in ("eval", "train"):
+        mutating = cells[f"net/b4/{mode}/in_place=True"]
+        entry = mutating["variants"]["default"]
+        assert entry["mutated_inputs"] == ["input.0"]
+        (row,) = [t for t in entry["tensors"] if t["name"] == "mutated input.0"]
+        assert row["passed"] and row["shape"] == [4, 16], row
+        assert [n for n in mutating["notes"] if "mutates input.0 in place" in n], mutating
+        plain = cells[f"net/b4/{mode}/in_place=False"]
+        assert plain["variants"]["default"]["mutated_inputs"] == []
+        assert not [n for n in plain["notes"] if "mutates" in n]
+    assert "mutates input.0 in place" in (out / "report.html").read_text()
+    assert "mutates input.0" in (out / "stdout.txt").read_text()  # the notes column wraps

@@ -202,6 +202,27 @@ def error_numbers(outcome: dict[str, Any]) -> str:
     return str(outcome.get("error") or "")
 
 
+def accepted_gap(rungs: Sequence[dict[str, Any]]) -> str:
+    """Where a passing rung's worst tensor failed allclose and passed by the RMSE rule (compiled
+    no further from float64 than eager is), the gap that was accepted, in a sentence: a large
+    elementwise error is never passed over in silence. '' when there is none."""
+    accepted = [
+        (rung, rung["worst"]) for rung in rungs
+        if rung.get("status") == "ok" and (rung.get("worst") or {}).get("rule") == "rmse"
+    ]  # fmt: skip
+    if not accepted:
+        return ""
+    rung, worst = max(accepted, key=lambda pair: pair[1].get("max_abs_error") or 0.0)
+    ratio = worst.get("rmse_ratio")
+    versus = f" ({ratio:.2f}x eager's)" if isinstance(ratio, (int, float)) else ""
+    return (
+        f" The largest difference accepted: {worst['name']} differs from eager by up to "
+        f"{worst['max_abs_error']:.3g} at the {rung['backend']!r} rung (allclose at tolerance "
+        f"{rung.get('tolerance')} fails), passed by the RMSE rule: compiled is no further from "
+        f"the float64 reference than eager{versus}."
+    )
+
+
 def conclusion(
     rungs: Sequence[dict[str, Any]],
     module: str | None,
@@ -234,6 +255,7 @@ def conclusion(
             else "No layer crashes: the command exits 0 under every rung. Its outputs were not "
             "compared: --accuracy-check CMD says whether they match."
         )
+        sentence += accepted_gap(rungs)
         return {
             "layer": None, "failure": None, "category": None, "sentence": sentence,
             "user_side": None,

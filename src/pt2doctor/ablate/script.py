@@ -37,6 +37,7 @@ from pt2doctor.capture.runner import child_env
 from pt2doctor.errors import UsageError
 from pt2doctor.rundir.read import load_probes
 from pt2doctor.trace.messages import error_line, stopped_at
+from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import ProbeData
 from pt2doctor.workers import Deadlines, supervise
 
@@ -255,6 +256,12 @@ def ablate_script(
         lambda why: [{"name": "without user hooks", "backend": "inductor", "status": "error",
                       "error": why}],
     )  # fmt: skip
+    pieces["toggles"] += guarded(
+        "numerics toggles",
+        lambda: _numerics_toggles(command, failing, out, timeout, check, progress),
+        lambda why: [{"name": "numerics toggles", "backend": "inductor", "status": "error",
+                      "error": why}],
+    )  # fmt: skip
     pieces["hooks"] = failing.get("hooks") or []
     if repro:
         pieces["repro"] = guarded(
@@ -353,6 +360,52 @@ def _without_hooks(
     return [{"name": "without user hooks", "backend": "inductor", **outcome}]
 
 
+_LOW_PRECISION = lazy_compile(r"\b(?:bf16|f16)\[|torch\.(?:bfloat16|float16)\b")
+_RANDOM_OPS = lazy_compile(
+    r"\b(?:native_dropout|bernoulli_?|inductor_random|inductor_seeds|rand_like|randn_like|"
+    r"rand|randn|randint|multinomial)\b"
+)
+NUMERICS_TOGGLES = (
+    ("emulate_precision_casts=True", "emulate-precision",
+     "torch._inductor.config.emulate_precision_casts", _LOW_PRECISION),
+    ("fallback_random=True", "fallback-random", "torch._inductor.config.fallback_random",
+     _RANDOM_OPS),
+)  # fmt: skip
+"""Case mode's RNG and precision toggles for a program: (name, folder, config, what in the
+failing rung's graphs makes the toggle worth a run)."""
+
+
+def _numerics_toggles(
+    command: list[str],
+    failing: dict[str, Any],
+    out: Path,
+    timeout: float,
+    check: str | None,
+    progress: Callable[[str], None] | None,
+) -> list[dict[str, Any]]:
+    """For wrong numbers at the Inductor rung, the toggles case mode tries: the rung once more
+    with ``emulate_precision_casts=True`` when its graphs compute in bfloat16 or float16, and
+    with ``fallback_random=True`` when they draw random numbers (the graphs as torch logged
+    them in the rung's TORCH_TRACE). A toggle under which the accuracy check passes makes the
+    divergence by design (analysis/userside toggle_verdict), as in case mode."""
+    if failing["status"] != "diverged" or failing["backend"] != "inductor":
+        return []
+    text = _trace_text(rung_dir(out, failing) / "trace")
+    found = []
+    for name, folder, key, wanted in NUMERICS_TOGGLES:
+        if not wanted.search(text):
+            continue
+        if progress:
+            progress(f"inductor with {name}")
+        fix = {"label": name, "config": {key: True}, "marks": [], "compile": {}}
+        outcome = script_rung(command, "inductor", out / "toggles" / folder, timeout, check,
+                              extra_env={TRY_FIX_ENV: json.dumps(fix)},
+                              forced=failing.get("dir") != AS_WRITTEN)  # fmt: skip
+        outcome.pop("backend", None)
+        found.append({"name": name, "backend": "inductor", **outcome})
+    return found
+
+
 def _without_fullgraph(
     command: list[str],
     failing: dict[str, Any],
@@ -372,11 +425,15 @@ def _without_fullgraph(
     return [{"name": "fullgraph=False", "backend": failing["backend"], **outcome}]
 
 
-def _custom_ops_in_trace(trace: Path) -> list[str]:
-    """The custom ops (``ns.op``, torch's namespaces left out) the rung's graphs name."""
-    text = "".join(
+def _trace_text(trace: Path) -> str:
+    return "".join(
         log.read_text(encoding="utf-8", errors="replace") for log in sorted(trace.glob("*.log"))
     )
+
+
+def _custom_ops_in_trace(trace: Path) -> list[str]:
+    """The custom ops (``ns.op``, torch's namespaces left out) the rung's graphs name."""
+    text = _trace_text(trace)
     return [name.removeprefix("torch.ops.") for name in custom_ops_named(text)]
 
 

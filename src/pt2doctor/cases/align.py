@@ -97,13 +97,55 @@ def run_cell(
     kwargs = apply_layout(built.kwargs, cell.layout)
     if not autocast:  # the fp64 reference
         inputs, kwargs = to_fp64(inputs), to_fp64(kwargs)
+    before = _input_tensors(inputs, kwargs)
+    snapshot = [(name, tensor.clone()) for name, tensor in before]
     torch.manual_seed(case.seed)
     if not cell.train:
         with call_context(cell, autocast):
-            return dict(flatten_tensors(model(*inputs, **kwargs)))
-    if built.loss is None or not isinstance(model, torch.nn.Module):
+            results = dict(flatten_tensors(model(*inputs, **kwargs)))
+    elif built.loss is None or not isinstance(model, torch.nn.Module):
         raise ValueError("a training cell needs an nn.Module model and Built.loss")
-    return _train_steps(built, model, cell, case.steps, (inputs, kwargs), autocast)
+    else:
+        results = _train_steps(built, model, cell, case.steps, (inputs, kwargs), autocast)
+    # An input the model changed in place: its value after the call is a result too (compiled
+    # code must write the same value back), named so the notes can say the model mutates it.
+    after = dict(before)
+    for name, old in snapshot:
+        if not _same_values(old, after[name]):
+            results[f"{MUTATED}{name}"] = after[name].detach().clone()
+    return results
+
+
+MUTATED = "mutated "
+"""Prefix of a result that is an input's value after the call (the model changed it)."""
+
+
+def _input_tensors(inputs: Any, kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The call's input tensors by name (``input.0``, ``input.mask``), not detached: the
+    model's in-place writes show in them."""
+    import torch
+
+    def walk(value: Any, prefix: str) -> list[tuple[str, Any]]:
+        if isinstance(value, torch.Tensor):
+            return [(prefix, value)]
+        if isinstance(value, (list, tuple)):
+            return [pair for i, item in enumerate(value) for pair in walk(item, f"{prefix}.{i}")]
+        if isinstance(value, dict):
+            return [pair for key, item in value.items() for pair in walk(item, f"{prefix}.{key}")]
+        return []
+
+    return walk(list(inputs), "input") + walk(kwargs, "input")
+
+
+def _same_values(old: Any, new: Any) -> bool:
+    import torch
+
+    if old.shape != new.shape or old.dtype != new.dtype:
+        return False
+    if old.is_floating_point() or old.is_complex():
+        return bool(torch.equal(old, new.detach()) or torch.allclose(
+            old, new.detach(), rtol=0.0, atol=0.0, equal_nan=True))  # fmt: skip
+    return bool(torch.equal(old, new.detach()))
 
 
 def _train_steps(
@@ -192,7 +234,13 @@ def align_cell(
     rows = [
         compare_tensor(name, tensor, compiled[name], fp64.get(name), tol, case.cosine)
         if name in compiled
-        else _missing(name, tensor)
+        else _missing(
+            name,
+            tensor,
+            "eager changed this input in place, compiled code did not"
+            if name.startswith(MUTATED)
+            else "missing from compiled result",
+        )
         for name, tensor in eager.items()
     ]
     unstable = same_run(eager, again, tol)
@@ -216,6 +264,7 @@ def align_cell(
         "seconds": seconds,
         "random_ops": drew[0],
         "module_training": _training_flag(built.model),
+        "mutated_inputs": [name[len(MUTATED) :] for name in eager if name.startswith(MUTATED)],
     }
 
 
@@ -281,7 +330,7 @@ def _fp64_reference(built: Built, pristine: Any, cell: Cell, case: Case) -> dict
         return {}
 
 
-def _missing(name: str, tensor: Any) -> TensorComparison:
+def _missing(name: str, tensor: Any, rule: str) -> TensorComparison:
     return TensorComparison(
         name,
         list(tensor.shape),
@@ -291,5 +340,5 @@ def _missing(name: str, tensor: Any) -> TensorComparison:
         None,
         None,
         False,
-        "missing from compiled result",
+        rule,
     )

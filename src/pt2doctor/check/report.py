@@ -83,6 +83,14 @@ def cell_notes(cell: dict[str, Any], custom_ops: list[dict[str, Any]]) -> list[s
             f"the model was built in {built} mode for {wanted} cell (dropout and batch norm "
             f"act as in {built}): in the case's build, call model.train(cell.train)"
         )
+    mutated = sorted(
+        {n for entry in cell["variants"].values() for n in entry.get("mutated_inputs") or []}
+    )
+    if mutated:
+        notes.append(
+            f"the model mutates {', '.join(mutated)} in place (compared after the call too; "
+            "each call of your program sees the changed input: clone it if not intended)"
+        )
     if any(entry.get("random_ops") for entry in cell["variants"].values()):
         notes.append(
             "random ops (dropout...): compared under fallback_random=True; without it compiled "

@@ -64,6 +64,9 @@ class Alignment(TypedDict, total=False):
     fp64_reference: bool
     random_ops: bool
     module_training: bool | None
+    mutated_inputs: list[str]
+    """Inputs the model changed in place in eager (``input.0``, ``input.mask``); their values
+    after the call are compared as ``mutated input.0`` in ``tensors``."""
     error: str | None
     phase: str
     warmup_error: str | None
