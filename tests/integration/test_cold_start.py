@@ -216,3 +216,42 @@ def test_the_cache_bypass_fix_applied_makes_the_second_start_hit_with_the_same_r
     assert result and result[0] in warm_out.splitlines() and result[0] in cold_out.splitlines()
     for report in (cold, warm):
         assert not [f for f in report["findings"] if f["code"] == "cache_bypass"]
+
+
+def test_a_computed_float_baked_into_the_graph_is_why_a_full_cache_dir_misses(
+    tmp_path: Path, vec_isa_trusted: None
+) -> None:
+    """run_baked_stats.py keeps an unseeded sample's mean and std as Python floats on the
+    module. Its first start finds an empty cache dir; its second finds the first's graphs and
+    still misses every lookup (the raw trace says so), and the report says the dir was full,
+    names self.mean and self.std with the line that stored them, and the fix. The fix applied
+    (PT2D_AS_BUFFER=1: buffers): the second start in the same cache dir hits."""
+    cache = tmp_path / "cache"
+    first = _run(tmp_path / "first", cache, "run_baked_stats")
+    second = _run(tmp_path / "second", cache, "run_baked_stats")
+    assert first["cold_start"]["cache_dir_at_start"]["fx_graph"] == 0
+    assert first["cold_start"]["verdict"].startswith(
+        "cold: every cache missed (the cache dir was empty at start)"
+    )
+    assert not [f for f in first["findings"] if f["code"] == "cache_key_constant"]
+    lookups = [n for _, n, _ in _raw_cache_lookups(tmp_path / "second") if n.startswith("fx_")]
+    assert lookups and set(lookups) == {"fx_graph_cache_miss"}
+    held = second["cold_start"]["cache_dir_at_start"]["fx_graph"]
+    assert held == len(list((cache / "fxgraph").glob("*/*"))) - len(lookups) > 0
+    assert f"the cache dir held {held} compiled graph" in second["cold_start"]["verdict"]
+    assert not any("TORCHINDUCTOR_CACHE_DIR" in line for line in second["cold_start"]["advice"])
+    (finding,) = [f for f in second["findings"] if f["code"] == "cache_key_constant"]
+    program = PROGRAMS / "run_baked_stats.py"
+    assert finding["subject"]["file"] == str(program)
+    assert finding["subject"]["line"] in (marker_in(program, "stats"),
+                                          marker_in(program, "stats") + 1)  # fmt: skip
+    assert {"self.mean", "self.std"} <= set(finding["title"].replace(",", "").split())
+    assert "register_buffer" in finding["advice"]
+    fixed_env = {"PT2D_AS_BUFFER": "1"}
+    fixed_cache = tmp_path / "fixed-cache"
+    _run(tmp_path / "fixed-first", fixed_cache, "run_baked_stats", **fixed_env)
+    fixed = _run(tmp_path / "fixed-second", fixed_cache, "run_baked_stats", **fixed_env)
+    hits = [n for _, n, _ in _raw_cache_lookups(tmp_path / "fixed-second") if n.startswith("fx_")]
+    assert hits and set(hits) == {"fx_graph_cache_hit"}, hits
+    assert fixed["cold_start"]["state"] == "warm"
+    assert not [f for f in fixed["findings"] if f["code"] == "cache_key_constant"]

@@ -102,7 +102,7 @@ def test_a_compile_that_hit_costs_what_it_cost() -> None:
 def test_verdict_names_the_state_the_share_and_the_largest_phase() -> None:
     section = cold_start_section(_ledger(_record(0, 0, COLD_TIMINGS, "miss")), wall_s=88.0)
     assert section["verdict"] == (
-        "cold: every cache missed (an empty or new cache dir); 72.7 s of 88 s compiling, "
+        "cold: every cache missed (an empty or new cache dir, or keys that changed); 72.7 s of 88 s compiling, "
         "81% C++/Triton build"
     )
     assert section["share"] == pytest.approx(72.736444 / 88.0, abs=1e-4)

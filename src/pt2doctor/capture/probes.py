@@ -233,3 +233,8 @@ def install_torch_probes(recorder: ProbeRecorder) -> None:
         "probes", graphs=graphs, breaks=resumes, guards=timed, torch=torchcompat.torch_version()
     )
     recorder.event("environment", **torchcompat.environment())
+    # Before any compile: a cold start against a full cache dir is keys that changed, not an
+    # empty dir (analysis/coldstart).
+    entries = torchcompat.cache_dir_entries()
+    if entries is not None:
+        recorder.event("cache_dir", **entries)

@@ -141,6 +141,11 @@ def _add_event(data: ProbeData, event: dict[str, Any]) -> None:
         data.attribute_stores.append({k: v for k, v in event.items() if k != "kind"})
     elif kind == "module_hook" and len(data.module_hooks) < 200:
         data.module_hooks.append({k: v for k, v in event.items() if k != "kind"})
+    elif kind == "cache_dir":
+        if data.cache_dir_at_start is None:  # the first process's, before its first compile
+            data.cache_dir_at_start = {
+                k: v for k, v in event.items() if k not in ("kind", "t", "rank")
+            }
     elif kind == "environment":
         data.environment = {k: v for k, v in event.items() if k not in ("kind", "t", "rank")}
     elif isinstance(kind, str) and kind.startswith("try_fix") and len(data.try_fix) < 20:

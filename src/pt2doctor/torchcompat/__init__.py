@@ -51,6 +51,7 @@ from pt2doctor.torchcompat.guards import (
 from pt2doctor.torchcompat.inductor import (
     COMPILER_HOOKS,
     bisect_compiler,
+    cache_dir_entries,
     compile_modes,
     compiler_hooks,
     fallback_random,
@@ -81,6 +82,7 @@ __all__ = [
     "attach_fusion_log",
     "attach_trace_file",
     "bisect_compiler",
+    "cache_dir_entries",
     "compile_modes",
     "compiled_target",
     "compiler_hooks",

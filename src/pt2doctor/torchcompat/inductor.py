@@ -143,3 +143,38 @@ def preload_compiler() -> None:
             __import__(name)
         except Exception as error:
             ignore_error(f"preloading {name}", error)
+
+
+CACHE_SUBDIRS = {"fx_graph": "fxgraph", "aotautograd": "aotautograd"}
+"""Where Inductor's on-disk caches keep their entries under its cache dir (torch 2.6-2.13,
+torch/_inductor/codecache.py FxGraphCache._get_tmp_dir and autograd_cache.py)."""
+MAX_COUNTED = 10_000
+
+
+def cache_dir_entries() -> dict[str, Any] | None:
+    """Inductor's cache dir and how many entries its FX graph and AOTAutograd caches hold
+    (``{"dir", "fx_graph", "aotautograd"}``), counted without reading them (at most
+    MAX_COUNTED each); None when this torch has no such cache dir."""
+    import os
+
+    try:
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+    except ImportError:  # torch < 2.6 kept it in torch._inductor.utils
+        return None
+    try:
+        root = cache_dir()
+    except Exception:
+        return None
+    found: dict[str, Any] = {"dir": root}
+    for cache, folder in CACHE_SUBDIRS.items():
+        count = 0
+        with contextlib.suppress(OSError):
+            # fxgraph/<2 chars>/<key>/<entry>; aotautograd/<key>/<entry>
+            path = os.path.join(root, folder)
+            for first in os.scandir(path):
+                if not first.is_dir() or count >= MAX_COUNTED:
+                    continue
+                inner = os.scandir(first.path) if cache == "fx_graph" else [first]
+                count += sum(1 for entry in inner if entry.is_dir())
+        found[cache] = min(count, MAX_COUNTED)
+    return found

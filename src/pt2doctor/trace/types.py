@@ -430,6 +430,9 @@ class ProbeData:
     graph_exceptions: list[dict[str, Any]] = field(default_factory=list)
     """Exceptions raised inside a compiled graph: ``compile_id``, ``type``, ``message``."""
     environment: dict[str, Any] = field(default_factory=dict)
+    cache_dir_at_start: dict[str, Any] | None = None
+    """Inductor's cache dir when the probes were installed, before any compile: ``dir`` and
+    the entries its ``fx_graph`` and ``aotautograd`` caches held (``cache_dir`` event)."""
     compile_calls: list[dict[str, Any]] = field(default_factory=list)
     paired_calls: list[dict[str, Any]] = field(default_factory=list)
     """``run --profile``: per compiled callable, its paired calls after warmup, compiled and

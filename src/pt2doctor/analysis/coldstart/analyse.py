@@ -17,12 +17,16 @@ from pt2doctor.analysis.coldstart.caches import (
 )
 from pt2doctor.analysis.coldstart.explain import (
     INDUCTOR_CACHES,
+    cache_state,
     cold_start_phases,
     cold_start_section,
 )
 from pt2doctor.analysis.findings.model import PROGRAM, Finding, Subject
+from pt2doctor.analysis.recompiles.frame_names import display_name
 from pt2doctor.analysis.recompiles.ledger import Ledger
+from pt2doctor.analysis.recompiles.sources import human_source
 from pt2doctor.analysis.text import counted, id_ranges
+from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import Run
 
 if TYPE_CHECKING:
@@ -58,7 +62,9 @@ def cold_start(run: Run, ledger: Ledger, heat: Heat | None) -> ColdStart:
         record = entry.record
         rows.append({"stream": record.stream, "function": entry.function, "file": record.file,
                      "line": record.line, "caches": found})  # fmt: skip
-    section: dict[str, Any] = cold_start_section(ledger, None if heat is None else heat.wall_s)
+    at_start = None if run.probes is None else run.probes.cache_dir_at_start
+    wall_s = None if heat is None else heat.wall_s
+    section: dict[str, Any] = cold_start_section(ledger, wall_s, at_start)
     section["key_components"] = shared
     causes = rank_miss_causes(rows, shared)
     section["rank_miss_causes"] = causes
@@ -165,5 +171,87 @@ def cache_bypass_findings(run: Run, ledger: Ledger) -> list[Finding]:
     return findings
 
 
-COLD_START_FINDINGS: tuple[Callable[[Run, Ledger], list[Finding]], ...] = (cache_bypass_findings,)
+_FLOAT_GUARD = lazy_compile(r"^(?P<source>.+?) == (?P<value>-?\d+\.\d+(?:e[-+]?\d+)?)$")
+COMPUTED_DIGITS = 8
+"""A float with this many significant digits was computed (a mean, a std), not typed: a
+typed constant (0.5, 1e-05) is the same at every start."""
+KEY_CONSTANT_FIX = (
+    "Keep {names} out of the graph's constants: store {them} as a tensor (`self."
+    "register_buffer('{attr}', torch.tensor(...))`, or a 0-d tensor attribute), so the graph "
+    "takes {them} as an input and its cache key no longer changes with the value; or make "
+    "the value the same at every start (a fixed seed, a saved statistic)."
+)
+
+
+def _significant_digits(text: str) -> int:
+    mantissa = text.lstrip("-").split("e")[0].replace(".", "").lstrip("0")
+    return len(mantissa)
+
+
+def _baked_floats(entry: Any) -> list[tuple[str, str]]:
+    """(guarded source, value) of each float Dynamo specialized with an equality guard in a
+    compile whose FX graph lookup missed: the value is a constant of the graph, so of its
+    cache key. Only computed-looking values (COMPUTED_DIGITS)."""
+    events = worst_events(entry.record)
+    if (events.get("fx_graph") is None or events["fx_graph"].status != "miss"
+            or not entry.record.guards):  # fmt: skip
+        return []
+    found = []
+    for guard in entry.record.guards:
+        match = _FLOAT_GUARD.match(guard.code.strip()) if guard.kind == "EQUALS_MATCH" else None
+        if match and _significant_digits(match["value"]) >= COMPUTED_DIGITS:
+            found.append((match["source"], match["value"]))
+    return found
+
+
+def cache_key_constant_findings(run: Run, ledger: Ledger) -> list[Finding]:
+    """``cache_key_constant``: every FX graph lookup missed although the cache dir held
+    compiled graphs at start, and the graphs bake in a computed Python float that Dynamo
+    guards by value (``L['self'].mean == 0.0274...``): a value drawn at start-up (an unseeded
+    sample's statistics) makes a new graph, and a new key, at every start. The attribute is
+    named as the user knows it, with the user's line that stored it where the probes saw it."""
+    probes = run.probes
+    held = (probes.cache_dir_at_start or {}).get("fx_graph") if probes else None
+    if not held or cache_state(ledger).state != "cold":
+        return []
+    stores = [] if probes is None else probes.attribute_stores
+    baked: dict[str, tuple[str, str]] = {}
+    for frame in ledger.frames:
+        for entry in frame.compiles:
+            for source, value in _baked_floats(entry):
+                baked.setdefault(source, (value, display_name(frame)))
+    if not baked:
+        return []
+    names = [human_source(source) for source in baked]
+    lines, first = [], None
+    for source, (value, frame_shown) in baked.items():
+        attr = source.rsplit(".", 1)[-1] if "." in source else None
+        store = next((s for s in stores if attr and s.get("attr") == attr), None)
+        where = ""
+        if store and store.get("file"):
+            where = f", set at {store['file']}:{store.get('line')}: `{store.get('code')}`"
+            first = first or store
+        lines.append(f"{human_source(source)} == {value} is a constant of {frame_shown}'s "
+                     f"graph (Dynamo guards it by value){where}")  # fmt: skip
+    lines.append(f"the cache dir held {counted(int(held), 'compiled graph')} at start; every "
+                 "FX graph lookup of this run missed")  # fmt: skip
+    attr = names[0].rsplit(".", 1)[-1]
+    them = "them" if len(names) > 1 else "it"
+    subject = PROGRAM
+    if first is not None:
+        subject = Subject("lines", names[0], first["file"], first.get("line"),
+                          first.get("function"))  # fmt: skip
+    title = (f"{', '.join(names)} {'are' if len(names) > 1 else 'is'} baked into the graph as "
+             f"{'constants' if len(names) > 1 else 'a constant'}: a value that changes between "
+             "starts changes the cache key, and every start compiles cold")  # fmt: skip
+    advice = KEY_CONSTANT_FIX.format(names=", ".join(f"`{n}`" for n in names), them=them,
+                                     attr=attr)  # fmt: skip
+    return [Finding("warning", "cache_key_constant", title, advice, lines, subject,
+                    facts={"constants": len(names), "cache_entries_at_start": int(held)})]  # fmt: skip
+
+
+COLD_START_FINDINGS: tuple[Callable[[Run, Ledger], list[Finding]], ...] = (
+    cache_bypass_findings,
+    cache_key_constant_findings,
+)
 """The cold-start finders, each ``(run, ledger) -> findings``: one line here adds one."""

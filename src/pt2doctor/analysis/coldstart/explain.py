@@ -48,6 +48,13 @@ ADVICE_PERSISTENT_DIR = (
     "/tmp/torchinductor_<user>, is empty in a fresh container and after a reboot): the next "
     "run with the same cache should compile in about {warm:.1f} s instead of {cold:.1f} s."
 )
+ADVICE_KEYS_CHANGED = (
+    "The cache dir held compiled graphs, and none had this run's keys: another program (or "
+    "another torch) filled it, or something in the key changes from start to start. A constant the graph bakes in (a Python float "
+    "computed at start-up) is named in the findings where the run shows it; otherwise "
+    "`pt2doctor diff` of the run that filled the cache against this one names the key "
+    "components that differ."
+)
 ADVICE_MEGA_CACHE = (
     "For fresh machines (CI, autoscaled servers), save the caches after warmup with "
     "torch.compiler.save_cache_artifacts() and load them before the first compile with "
@@ -224,10 +231,21 @@ def _bypass_reasons(ledger: Ledger) -> list[str]:
     return [reason for reason, _ in Counter(reasons).most_common()]
 
 
-def _state_phrase(state: CacheState, reasons: list[str], inductor: bool) -> str:
+def _state_phrase(
+    state: CacheState, reasons: list[str], inductor: bool, at_start: dict[str, Any] | None = None
+) -> str:
     counts, lookups = state.counts, sum(state.counts.values())
     if state.state == "cold":
-        return "cold: every cache missed (an empty or new cache dir)"
+        held = None if at_start is None else at_start.get("fx_graph")
+        if held is None:
+            return "cold: every cache missed (an empty or new cache dir, or keys that changed)"
+        if not held:
+            return "cold: every cache missed (the cache dir was empty at start)"
+        return (
+            f"cold: every cache missed, though the cache dir held "
+            f"{counted(int(held), 'compiled graph')} at start: their keys differ from this "
+            "run's (the graph, a config value or torch changed)"
+        )
     if state.state == "warm":
         return "warm: every cache hit"
     if state.state == "bypassed":
@@ -254,9 +272,11 @@ def _verdict(state_phrase: str, compile_s: float, wall_s: float | None,
 
 
 def _advice(ledger: Ledger, state: CacheState, cold_s: float, warm_s: float,
-            reasons: list[str]) -> list[str]:  # fmt: skip
+            reasons: list[str], at_start: dict[str, Any] | None = None) -> list[str]:  # fmt: skip
     advice: list[str] = []
-    if state.state in ("cold", "partial"):
+    if state.state == "cold" and (at_start or {}).get("fx_graph"):
+        advice.append(ADVICE_KEYS_CHANGED)
+    elif state.state in ("cold", "partial"):
         advice += [ADVICE_PERSISTENT_DIR.format(warm=warm_s, cold=cold_s), ADVICE_MEGA_CACHE]
     if state.counts["bypass"]:
         reason = reasons[0] if reasons else "no reason logged"
@@ -273,8 +293,11 @@ def _advice(ledger: Ledger, state: CacheState, cold_s: float, warm_s: float,
     return advice
 
 
-def cold_start_section(ledger: Ledger, wall_s: float | None) -> dict[str, Any]:
-    """The report's ``cold_start`` object (docs/report-schema.md)."""
+def cold_start_section(
+    ledger: Ledger, wall_s: float | None, at_start: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The report's ``cold_start`` object (docs/report-schema.md); ``at_start``: the cache
+    dir's entries before the first compile (probes), when the run recorded them."""
     compile_s = sum(entry.record.compile_time_s or 0.0 for entry in ledger.compiles)
     phases: Counter[str] = Counter()
     for entry in ledger.compiles:
@@ -295,11 +318,14 @@ def cold_start_section(ledger: Ledger, wall_s: float | None) -> dict[str, Any]:
         "phases": totals,
         "frames": _frame_rows(ledger),
         "verdict": _verdict(
-            _state_phrase(state, reasons, any(key.startswith("inductor") for key in totals)),
+            _state_phrase(
+                state, reasons, any(key.startswith("inductor") for key in totals), at_start
+            ),
             compile_s,
             wall_s,
             totals,
         ),
         "warm_estimate_s": round(warm_s, 6),
-        "advice": _advice(ledger, state, compile_s, warm_s, reasons),
+        "advice": _advice(ledger, state, compile_s, warm_s, reasons, at_start),
+        "cache_dir_at_start": at_start,
     }

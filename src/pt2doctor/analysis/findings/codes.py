@@ -53,6 +53,7 @@ Code = Literal[
     # cold start (analysis/coldstart/)
     "guard_overhead",
     "cache_bypass",
+    "cache_key_constant",
     # the profile (analysis/time/findings.py)
     "autograd_in_inference",
     "overhead_bound",
@@ -165,6 +166,10 @@ SPECS: dict[Code, CodeSpec] = dict(
               "every start) or only AOTAutograd's (`info`); one finding per reason, with its "
               "fix (a plain-function custom pass: a `CustomGraphPass` with `uuid()`, at the "
               "line that defined it)"),
+        _spec("cache_key_constant", "cold start", "performance", "warning",
+              "every FX graph lookup missed against a cache dir that held compiled graphs, "
+              "and the graphs bake in a computed Python float Dynamo guards by value (an "
+              "unseeded statistic): named with the line that stored it, and kept as a tensor"),
         _spec("autograd_in_inference", "profile", "performance", "warning",
               "compiled graphs ran through `CompiledFunction` and no backward ran"),
         _spec("overhead_bound", "profile", "performance", "warning",
