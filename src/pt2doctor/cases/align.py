@@ -97,8 +97,9 @@ def run_cell(
     kwargs = apply_layout(built.kwargs, cell.layout)
     if not autocast:  # the fp64 reference
         inputs, kwargs = to_fp64(inputs), to_fp64(kwargs)
-    before = _input_tensors(inputs, kwargs)
-    snapshot = [(name, tensor.clone()) for name, tensor in before]
+    # detach() shares storage: the model's in-place writes show in these.
+    before = flatten_tensors(list(inputs), "input") + flatten_tensors(kwargs, "input")
+    snapshot = [tensor.clone() for _, tensor in before]
     torch.manual_seed(case.seed)
     if not cell.train:
         with call_context(cell, autocast):
@@ -109,10 +110,9 @@ def run_cell(
         results = _train_steps(built, model, cell, case.steps, (inputs, kwargs), autocast)
     # An input the model changed in place: its value after the call is a result too (compiled
     # code must write the same value back), named so the notes can say the model mutates it.
-    after = dict(before)
-    for name, old in snapshot:
-        if not _same_values(old, after[name]):
-            results[f"{MUTATED}{name}"] = after[name].detach().clone()
+    for (name, tensor), old in zip(before, snapshot, strict=True):
+        if not _same_values(old, tensor):
+            results[f"{MUTATED}{name}"] = tensor.clone()
     return results
 
 
@@ -120,32 +120,14 @@ MUTATED = "mutated "
 """Prefix of a result that is an input's value after the call (the model changed it)."""
 
 
-def _input_tensors(inputs: Any, kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
-    """The call's input tensors by name (``input.0``, ``input.mask``), not detached: the
-    model's in-place writes show in them."""
-    import torch
-
-    def walk(value: Any, prefix: str) -> list[tuple[str, Any]]:
-        if isinstance(value, torch.Tensor):
-            return [(prefix, value)]
-        if isinstance(value, (list, tuple)):
-            return [pair for i, item in enumerate(value) for pair in walk(item, f"{prefix}.{i}")]
-        if isinstance(value, dict):
-            return [pair for key, item in value.items() for pair in walk(item, f"{prefix}.{key}")]
-        return []
-
-    return walk(list(inputs), "input") + walk(kwargs, "input")
-
-
 def _same_values(old: Any, new: Any) -> bool:
     import torch
 
     if old.shape != new.shape or old.dtype != new.dtype:
         return False
-    if old.is_floating_point() or old.is_complex():
-        return bool(torch.equal(old, new.detach()) or torch.allclose(
-            old, new.detach(), rtol=0.0, atol=0.0, equal_nan=True))  # fmt: skip
-    return bool(torch.equal(old, new.detach()))
+    if old.is_floating_point() or old.is_complex():  # a NaN the model left alone is unchanged
+        return bool(torch.allclose(old, new, rtol=0.0, atol=0.0, equal_nan=True))
+    return bool(torch.equal(old, new))
 
 
 def _train_steps(
