@@ -24,7 +24,7 @@ from pt2doctor.analysis.coldstart.explain import (
 from pt2doctor.analysis.findings.model import PROGRAM, Finding, Subject
 from pt2doctor.analysis.recompiles.frame_names import display_name
 from pt2doctor.analysis.recompiles.ledger import Ledger
-from pt2doctor.analysis.recompiles.sources import human_source
+from pt2doctor.analysis.recompiles.variant_values import guard_values
 from pt2doctor.analysis.text import counted, id_ranges
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import Run
@@ -171,7 +171,7 @@ def cache_bypass_findings(run: Run, ledger: Ledger) -> list[Finding]:
     return findings
 
 
-_FLOAT_GUARD = lazy_compile(r"^(?P<source>.+?) == (?P<value>-?\d+\.\d+(?:e[-+]?\d+)?)$")
+_FLOAT = lazy_compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")
 COMPUTED_DIGITS = 8
 """A float with this many significant digits was computed (a mean, a std), not typed: a
 typed constant (0.5, 1e-05) is the same at every start."""
@@ -189,19 +189,18 @@ def _significant_digits(text: str) -> int:
 
 
 def _baked_floats(entry: Any) -> list[tuple[str, str]]:
-    """(guarded source, value) of each float Dynamo specialized with an equality guard in a
-    compile whose FX graph lookup missed: the value is a constant of the graph, so of its
-    cache key. Only computed-looking values (COMPUTED_DIGITS)."""
-    events = worst_events(entry.record)
-    if (events.get("fx_graph") is None or events["fx_graph"].status != "miss"
-            or not entry.record.guards):  # fmt: skip
+    """(the user's expression, value) of each float Dynamo specialized with an equality guard
+    (recompiles/variant_values.py guard_values) in a compile whose FX graph lookup missed: the
+    value is a constant of the graph, so of its cache key. Only computed-looking values
+    (COMPUTED_DIGITS)."""
+    event = worst_events(entry.record).get("fx_graph")
+    if event is None or event.status != "miss":
         return []
-    found = []
-    for guard in entry.record.guards:
-        match = _FLOAT_GUARD.match(guard.code.strip()) if guard.kind == "EQUALS_MATCH" else None
-        if match and _significant_digits(match["value"]) >= COMPUTED_DIGITS:
-            found.append((match["source"], match["value"]))
-    return found
+    return [
+        (expr.text, value)
+        for expr, value in guard_values(entry.record).items()
+        if _FLOAT.fullmatch(value) and _significant_digits(value) >= COMPUTED_DIGITS
+    ]
 
 
 def cache_key_constant_findings(run: Run, ledger: Ledger) -> list[Finding]:
@@ -222,7 +221,7 @@ def cache_key_constant_findings(run: Run, ledger: Ledger) -> list[Finding]:
                 baked.setdefault(source, (value, display_name(frame)))
     if not baked:
         return []
-    names = [human_source(source) for source in baked]
+    names = list(baked)
     lines, first = [], None
     for source, (value, frame_shown) in baked.items():
         attr = source.rsplit(".", 1)[-1] if "." in source else None
@@ -231,7 +230,7 @@ def cache_key_constant_findings(run: Run, ledger: Ledger) -> list[Finding]:
         if store and store.get("file"):
             where = f", set at {store['file']}:{store.get('line')}: `{store.get('code')}`"
             first = first or store
-        lines.append(f"{human_source(source)} == {value} is a constant of {frame_shown}'s "
+        lines.append(f"{source} == {value} is a constant of {frame_shown}'s "
                      f"graph (Dynamo guards it by value){where}")  # fmt: skip
     lines.append(f"the cache dir held {counted(int(held), 'compiled graph')} at start; every "
                  "FX graph lookup of this run missed")  # fmt: skip
