@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -243,6 +244,27 @@ def test_an_eager_adamw_is_named_as_the_optimizer_and_fused_true_shrinks_it(
     # The finding's cost is the step's own time, as the profiler measured it.
     measured = _optimizer_step_us(run_dir) / 1e3
     assert finding["facts"]["step_ms"] == pytest.approx(measured, rel=0.3)
+    # What fused=True saves was measured in the run: both variants stepped on copies of the
+    # parameters after the window (the trial's own event), one optimizer step per loop call.
+    (trial,) = [e for e in _probe_events(run_dir) if e["kind"] == "optimizer_trial"]
+    assert trial["optimizer"] == "AdamW" and trial["variant"] == "fused=True"
+    default, fused = statistics.median(trial["default_ms"]), statistics.median(trial["variant_ms"])
+    assert finding["saves_ms"] == pytest.approx(default - fused, abs=1e-5) and fused < default
+    assert finding["facts"]["variant"] == "fused=True"
+    (line,) = [item for item in report["plan"] if item["code"] == "eager_optimizer"]
+    assert line["saves_ms"] == finding["saves_ms"]
+    # Every other performance line says why its saving is not measured.
+    for item in report["plan"]:
+        if item["step"] == "performance":
+            assert item["saves_ms"] is not None or item["saves_unmeasured"], item
+    # The fixed program's fused optimizer is not tried again, and says so.
+    (fixed_trial,) = [e for e in _probe_events(fixed_dir) if e["kind"] == "optimizer_trial"]
+    assert fixed_trial["skipped"] == "the optimizer is already fused"
+
+
+def _probe_events(run_dir: Path) -> list[dict[str, Any]]:
+    lines = (run_dir / "probes.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def test_a_decode_step_slower_compiled_than_eager_gets_both_numbers_measured_in_the_run(

@@ -150,7 +150,8 @@ def analyse_run(
     if run.profile is not None:
         from pt2doctor.analysis.time.analyse import profile_analysis
 
-        profiled = profile_analysis(run.profile, ledger, sites)
+        trials = run.probes.optimizer_trials if run.probes is not None else []
+        profiled = profile_analysis(run.profile, ledger, sites, trials)
         if profiled.findings:  # a measured fallback op replaces the static finding of it
             measured = {f.code for f in profiled.findings if f.code == "fallback_op"}
             kept = [f for f in findings if f.code not in measured]

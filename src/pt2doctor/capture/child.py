@@ -228,6 +228,11 @@ def _pair(recorder: ProbeRecorder, window: Any) -> None:
                 pairing.finish()
 
         atexit.register(finish)
+    # An eager optimizer's fused step, timed against its own on copies (after the window too).
+    torchcompat.try_optimizer_steps(
+        lambda result: recorder.event("optimizer_trial", **result),
+        ready=lambda: window.state in ("done", "failed"),
+    )
 
 
 def _apply_fix(recorder: ProbeRecorder, trial: str) -> None:

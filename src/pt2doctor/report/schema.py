@@ -317,6 +317,8 @@ def finding_row(finding: Finding) -> types.Finding:
         row["facts"] = dict(finding.facts)
     if finding.saves_ms is not None:
         row["saves_ms"] = finding.saves_ms
+    elif finding.saves_unmeasured is not None:
+        row["saves_unmeasured"] = finding.saves_unmeasured
     if finding.cause is not None:
         row["cause"] = finding.cause
     trials = [fix.application.as_json() for fix in finding.fixes if fix.application is not None]
@@ -335,6 +337,8 @@ def _plan_item(item: PlanStep) -> PlanItem:
         "title": item.title,
         "saves_ms": item.saves_ms,
     }
+    if item.saves_unmeasured is not None:
+        row["saves_unmeasured"] = item.saves_unmeasured
     if item.tried is not None:
         row["tried"] = item.tried
     return row

@@ -108,6 +108,9 @@ class Finding(_FindingBase, total=False):
     ``state``). Absent in reports before 2026-12-02, and when a finding has none."""
     saves_ms: float
     """What the fix saves per call of the hot loop, as the profile measured it."""
+    saves_unmeasured: str
+    """Why there is no ``saves_ms``, where the finding knows (a fix only the user can apply,
+    a trial that could not run). Absent in reports before 2026-12-03."""
     tryable: list[dict[str, Any]]
     """The fixes pt2doctor can apply itself (``run --try-fixes``), in the advice's order:
     ``{label, config, marks, compile}``."""
@@ -134,6 +137,10 @@ class _PlanItemBase(TypedDict):
 
 class PlanItem(_PlanItemBase, total=False):
     """One line of "What to do first" (``plan[]``)."""
+
+    saves_unmeasured: str
+    """A performance line with no ``saves_ms``: why its saving is not measured. Absent in
+    reports before 2026-12-03."""
 
     tried: str
     """``tried recompile_limit = 12: helped, limit hits 1 → 0, compiles 9 → 12``: what

@@ -66,6 +66,7 @@ from pt2doctor.torchcompat.module_hooks import (
     record_attribute_stores,
     record_module_hooks,
 )
+from pt2doctor.torchcompat.optimizer_trial import try_optimizer_steps
 from pt2doctor.torchcompat.paired import pair_compiled_calls
 from pt2doctor.torchcompat.trace_log import FUSION_LOGGERS, attach_fusion_log, attach_trace_file
 from pt2doctor.torchcompat.version import MIN_TORCH, supported, torch_version
@@ -109,6 +110,7 @@ __all__ = [
     "supported",
     "time_guards",
     "torch_version",
+    "try_optimizer_steps",
     "unwrap",
     "user_backend",
     "uses_cuda_graphs",

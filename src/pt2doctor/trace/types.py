@@ -438,6 +438,10 @@ class ProbeData:
     """``run --profile``: per compiled callable, its paired calls after warmup, compiled and
     eager one after the other (``compiled_ms``, ``eager_ms``, ``target``, ``name``, the
     user's ``file``/``line`` that compiled it)."""
+    optimizer_trials: list[dict[str, Any]] = field(default_factory=list)
+    """``run --profile``: each eager optimizer's step timed against its fused (or foreach)
+    variant on copies of its parameters, after the window (torchcompat/optimizer_trial.py:
+    ``optimizer``, ``variant``, ``default_ms``, ``variant_ms``, or ``skipped``)."""
     attribute_stores: list[dict[str, Any]] = field(default_factory=list)
     """The user's lines that store plain Python values in module attributes
     (``attribute_store`` events: ``module`` class, ``attr``, ``file``, ``line``, ``code``),

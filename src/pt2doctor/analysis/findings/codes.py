@@ -184,7 +184,9 @@ SPECS: dict[Code, CodeSpec] = dict(
               "at least 25% of the step is eager ATen ops outside every compiled graph"),
         _spec("eager_optimizer", "profile", "performance", "warning",
               "opt.step() runs eagerly, outside compiled regions, for at least 5% of the step "
-              "(torch's profiler labels it): fused=True, foreach=True or a compiled step"),
+              "(torch's profiler labels it): fused=True, foreach=True or a compiled step; "
+              "`saves_ms` is its fused (or foreach) variant timed in the run on copies of "
+              "its parameters"),
         _spec("compiled_slower_than_eager", "profile", "performance", "warning",
               "a compiled callable's paired calls (compiled and eager one after the other, "
               "`run --profile`) ran slower compiled: both medians, at least 5% apart, and the "

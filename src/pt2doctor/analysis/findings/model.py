@@ -87,6 +87,9 @@ class Finding:
     """What it is about: what the plan and the reports' grouping match findings by."""
     saves_ms: float | None = None
     """What the fix saves per call of the hot loop, measured by the profile (None: unknown)."""
+    saves_unmeasured: str | None = None
+    """Why ``saves_ms`` is not measured, where the finding knows (a fix only the user can
+    apply, a trial that could not run)."""
     facts: Mapping[str, Fact] = field(default_factory=dict)
     """Typed evidence the renderers read instead of the title (a recompiles finding's
     ``state``: ``8 variants by design``)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pt2doctor.analysis.findings.codes import SPECS, STEPS, Step
+from pt2doctor.analysis.findings.codes import SPECS, STEPS, Area, Step
 from pt2doctor.analysis.findings.model import Finding, Subject
 from pt2doctor.analysis.findings.verdicts import effect
 
@@ -29,6 +29,21 @@ class PlanItem:
     tried: str | None = None
     """What ``--try-fixes`` measured for its frame's fix (analysis/findings/verdicts.py
     ``effect``): ``tried recompile_limit = 12: helped, limit hits 1 → 0, compiles 9 → 12``."""
+    saves_unmeasured: str | None = None
+    """A performance line with no ``saves_ms``: why (the finding's own reason, else its
+    area's)."""
+
+
+UNMEASURED: dict[Area, str] = {
+    "trace": "not profiled: `pt2doctor run --profile` measures the time per call",
+    "built": "not profiled: `pt2doctor run --profile` measures the time per call",
+    "cold start": "it costs compile time at every start, not time per call (the cold start "
+    "section has the compile seconds)",
+    "ranks": "a difference between ranks, not time per call of one rank",
+    "device": "the trace does not show what the fix would leave",
+    "profile": "the profile does not show what the fix would leave",
+}
+"""Why a performance finding of each area with no reason of its own has no ``saves_ms``."""
 
 
 def _site(finding: Finding) -> Subject | None:
@@ -61,7 +76,8 @@ def plan(findings: list[Finding]) -> list[PlanItem]:
     skipped = {
         (f.subject.file, f.subject.function) for _, f in actionable if f.code == "frame_skipped"
     }
-    cost = {_site_key(_site(f)): f.saves_ms for _, f in actionable if f.code == "graph_break_cost"}
+    # A break's cost under 5% of the step is info, and still the break line's saving.
+    cost = {_site_key(_site(f)): f.saves_ms for f in findings if f.code == "graph_break_cost"}
     # The frames a break split off recompile for what the break left on the stack: one
     # cause, one line, the break's (its fix removes both).
     under_breaks = {f.cause for _, f in actionable if f.code == "graph_break" and f.cause}
@@ -88,7 +104,10 @@ def plan(findings: list[Finding]) -> list[PlanItem]:
             continue  # the break that made its frame eager: the skipped frame's line says it
         saves = cost.get(site) if finding.code == "graph_break" else finding.saves_ms
         key = (STEPS.index(step), saves is None, -(saves or 0.0), index)
-        item = PlanItem(step, finding.code, finding.title, saves, tried.get(subject))
+        unmeasured = None
+        if saves is None and step == "performance":
+            unmeasured = finding.saves_unmeasured or UNMEASURED[SPECS[finding.code].area]
+        item = PlanItem(step, finding.code, finding.title, saves, tried.get(subject), unmeasured)
         candidates.append((key, item))
     candidates.sort(key=lambda candidate: candidate[0])
     return [item for _, item in candidates[:PLAN_SIZE]]

@@ -5,6 +5,7 @@ the findings it supports (analysis/time/findings.py). report/profile_schema.py o
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,9 +106,13 @@ def _notes(view: ProfileView, window: dict[str, Any], device: str, cached: int) 
 
 
 def profile_analysis(
-    capture: ProfileCapture, ledger: Ledger, sites: list[GraphBreakSite]
+    capture: ProfileCapture,
+    ledger: Ledger,
+    sites: list[GraphBreakSite],
+    trials: Sequence[Mapping[str, Any]] = (),
 ) -> ProfileResult:
-    """The run's profiled window: where its time went, and its findings."""
+    """The run's profiled window: where its time went, and its findings (``trials``: the
+    run's optimizer trials, which measure an eager optimizer's fix)."""
     window = capture.window
     if not isinstance(capture.trace, ChromeTrace):
         return ProfileResult(capture.path, window, error=capture.error or "no trace")
@@ -132,7 +137,7 @@ def profile_analysis(
     skipped = [frame_where(frame) for frame in ledger.frames if frame.skipped]
     device = "cuda" if "kernel" in capture.trace.categories else "cpu"
     owners = eager_owners(capture.trace, *view.window)
-    findings = profile_findings(view, names, skipped, device, context, owners)
+    findings = profile_findings(view, names, skipped, device, context, owners, trials)
     cached = sum(1 for e in ledger.compiles if e.record.cache.get("fx_graph") == "hit")
     notes = _notes(view, window, device, cached)
     no_graphs = {e.compile_id: e.record.cudagraph_skip_reason for e in ledger.compiles

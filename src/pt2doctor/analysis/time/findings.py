@@ -7,15 +7,16 @@ Thresholds are shares of the window's wall time: a part under MIN_SHARE is not w
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pt2doctor.analysis.built.kernels import first_line_where
 from pt2doctor.analysis.findings.codes import Severity
 from pt2doctor.analysis.findings.model import Finding, Subject
 from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.time.owners import EagerOwner
-from pt2doctor.analysis.time.profile import ProfileView, RegionTime
+from pt2doctor.analysis.time.profile import OutsideTime, ProfileView, RegionTime
 from pt2doctor.trace.types import SourceLine
 
 MIN_SHARE = 0.05
@@ -59,10 +60,12 @@ def profile_findings(
     device: str,
     breaks: Mapping[str, BreakContext] | None = None,
     owners: Sequence[EagerOwner] = (),
+    trials: Sequence[Mapping[str, Any]] = (),
 ) -> list[Finding]:
     """``names``: compile id -> the frame's name; ``skipped_frames``: frames Dynamo ran
     eagerly (where); ``device``: ``cuda`` or ``cpu`` (the fixes differ); ``breaks``: compile
-    id -> its break's context."""
+    id -> its break's context; ``trials``: the run's optimizer trials (``optimizer_trial``
+    events: an eager optimizer's step timed against its fused variant)."""
     if view.wall_us <= 0 or view.calls <= 0:
         return []
     return [
@@ -72,7 +75,7 @@ def profile_findings(
         *_fallback_ops(view),
         *_graph_break_cost(view, breaks or {}),
         *_eager_only(view, skipped_frames, owners),
-        *_eager_optimizer(view, owners, device),
+        *_eager_optimizer(view, owners, device, trials),
     ]
 
 
@@ -140,6 +143,13 @@ def _overhead_bound(view: ProfileView, names: Mapping[str, str], device: str) ->
                 + (f" (guards {_ms(region.guards_us, view)})" if region.guards_us else "")
                 for region in bound
             ],
+            saves_unmeasured=(
+                'a try of mode="reduce-overhead" (`run --try-fixes`) measures it'
+                if device == "cuda"
+                else "its fixes change how the program calls the model (larger batches, "
+                "fewer regions): pt2doctor cannot apply them for you; the overhead is the "
+                "most they save"
+            ),
         )
     ]
 
@@ -195,21 +205,37 @@ def _fallback_ops(view: ProfileView) -> list[Finding]:
                     f"{first_line_where(kernel.user_lines)}: {_ms(kernel.us, view)} per call ({kernel.launches} launches)"
                 ],
                 Subject("op", op, compile_id=kernel.compile_id),
+                saves_unmeasured=f"a rewrite of the op is yours to write: its "
+                f"{_ms(kernel.us, view)} per call is the most it saves",
             )
         )
     return found
 
 
 def _graph_break_cost(view: ProfileView, breaks: Mapping[str, BreakContext]) -> list[Finding]:
-    found = []
+    """``graph_break_cost``: one finding per break site, its eager time summed over the
+    compiles that end there (a layer called twice, a frame recompiled: one line breaks in
+    several compiled regions)."""
+    by_site: dict[tuple[str | None, int | None], list[OutsideTime]] = {}
     for item in view.outside:
         if item.site is None or item.us <= 0:
             continue
-        site = item.site
-        share = item.us / view.wall_us
-        eager = view.eager_at.get(item.compile_id or "", [])
-        ops = ", ".join(f"{op} {_ms(us, view)}" for op, us in eager[:4])
         context = breaks.get(item.compile_id or "", BreakContext(False, None))
+        line = context.library_site or item.site
+        by_site.setdefault((line.file, line.line), []).append(item)
+    found = []
+    for items in by_site.values():
+        site = items[0].site
+        assert site is not None
+        us = sum(item.us for item in items)
+        share = us / view.wall_us
+        eager: dict[str, float] = {}
+        for item in items:
+            for op, op_us in view.eager_at.get(item.compile_id or "", []):
+                eager[op] = eager.get(op, 0.0) + op_us
+        top = sorted(eager.items(), key=lambda pair: -pair[1])[:4]
+        ops = ", ".join(f"{op} {_ms(op_us, view)}" for op, op_us in top)
+        context = breaks.get(items[0].compile_id or "", BreakContext(False, None))
         where = f"{site.file}:{site.line}"
         if context.library_site is not None:
             inner = context.library_site
@@ -230,21 +256,26 @@ def _graph_break_cost(view: ProfileView, breaks: Mapping[str, BreakContext]) -> 
                 "op, run eagerly, and the Python around it. Removing the break saves it and "
                 "lets the two graphs fuse."
             )
+        evidence = [f"{site.file}:{site.line}: {site.code or ''}".rstrip(": ")]
+        if len(items) > 1:
+            ids = ", ".join(str(item.compile_id) for item in items)
+            evidence.append(f"it ends {len(items)} compiled regions ({ids}), summed here")
+        if ops:
+            evidence.append(f"eager ATen ops there per call: {ops}")
         found.append(
             Finding(
                 severity,
                 "graph_break_cost",
-                f"The graph break at {where} costs {_ms(item.us, view)} per call "
-                f"({_pct(item.us, view.wall_us)} of the step) in eager code between compiled "
+                f"The graph break at {where} costs {_ms(us, view)} per call "
+                f"({_pct(us, view.wall_us)} of the step) in eager code between compiled "
                 "regions",
                 advice,
-                [f"{site.file}:{site.line}: {site.code or ''}".rstrip(": ")]
-                + ([f"eager ATen ops there per call: {ops}"] if ops else []),
+                evidence,
                 subject=Subject.of_line("site", context.library_site or site),
-                saves_ms=None if context.by_design else round(view.per_call(item.us), 6),
+                saves_ms=None if context.by_design else round(view.per_call(us), 6),
             )
         )
-    return found
+    return sorted(found, key=lambda f: -(f.saves_ms or 0.0))
 
 
 def _eager_only(
@@ -291,15 +322,40 @@ OPTIMIZER_ADVICE = (
 )
 
 
-def _eager_optimizer(view: ProfileView, owners: Sequence[EagerOwner], device: str) -> list[Finding]:
+def _eager_optimizer(
+    view: ProfileView,
+    owners: Sequence[EagerOwner],
+    device: str,
+    trials: Sequence[Mapping[str, Any]] = (),
+) -> list[Finding]:
     """``eager_optimizer``: an optimizer step that runs eagerly, outside compiled regions,
     for a visible share of the step: named with its class and its fix (fused, foreach, a
-    compiled step), its measured cost per call."""
+    compiled step), its measured cost per call, and what its fused (or foreach) variant
+    saved when the run timed one against it (torchcompat/optimizer_trial.py)."""
     found = []
     for owner in owners:
         if owner.kind != "optimizer_step" or owner.us < MIN_SHARE * view.wall_us:
             continue
         impl = "a for-loop over tensors" if device == "cpu" else "foreach multi-tensor ops"
+        evidence = [
+            f"{owner.label}: {owner.calls} calls in the window, "
+            f"{_ms(owner.us, view)} per call of the hot loop"
+        ]
+        facts: dict[str, float | str] = {
+            "step_ms": round(view.per_call(owner.us), 6),
+            "optimizer": owner.owner_class,
+        }
+        trial = next((t for t in trials if t.get("optimizer") == owner.owner_class), None)
+        saves, unmeasured = _trial_saving(trial, owner.calls / view.calls)
+        if saves is not None and trial is not None:
+            default, variant = _median(trial["default_ms"]), _median(trial["variant_ms"])
+            evidence.append(
+                f"timed in the run on copies of its parameters: {owner.owner_class}.step() "
+                f"{default:.3f} ms as configured, {variant:.3f} ms with {trial['variant']} "
+                f"(medians of {len(trial['default_ms'])} alternating steps each)"
+            )
+            facts.update(trial_default_ms=round(default, 6), trial_variant_ms=round(variant, 6),
+                         variant=str(trial["variant"]))  # fmt: skip
         found.append(
             Finding(
                 "warning",
@@ -308,15 +364,40 @@ def _eager_optimizer(view: ProfileView, owners: Sequence[EagerOwner], device: st
                 f"call ({_pct(owner.us, view.wall_us)} of the step), outside every compiled "
                 "region",
                 OPTIMIZER_ADVICE.format(cls=owner.owner_class, impl=impl),
-                [
-                    f"{owner.label}: {owner.calls} calls in the window, "
-                    f"{_ms(owner.us, view)} per call of the hot loop"
-                ],
+                evidence,
                 Subject("program", f"{owner.owner_class}.step"),
-                facts={
-                    "step_ms": round(view.per_call(owner.us), 6),
-                    "optimizer": owner.owner_class,
-                },
+                saves_ms=saves,
+                saves_unmeasured=unmeasured,
+                facts=facts,
             )
         )
     return found
+
+
+def _median(values: Sequence[float]) -> float:
+    return float(statistics.median(values))
+
+
+def _trial_saving(
+    trial: Mapping[str, Any] | None, steps_per_call: float
+) -> tuple[float | None, str | None]:
+    """What the trial measured the fused variant to save per call of the hot loop (its
+    saving per step times the steps per call), or why there is no measure."""
+    if trial is None:
+        return (
+            None,
+            "no step of the optimizer was timed against its fused variant (it "
+            "stepped before the profile window ended, or not at all after it)",
+        )
+    if trial.get("skipped"):
+        return None, f"its fused variant was not timed: {trial['skipped']}"
+    default, variant = trial.get("default_ms") or [], trial.get("variant_ms") or []
+    if not default or not variant:
+        return None, "its trial recorded no timed steps"
+    saving = (_median(default) - _median(variant)) * steps_per_call
+    if saving <= 0:
+        return None, (
+            f"{trial.get('variant')} was not faster when timed in the run "
+            f"({_median(variant):.3f} ms against {_median(default):.3f} ms per step)"
+        )
+    return round(saving, 6), None
