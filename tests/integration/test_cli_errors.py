@@ -231,3 +231,6 @@ def test_a_missing_program_and_a_script_that_is_not_executable_are_one_line_each
     script.write_text("#!" + sys.executable + "\nraise SystemExit(3)\n")
     script.chmod(0o755)
     assert main(["run", "--out", "out", "--", "./exits3.py"]) == 3
+    # It wrote no TORCH_TRACE log (it never imported torch): the headline says so, not "—".
+    captured = capsys.readouterr()
+    assert "pt2doctor report — no TORCH_TRACE log was written" in captured.err + captured.out

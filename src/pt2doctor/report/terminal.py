@@ -291,7 +291,9 @@ def render_terminal(report: RunReport, console: Console, cwd: str | None = None)
     Paths read relative to ``cwd`` (default: the working directory) or to site-packages."""
     cwd = os.getcwd() if cwd is None else cwd
     paths = ", ".join(display_path(path, cwd) for path in report_inputs(report))
-    console.print(f"[bold]pt2doctor report[/] — {escape(paths)}")
+    console.print(
+        f"[bold]pt2doctor report[/] — {escape(paths or 'no TORCH_TRACE log was written')}"
+    )
     if "run" in report:
         console.print(_run_line(report["run"]))
     console.print(_headline(report["summary"]))
