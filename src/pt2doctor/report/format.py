@@ -117,8 +117,8 @@ def built_line(entry: Mapping[str, Any], names: Mapping[tuple[str, str], str]) -
 def plan_saving(item: Mapping[str, Any]) -> str:
     """`` (costs 0.126 ms per call)``: what acting on a plan line saves, as the profile
     measured it (why not, when a performance line's saving is unmeasured; '' when the line
-    is the cost itself), and what
-    ``--try-fixes`` measured for its fix (`` (tried recompile_limit = 12: helped, …)``)."""
+    is the cost itself), and what ``--try-fixes`` measured for its fix (`` (tried
+    recompile_limit = 12: helped, …)``)."""
     saves = item.get("saves_ms")
     tried = f" ({item['tried']})" if item.get("tried") else ""
     if item.get("saves_unmeasured"):

@@ -45,89 +45,59 @@ def _clone_groups(optimizer: Any, keep_settings: bool) -> list[dict[str, Any]]:
     return groups
 
 
-def _timed_step(optimizer: Any, cuda: bool) -> float:
-    """One step of ``optimizer``, in milliseconds."""
+def _timed_steps(optimizers: list[Any], pairs: int, cuda: bool) -> list[list[float]]:
+    """``pairs`` rounds stepping each optimizer in turn, the first first on even rounds and
+    last on odd ones: the milliseconds of each optimizer's steps."""
     import torch
 
-    if cuda:
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    optimizer.step()
-    if cuda:
-        torch.cuda.synchronize()
-    return round((time.perf_counter() - start) * 1e3, 6)
-
-
-class OptimizerTrial:
-    """``optimizer``'s step as configured against its fused (or foreach) variant, on copies
-    of its parameters: :meth:`pair` times one step of each (their order alternating), and
-    :meth:`result` gives ``optimizer``, ``variant``, ``default_ms``, ``variant_ms`` (per step)
-    and ``saves_ms`` (the medians' difference), or ``skipped`` with the reason."""
-
-    def __init__(self, optimizer: Any) -> None:
-        cls = type(optimizer)
-        self.name = cls.__name__
-        self.skipped: str | None = None
-        self.optimizers: list[Any] = []
-        self.times: list[list[float]] = [[], []]
-        self.variant = ""
-        params = [p for group in optimizer.param_groups for p in group["params"]]
-        self.cuda = any(p.is_cuda for p in params)
-        if not any(p.grad is not None for p in params):
-            self.skipped = "no parameter had a gradient at the step"
-        elif sum(p.numel() for p in params) > MAX_ELEMENTS:
-            self.skipped = f"over {MAX_ELEMENTS:,} parameter elements (copies' memory)"
-        elif any(group.get("fused") for group in optimizer.param_groups):
-            self.skipped = "the optimizer is already fused"
-        if self.skipped:
-            return
-        foreach = any(group.get("foreach") for group in optimizer.param_groups)
-        for name in ("fused",) if foreach else ("fused", "foreach"):
-            try:
-                candidate = cls(_clone_groups(optimizer, keep_settings=False), **{name: True})
-                candidate.step()  # a class or device without it fails here, not when timed
-            except (TypeError, RuntimeError, ValueError):
-                continue
-            default = cls(_clone_groups(optimizer, keep_settings=True))
-            default.step()  # its state made, as the variant's was: both warm
-            self.optimizers, self.variant = [default, candidate], f"{name}=True"
-            return
-        takes = "is foreach and takes no fused=True" if foreach else (
-            "takes neither fused=True nor foreach=True")  # fmt: skip
-        self.skipped = f"{self.name} {takes} here"
-
-    @property
-    def done(self) -> bool:
-        return self.skipped is not None or len(self.times[0]) >= PAIRS
-
-    def pair(self) -> None:
-        """One timed step of each, the default first on even pairs, the variant on odd."""
-        order = [0, 1] if len(self.times[0]) % 2 == 0 else [1, 0]
+    times: list[list[float]] = [[] for _ in optimizers]
+    for round_ in range(pairs):
+        order = range(len(optimizers)) if round_ % 2 == 0 else reversed(range(len(optimizers)))
         for index in order:
-            self.times[index].append(_timed_step(self.optimizers[index], self.cuda))
+            if cuda:
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            optimizers[index].step()
+            if cuda:
+                torch.cuda.synchronize()
+            times[index].append(round((time.perf_counter() - start) * 1e3, 6))
+    return times
 
-    def result(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"optimizer": self.name}
-        if self.skipped is not None:
-            return {**found, "skipped": self.skipped}
-        default_ms, variant_ms = self.times
-        if not default_ms:
-            return {**found, "skipped": "the program stopped stepping before a timed step"}
+
+def optimizer_trial(optimizer: Any, pairs: int = PAIRS) -> dict[str, Any]:
+    """Time ``optimizer``'s step as configured against its fused (or foreach) variant on
+    copies of its parameters: ``optimizer``, ``variant``, ``default_ms``, ``variant_ms``
+    (per step) and ``saves_ms`` (the medians' difference), or ``skipped`` with the reason."""
+    cls = type(optimizer)
+    found: dict[str, Any] = {"optimizer": cls.__name__}
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    if not any(p.grad is not None for p in params):
+        return {**found, "skipped": "no parameter had a gradient at the step"}
+    if sum(p.numel() for p in params) > MAX_ELEMENTS:
+        return {**found, "skipped": f"over {MAX_ELEMENTS:,} parameter elements (copies' memory)"}
+    if any(group.get("fused") for group in optimizer.param_groups):
+        return {**found, "skipped": "the optimizer is already fused"}
+    foreach = any(group.get("foreach") for group in optimizer.param_groups)
+    for name in ("fused",) if foreach else ("fused", "foreach"):
+        try:
+            variant = cls(_clone_groups(optimizer, keep_settings=False), **{name: True})
+            variant.step()  # a class or device without it fails here, not when timed
+        except (TypeError, RuntimeError, ValueError):
+            continue
+        default = cls(_clone_groups(optimizer, keep_settings=True))
+        default.step()  # its state made, as the variant's was: both warm
+        cuda = any(p.is_cuda for p in params)
+        default_ms, variant_ms = _timed_steps([default, variant], pairs, cuda)
         return {
             **found,
-            "variant": self.variant,
+            "variant": f"{name}=True",
             "default_ms": default_ms,
             "variant_ms": variant_ms,
             "saves_ms": round(statistics.median(default_ms) - statistics.median(variant_ms), 6),
         }
-
-
-def optimizer_trial(optimizer: Any, pairs: int = PAIRS) -> dict[str, Any]:
-    """:class:`OptimizerTrial`'s ``pairs`` pairs timed back to back."""
-    trial = OptimizerTrial(optimizer)
-    while trial.skipped is None and len(trial.times[0]) < pairs:
-        trial.pair()
-    return trial.result()
+    takes = "is foreach and takes no fused=True" if foreach else (
+        "takes neither fused=True nor foreach=True")  # fmt: skip
+    return {**found, "skipped": f"{cls.__name__} {takes} here"}
 
 
 def try_optimizer_steps(

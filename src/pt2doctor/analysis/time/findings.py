@@ -216,15 +216,15 @@ def _graph_break_cost(view: ProfileView, breaks: Mapping[str, BreakContext]) -> 
     """``graph_break_cost``: one finding per break site, its eager time summed over the
     compiles that end there (a layer called twice, a frame recompiled: one line breaks in
     several compiled regions)."""
-    by_site: dict[tuple[str | None, int | None], list[OutsideTime]] = {}
+    by_site: dict[tuple[str | None, int | None], tuple[BreakContext, list[OutsideTime]]] = {}
     for item in view.outside:
         if item.site is None or item.us <= 0:
             continue
         context = breaks.get(item.compile_id or "", BreakContext(False, None))
         line = context.library_site or item.site
-        by_site.setdefault((line.file, line.line), []).append(item)
+        by_site.setdefault((line.file, line.line), (context, []))[1].append(item)
     found = []
-    for items in by_site.values():
+    for context, items in by_site.values():
         site = items[0].site
         assert site is not None
         us = sum(item.us for item in items)
@@ -235,7 +235,6 @@ def _graph_break_cost(view: ProfileView, breaks: Mapping[str, BreakContext]) -> 
                 eager[op] = eager.get(op, 0.0) + op_us
         top = sorted(eager.items(), key=lambda pair: -pair[1])[:4]
         ops = ", ".join(f"{op} {_ms(op_us, view)}" for op, op_us in top)
-        context = breaks.get(items[0].compile_id or "", BreakContext(False, None))
         where = f"{site.file}:{site.line}"
         if context.library_site is not None:
             inner = context.library_site
@@ -346,16 +345,22 @@ def _eager_optimizer(
             "optimizer": owner.owner_class,
         }
         trial = next((t for t in trials if t.get("optimizer") == owner.owner_class), None)
-        saves, unmeasured = _trial_saving(trial, owner.calls / view.calls)
-        if saves is not None and trial is not None:
+        saves, unmeasured = None, _untimed(trial)
+        if trial is not None and unmeasured is None:
             default, variant = _median(trial["default_ms"]), _median(trial["variant_ms"])
-            evidence.append(
-                f"timed in the run on copies of its parameters: {owner.owner_class}.step() "
-                f"{default:.3f} ms as configured, {variant:.3f} ms with {trial['variant']} "
-                f"(medians of {len(trial['default_ms'])} alternating steps each)"
-            )
-            facts.update(trial_default_ms=round(default, 6), trial_variant_ms=round(variant, 6),
-                         variant=str(trial["variant"]))  # fmt: skip
+            if default <= variant:
+                unmeasured = (f"{trial['variant']} was not faster when timed in the run "
+                              f"({variant:.3f} ms against {default:.3f} ms per step)")  # fmt: skip
+            else:  # the trial's saving per step, times the steps per call of the hot loop
+                saves = round((default - variant) * owner.calls / view.calls, 6)
+                evidence.append(
+                    f"timed in the run on copies of its parameters: {owner.owner_class}.step() "
+                    f"{default:.3f} ms as configured, {variant:.3f} ms with {trial['variant']} "
+                    f"(medians of {len(trial['default_ms'])} alternating steps each)"
+                )
+                facts.update(trial_default_ms=round(default, 6),
+                             trial_variant_ms=round(variant, 6),
+                             variant=str(trial["variant"]))  # fmt: skip
         found.append(
             Finding(
                 "warning",
@@ -378,26 +383,13 @@ def _median(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 
 
-def _trial_saving(
-    trial: Mapping[str, Any] | None, steps_per_call: float
-) -> tuple[float | None, str | None]:
-    """What the trial measured the fused variant to save per call of the hot loop (its
-    saving per step times the steps per call), or why there is no measure."""
+def _untimed(trial: Mapping[str, Any] | None) -> str | None:
+    """Why the run has no timing of the optimizer's fused variant (None: it has one)."""
     if trial is None:
-        return (
-            None,
-            "no step of the optimizer was timed against its fused variant (it "
-            "stepped before the profile window ended, or not at all after it)",
-        )
+        return ("no step of the optimizer was timed against its fused variant (it stepped "
+                "before the profile window ended, or not at all after it)")  # fmt: skip
     if trial.get("skipped"):
-        return None, f"its fused variant was not timed: {trial['skipped']}"
-    default, variant = trial.get("default_ms") or [], trial.get("variant_ms") or []
-    if not default or not variant:
-        return None, "its trial recorded no timed steps"
-    saving = (_median(default) - _median(variant)) * steps_per_call
-    if saving <= 0:
-        return None, (
-            f"{trial.get('variant')} was not faster when timed in the run "
-            f"({_median(variant):.3f} ms against {_median(default):.3f} ms per step)"
-        )
-    return round(saving, 6), None
+        return f"its fused variant was not timed: {trial['skipped']}"
+    if not trial.get("default_ms") or not trial.get("variant_ms"):
+        return "its trial recorded no timed steps"
+    return None
