@@ -229,3 +229,37 @@ def test_run_live_explains_the_events_on_stderr_while_the_program_runs(doctor_ru
     assert any("recompile limit hit: step (" in line for line in lines)
     assert live.stderr.index("recompile limit hit") < live.stderr.index("What to do first")
     assert "recompile limit hit: step (" not in quiet.stderr
+
+
+def test_a_compile_in_progress_has_its_phase_and_a_lone_compiling_rank_is_skew(
+    tmp_path: Path,
+) -> None:
+    """simple.log (an Inductor compile) as two rank logs: rank 0 whole, rank 1 cut just after
+    its Inductor lowering began. While rank 1 is cut there, the state names its phase from the
+    log's own chromium event, ``tick`` past ``progress_s`` says it is still compiling, and past
+    ``skew_s`` says rank 1 compiles while rank 0, done, waits; each once."""
+    from pt2doctor.analysis.live import LiveState
+    from pt2doctor.trace.tail import Tail
+
+    data = (CORPUS_DIR / "tlparse-inputs" / "inputs" / "simple.log").read_bytes()
+    lowering = data.index(b'"name": "GraphLowering.run"')
+    cut = data.index(b"\nV", lowering) + 1  # the record after that event: it is whole
+    folder = tmp_path / "trace"
+    folder.mkdir()
+    (folder / "dedicated_log_torch_trace_rank_0_a.log").write_bytes(data)
+    (folder / "dedicated_log_torch_trace_rank_1_b.log").write_bytes(data[:cut])
+    state = LiveState(progress_s=5.0, skew_s=20.0)
+    for record in Tail(folder).poll():
+        state.feed(record)
+    [(stream, running)] = state.in_progress.items()
+    assert "rank_1" in stream and running.phase == "Inductor lowering"
+    assert running.frame.startswith("forward (")
+    assert state.tick(running.since + 1.0) == []
+    [still] = state.tick(running.since + 6.0)
+    assert still.kind == "compiling" and "(Inductor lowering)" in still.text
+    [skew] = state.tick(running.since + 21.0)
+    assert skew.kind == "rank-skew"
+    assert skew.text.startswith(f"rank 1 compiling {running.frame} for 21 s (Inductor lowering)")
+    assert "rank 0 waiting since" in skew.text and "warm the compile cache" in skew.text
+    assert state.tick(running.since + 40.0) == []
+    assert "rank 1 compiling forward (" in state.status(running.since + 40.0)

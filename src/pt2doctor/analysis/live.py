@@ -7,21 +7,50 @@ new compile made it a symbol), a recompile after warmup (``warmup_s`` after the 
 compile), a frame at the recompile limit (it now runs eagerly), a new graph-break site, a
 compile slower than ``slow_s``, and a compile that failed. Each event knows its ``kind``, the
 name ``--fail-on`` matches.
+
+Between records, :meth:`LiveState.tick` says what time alone reveals: a compile still running
+after ``progress_s`` (its frame and phase, from the compile's own chromium events), and, with
+several rank logs, one rank compiling longer than ``skew_s`` while every other rank has
+finished its compiles and waits (``rank-skew``: the cause of collective timeouts).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 from pt2doctor.analysis.recompiles.changes import fold_changes, to_change
 from pt2doctor.analysis.recompiles.guards import parse_recompile_reason
 from pt2doctor.analysis.recompiles.outlook import change_line
+from pt2doctor.trace.reader import rank_from_filename
 from pt2doctor.trace.tail import LiveRecord
 
 FAIL_ON = ("recompile", "recompile-after-warmup", "limit-hit", "new-break", "slow-compile",
-           "compile-failure")  # fmt: skip
+           "compile-failure", "rank-skew")  # fmt: skip
+# The phase a compile is in, from the chromium events torch writes into the trace as each
+# stage begins (and the records that end a stage).
+_PHASE_OF_EVENT = {
+    "entire_frame_compile": "Dynamo tracing",
+    "backend_compile": "backend compile",
+    "create_aot_dispatcher_function": "AOTAutograd",
+    "inductor_compile": "Inductor",
+    "GraphLowering.run": "Inductor lowering",
+    "code_gen": "Inductor codegen",
+    "async_compile.wait": "Inductor kernel builds",
+}
+_PHASE_AFTER_EVENT = {"backend_compile": "guards"}
+_PHASE_OF_RECORD = {
+    "dynamo_start": "Dynamo tracing",
+    "dynamo_output_graph": "backend compile",
+    "inductor_post_grad_graph": "Inductor lowering",
+    "inductor_output_code": "Inductor kernel builds",
+}
+SKEW_FIX = ("warm the compile cache on every rank or on none, keep rank-specific shapes out of "
+            "the compiled frame, and compile before the first collective")  # fmt: skip
 _LIMIT = re.compile(r"cache_size_limit|recompile_limit|accumulated_cache_size_limit", re.I)
 _BREAK_SITE = re.compile(r"^Graph break in user code at (\S+)$", re.M)
 _BREAK_REASON = re.compile(r"^Graph Break Reason: (.+)$", re.M)
@@ -50,6 +79,17 @@ class LiveEvent:
         return f"{self.at_s:7.1f} s  {self.text}"
 
 
+@dataclass(slots=True)
+class Compiling:
+    """A compile in progress on one log: its frame, since when, and its phase."""
+
+    frame: str
+    since: float
+    phase: str = "Dynamo tracing"
+    said: set[str] = field(default_factory=set)
+    """The tick events already said for it (``compiling``, ``rank-skew``)."""
+
+
 @dataclass
 class LiveState:
     """What has been seen so far: frames by (log, frame id), break sites, symbols of the
@@ -57,6 +97,10 @@ class LiveState:
 
     slow_s: float | None = None
     warmup_s: float = 60.0
+    progress_s: float = 30.0
+    """A compile still running after this long is said (``compiling``), once."""
+    skew_s: float | None = None
+    """With several rank logs: one rank compiling this long while the others wait is said."""
     frames: dict[tuple[str, str], str] = field(default_factory=dict)
     sites: set[str] = field(default_factory=set)
     symbols: dict[tuple[str, str], set[str]] = field(default_factory=dict)
@@ -64,8 +108,14 @@ class LiveState:
     first_compile: float | None = None
     compiles: int = 0
     recompiles: int = 0
-    in_progress: dict[str, tuple[str, float]] = field(default_factory=dict)
-    """Per log, the compile running (its frame, since when)."""
+    late: int = 0
+    """Recompiles after warmup."""
+    breaks: list[float] = field(default_factory=list)
+    """When each graph break was logged (for the status line's rate)."""
+    in_progress: dict[str, Compiling] = field(default_factory=dict)
+    """Per log, the compile running."""
+    idle_since: dict[str, float] = field(default_factory=dict)
+    """Per log not compiling, since when (its last compile's end, or its first record)."""
 
     def seconds(self, clock: str) -> float:
         match = _CLOCK.match(clock)
@@ -91,13 +141,17 @@ class LiveState:
         at = self.seconds(record.clock)
         meta = record.meta if isinstance(record.meta, dict) else {}
         frame_id = (record.compile_id or "?/").split("/")[0]
+        if record.stream not in self.in_progress:
+            self.idle_since.setdefault(record.stream, at)
+        self._phase(record)
         if record.kind == "dynamo_start":
             frames = [f for f in meta.get("stack") or [] if isinstance(f, dict)]
             if frames:
                 top = frames[-1]
                 name = f"{top.get('name')} ({_short(top.get('filename'))}:{top.get('line')})"
                 self.frames.setdefault((record.stream, frame_id), name)
-                self.in_progress[record.stream] = (name, at)
+                self.in_progress[record.stream] = Compiling(name, at)
+                self.idle_since.pop(record.stream, None)
             return []
         if record.kind in ("create_symbol", "create_unbacked_symbol") and record.compile_id:
             source = meta.get("source")
@@ -108,10 +162,59 @@ class LiveState:
             return self._break(record, at)
         if record.kind == "compilation_metrics":
             self.in_progress.pop(record.stream, None)
+            self.idle_since[record.stream] = at
             return self._compiled(record, meta, frame_id, at)
         return []
 
+    def _phase(self, record: LiveRecord) -> None:
+        running = self.in_progress.get(record.stream)
+        if running is None:
+            return
+        phase = _PHASE_OF_RECORD.get(record.kind)
+        if record.kind == "chromium_event" and record.payload:
+            try:
+                event = orjson.loads(record.payload)
+            except orjson.JSONDecodeError:
+                return
+            if isinstance(event, dict):
+                ends = _PHASE_AFTER_EVENT if event.get("ph") == "E" else _PHASE_OF_EVENT
+                phase = ends.get(str(event.get("name")))
+        if phase is not None:
+            running.phase = phase
+
+    def tick(self, now_s: float) -> list[LiveEvent]:
+        """What time alone says, at ``now_s`` on the log's clock: a compile running past
+        ``progress_s``, and one rank compiling past ``skew_s`` while the others wait. Each
+        is said once per compile."""
+        events: list[LiveEvent] = []
+        for stream, running in self.in_progress.items():
+            took = now_s - running.since
+            if took >= self.progress_s and "compiling" not in running.said:
+                running.said.add("compiling")
+                events.append(LiveEvent("compiling", now_s, f"still compiling {running.frame} "
+                                        f"after {took:.0f} s ({running.phase})", running.frame,
+                                        stream, seconds=took))  # fmt: skip
+            waiting = {other: since for other, since in self.idle_since.items()
+                       if other != stream}  # fmt: skip
+            if (self.skew_s is None or took < self.skew_s or "rank-skew" in running.said
+                    or not waiting or len(waiting) + 1 < len(self._streams())):  # fmt: skip
+                continue
+            running.said.add("rank-skew")
+            rank = _rank(stream)
+            others = ", ".join(_rank(other) for other in sorted(waiting, key=_rank))
+            wait = now_s - max(waiting.values())
+            text = (f"rank {rank} compiling {running.frame} for {took:.0f} s ({running.phase}); "
+                    f"rank{'s' if len(waiting) > 1 else ''} {others} waiting since {wait:.0f} s. "
+                    f"A collective waits on rank {rank} meanwhile: {SKEW_FIX}")  # fmt: skip
+            events.append(LiveEvent("rank-skew", now_s, text, running.frame, stream,
+                                    seconds=took))  # fmt: skip
+        return events
+
+    def _streams(self) -> set[str]:
+        return set(self.in_progress) | set(self.idle_since)
+
     def _break(self, record: LiveRecord, at: float) -> list[LiveEvent]:
+        self.breaks.append(at)
         site = _BREAK_SITE.search(record.payload or "")
         if site is None or site[1] in self.sites:
             return []
@@ -154,6 +257,7 @@ class LiveState:
             self.recompiles += 1
             late = at - self.first_compile >= self.warmup_s
             kind = "recompile-after-warmup" if late else "recompile"
+            self.late += late
             what, cause = _what_changed(str(reason), self.symbols.get((record.stream,
                                                                         record.compile_id or "")))  # fmt: skip
             label = "recompile after warmup" if late else "recompile"
@@ -169,13 +273,20 @@ class LiveState:
         return events
 
     def status(self, now_s: float | None = None) -> str:
-        """The status line: compiles so far, recompiles, the compile in progress."""
+        """The status line: compiles so far, recompiles (after warmup), break sites and the
+        breaks logged per second over the last 10 s, the compile in progress (its phase)."""
+        late = f" ({self.late} after warmup)" if self.late else ""
+        rate = ""
+        if now_s is not None:
+            recent = sum(1 for at in self.breaks if now_s - at <= 10.0)
+            rate = f" ({recent / 10.0:.1f} breaks/s)" if recent else ""
         running = ""
-        if self.in_progress:
-            name, since = next(iter(self.in_progress.values()))
-            running = f"; compiling {name}" + (f" for {now_s - since:.0f} s" if now_s else "")
-        return (f"{self.compiles} compiles, {self.recompiles} recompiles, "
-                f"{len(self.sites)} graph-break sites{running}")  # fmt: skip
+        for stream, compiling in self.in_progress.items():
+            rank = f"rank {_rank(stream)} " if len(self._streams()) > 1 else ""
+            took = f" {now_s - compiling.since:.0f} s" if now_s is not None else ""
+            running += f"; {rank}compiling {compiling.frame} ({compiling.phase}){took}"
+        return (f"{self.compiles} compiles, {self.recompiles} recompiles{late}, "
+                f"{len(self.sites)} graph-break sites{rate}{running}")  # fmt: skip
 
 
 def _float(value: Any) -> float | None:
@@ -197,6 +308,11 @@ def _what_changed(reason: str, dynamic: set[str] | None) -> tuple[str, str | Non
     lines = [change_line("", None, change).removeprefix(": ") for change in folded]
     text = "; ".join(lines[:3]) + (f" (+{len(lines) - 3} more)" if len(lines) > 3 else "")
     return text, folded[0].kind if folded else None
+
+
+def _rank(stream: str) -> str:
+    rank = rank_from_filename(Path(stream))
+    return "?" if rank is None else str(rank)
 
 
 def _short(path: Any) -> str:

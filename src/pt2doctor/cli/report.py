@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 # The reader and the analyses are imported when a report is built, not for --help.
 FAIL_ON = ("recompile", "recompile-after-warmup", "limit-hit", "new-break", "slow-compile",
-           "compile-failure")  # fmt: skip
+           "compile-failure", "rank-skew")  # fmt: skip
 """analysis/live.py's event kinds (kept here: --help imports no analysis)."""
 
 COLLECTIVE_TIMEOUT_OPTION = click.option(
@@ -131,6 +131,7 @@ def follow_logs(
     interval_s: float = 0.5,
     metrics_port: int | None = None,
     metrics_textfile: Path | None = None,
+    skew_s: float | None = None,
 ) -> int:
     """``report --follow``: the logs at PATH read as they grow, one explained line per notable
     event; exit 1 at the first event ``fail_on`` names (with that line), else 0 when
@@ -143,7 +144,8 @@ def follow_logs(
 
     if not path.exists() and until_exit is None:  # with a job to wait for, it may come
         raise UsageError(f"no such file or directory: {path}")
-    tail, state = Tail(path), LiveState(slow_s=slow_s, warmup_s=warmup_s)
+    tail = Tail(path)
+    state = LiveState(slow_s=slow_s, warmup_s=warmup_s, skew_s=skew_s)
     metrics = None
     if metrics_port is not None or metrics_textfile is not None:
         from pt2doctor.report.metrics import LiveMetrics
@@ -152,11 +154,13 @@ def follow_logs(
         if metrics_port is not None:
             metrics.serve(metrics_port)
 
-    def show(records: list[Any]) -> int | None:
+    def show(records: list[Any], done: bool) -> int | None:
         failed = None
-        for record in records:
-            events = state.feed(record)
-            if metrics is not None:
+        batches = [(record, state.feed(record)) for record in records]
+        if not done:  # a compile the log ends in is not running once the job is gone
+            batches.append((None, state.tick(state.now_s())))
+        for record, events in batches:
+            if metrics is not None and record is not None:
                 metrics.observe(record, events, state)
             for event in events:
                 click.echo(event.line())
@@ -175,7 +179,7 @@ def follow_logs(
     try:
         while True:
             done = until_exit is not None and not _alive(until_exit)
-            failed = show(tail.flush() if done else tail.poll())
+            failed = show(tail.flush() if done else tail.poll(), done)
             if failed is not None:
                 return failed
             if done:
@@ -235,6 +239,14 @@ def follow_logs(
     help="With --follow: a recompile S seconds after the first compile is after warmup.",
 )
 @click.option(
+    "--skew-warn",
+    "skew_s",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="S",
+    help="With --follow on per-rank logs: a rank compiling over S seconds while every other "
+    "rank has finished its compiles is an event (rank-skew).",
+)
+@click.option(
     "--metrics-port",
     type=click.IntRange(0, 65535),
     metavar="N",
@@ -265,6 +277,7 @@ def report_command(
     warmup_s: float = 60.0,
     metrics_port: int | None = None,
     metrics_textfile: Path | None = None,
+    skew_s: float | None = None,
 ) -> int:
     """Explain every compilation in the TORCH_TRACE logs at PATH.
 
@@ -275,15 +288,19 @@ def report_command(
     comes."""
     if follow:
         return follow_logs(path, fail_on, until_exit, slow_s, warmup_s,
-                           metrics_port=metrics_port, metrics_textfile=metrics_textfile)  # fmt: skip
+                           metrics_port=metrics_port, metrics_textfile=metrics_textfile,
+                           skew_s=skew_s)  # fmt: skip
     if (
         fail_on
         or until_exit is not None
         or slow_s is not None
+        or skew_s is not None
         or metrics_port is not None
         or (metrics_textfile is not None)
     ):
-        raise UsageError("--fail-on, --until-exit, --slow-compile and --metrics-* go with --follow")
+        raise UsageError(
+            "--fail-on, --until-exit, --slow-compile, --skew-warn and --metrics-* go with --follow"
+        )
     if is_check_dir(path):
         from pt2doctor.cli.check import rerender_check
 

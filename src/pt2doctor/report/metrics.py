@@ -125,9 +125,9 @@ class LiveMetrics:
     def progress(self, state: LiveState, now_s: float) -> None:
         """The compile in progress per log, as seconds so far (0 once it is done)."""
         running = set()
-        for stream, (name, since) in state.in_progress.items():
-            key = (self._rank(stream), self._label("frame", name))
-            running_s = now_s - since
+        for stream, compiling in state.in_progress.items():
+            key = (self._rank(stream), self._label("frame", compiling.frame))
+            running_s = now_s - compiling.since
             self.in_progress.labels(*key).set(running_s if 0 <= running_s < 86400 else 0.0)
             running.add(key)
         for key in self._running - running:
