@@ -43,6 +43,7 @@ from pt2doctor.torchcompat.dynamo import (
 )
 from pt2doctor.torchcompat.fingerprint import environment
 from pt2doctor.torchcompat.guards import (
+    GUARD_TIMING_BATCH,
     GUARD_TIMING_BUDGET_S,
     GUARD_TIMING_CHECKS,
     _guard_hooks,
@@ -74,6 +75,7 @@ from pt2doctor.torchcompat.version import MIN_TORCH, supported, torch_version
 __all__ = [
     "COMPILER_HOOKS",
     "FUSION_LOGGERS",
+    "GUARD_TIMING_BATCH",
     "GUARD_TIMING_BUDGET_S",
     "GUARD_TIMING_CHECKS",
     "MAX_COMPILE_CALLS",

@@ -3,7 +3,7 @@
 Every call of a compiled frame first runs the guards of its cached variants until one passes.
 The probes of ``pt2doctor run`` (and ``watch``) time one check of each variant's guards warm,
 right after Dynamo builds them (``torchcompat.time_guards``: 200 checks against the frame's own
-locals), and count each variant's calls and time inside its graph. A call that ran variant *i*
+locals, the fastest batch of 10 kept), and count each variant's calls and time inside its graph. A call that ran variant *i*
 evaluated at least *i*'s guards; with *n* variants it evaluates on average about half of the
 others first (the cache is a list searched in order), so the estimate is calls x latency x
 (1 + (n - 1) / 2).
@@ -22,11 +22,12 @@ from pt2doctor.analysis.findings.model import Finding
 from pt2doctor.analysis.findings.trace_findings import frame_label, frame_subject
 from pt2doctor.analysis.recompiles.ledger import CompileEntry, FrameEntry, Ledger
 from pt2doctor.analysis.text import counted
-from pt2doctor.torchcompat import GUARD_TIMING_CHECKS
+from pt2doctor.torchcompat import GUARD_TIMING_BATCH, GUARD_TIMING_CHECKS
 
 # How the probes time a variant's guards (torchcompat.time_guards), as the evidence says it.
 GUARD_TIMING = (
-    f"up to {GUARD_TIMING_CHECKS} checks against the frame's locals right after Dynamo built them"
+    f"the fastest of up to {GUARD_TIMING_CHECKS} checks in batches of {GUARD_TIMING_BATCH} against "
+    "the frame's locals right after Dynamo built them"
 )
 
 # A frame is flagged when guard checks cost at least this share of its time in compiled graphs
