@@ -7,6 +7,7 @@ only the new bytes and hands over whole records."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -124,15 +125,23 @@ def _kind(envelope: dict[str, Any]) -> str:
 
 
 def _series(text: str) -> dict[str, float]:
-    """``name{labels} value`` lines of an OpenMetrics text, summed by metric name."""
+    """The samples of an OpenMetrics text read with prometheus_client's own parser, summed by
+    sample name (``pt2doctor_compiles_total``) over their labels."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     found: dict[str, float] = {}
-    for line in text.splitlines():
-        if line.startswith("#") or not line.strip():
-            continue
-        name, _, value = line.rpartition(" ")
-        metric = name.split("{", 1)[0]
-        found[metric] = found.get(metric, 0.0) + float(value)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            found[sample.name] = found.get(sample.name, 0.0) + sample.value
     return found
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def test_the_events_are_metrics_in_a_textfile_and_on_a_port(
@@ -140,7 +149,6 @@ def test_the_events_are_metrics_in_a_textfile_and_on_a_port(
 ) -> None:
     """limit_hit.py followed with --metrics-textfile: the counters are the raw trace's; the
     same follower serving --metrics-port is scraped over HTTP while it waits for a job."""
-    import socket
     import time
     import urllib.request
 
@@ -155,9 +163,7 @@ def test_the_events_are_metrics_in_a_textfile_and_on_a_port(
     assert series["pt2doctor_recompiles_total"] == 2
     assert series["pt2doctor_limit_hits_total"] == 1
     assert 'rank="unknown"' in prom.read_text() and series["pt2doctor_label_cap"] == 20
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = _free_port()
     waiting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     server = subprocess.Popen([sys.executable, "-m", "pt2doctor", "report", "--follow",
                                str(trace), "--until-exit", str(waiting.pid),
@@ -184,16 +190,13 @@ def test_the_events_are_metrics_in_a_textfile_and_on_a_port(
 def test_watch_serves_the_compile_events_of_its_own_process_as_metrics() -> None:
     """``pt2doctor.watch(metrics_port=N)``: a size recompile and a limit hit in this process,
     scraped from the port while the watch runs; the port is closed after it."""
-    import socket
     import time
     import urllib.request
 
     torch = pytest.importorskip("torch")
     import pt2doctor
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = _free_port()
 
     def step(x: Any, mode: str) -> Any:
         return x + 1 if mode == "a" else x * len(mode)
@@ -263,3 +266,142 @@ def test_a_compile_in_progress_has_its_phase_and_a_lone_compiling_rank_is_skew(
     assert "rank 0 waiting since" in skew.text and "warm the compile cache" in skew.text
     assert state.tick(running.since + 40.0) == []
     assert "rank 1 compiling forward (" in state.status(running.since + 40.0)
+
+
+def test_run_live_says_a_late_recompile_while_the_program_waits_and_its_metrics_match(
+    run_env: dict[str, str], tmp_path: Path
+) -> None:
+    """run_serving_loop.py under ``run --live --steady-after 1 --metrics-port P``: the
+    explained recompile-after-warmup line arrives while the program still waits to be
+    released (its next marker comes only after the test has read the lines of the frame and
+    its resume function); the metrics scraped over HTTP then, parsed with prometheus_client's parser, equal the final report's
+    counts; the textfile written beside them holds the same counters."""
+    import threading
+    import urllib.request
+
+    port, release, out = _free_port(), tmp_path / "release", tmp_path / "run"
+    prom = tmp_path / "live.prom"
+    script = PROGRAMS / "run" / "run_serving_loop.py"
+    flags = ["--live", "--steady-after", "1", "--backend", "eager", "--metrics-port", str(port),
+             "--metrics-textfile", str(prom)]  # fmt: skip
+    job = subprocess.Popen([sys.executable, "-m", "pt2doctor", "run", "--out", str(out), *flags,
+                            "--", sys.executable, str(script), str(release)], env=run_env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    assert job.stdout is not None
+    lines: list[str] = []
+    late = threading.Event()
+
+    def read() -> None:
+        assert job.stdout is not None
+        for line in job.stdout:
+            lines.append(line)
+            # forward, then its resume function (the two may come in two polls)
+            if sum("recompile after warmup " in seen for seen in lines) == 2:
+                late.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert late.wait(timeout=120), "".join(lines)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            scraped = _series(response.read().decode())
+        seen = "".join(lines)
+    finally:
+        release.touch()
+        job.wait(timeout=120)
+        reader.join(timeout=10)
+    assert job.returncode == 0, "".join(lines)
+    assert "request of 12 tokens" in seen and "released" not in seen.split("request of 12")[1]
+    assert "tokens.shape[1] size 8 → 12 (now dynamic)" in seen
+    summary = json.loads((out / "report.json").read_text())["summary"]
+    assert summary["recompiles"] == 2 and summary["break_sites"] == 1
+    assert scraped["pt2doctor_compiles_total"] == summary["compiles"]
+    assert scraped["pt2doctor_recompiles_total"] == summary["recompiles"]
+    assert scraped["pt2doctor_recompiles_after_warmup_total"] == 2
+    assert scraped["pt2doctor_graph_break_sites_total"] == summary["break_sites"]
+    written = _series(prom.read_text())
+    assert written["pt2doctor_compiles_total"] == summary["compiles"]
+    assert not list(tmp_path.glob("live.prom.*"))  # written through a temporary file, renamed
+
+
+def test_bad_follow_and_metrics_input_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A --follow path that does not exist, an unknown --fail-on event, a busy metrics port
+    (report --follow and run, before the program starts: no run directory is left): one line
+    and exit 2 each. A directory with no trace yet is waited on, and said so once."""
+    import socket
+
+    from pt2doctor.cli import main
+
+    assert main(["report", "--follow", str(tmp_path / "missing")]) == 2
+    assert "no such file or directory" in capsys.readouterr().err
+    assert main(["report", "--follow", str(tmp_path), "--fail-on", "recompiled"]) == 2
+    assert "recompiled" in capsys.readouterr().err
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        assert main(["report", "--follow", str(tmp_path), "--metrics-port", port]) == 2
+        err = capsys.readouterr().err
+        assert f"cannot serve metrics on port {port}" in err and len(err.splitlines()) == 1
+        out = tmp_path / "run"
+        code = main(["run", "--out", str(out), "--metrics-port", port, "--", sys.executable,
+                     "-c", "print('ran')"])  # fmt: skip
+        err = capsys.readouterr().err
+        assert code == 2 and f"cannot serve metrics on port {port}" in err and not out.exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2)"])
+    try:
+        assert main(["report", "--follow", str(empty), "--until-exit", str(sleeper.pid)]) == 0
+    finally:
+        sleeper.wait(timeout=30)
+    err = capsys.readouterr().err
+    assert err.count(f"waiting for a trace log in {empty}") == 1
+
+
+def test_run_nproc_flags_a_rank_compiling_alone_before_a_barrier(doctor_run: Any) -> None:
+    """run_ranks_skew.py under ``run --nproc 2 --live --skew-warn 2``: rank 1 alone compiles
+    ``extra`` through a 6 s backend while rank 0 waits at the barrier. The skew is said live
+    (while the compile had run less than its 6 s), with the frame, the phase, the waiting rank
+    and the fix; once."""
+    import re
+
+    done = doctor_run("live_rank_skew", ["--nproc", "2", "--live", "--skew-warn", "2"],
+                      "run_ranks_skew")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [skew] = [line for line in done.stderr.splitlines() if " compiling extra (" in line]
+    assert "rank 1 compiling extra (run/run_ranks_skew.py:" in skew
+    assert "(backend compile); rank 0 waiting since" in skew
+    assert "warm the compile cache on every rank or on none" in skew
+    took = re.search(r"compiling extra \(.*?\) for (\d+) s", skew)
+    assert took is not None and 2 <= int(took[1]) < 6
+    assert "rank 1 past the barrier" in done.stdout
+
+
+def test_follow_fails_on_the_late_recompile_of_a_job_it_did_not_start(
+    run_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The same serving loop started on its own with TORCH_TRACE: ``report --follow
+    --fail-on recompile-after-warmup --warmup 1`` exits 1 on the late request's recompile,
+    while the job still waits to be released."""
+    trace, release = tmp_path / "trace", tmp_path / "release"
+    script = PROGRAMS / "run" / "run_serving_loop.py"
+    job = subprocess.Popen([sys.executable, str(script), str(release)],
+                           env={**run_env, "TORCH_TRACE": str(trace)},
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        done = subprocess.run([sys.executable, "-m", "pt2doctor", "report", "--follow",
+                               str(trace), "--until-exit", str(job.pid), "--warmup", "1",
+                               "--fail-on", "recompile-after-warmup"],
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+        still_waiting = job.poll() is None
+    finally:
+        release.touch()
+        job.wait(timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert still_waiting
+    assert "recompile after warmup forward (" in done.stdout.splitlines()[-1]
+    assert "tokens.shape[1] size 8 → 12 (now dynamic)" in done.stdout
+    assert "--fail-on recompile-after-warmup: recompile after warmup forward (" in done.stderr

@@ -14,7 +14,16 @@ from typing import Any, Literal, cast
 from pt2doctor.capture.launch import Launch
 from pt2doctor.trace.types import Manifest
 
-Kind = Literal["choice", "positive_float", "nonnegative_float", "positive_int", "flag", "switch"]
+Kind = Literal[
+    "choice",
+    "positive_float",
+    "nonnegative_float",
+    "positive_int",
+    "port",
+    "path",
+    "flag",
+    "switch",
+]
 """``switch``: ``--name/--no-name``, unset (None) when neither is given."""
 
 
@@ -67,6 +76,18 @@ class RunOptions:
     live: bool | None = _setting(None, None, Flag(
         "--live", "switch", "Explain each recompile, limit hit, new break site and failed "
         "compile on stderr as it happens (default: when stderr is a terminal)."))  # fmt: skip
+    slow_compile: float | None = _setting(None, None, Flag(
+        "--slow-compile", "positive_float", "With --live: a compile longer than S seconds is "
+        "an event."))  # fmt: skip
+    skew_warn: float | None = _setting(None, None, Flag(
+        "--skew-warn", "positive_float", "With --live and --nproc: one rank compiling S "
+        "seconds while every other rank has finished its compiles is an event (rank-skew)."))  # fmt: skip
+    metrics_port: int | None = _setting(None, None, Flag(
+        "--metrics-port", "port", "Serve the compile events as OpenMetrics on port N while the "
+        "program runs (pip install 'pt2doctor[metrics]')."))  # fmt: skip
+    metrics_textfile: Path | None = _setting(None, None, Flag(  # noqa: RUF009 (a field())
+        "--metrics-textfile", "path", "Write the same metrics to PATH while the program runs "
+        "(node_exporter's textfile collector; replaced atomically)."))  # fmt: skip
     try_fix: dict[str, Any] | None = None
     """A fix the child applies to the program (``--try-fixes``: torchcompat/apply.py)."""
     quiet: bool = False

@@ -28,7 +28,7 @@ from pt2doctor.capture.fusion import FUSION_ENV
 from pt2doctor.capture.launch import Launch, check_program, launch_argv
 from pt2doctor.capture.options import RunOptions, manifest_settings
 from pt2doctor.capture.profile import DEFAULT_SECONDS, DEFAULT_WARMUP, PROFILE_ENV
-from pt2doctor.errors import UsageError
+from pt2doctor.errors import Pt2DoctorError, UsageError
 from pt2doctor.rundir import STDOUT_LOG
 from pt2doctor.rundir.read import load_probes
 from pt2doctor.rundir.write import require_fresh_dir, write_manifest
@@ -159,26 +159,48 @@ def _live_on(options: RunOptions) -> bool:
 
 
 class _Live:
-    """``run --live``: the run's own TORCH_TRACE followed while the program runs
-    (trace/tail.py), each notable event explained on stderr as it happens
-    (analysis/live.py), between the program's own lines."""
+    """The run's own TORCH_TRACE followed while the program runs (report/live.py
+    ``LiveFollower`` on a trace/tail.py thread): with ``--live``, each notable event explained
+    on stderr as it happens, between the program's own lines; with ``--metrics-port`` /
+    ``--metrics-textfile``, the events as metrics. Made before the program starts, so a busy
+    port is the run's one-line error."""
 
-    def __init__(self, trace_dir: Path) -> None:
+    def __init__(self, options: RunOptions) -> None:
         from pt2doctor.analysis.live import LiveState
+        from pt2doctor.report.live import LiveFollower
+
+        state = LiveState(slow_s=options.slow_compile, skew_s=options.skew_warn)
+        if options.steady_after is not None:
+            state.warmup_s = options.steady_after
+        show = self._show if _live_on(options) else None
+        self.follower = LiveFollower(state, show, (), options.metrics_port,
+                                     options.metrics_textfile)  # fmt: skip
+        self.trace_dir = options.out / "trace"
+        self.thread: Any = None
+
+    @staticmethod
+    def _show(event: Any) -> None:
+        if event.kind != "compile":
+            sys.stderr.write(f"pt2doctor: {event.line().strip()}\n")
+            sys.stderr.flush()
+
+    @staticmethod
+    def wanted(options: RunOptions) -> bool:
+        return not options.quiet and (
+            _live_on(options)
+            or options.metrics_port is not None
+            or options.metrics_textfile is not None
+        )
+
+    def start(self) -> None:
         from pt2doctor.trace.tail import TailThread
 
-        self.state = LiveState()
-        self.follower = TailThread(trace_dir, self._show, name="pt2doctor-live")
-
-    def _show(self, records: list[Any]) -> None:
-        for record in records:
-            for event in self.state.feed(record):
-                if event.kind != "compile":
-                    sys.stderr.write(f"pt2doctor: {event.line().strip()}\n")
-                    sys.stderr.flush()
+        self.thread = TailThread(self.trace_dir, self.follower.handle, name="pt2doctor-live")
 
     def stop(self) -> None:
-        self.follower.stop()
+        if self.thread is not None:
+            self.thread.stop()
+        self.follower.close()
 
 
 def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> Manifest:
@@ -209,6 +231,11 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
         manifest["try_fix"] = options.try_fix
     write_manifest(options.out, manifest)
     try:
+        live = _Live(options) if _Live.wanted(options) else None
+    except Pt2DoctorError:
+        shutil.rmtree(options.out, ignore_errors=True)  # nothing ran, nothing to keep
+        raise
+    try:
         process = subprocess.Popen(
             argv,
             env=child_env(options),
@@ -217,6 +244,8 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
             start_new_session=True,
         )
     except OSError as error:
+        if live is not None:
+            live.stop()
         shutil.rmtree(options.out, ignore_errors=True)  # nothing ran, nothing to keep
         raise UsageError(f"cannot run {argv[0]}: {error.strerror}") from error
     assert process.stdout is not None and process.stderr is not None
@@ -225,7 +254,8 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
         _tee(process.stdout, sinks[0], options.out / STDOUT_LOG),
         _tee(process.stderr, sinks[1], options.out / "stderr.log"),
     ]
-    live = _Live(options.out / "trace") if _live_on(options) else None
+    if live is not None:
+        live.start()
     stopped_by = _wait(process, options.timeout)
     for pump in pumps:
         pump.join(timeout=5)

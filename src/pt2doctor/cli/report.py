@@ -7,7 +7,7 @@ node's TORCH_TRACE files into one folder and report on it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -139,54 +139,38 @@ def follow_logs(
     import sys
     import time
 
-    from pt2doctor.analysis.live import LiveState
+    from pt2doctor.analysis.live import LiveEvent, LiveState
+    from pt2doctor.report.live import LiveFollower
     from pt2doctor.trace.tail import Tail
 
     if not path.exists() and until_exit is None:  # with a job to wait for, it may come
         raise UsageError(f"no such file or directory: {path}")
     tail = Tail(path)
     state = LiveState(slow_s=slow_s, warmup_s=warmup_s, skew_s=skew_s)
-    metrics = None
-    if metrics_port is not None or metrics_textfile is not None:
-        from pt2doctor.report.metrics import LiveMetrics
 
-        metrics = LiveMetrics()
-        if metrics_port is not None:
-            metrics.serve(metrics_port)
+    def show(event: LiveEvent) -> None:
+        click.echo(event.line())
 
-    def show(records: list[Any], done: bool) -> int | None:
-        failed = None
-        batches = [(record, state.feed(record)) for record in records]
-        if not done:  # a compile the log ends in is not running once the job is gone
-            batches.append((None, state.tick(state.now_s())))
-        for record, events in batches:
-            if metrics is not None and record is not None:
-                metrics.observe(record, events, state)
-            for event in events:
-                click.echo(event.line())
-                if event.kind in fail_on and failed is None:
-                    click.echo(f"pt2doctor: --fail-on {event.kind}: {event.text}", err=True)
-                    failed = 1
-            if failed is not None:
-                break
-        if metrics is not None:
-            metrics.progress(state, state.now_s())
-            if metrics_textfile is not None:
-                metrics.write(metrics_textfile)
-        sys.stdout.flush()
-        return failed
-
+    follower = LiveFollower(state, show, fail_on, metrics_port, metrics_textfile)
+    waiting = False
     try:
         while True:
             done = until_exit is not None and not _alive(until_exit)
-            failed = show(tail.flush() if done else tail.poll(), done)
+            failed = follower.handle(tail.flush() if done else tail.poll(), final=done)
+            sys.stdout.flush()
             if failed is not None:
-                return failed
+                click.echo(f"pt2doctor: --fail-on {failed.kind}: {failed.text}", err=True)
+                return 1
             if done:
                 break
+            if not waiting and not tail.files:
+                click.echo(f"pt2doctor: waiting for a trace log in {path}", err=True)
+                waiting = True
             time.sleep(interval_s)
     except KeyboardInterrupt:
         pass
+    finally:
+        follower.close()
     click.echo(f"pt2doctor: {state.status()}; {tail.bytes_read} bytes read", err=True)
     return 0
 

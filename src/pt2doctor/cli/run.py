@@ -51,6 +51,8 @@ _CLICK_TYPES: dict[str, Any] = {
     "positive_float": click.FloatRange(min=0, min_open=True),
     "nonnegative_float": click.FloatRange(min=0),
     "positive_int": click.IntRange(min=1),
+    "port": click.IntRange(min=1, max=65535),
+    "path": click.Path(path_type=Path, dir_okay=False),
 }
 
 

@@ -198,29 +198,25 @@ def watch(
 
 class _LiveExport:
     """The watch's own trace file followed by a thread (trace/tail.py), its events counted
-    as metrics (report/metrics.py) and served on a port until the watch stops."""
+    as metrics (report/live.py ``LiveFollower``) and served on a port until the watch stops."""
 
     def __init__(self, trace_dir: Path, port: int, stream: TextIO | None) -> None:
         from pt2doctor.analysis.live import LiveState
-        from pt2doctor.report.metrics import LiveMetrics
+        from pt2doctor.report.live import LiveFollower
         from pt2doctor.trace.tail import TailThread
 
-        self.metrics = LiveMetrics()
-        self.metrics.serve(port)
-        self.state, self.stream = LiveState(), stream
-        self.follower = TailThread(trace_dir, self._count, 0.2, self._flush, "pt2doctor-metrics")
+        self.follower = LiveFollower(LiveState(), metrics_port=port)
+        self.stream = stream
+        self.thread = TailThread(trace_dir, self.follower.handle, 0.2, self._flush,
+                                 "pt2doctor-metrics")  # fmt: skip
 
     def _flush(self) -> None:
         if self.stream is not None and not self.stream.closed:
             self.stream.flush()
 
-    def _count(self, records: list[Any]) -> None:
-        for record in records:
-            self.metrics.observe(record, self.state.feed(record), self.state)
-
     def stop(self) -> None:
-        self.follower.stop()
-        self.metrics.close()
+        self.thread.stop()
+        self.follower.close()
 
 
 def _describe_break(row: dict[str, Any]) -> str:

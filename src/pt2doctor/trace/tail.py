@@ -156,14 +156,14 @@ def _last_envelope_start(buffer: bytes) -> int:
 
 class TailThread:
     """A :class:`Tail` polled by a daemon thread every ``interval_s``, each batch of records
-    handed to ``handle`` (``run --live``'s stderr lines, ``watch``'s metrics); :meth:`stop`
-    hands over what is left, the last record too. ``before``: called before each read (a
-    writer's flush)."""
+    handed to ``handle(records, final)`` (report/live.py ``LiveFollower``: ``run --live``,
+    ``watch``'s metrics); :meth:`stop` hands over what is left, the last record too, with
+    ``final`` true. ``before``: called before each read (a writer's flush)."""
 
     def __init__(
         self,
         path: Path,
-        handle: Callable[[list[LiveRecord]], None],
+        handle: Callable[[list[LiveRecord], bool], object],
         interval_s: float = 0.5,
         before: Callable[[], None] | None = None,
         name: str = "pt2doctor-tail",
@@ -183,7 +183,7 @@ class TailThread:
     def _read(self, final: bool = False) -> None:
         if self.before is not None:
             self.before()
-        self.handle(self.tail.flush() if final else self.tail.poll())
+        self.handle(self.tail.flush() if final else self.tail.poll(), final)
 
     def _run(self) -> None:
         while not self.done.wait(self.interval_s):
