@@ -21,7 +21,8 @@ probed program is checked to have counted every call it timed, so a ratio near 1
 probes that did not attach.
 
 Usage: python benchmarks/bench_run_overhead.py [--pairs 3] [--rounds 100] [--block 20]
-       [--backend eager] [--cpu N] [--keep DIR]   (DIR keeps the program, samples and run dirs)
+       [--backend eager] [--cpu N] [--keep DIR] [--profile | --live]   (DIR keeps the program,
+       samples and run dirs)
 Results go into docs/PERFORMANCE.md (by hand, with the date and machine).
 """
 
@@ -47,6 +48,7 @@ MODES = ("plain", "probed")
 TARGET_RATIO = 1.03  # the issue's budget: probed steady state within 3% of plain
 PROFILE_TARGET_RATIO = 1.01  # --profile: outside its window, within 1% of a plain `run`
 PROFILE_FLAGS = ["--profile", "--warmup-calls", "10", "--profile-calls", "20"]
+LIVE_TARGET_RATIO = 1.01  # --live with a metrics port: within 1% of a plain `run`
 NOISY_IQR = 0.10  # warn when a side's IQR exceeds 10% of its median
 # A whole pair (start, compile, 2 x 200 blocks) takes 10-15 s on 2 cores, the first (cold) pair
 # included: these timeouts only catch a hung program.
@@ -172,9 +174,11 @@ class Program:
         command = [sys.executable, str(prog), "--backend", args.backend, "--block", str(args.block)]
         command += ["--warmup", str(args.warmup), "--cpu", str(args.cpu), "--turns", str(stem)]
         command += ["--rewarm", str(args.rewarm), "--samples", str(self.samples_path)]
-        self.watched = mode == "probed" or args.profile
+        self.watched = mode == "probed" or args.profile or args.live
         if self.watched:
             flags = PROFILE_FLAGS if args.profile and mode == "probed" else []
+            if args.live:
+                flags = ["--live", "--metrics-port", str(free_port())] if mode == "probed" else []
             run = [pt2doctor_executable(), "run", "--out", str(self.run_dir), *flags, "--"]
             command = [*run, *command]
         with self.stdout_path.open("w") as stdout, self.stderr_path.open("w") as stderr:
@@ -347,6 +351,9 @@ def render(comparisons: list[CaseComparison], args: argparse.Namespace) -> None:
     if args.profile:
         print("  plain = `pt2doctor run`, probed = `pt2doctor run --profile` (window closed)")
         target = PROFILE_TARGET_RATIO
+    elif args.live:
+        print("  plain = `pt2doctor run`, probed = `pt2doctor run --live --metrics-port N`")
+        target = LIVE_TARGET_RATIO
     else:
         target = TARGET_RATIO
     print(f"  target mlp probed/plain <= {target:.2f}: {verdict(mlp.block_ratios, target)}")
@@ -355,6 +362,14 @@ def render(comparisons: list[CaseComparison], args: argparse.Namespace) -> None:
             f"  warning: noisy machine, IQR/median {', '.join(warnings)}; block pairs absorb slow"
             " spells that hit both sides, the per-pair ratios show what they do not"
         )
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def run_pair(pair: int, prog: Path, args: argparse.Namespace, work: Path) -> dict[str, Blocks]:
@@ -394,6 +409,12 @@ def main() -> int:
         action="store_true",
         help="compare `pt2doctor run --profile` (probed side; its window closes during the "
         "warmup) with `pt2doctor run` (plain side) instead",
+    )
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="compare `pt2doctor run --live --metrics-port N` (probed side) with "
+        "`pt2doctor run` (plain side) instead",
     )
     args = parser.parse_args()
     load = os.getloadavg()[0]
