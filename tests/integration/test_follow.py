@@ -405,3 +405,81 @@ def test_follow_fails_on_the_late_recompile_of_a_job_it_did_not_start(
     assert "recompile after warmup forward (" in done.stdout.splitlines()[-1]
     assert "tokens.shape[1] size 8 → 12 (now dynamic)" in done.stdout
     assert "--fail-on recompile-after-warmup: recompile after warmup forward (" in done.stderr
+
+
+def _screen(raw: bytes) -> list[str]:
+    """The lines a terminal shows for ``raw``: ``\\r\\n`` ends a line, ``\\r`` + erase-line
+    (what the status line is erased with) or a bare ``\\r`` starts the line again."""
+    text = raw.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r\x1b[K", "\r")
+    lines = []
+    for line in text.split("\n"):
+        lines.append(line.rsplit("\r", 1)[-1])
+    return lines
+
+
+def test_run_live_at_a_terminal_keeps_a_status_line_below_the_program_s_output(
+    run_env: dict[str, str], tmp_path: Path
+) -> None:
+    """run_serving_loop.py under ``pt2doctor run`` in a real pty (live by default there): a
+    status line with the elapsed time, the compiles and the recompiles after warmup is drawn
+    while it runs and erased before each write; what the terminal shows at the end holds the
+    program's lines and the event lines whole, and no status line."""
+    import fcntl
+    import os
+    import pty
+    import re
+    import struct
+    import termios
+    import threading
+    import time
+
+    release, out = tmp_path / "release", tmp_path / "run"
+    script = PROGRAMS / "run" / "run_serving_loop.py"
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
+    job = subprocess.Popen([sys.executable, "-m", "pt2doctor", "run", "--out", str(out),
+                            "--steady-after", "1", "--backend", "eager", "--", sys.executable,
+                            str(script), str(release)], env={**run_env, "COLUMNS": "200"},
+                           stdin=slave, stdout=slave, stderr=slave)  # fmt: skip
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def read() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: every writer closed its end
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 120
+        while b"".join(chunks).count(b"recompile after warmup ") < 2:
+            assert time.monotonic() < deadline and job.poll() is None, b"".join(chunks)
+            time.sleep(0.1)
+        time.sleep(1.2)  # two more polls: the status line counts them
+    finally:
+        release.touch()
+        job.wait(timeout=120)
+        reader.join(timeout=10)
+        os.close(master)
+    raw = b"".join(chunks)
+    assert job.returncode == 0, raw
+    assert b"\r\x1b[K" in raw
+    statuses = re.findall(
+        rb"pt2doctor \d+ s: (\d+) compiles, (\d+) recompiles \((\d+) after warmup\)", raw
+    )
+    assert (b"4", b"2", b"2") in statuses
+    shown = _screen(raw)
+    assert any(
+        line.startswith("served ") and line.endswith(" batches of 8 tokens") for line in shown
+    )
+    assert "request of 12 tokens" in shown and "released" in shown
+    late = [line for line in shown if " recompile after warmup " in line]
+    assert len(late) == 2 and all(line.startswith("pt2doctor: ") for line in late)
+    assert "tokens.shape[1] size 8 → 12 (now dynamic)" in late[0]
+    assert not any(re.match(r"pt2doctor \d+ s: ", line) for line in shown)

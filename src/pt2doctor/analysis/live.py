@@ -26,6 +26,7 @@ import orjson
 from pt2doctor.analysis.recompiles.changes import fold_changes, to_change
 from pt2doctor.analysis.recompiles.guards import parse_recompile_reason
 from pt2doctor.analysis.recompiles.outlook import change_line
+from pt2doctor.analysis.text import counted
 from pt2doctor.trace.reader import rank_from_filename
 from pt2doctor.trace.tail import LiveRecord
 
@@ -135,6 +136,14 @@ class LiveState:
         if self.origin is None:
             return 0.0
         return self.seconds(datetime.datetime.now().strftime("%H:%M:%S.%f"))
+
+    def start_clock(self) -> None:
+        """Count seconds from now, not from the log's first record (a follower started with
+        its job: ``run --live``, whose status line counts from the start too)."""
+        import datetime
+
+        self.origin = None
+        self.seconds(datetime.datetime.now().strftime("%H:%M:%S.%f"))
 
     def feed(self, record: LiveRecord) -> list[LiveEvent]:
         """The events one record makes (most make none)."""
@@ -285,8 +294,8 @@ class LiveState:
             rank = f"rank {_rank(stream)} " if len(self._streams()) > 1 else ""
             took = f" {now_s - compiling.since:.0f} s" if now_s is not None else ""
             running += f"; {rank}compiling {compiling.frame} ({compiling.phase}){took}"
-        return (f"{self.compiles} compiles, {self.recompiles} recompiles{late}, "
-                f"{len(self.sites)} graph-break sites{rate}{running}")  # fmt: skip
+        return (f"{counted(self.compiles, 'compile')}, {counted(self.recompiles, 'recompile')}"
+                f"{late}, {counted(len(self.sites), 'graph-break site')}{rate}{running}")  # fmt: skip
 
 
 def _float(value: Any) -> float | None:

@@ -28,6 +28,7 @@ from pt2doctor.capture.fusion import FUSION_ENV
 from pt2doctor.capture.launch import Launch, check_program, launch_argv
 from pt2doctor.capture.options import RunOptions, manifest_settings
 from pt2doctor.capture.profile import DEFAULT_SECONDS, DEFAULT_WARMUP, PROFILE_ENV
+from pt2doctor.capture.screen import Screen
 from pt2doctor.errors import Pt2DoctorError, UsageError
 from pt2doctor.rundir import STDOUT_LOG
 from pt2doctor.rundir.read import load_probes
@@ -88,13 +89,18 @@ def child_env(options: RunOptions) -> dict[str, str]:
     return env
 
 
-def _tee(source: IO[bytes], sink: IO[bytes] | None, log: Path) -> threading.Thread:
+def _tee(
+    source: IO[bytes], sink: IO[bytes] | None, log: Path, screen: Screen | None = None
+) -> threading.Thread:
     def pump() -> None:
         with log.open("wb") as kept:
             for chunk in iter(lambda: source.read1(65536), b""):  # type: ignore[attr-defined]
                 kept.write(chunk)
                 kept.flush()
                 if sink is None:
+                    continue
+                if screen is not None:
+                    screen.write(sink, chunk)
                     continue
                 try:
                     sink.write(chunk)
@@ -163,26 +169,41 @@ class _Live:
     ``LiveFollower`` on a trace/tail.py thread): with ``--live``, each notable event explained
     on stderr as it happens, between the program's own lines; with ``--metrics-port`` /
     ``--metrics-textfile``, the events as metrics. Made before the program starts, so a busy
-    port is the run's one-line error."""
+    port is the run's one-line error. At a terminal, a status line stays at its bottom
+    (capture/screen.py), the program's output and the events scrolling above it."""
 
     def __init__(self, options: RunOptions) -> None:
         from pt2doctor.analysis.live import LiveState
         from pt2doctor.report.live import LiveFollower
 
-        state = LiveState(slow_s=options.slow_compile, skew_s=options.skew_warn)
+        self.state = LiveState(slow_s=options.slow_compile, skew_s=options.skew_warn)
         if options.steady_after is not None:
-            state.warmup_s = options.steady_after
-        show = self._show if _live_on(options) else None
-        self.follower = LiveFollower(state, show, (), options.metrics_port,
-                                     options.metrics_textfile)  # fmt: skip
+            self.state.warmup_s = options.steady_after
+        live = _live_on(options)
+        self.screen = Screen(sys.stderr.buffer) if live and sys.stderr.isatty() else None
+        self.follower = LiveFollower(self.state, self._show if live else None, (),
+                                     options.metrics_port, options.metrics_textfile)  # fmt: skip
         self.trace_dir = options.out / "trace"
         self.thread: Any = None
 
-    @staticmethod
-    def _show(event: Any) -> None:
-        if event.kind != "compile":
-            sys.stderr.write(f"pt2doctor: {event.line().strip()}\n")
-            sys.stderr.flush()
+    def _show(self, event: Any) -> None:
+        if event.kind == "compile":
+            return
+        line = f"pt2doctor: {event.line().strip()}"
+        if self.screen is not None:
+            self.screen.line(line, self._status())
+            return
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def _status(self) -> str:
+        now = self.state.now_s()
+        return f"pt2doctor {now:.0f} s: {self.state.status(now)}"
+
+    def _handle(self, records: list[Any], final: bool) -> None:
+        self.follower.handle(records, final)
+        if self.screen is not None and not final:
+            self.screen.show(self._status())
 
     @staticmethod
     def wanted(options: RunOptions) -> bool:
@@ -195,12 +216,15 @@ class _Live:
     def start(self) -> None:
         from pt2doctor.trace.tail import TailThread
 
-        self.thread = TailThread(self.trace_dir, self.follower.handle, name="pt2doctor-live")
+        self.state.start_clock()  # event times and the status line count from the start
+        self.thread = TailThread(self.trace_dir, self._handle, name="pt2doctor-live")
 
     def stop(self) -> None:
         if self.thread is not None:
             self.thread.stop()
         self.follower.close()
+        if self.screen is not None:
+            self.screen.close()
 
 
 def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> Manifest:
@@ -250,9 +274,10 @@ def run_program(options: RunOptions, clock: Callable[[], float] = time.time) -> 
         raise UsageError(f"cannot run {argv[0]}: {error.strerror}") from error
     assert process.stdout is not None and process.stderr is not None
     sinks = (None, None) if options.quiet else (sys.stdout.buffer, sys.stderr.buffer)
+    screen = live.screen if live is not None else None
     pumps = [
-        _tee(process.stdout, sinks[0], options.out / STDOUT_LOG),
-        _tee(process.stderr, sinks[1], options.out / "stderr.log"),
+        _tee(process.stdout, sinks[0], options.out / STDOUT_LOG, screen),
+        _tee(process.stderr, sinks[1], options.out / "stderr.log", screen),
     ]
     if live is not None:
         live.start()
