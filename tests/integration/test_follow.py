@@ -417,30 +417,24 @@ def _screen(raw: bytes) -> list[str]:
     return lines
 
 
-def test_run_live_at_a_terminal_keeps_a_status_line_below_the_program_s_output(
-    run_env: dict[str, str], tmp_path: Path
-) -> None:
-    """run_serving_loop.py under ``pt2doctor run`` in a real pty (live by default there): a
-    status line with the elapsed time, the compiles and the recompiles after warmup is drawn
-    while it runs and erased before each write; what the terminal shows at the end holds the
-    program's lines and the event lines whole, and no status line."""
+def _in_pty(
+    command: list[str], env: dict[str, str], until: bytes, count: int, release: Path | None
+) -> tuple[int, bytes]:
+    """``command`` run in a real pty 200 columns wide; once its output holds ``until``
+    ``count`` times (and two more polls of the follower have passed), ``release`` is
+    touched. Returns its exit code and every byte the terminal received."""
     import fcntl
     import os
     import pty
-    import re
     import struct
     import termios
     import threading
     import time
 
-    release, out = tmp_path / "release", tmp_path / "run"
-    script = PROGRAMS / "run" / "run_serving_loop.py"
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
-    job = subprocess.Popen([sys.executable, "-m", "pt2doctor", "run", "--out", str(out),
-                            "--steady-after", "1", "--backend", "eager", "--", sys.executable,
-                            str(script), str(release)], env={**run_env, "COLUMNS": "200"},
-                           stdin=slave, stdout=slave, stderr=slave)  # fmt: skip
+    job = subprocess.Popen(command, env={**env, "COLUMNS": "200"}, stdin=slave, stdout=slave,
+                           stderr=slave)  # fmt: skip
     os.close(slave)
     chunks: list[bytes] = []
 
@@ -458,17 +452,35 @@ def test_run_live_at_a_terminal_keeps_a_status_line_below_the_program_s_output(
     reader.start()
     try:
         deadline = time.monotonic() + 120
-        while b"".join(chunks).count(b"recompile after warmup ") < 2:
-            assert time.monotonic() < deadline and job.poll() is None, b"".join(chunks)
+        while b"".join(chunks).count(until) < count and job.poll() is None:
+            assert time.monotonic() < deadline, b"".join(chunks)
             time.sleep(0.1)
-        time.sleep(1.2)  # two more polls: the status line counts them
+        time.sleep(1.2)  # two more polls: the status line counts what came
     finally:
-        release.touch()
+        if release is not None:
+            release.touch()
         job.wait(timeout=120)
         reader.join(timeout=10)
         os.close(master)
-    raw = b"".join(chunks)
-    assert job.returncode == 0, raw
+    return job.returncode, b"".join(chunks)
+
+
+def test_run_live_at_a_terminal_keeps_a_status_line_below_the_program_s_output(
+    run_env: dict[str, str], tmp_path: Path
+) -> None:
+    """run_serving_loop.py under ``pt2doctor run`` in a real pty (live by default there): a
+    status line with the elapsed time, the compiles and the recompiles after warmup is drawn
+    while it runs and erased before each write; what the terminal shows at the end holds the
+    program's lines and the event lines whole, and no status line."""
+    import re
+
+    release, out = tmp_path / "release", tmp_path / "run"
+    script = PROGRAMS / "run" / "run_serving_loop.py"
+    code, raw = _in_pty([sys.executable, "-m", "pt2doctor", "run", "--out", str(out),
+                         "--steady-after", "1", "--backend", "eager", "--", sys.executable,
+                         str(script), str(release)], run_env, b"recompile after warmup ", 2,
+                        release)  # fmt: skip
+    assert code == 0, raw
     assert b"\r\x1b[K" in raw
     statuses = re.findall(
         rb"pt2doctor \d+ s: (\d+) compiles, (\d+) recompiles \((\d+) after warmup\)", raw
@@ -483,3 +495,23 @@ def test_run_live_at_a_terminal_keeps_a_status_line_below_the_program_s_output(
     assert len(late) == 2 and all(line.startswith("pt2doctor: ") for line in late)
     assert "tokens.shape[1] size 8 → 12 (now dynamic)" in late[0]
     assert not any(re.match(r"pt2doctor \d+ s: ", line) for line in shown)
+
+
+def test_a_long_compile_of_an_unrolled_loop_shows_in_progress_with_its_phase(
+    run_env: dict[str, str], tmp_path: Path
+) -> None:
+    """run_unrolled.py (a 1500-step Python loop Dynamo unrolls: seconds of tracing) under
+    ``pt2doctor run`` in a pty: while the compile runs, the status line names its frame, its
+    phase and its seconds so far, the seconds growing."""
+    import re
+
+    script = PROGRAMS / "run" / "run_unrolled.py"
+    code, raw = _in_pty([sys.executable, "-m", "pt2doctor", "run", "--out",
+                         str(tmp_path / "run"), "--backend", "eager", "--", sys.executable,
+                         str(script)], run_env, b"unrolled: done", 1, None)  # fmt: skip
+    assert code == 0, raw
+    running = re.findall(rb"; compiling step \(run/run_unrolled\.py:\d+\) \(([^)]+)\) (\d+) s", raw)
+    assert running, raw
+    assert {phase for phase, _ in running} <= {b"Dynamo tracing", b"backend compile", b"guards"}
+    seconds = [int(took) for _, took in running]
+    assert max(seconds) >= 1 and seconds == sorted(seconds)
