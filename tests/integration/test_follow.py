@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from conftest import CORPUS_DIR
-from oracles import raw_records
+from oracles import raw_file_records, raw_records
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
 
@@ -515,3 +515,27 @@ def test_a_long_compile_of_an_unrolled_loop_shows_in_progress_with_its_phase(
     assert {phase for phase, _ in running} <= {b"Dynamo tracing", b"backend compile", b"guards"}
     seconds = [int(took) for _, took in running]
     assert max(seconds) >= 1 and seconds == sorted(seconds)
+
+
+def test_a_cache_miss_after_a_hit_of_the_same_log_is_a_warm_start_miss() -> None:
+    """cache_hit_miss.log (tlparse's corpus: misses, then hits, then misses again): a miss
+    after the log's first hit is a ``cache-miss`` event, once per compile, naming the cache;
+    the misses before any hit (a cold start) are not. The oracle is the raw artifacts."""
+    from pt2doctor.analysis.live import LiveState
+    from pt2doctor.trace.tail import Tail
+
+    log = CORPUS_DIR / "tlparse-inputs" / "inputs" / "cache_hit_miss.log"
+    if not log.is_file():
+        pytest.skip("no tlparse corpus here")
+    hit, late_misses = False, set()
+    for envelope, _ in raw_file_records(log):
+        name = (envelope.get("artifact") or {}).get("name", "")
+        hit = hit or name in ("fx_graph_cache_hit", "aotautograd_cache_hit")
+        if hit and name in ("fx_graph_cache_miss", "aotautograd_cache_miss"):
+            late_misses.add((envelope.get("frame_id"), envelope.get("frame_compile_id")))
+    state = LiveState()
+    events = [event for record in Tail(log).flush() for event in state.feed(record)]
+    misses = [event for event in events if event.kind == "cache-miss"]
+    assert late_misses and len(misses) == len(late_misses)
+    assert all("cache miss on a warm start: " in e.text and "cache miss after " in e.text
+               for e in misses)  # fmt: skip

@@ -5,8 +5,9 @@ notable event, in the user's words, from the records a growing log hands over
 Notable: a recompile (what changed, from Dynamo's failed guard, ``(now dynamic)`` when the
 new compile made it a symbol), a recompile after warmup (``warmup_s`` after the first
 compile), a frame at the recompile limit (it now runs eagerly), a new graph-break site, a
-compile slower than ``slow_s``, and a compile that failed. Each event knows its ``kind``, the
-name ``--fail-on`` matches.
+compile slower than ``slow_s``, a compile that failed, and a compile-cache miss on a warm
+start (after a hit of the same log). Each event knows its ``kind``, the name ``--fail-on``
+matches.
 
 Between records, :meth:`LiveState.tick` says what time alone reveals: a compile still running
 after ``progress_s`` (its frame and phase, from the compile's own chromium events), and, with
@@ -31,7 +32,14 @@ from pt2doctor.trace.reader import rank_from_filename
 from pt2doctor.trace.tail import LiveRecord
 
 FAIL_ON = ("recompile", "recompile-after-warmup", "limit-hit", "new-break", "slow-compile",
-           "compile-failure", "rank-skew")  # fmt: skip
+           "compile-failure", "rank-skew", "cache-miss")  # fmt: skip
+# A compile cache's lookup outcome, from the artifact torch logs for it: (cache, hit).
+_CACHE_LOOKUPS = {
+    "fx_graph_cache_hit": ("FX graph", True),
+    "fx_graph_cache_miss": ("FX graph", False),
+    "aotautograd_cache_hit": ("AOTAutograd", True),
+    "aotautograd_cache_miss": ("AOTAutograd", False),
+}
 # The phase a compile is in, from the chromium events torch writes into the trace as each
 # stage begins (and the records that end a stage).
 _PHASE_OF_EVENT = {
@@ -117,6 +125,10 @@ class LiveState:
     """Per log, the compile running."""
     idle_since: dict[str, float] = field(default_factory=dict)
     """Per log not compiling, since when (its last compile's end, or its first record)."""
+    cache_hits: dict[str, int] = field(default_factory=dict)
+    """Per log, the compile-cache hits so far: a miss after one is a miss on a warm start."""
+    cache_missed: set[tuple[str, str]] = field(default_factory=set)
+    """(log, compile id) of the misses already said (FX graph and AOTAutograd: once)."""
 
     def seconds(self, clock: str) -> float:
         match = _CLOCK.match(clock)
@@ -169,6 +181,8 @@ class LiveState:
             return []
         if record.kind == "artifact" and meta.get("name") == "dynamo_graph_break_reason":
             return self._break(record, at)
+        if record.kind == "artifact" and str(meta.get("name")) in _CACHE_LOOKUPS:
+            return self._cache(record, str(meta.get("name")), frame_id, at)
         if record.kind == "compilation_metrics":
             self.in_progress.pop(record.stream, None)
             self.idle_since[record.stream] = at
@@ -239,6 +253,24 @@ class LiveState:
         where = f" `{code[1].strip()}`" if code else ""
         text = f"new graph break at {_short(site[1])}{where}: {why}"
         return [LiveEvent("new-break", at, text, stream=record.stream, site=site[1])]
+
+    def _cache(self, record: LiveRecord, name: str, frame_id: str, at: float) -> list[LiveEvent]:
+        """A miss on a log whose cache has already hit in this run (the cache was warm, and
+        this graph was not in it: it compiles in full), said once per compile."""
+        cache, hit = _CACHE_LOOKUPS[name]
+        hits = self.cache_hits.get(record.stream, 0)
+        if hit:
+            self.cache_hits[record.stream] = hits + 1
+            return []
+        key = (record.stream, record.compile_id or "?")
+        if not hits or key in self.cache_missed:
+            return []
+        self.cache_missed.add(key)
+        running = self.in_progress.get(record.stream)
+        frame = running.frame if running else self.frames.get((record.stream, frame_id), "?")
+        text = (f"cache miss on a warm start: {frame} compiles in full ({cache} cache miss "
+                f"after {counted(hits, 'hit')} in this run)")  # fmt: skip
+        return [LiveEvent("cache-miss", at, text, frame, record.stream)]
 
     def _compiled(
         self, record: LiveRecord, meta: dict[str, Any], frame_id: str, at: float

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 # The reader and the analyses are imported when a report is built, not for --help.
 FAIL_ON = ("recompile", "recompile-after-warmup", "limit-hit", "new-break", "slow-compile",
-           "compile-failure", "rank-skew")  # fmt: skip
+           "compile-failure", "rank-skew", "cache-miss")  # fmt: skip
 """analysis/live.py's event kinds (kept here: --help imports no analysis)."""
 
 COLLECTIVE_TIMEOUT_OPTION = click.option(
