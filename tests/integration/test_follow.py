@@ -124,13 +124,18 @@ def _kind(envelope: dict[str, Any]) -> str:
     return next(key for key in envelope if key not in meta)
 
 
-def _series(text: str) -> dict[str, float]:
-    """The samples of an OpenMetrics text read with prometheus_client's own parser, summed by
-    sample name (``pt2doctor_compiles_total``) over their labels."""
+def _families(text: str) -> list[Any]:
+    """An OpenMetrics text read with prometheus_client's own parser."""
     from prometheus_client.parser import text_string_to_metric_families
 
+    return list(text_string_to_metric_families(text))
+
+
+def _series(text: str) -> dict[str, float]:
+    """The samples of an OpenMetrics text, summed by sample name
+    (``pt2doctor_compiles_total``) over their labels."""
     found: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
+    for family in _families(text):
         for sample in family.samples:
             found[sample.name] = found.get(sample.name, 0.0) + sample.value
     return found
@@ -266,6 +271,17 @@ def test_a_compile_in_progress_has_its_phase_and_a_lone_compiling_rank_is_skew(
     assert "rank 0 waiting since" in skew.text and "warm the compile cache" in skew.text
     assert state.tick(running.since + 40.0) == []
     assert "rank 1 compiling forward (" in state.status(running.since + 40.0)
+    from prometheus_client import generate_latest
+
+    from pt2doctor.report.metrics import LiveMetrics
+
+    metrics = LiveMetrics()
+    metrics.progress(state, running.since + 40.0)
+    [gauge] = [sample for family in _families(generate_latest(metrics.registry).decode())
+               for sample in family.samples
+               if sample.name == "pt2doctor_compile_in_progress_seconds"]  # fmt: skip
+    assert gauge.labels == {"rank": "1", "frame": running.frame, "phase": "Inductor lowering"}
+    assert gauge.value == pytest.approx(40.0)
 
 
 def test_run_live_says_a_late_recompile_while_the_program_waits_and_its_metrics_match(

@@ -6,7 +6,7 @@ textfile collector).
 Counters: compiles, recompiles (by frame and the kind of what changed), recompiles after
 warmup, limit hits (by frame), graph-break sites and break events (by site), cache lookups
 (by cache and outcome), compile seconds (by phase). A gauge: the compile in progress, its
-seconds so far (by frame). Every series is labelled by rank (the log file's name, else
+seconds so far (by frame and the phase it is in). Every series is labelled by rank (the log file's name, else
 ``unknown``). Label values are capped: the first ``cap`` frames and sites seen keep their
 names, the rest count as ``other`` (``pt2doctor_label_cap`` says the cap).
 """
@@ -67,11 +67,11 @@ class LiveMetrics:
                              "outcome")  # fmt: skip
         self.seconds = counter("pt2doctor_compile_seconds", "Seconds compiling", "phase")
         self.in_progress = Gauge("pt2doctor_compile_in_progress_seconds",
-                                 "Seconds the compile in progress has run", ["rank", "frame"],
-                                 registry=self.registry)  # fmt: skip
+                                 "Seconds the compile in progress has run",
+                                 ["rank", "frame", "phase"], registry=self.registry)  # fmt: skip
         Gauge("pt2doctor_label_cap", "Distinct frame and site label values kept (others: other)",
               registry=self.registry).set(cap)  # fmt: skip
-        self._running: set[tuple[str, str]] = set()
+        self._running: set[tuple[str, str, str]] = set()
 
     def _label(self, kind: str, value: str | None) -> str:
         value = value or "unknown"
@@ -123,10 +123,11 @@ class LiveMetrics:
                 self.break_sites.labels(rank).inc()
 
     def progress(self, state: LiveState, now_s: float) -> None:
-        """The compile in progress per log, as seconds so far (0 once it is done)."""
+        """The compile in progress per log and its phase, as seconds so far (0 once it is
+        done or in another phase)."""
         running = set()
         for stream, compiling in state.in_progress.items():
-            key = (self._rank(stream), self._label("frame", compiling.frame))
+            key = (self._rank(stream), self._label("frame", compiling.frame), compiling.phase)
             running_s = now_s - compiling.since
             self.in_progress.labels(*key).set(running_s if 0 <= running_s < 86400 else 0.0)
             running.add(key)
