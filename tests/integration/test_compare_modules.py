@@ -78,4 +78,48 @@ def test_a_model_compiled_right_has_nothing_to_localize() -> None:
     torch.manual_seed(0)
     found = pt2doctor.compare_modules(models.Net().eval(), torch.randn(8, 16), backend="eager")
     assert not found.diverges and found.culprit is None and not found.checked
-    assert "nothing to localize" in found.summary()
+    assert "nothing to localize; its largest error: output max abs error " in found.summary()
+
+
+def test_a_user_pass_bug_is_found_cleared_by_the_pass_off_and_reproduced_alone(
+    tmp_path: Path,
+) -> None:
+    """Net under Inductor with ``shift_relu_pass`` (relu -> relu + 0.5) as the post-grad
+    pass: the culprit is blocks.2.ff.act, the only module with a relu; of the knobs tried on
+    it alone, only the pass off clears it. The repro written beside it, copied to an empty
+    folder, runs with torch only and reproduces (exit 1); the truth is measured here too."""
+    import shutil
+    import subprocess
+
+    from torch._inductor import config as inductor_config
+
+    torch.manual_seed(0)
+    model, x = models.Net().eval(), torch.randn(8, 16)
+    with inductor_config.patch(post_grad_custom_post_pass=models.shift_relu_pass):
+        found = pt2doctor.compare_modules(model, x, repro_dir=tmp_path / "repro")
+        with torch.no_grad():  # the truth: act alone, with the pass, on its eager input
+            h = model.blocks[1](model.blocks[0](x))
+            h = model.blocks[2].ff.up(model.blocks[2].norm(h))
+            act = model.blocks[2].ff.act
+            shifted = _alone(act, h, "inductor") - torch.relu(h)
+    assert torch.allclose(shifted, torch.full_like(h, models.SHIFT))
+    assert found.culprit == "blocks.2.ff.act", found.summary()
+    assert found.knobs["post_grad_custom_post_pass=None"] is True
+    assert found.knobs["emulate_precision_casts=True"] is False
+    assert found.knobs["fallback_random=True"] is False
+    assert found.cleared_by == "post_grad_custom_post_pass=None"
+    assert "with post_grad_custom_post_pass=None it passes" in found.summary()
+    assert found.cleared_because is not None
+    assert "post_grad_custom_post_pass pass shift_relu_pass (" in found.cleared_because
+    assert f"{models.__file__}:" in found.cleared_because
+    repro = found.repro
+    assert repro is not None and repro["standalone"] and repro["lines"] < 100
+    alone = tmp_path / "alone"
+    shutil.copytree(tmp_path / "repro", alone)
+    sources = "".join(p.read_text() for p in alone.glob("*.py"))
+    assert "import pt2doctor" not in sources and "from pt2doctor" not in sources
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    ran = subprocess.run([sys.executable, "repro.py"], cwd=alone, env=env, capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert "WRONG NUMBERS" in ran.stdout and "reproduces: compiled leaves" in ran.stdout

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
-from pt2doctor.ablate.extract import extract_definitions
+from pt2doctor.cases.extract import extract_definitions
 
 PROGRAM = textwrap.dedent("""
     import torch

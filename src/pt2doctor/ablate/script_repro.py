@@ -19,8 +19,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pt2doctor.ablate.extract import extract_definitions
 from pt2doctor.analysis.userside.causes import custom_ops_named
+from pt2doctor.cases.extract import extract_definitions
 from pt2doctor.trace.discover import find_trace_logs
 from pt2doctor.trace.reader import read_records
 from pt2doctor.trace.records import ParseStats
@@ -175,7 +175,7 @@ def repro_imports(
 ) -> tuple[list[str], list[str]]:
     """Import lines for the custom ops and hooks, the modules copied beside the repro, and
     why the repro cannot stand alone (empty: it can). What the program itself defines is
-    read from its source into program_defs.py (ablate/extract.py): importing the program
+    read from its source into program_defs.py (cases/extract.py): importing the program
     would run it."""
     lines: list[str] = []
     missing: list[str] = []

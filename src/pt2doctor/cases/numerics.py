@@ -13,8 +13,13 @@ execution order) that introduces an error, and stops at a leaf, or where the par
 it and no child alone does: the error appears only when its children are compiled together
 (fused). Only the modules along the path are compiled.
 
-At the culprit, Inductor's numerics knobs (``emulate_precision_casts``, ``fallback_random``)
-are tried on it alone: a knob that makes it pass is named.
+At the culprit, the knobs that change numerics are tried on it alone, one at a time:
+Inductor's ``emulate_precision_casts`` and ``fallback_random``, each Inductor pass hook the
+program set switched off, ``max_autotune`` off (when on), and the float32 matmul precision
+``highest`` (when lower). The first that makes it pass is ``cleared_by``: it names the
+subsystem (a user pass), or says the difference is by design (random numbers, bf16 casts).
+With ``repro_dir``, a standalone repro of the culprit is written there
+(cases/numerics_repro.py).
 
 Recording does not change what it measures: the whole-model comparison is made without hooks
 first; the per-module table of the compiled run (what each module's output inherited) is made
@@ -30,6 +35,7 @@ import inspect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pt2doctor.cases.accuracy import (
@@ -40,6 +46,8 @@ from pt2doctor.cases.accuracy import (
 )
 
 KNOBS = (("emulate_precision_casts", True), ("fallback_random", True))
+"""Inductor config knobs tried at the culprit (each as ``name=value``)."""
+MATMUL_PRECISION = "float32_matmul_precision='highest'"
 
 
 @dataclass(slots=True)
@@ -78,7 +86,17 @@ class Comparison:
     """The culprit introduces the error with every child left eager (torch.compiler.disable):
     its own code, between its children, is where the numbers leave eager's."""
     knobs: dict[str, bool] = field(default_factory=dict)
-    """Inductor knob -> whether the culprit passes with it (Inductor only)."""
+    """A knob as set (``emulate_precision_casts=True``, ``post_grad_custom_post_pass=None``,
+    ``max_autotune=False``, ``float32_matmul_precision='highest'``) -> whether the culprit
+    passes with it (Inductor only)."""
+    cleared_by: str | None = None
+    """The first knob with which the culprit passes."""
+    cleared_because: str | None = None
+    """What that knob says of the cause: by design (random numbers, bf16 casts), or the
+    subsystem (the program's pass, by name and file:line)."""
+    repro: dict[str, Any] | None = None
+    """With ``repro_dir``: the repro written (``path``, ``files``, ``lines``, ``standalone``,
+    ``not_standalone_because``)."""
     inherited: list[dict[str, Any]] = field(default_factory=list)
     """Per module, the whole compiled run's output against eager's (recorded with hooks)."""
     hooks_kept_failure: bool | None = None
@@ -93,7 +111,8 @@ class Comparison:
         """The finding in a few lines, as a reader wants it."""
         if not self.diverges:
             return (f"compiled ({self.backend}) matches eager within check's rule (tolerance "
-                    f"{self.tolerance:g}): nothing to localize")  # fmt: skip
+                    f"{self.tolerance:g}): nothing to localize; its largest error: "
+                    f"{_said(self.whole)}")  # fmt: skip
         lines = [f"compiled ({self.backend}) leaves eager's numbers: {_said(self.whole)}"]
         for step in self.path:
             lines.append(f"  {step.name or '<model>'} ({step.kind}) introduces it alone: "
@@ -106,9 +125,41 @@ class Comparison:
                    "it still fails)" if self.own_code else "")  # fmt: skip
             lines.append(f"culprit: {self.culprit or '<model>'} ({self.culprit_kind}){where}{how}")
         for knob, passes in self.knobs.items():
-            lines.append(f"  with {knob}=True it {'passes' if passes else 'still fails'}")
+            lines.append(f"  with {knob} it {'passes' if passes else 'still fails'}")
+        if self.cleared_by is not None:
+            lines.append(f"cleared by {self.cleared_by}: {self.cleared_because}")
+        elif self.knobs:
+            lines.append("  no knob clears it: the culprit's lowering or a kernel of it "
+                         "(compiler_bisector, `pt2doctor ablate`, narrows it further)")  # fmt: skip
+        if self.repro is not None:
+            lines.append(f"repro: python {self.repro['path']}")
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
+
+
+_MEANINGS = {
+    "emulate_precision_casts": "by design: the compiled code keeps bf16/fp16 intermediates in "
+    "float32 where eager rounds each op (use emulate_precision_casts=True to match eager)",
+    "fallback_random": "by design: compiled code draws its random numbers (dropout, RNG) "
+    "differently from eager; compare in eval mode or with fallback_random=True",
+    "max_autotune": "an autotuned kernel choice (max_autotune) computes it differently",
+    "float32_matmul_precision": "a lower float32 matmul precision (TF32) in the compiled kernels",
+}
+
+
+def _meaning(knob: str) -> str:
+    """What the knob that cleared the culprit says about the cause."""
+    name = knob.split("=", 1)[0]
+    if name in _MEANINGS:
+        return _MEANINGS[name]
+    from pt2doctor.torchcompat.inductor import compiler_hooks
+
+    for hook in compiler_hooks():
+        if hook["hook"] == name:
+            where = f" ({hook.get('file')}:{hook.get('line')})" if hook.get("file") else ""
+            return (f"the program's {name} pass {hook.get('function')}{where} changes the "
+                    "numbers: fix or drop that pass")  # fmt: skip
+    return f"the program's {name} pass changes the numbers"
 
 
 def _said(worst: dict[str, Any]) -> str:
@@ -215,11 +266,13 @@ def compare_modules(
     backend: str | Callable[..., Any] = "inductor",
     tolerance: float | None = None,
     compile_fn: Callable[[Any], Callable[..., Any]] | None = None,
+    repro_dir: str | Path | None = None,
     **kwargs: Any,
 ) -> Comparison:
     """Where ``torch.compile(model, backend=backend)`` leaves eager's numbers on
     ``model(*args, **kwargs)`` (see the module's doc). ``model`` is not changed.
-    ``compile_fn``: how to compile a module instead (a check variant's settings)."""
+    ``compile_fn``: how to compile a module instead (a check variant's settings).
+    ``repro_dir``: where to write a standalone repro of the culprit."""
     import torch
 
     def compile_(module: Any) -> Callable[..., Any]:
@@ -254,7 +307,9 @@ def compare_modules(
     def alone(name: str, patch: dict[str, Any] | None = None) -> ModuleCheck:
         call, module = eager_calls[name], modules[name]
         _reset()
-        with torch.no_grad(), inductor_config_patch(**(patch or {})):
+        patch = dict(patch or {})
+        precision = patch.pop("float32_matmul_precision", None)
+        with torch.no_grad(), inductor_config_patch(**patch), _matmul_precision(precision):
             out = compile_(module)(*call.args, **call.kwargs)
         worst = _worst(name, call.output, out, fp64_calls[name].output, tol)
         return ModuleCheck(name, type(module).__name__, not worst.passed, worst.as_dict())
@@ -294,8 +349,19 @@ def compare_modules(
     result.culprit, result.culprit_kind = node, type(module).__name__
     result.culprit_source = _source(type(module))
     if name_of == "inductor":
-        for knob, value in KNOBS:
-            result.knobs[knob] = not alone(node, {knob: value}).introduces
+        for knob, patch in _knobs():
+            result.knobs[knob] = passes = not alone(node, patch).introduces
+            if passes and result.cleared_by is None:
+                result.cleared_by, result.cleared_because = knob, _meaning(knob)
+    if repro_dir is not None:
+        from pt2doctor.cases.numerics_repro import write_repro
+        from pt2doctor.torchcompat.inductor import compiler_hooks
+
+        call = eager_calls[node]
+        result.repro = write_repro(Path(repro_dir), module, (call.args, call.kwargs),
+                                   (fp64_calls[node].args, fp64_calls[node].kwargs),
+                                   name_of, tol, compiler_hooks(with_callable=True), node,
+                                   result.culprit_source)  # fmt: skip
     result.inherited, result.hooks_kept_failure = _inherited(model, compile_, args, kwargs,
                                                              eager_calls, fp64_calls, tol)  # fmt: skip
     if result.hooks_kept_failure is False:
@@ -332,6 +398,39 @@ def _inherited(
         rows.append({"module": name, "passed": worst.passed, **worst.as_dict()})
     kept = not _worst("output", eager_calls[""].output, out, fp64_calls[""].output, tol).passed
     return rows, kept
+
+
+def _knobs() -> list[tuple[str, dict[str, Any]]]:
+    """The knobs to try at the culprit, each as it reads and as the patch that sets it."""
+    import torch
+
+    from pt2doctor.torchcompat.inductor import compiler_hooks, max_autotune_on
+
+    knobs: list[tuple[str, dict[str, Any]]] = [
+        (f"{name}={value!r}", {name: value}) for name, value in KNOBS
+    ]
+    knobs += [(f"{hook['hook']}=None", {hook["hook"]: None}) for hook in compiler_hooks()]
+    if max_autotune_on():
+        knobs.append(("max_autotune=False", {"max_autotune": False, "max_autotune_gemm": False}))
+    if torch.get_float32_matmul_precision() != "highest":
+        knobs.append((MATMUL_PRECISION, {"float32_matmul_precision": "highest"}))
+    return knobs
+
+
+@contextmanager
+def _matmul_precision(precision: str | None) -> Iterator[None]:
+    """``torch.set_float32_matmul_precision`` for a block (public API)."""
+    import torch
+
+    if precision is None:
+        yield
+        return
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 def _compile(module: Any, backend: Any) -> Callable[..., Any]:

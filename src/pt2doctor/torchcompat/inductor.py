@@ -83,9 +83,10 @@ COMPILER_HOOKS = (
 )
 
 
-def compiler_hooks() -> list[dict[str, Any]]:
+def compiler_hooks(with_callable: bool = False) -> list[dict[str, Any]]:
     """Every Inductor pass hook the program set (``post_grad_custom_post_pass``...), each
-    ``{hook, function, file, line}``; [] where the config is not importable."""
+    ``{hook, function, file, line}`` (and ``callable``, the hook itself, when asked: a
+    repro sets it again); [] where the config is not importable."""
     try:
         from torch._inductor import config
     except ImportError:
@@ -95,7 +96,20 @@ def compiler_hooks() -> list[dict[str, Any]]:
         value = getattr(config, hook, None)
         if value is not None and callable(value):
             found.append({"hook": hook, **describe_callable(value)})
+            if with_callable:
+                found[-1]["callable"] = value
     return found
+
+
+def max_autotune_on() -> bool:
+    """Whether Inductor's ``max_autotune`` (or its GEMM variant) is on."""
+    try:
+        from torch._inductor import config
+    except ImportError:
+        return False
+    return bool(
+        getattr(config, "max_autotune", False) or getattr(config, "max_autotune_gemm", False)
+    )
 
 
 def inductor_config_patch(**values: Any) -> contextlib.AbstractContextManager[Any]:

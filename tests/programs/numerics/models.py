@@ -6,6 +6,8 @@ test_compare_modules.py): imported in process, never run as programs.
 - ``Gated``: ``gate(x) * value(x)``, ``gate`` a sigmoid, ``value`` a Linear; the backend
   ``sigmoid_times_backend`` perturbs a graph only when it holds a sigmoid *and* a product of
   it (a planted fusion bug): each child alone is right, the parent compiled whole is not.
+- ``shift_relu_pass``: a user's Inductor post-grad pass with a bug (every relu becomes relu +
+  0.5): under Inductor it miscomputes the one op only ``Net``'s ``blocks.2.ff.act`` has.
 """
 
 from __future__ import annotations
@@ -100,3 +102,17 @@ def sigmoid_times_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -
                 )
         gm.recompile()
     return gm.forward
+
+
+def shift_relu_pass(graph: torch.fx.Graph) -> None:
+    """A planted pass bug: each ``aten.relu`` node's users get ``relu + 0.5`` instead."""
+    for node in list(graph.nodes):
+        if node.target is torch.ops.aten.relu.default:
+            with graph.inserting_after(node):
+                shifted = graph.call_function(torch.ops.aten.add.Tensor, (node, SHIFT))
+            node.replace_all_uses_with(
+                shifted, delete_user_cb=lambda user, new=shifted: user is not new
+            )
+
+
+SHIFT = 0.5
