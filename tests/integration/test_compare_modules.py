@@ -81,6 +81,7 @@ def test_a_model_compiled_right_has_nothing_to_localize() -> None:
     assert "nothing to localize; its largest error: output max abs error " in found.summary()
 
 
+@pytest.mark.torch_run  # the repro runs as its own torch program
 def test_a_user_pass_bug_is_found_cleared_by_the_pass_off_and_reproduced_alone(
     tmp_path: Path,
 ) -> None:
