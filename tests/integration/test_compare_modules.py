@@ -68,7 +68,8 @@ def test_an_error_only_when_two_modules_are_compiled_together_stops_at_their_par
     assert {c.name: c.introduces for c in found.checked if c.name.startswith("mix.")} == {
         "mix.gate": False, "mix.value": False,
     }  # fmt: skip
-    assert "only when its children are compiled together" in found.summary()
+    assert found.fused_pair == ["mix.gate", "mix.value"]
+    assert "appears only when mix.gate and mix.value are compiled together" in found.summary()
     with torch.no_grad():
         h = model.inp(x)
     assert not torch.allclose(_alone(model.mix, h, models.sigmoid_times_backend), model.mix(h))
@@ -124,3 +125,27 @@ def test_a_user_pass_bug_is_found_cleared_by_the_pass_off_and_reproduced_alone(
                          text=True, timeout=300)  # fmt: skip
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert "WRONG NUMBERS" in ran.stdout and "reproduces: compiled leaves" in ran.stdout
+
+
+def test_a_pattern_pass_on_a_linear_and_its_gelu_names_the_two_compiled_together() -> None:
+    """FusedNet under Inductor with ``linear_gelu_pass`` (it perturbs a GELU only when the
+    Linear feeding it is in the same graph): mlp introduces the error, none of its children
+    alone does, nor its own code: it appears only when mlp.fc1 and mlp.act are compiled
+    together. The truth, measured here: fc1 and act alone are right, the pair is not."""
+    from torch._inductor import config as inductor_config
+
+    torch.manual_seed(0)
+    model, x = models.FusedNet().eval(), torch.randn(8, 16)
+    with inductor_config.patch(post_grad_custom_post_pass=models.linear_gelu_pass):
+        found = pt2doctor.compare_modules(model, x)
+        with torch.no_grad():
+            h = torch.tanh(model.inp(x))
+            pair = torch.nn.Sequential(model.mlp.fc1, model.mlp.act)
+            wrong_pair = not torch.allclose(_alone(pair, h, "inductor"), pair(h), atol=1e-4)
+            fc1_ok = torch.allclose(_alone(model.mlp.fc1, h, "inductor"), model.mlp.fc1(h),
+                                    atol=1e-4)  # fmt: skip
+    assert wrong_pair and fc1_ok
+    assert found.culprit == "mlp" and found.fused and not found.own_code, found.summary()
+    assert found.fused_pair == ["mlp.fc1", "mlp.act"]
+    assert "appears only when mlp.fc1 and mlp.act are compiled together (fused)" in found.summary()
+    assert found.cleared_by == "post_grad_custom_post_pass=None"

@@ -11,7 +11,8 @@ multiple of eager's). A module that fails introduces the error; one that passes 
 what arrives at its input. The descent starts at the model, goes into the first child (in
 execution order) that introduces an error, and stops at a leaf, or where the parent introduces
 it and no child alone does: the error appears only when its children are compiled together
-(fused). Only the modules along the path are compiled.
+(fused); then adjacent pairs of children are compiled with the others left eager, to name the
+two whose fusion introduces it. Only the modules along the path are compiled.
 
 At the culprit, the knobs that change numerics are tried on it alone, one at a time:
 Inductor's ``emulate_precision_casts`` and ``fallback_random``, each Inductor pass hook the
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -82,6 +84,9 @@ class Comparison:
     fused: bool = False
     """The culprit introduces the error while none of its children alone does, and not with
     its children left eager: only when they are compiled together."""
+    fused_pair: list[str] | None = None
+    """For a fused culprit: the two adjacent children (in execution order) that, compiled
+    together with every other child left eager, still introduce the error."""
     own_code: bool = False
     """The culprit introduces the error with every child left eager (torch.compiler.disable):
     its own code, between its children, is where the numbers leave eager's."""
@@ -119,7 +124,10 @@ class Comparison:
                          f"{_said(step.worst)}")  # fmt: skip
         if self.culprit is not None:
             where = f" at {self.culprit_source}" if self.culprit_source else ""
-            how = (" only when its children are compiled together (fused); none alone does"
+            pair = " and ".join(self.fused_pair or [])
+            how = ((f": the error appears only when {pair} are compiled together (fused); "
+                    "neither alone introduces it") if self.fused and self.fused_pair else
+                   " only when its children are compiled together (fused); none alone does"
                    if self.fused else
                    " in its own code (its forward, between its children: each child left eager, "
                    "it still fails)" if self.own_code else "")  # fmt: skip
@@ -315,7 +323,8 @@ def compare_modules(
         return ModuleCheck(name, type(module).__name__, not worst.passed, worst.as_dict())
 
     def own_code(name: str, children: list[str]) -> bool:
-        """Whether ``name`` still fails compiled with each child's forward left eager."""
+        """Whether ``name`` still fails compiled with each of ``children``'s forward left
+        eager (every child: its own code; all but two adjacent ones: those two together)."""
         kept = [modules[child] for child in children]
         disable: Callable[[Any], Any] = getattr(torch.compiler, "disable")  # noqa: B009
         for child in kept:
@@ -342,6 +351,14 @@ def compare_modules(
             if children:
                 result.own_code = own_code(node, children)
                 result.fused = not result.own_code
+            if result.fused and len(children) > 2:
+                for first, second in itertools.pairwise(children):
+                    others = [child for child in children if child not in (first, second)]
+                    if own_code(node, others):
+                        result.fused_pair = [first, second]
+                        break
+            elif result.fused:
+                result.fused_pair = list(children)
             break
         result.path.append(culprit)
         node = culprit.name

@@ -6,6 +6,10 @@ test_compare_modules.py): imported in process, never run as programs.
 - ``Gated``: ``gate(x) * value(x)``, ``gate`` a sigmoid, ``value`` a Linear; the backend
   ``sigmoid_times_backend`` perturbs a graph only when it holds a sigmoid *and* a product of
   it (a planted fusion bug): each child alone is right, the parent compiled whole is not.
+- ``FusedNet``: a Linear, an ``MLP`` (``fc1`` Linear, ``act`` GELU, ``fc2`` Linear), a
+  head; ``linear_gelu_pass`` (an Inductor post-grad pattern pass with a bug) perturbs a GELU
+  only when the addmm feeding it is in the same graph: only ``mlp.fc1`` and ``mlp.act``
+  compiled together go wrong.
 - ``shift_relu_pass``: a user's Inductor post-grad pass with a bug (every relu becomes relu +
   0.5): under Inductor it miscomputes the one op only ``Net``'s ``blocks.2.ff.act`` has.
 """
@@ -116,3 +120,43 @@ def shift_relu_pass(graph: torch.fx.Graph) -> None:
 
 
 SHIFT = 0.5
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(32, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class FusedNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inp = nn.Linear(16, 16)
+        self.mlp = MLP()
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.mlp(torch.tanh(self.inp(x))))
+
+
+def linear_gelu_pass(graph: torch.fx.Graph) -> None:
+    """A planted pattern-pass bug: GELU's ``erf(addmm * c)`` (the decomposed GELU of a
+    Linear's output, both in this graph) gets +0.1 on the erf."""
+    mm = torch.ops.aten.addmm.default
+    for node in list(graph.nodes):
+        if node.target is not torch.ops.aten.erf.default:
+            continue
+        scaled = node.args[0]
+        if not (isinstance(scaled, torch.fx.Node) and scaled.args
+                and getattr(scaled.args[0], "target", None) is mm):  # fmt: skip
+            continue
+        with graph.inserting_after(node):
+            shifted = graph.call_function(torch.ops.aten.add.Tensor, (node, 0.1))
+        node.replace_all_uses_with(
+            shifted, delete_user_cb=lambda user, new=shifted: user is not new
+        )
