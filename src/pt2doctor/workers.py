@@ -55,12 +55,23 @@ EventName = Literal[
     "bisect",
     "custom_op",  # one custom op the cell called, with its opcheck and alignment alone
     "custom_ops_done",
+    "numerics",  # where the numbers diverge: compare_modules' result (or why it was skipped)
 ]
 # A unit of work (a cell's phase, a trial) begins with a start event and ends with a result:
 # a worker that dies or hangs in between loses that unit, which is "in flight".
 UNIT_STARTS: frozenset[EventName] = frozenset({"cell_start", "trial_start"})
 UNIT_RESULTS: frozenset[EventName] = frozenset(
-    {"alignment", "warmup", "steady_done", "cold", "trial", "module_trial", "repro", "bisect"}
+    {
+        "alignment",
+        "warmup",
+        "steady_done",
+        "cold",
+        "trial",
+        "module_trial",
+        "repro",
+        "bisect",
+        "numerics",
+    }
 )
 
 Event = dict[str, Any]

@@ -152,6 +152,23 @@ def test_inductor_pass_that_perturbs_one_submodule(tmp_path: Path, run_env: dict
     assert_plain_torch(report)
     copied = run_copied_repro(report, tmp_path, run_env)
     assert copied.returncode == 1 and "REPRODUCED" in copied.stdout, copied.stderr[-2000:]
+    # Where the numbers diverge: Gate introduces the error alone on eager's input, in its own
+    # code (the sigmoid is Gate's, not its Linear's); the pass off clears it; the numerics
+    # repro, copied to an empty folder, reproduces with torch only.
+    numerics = report["numerics"]
+    assert [step["name"] for step in numerics["path"]] == ["", "blocks", "blocks.1"]
+    assert numerics["culprit"] == "blocks.1" and numerics["own_code"] is True
+    assert numerics["cleared_by"] == "post_grad_custom_post_pass=None"
+    gate = numerics["path"][-1]
+    assert gate["compiled_rmse"] > 1000 * gate["eager_rmse"]
+    assert "Where the numbers diverge" in (tmp_path / "out" / "report.md").read_text()
+    assert "Where the numbers diverge" in (tmp_path / "out" / "report.html").read_text()
+    alone = tmp_path / "numerics_alone"
+    shutil.copytree(Path(numerics["repro"]["path"]).parent, alone)
+    plain = {k: v for k, v in run_env.items() if k != "PYTHONPATH"}
+    ran = subprocess.run([sys.executable, "-I", "repro.py"], cwd=alone, env=plain,
+                         capture_output=True, text=True, timeout=TIMEOUT_S)  # fmt: skip
+    assert ran.returncode == 1 and "WRONG NUMBERS" in ran.stdout, ran.stderr[-2000:]
 
 
 def assert_user_pass(report: dict[str, Any], program: str, function: str) -> dict[str, Any]:

@@ -248,6 +248,24 @@ class Ablation:
             "repro": {k: v for k, v in repro.items() if k not in ("event", "t")} if repro else None,
         }
 
+    def numerics(self, failing: dict[str, Any]) -> dict[str, Any]:
+        """Where the numbers diverge, module by module (ablate/trial.py ``run_numerics``)."""
+        self.progress("where the numbers diverge")
+        spec = {
+            **self.base,
+            "kind": "numerics",
+            "backend": failing["backend"],
+            "dynamic": self.options.dynamic,
+            "fullgraph": self.options.fullgraph,
+            "mode": self._mode(failing["backend"]),
+            "repro_dir": str((self.options.out / "numerics" / "repro").resolve()),
+        }
+        result = launch(spec, self.options.out / "numerics", self.options.timeout, self.launcher)
+        event = _event(result, "numerics")
+        if event is None:
+            return {"completed": False, "detail": result["detail"] or "the worker stopped early"}
+        return {"completed": True, **{k: v for k, v in event.items() if k not in ("event", "t")}}
+
     def bisect(self, failing: dict[str, Any], module: str | None) -> dict[str, Any]:
         self.progress("compiler_bisector")
         spec = {
@@ -356,6 +374,11 @@ def run_ablation(options: AblateOptions, progress: Progress | None = None) -> di
     pieces["toggles"] = ablation.toggles(failing)
     if options.modules or options.repro:
         pieces["modules"] = ablation.modules(failing, conclusion(rungs, None, None)["sentence"])
+    if failing["status"] == "diverged" and options.modules:
+        pieces["numerics"] = guarded(
+            "numerics", lambda: ablation.numerics(failing),
+            lambda why: {"completed": False, "detail": why},
+        )  # fmt: skip
     module = (pieces["modules"] or {}).get("module")
     # A custom op that fails opcheck is the diagnosis: the bisector (minutes) adds nothing.
     proven = custom_op_verdict(pieces["custom_ops"]) is not None

@@ -145,6 +145,65 @@ def _user_side_lines(report: AblateReport) -> list[str]:
     return lines
 
 
+def numerics_rows(report: AblateReport) -> list[dict[str, Any]]:
+    """Where the numbers diverge, one row per module on the descent path: module, class,
+    whether it introduces the error compiled alone on eager's input, its eager and compiled
+    RMSE against fp64 (fed fp64's input), and its output's max abs error against eager in the
+    whole compiled run (what it inherited plus what it introduced)."""
+    found = report.get("numerics") or {}
+    whole = {row["module"]: row for row in found.get("inherited") or []}
+    rows = []
+    for step in found.get("path") or []:
+        worst = step.get("worst") or {}
+        run = whole.get(step["name"]) or (found.get("whole") if not step["name"] else None) or {}
+        rows.append({
+            "module": step["name"] or "<model>",
+            "class": step["kind"],
+            "introduces": step["introduces"],
+            "alone_error": worst.get("max_abs_error"),
+            "eager_rmse": step.get("eager_rmse"),
+            "compiled_rmse": step.get("compiled_rmse"),
+            "whole_run_error": run.get("max_abs_error"),
+        })  # fmt: skip
+    return rows
+
+
+def numerics_lines(report: AblateReport) -> list[str]:
+    """The verdict of where the numbers diverge, the knob that cleared it and the repro, as
+    plain lines; or why there is none."""
+    found = report.get("numerics")
+    if not found:
+        return []
+    if found.get("skipped"):
+        return [f"where the numbers diverge: not searched, {found['skipped']}"]
+    if not found.get("completed", True):
+        return [f"where the numbers diverge: the search did not finish: {found.get('detail')}"]
+    if not found.get("diverges"):
+        return ["where the numbers diverge: compiled again for this search, the model matched "
+                "eager within check's rule, so no module is named"]  # fmt: skip
+    culprit = found.get("culprit") or "<model>"
+    where = f" at {shorten_paths(found['culprit_source'])}" if found.get("culprit_source") else ""
+    lines = [f"numbers diverge in {culprit} ({found.get('culprit_kind')}){where}"]
+    if found.get("fused") and found.get("fused_pair"):
+        lines[0] += (f": only when {' and '.join(found['fused_pair'])} are compiled together "
+                     "(fused)")  # fmt: skip
+    elif found.get("own_code"):
+        lines[0] += ": in its own code, between its children"
+    if found.get("cleared_by"):
+        lines.append(f"cleared by {found['cleared_by']}: {shorten_paths(found['cleared_because'])}")
+    elif found.get("knobs"):
+        lines.append(f"no knob clears it (tried {', '.join(found['knobs'])})")
+    repro = found.get("repro") or {}
+    if repro.get("path"):
+        lines.append(f"numerics repro: python {repro['path']} ({repro.get('lines')} lines"
+                     f"{'' if repro.get('standalone') else ', not standalone'})")  # fmt: skip
+    return lines
+
+
+def _numbers(value: Any) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
 def detail_lines(report: AblateReport) -> list[str]:
     """Module, subsystem, user side, workarounds and repro, as plain lines (shared by both
     formats)."""
@@ -191,6 +250,16 @@ def render_ablate(report: AblateReport, console: Console) -> None:
     console.print(f"\n[bold]{escape(verdict['sentence'])}[/]{escape(category)}")
     for line in detail_lines(report):
         console.print(escape(line))
+    rows = numerics_rows(report)
+    if rows:
+        numbers = Table(title="where the numbers diverge", title_justify="left")
+        for column in NUMERICS_COLUMNS:
+            numbers.add_column(column)
+        for row in rows:
+            numbers.add_row(*(escape(text) for text in _numerics_cells(row)))
+        console.print(numbers)
+    for line in numerics_lines(report):
+        console.print(escape(line))
     if report["workarounds"]:
         console.print("\n[bold]workarounds[/]")
         for advice in report["workarounds"]:
@@ -213,6 +282,29 @@ def _md_trials(report: AblateReport) -> list[str]:
     return ["## Module bisection", "", *md_table(["submodule alone", "fails", "result"], rows)]
 
 
+NUMERICS_COLUMNS = ("module", "class", "introduces alone", "eager RMSE vs fp64",
+                    "compiled RMSE vs fp64", "in the whole run")  # fmt: skip
+
+
+def _numerics_cells(row: dict[str, Any]) -> list[str]:
+    introduces = f"yes ({_numbers(row['alone_error'])})" if row["introduces"] else "no"
+    return [row["module"], row["class"], introduces, _numbers(row["eager_rmse"]),
+            _numbers(row["compiled_rmse"]), _numbers(row["whole_run_error"])]  # fmt: skip
+
+
+def _md_numerics(report: AblateReport) -> list[str]:
+    rows = numerics_rows(report)
+    lines = numerics_lines(report)
+    if not rows and not lines:
+        return []
+    table = [[md_code(cells[0]), *(md_text(c) for c in cells[1:])]
+             for cells in map(_numerics_cells, rows)]  # fmt: skip
+    out = ["", "## Where the numbers diverge", ""]
+    if table:
+        out += md_table(list(NUMERICS_COLUMNS), table)
+    return out + [f"- {md_text(line)}" for line in lines]
+
+
 def _md_environment(report: AblateReport) -> list[str]:
     env = report.get("environment") or {}
     keys = ("torch_version", "python_version", "cuda_version", "triton_version", "gpu")
@@ -230,6 +322,7 @@ def render_ablate_markdown(report: AblateReport) -> str:
     lines += md_table(header, [_md_row(*row) for row in _table_rows(report)])
     lines += _md_trials(report)
     lines += [f"- {md_text(line)}" for line in detail_lines(report)]
+    lines += _md_numerics(report)
     if report["workarounds"]:
         lines += ["", "## Workarounds", ""]
         lines += [f"{n}. {md_text(advice)}" for n, advice in enumerate(report["workarounds"], 1)]

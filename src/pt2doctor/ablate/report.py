@@ -92,6 +92,7 @@ def build_ablate_report(
         "repro": (modules or {}).get("repro") or pieces.get("repro"),
         "custom_ops": pieces.get("custom_ops") or [],
         "compiler_hooks": pieces.get("hooks") or [],
+        "numerics": pieces.get("numerics"),
         "workarounds": _workarounds(
             pieces,
             verdict,

@@ -236,8 +236,41 @@ def run_custom_ops(spec: dict[str, Any], out: Path, emit: Emit) -> None:
     emit("custom_ops_done", ops=list(calls))
 
 
+def run_numerics(spec: dict[str, Any], out: Path, emit: Emit) -> None:
+    """Where the numbers diverge (cases/numerics.py ``compare_modules``) for a diverged
+    inference cell of an nn.Module: each module compiled alone on eager's recorded input,
+    down to the culprit; the knobs at it (Inductor); a repro in ``spec['repro_dir']``."""
+    import torch
+
+    from pt2doctor.cases.align import apply_layout
+    from pt2doctor.cases.numerics import compare_modules
+
+    case, cell = _case_cell(spec)
+    settings = Settings.from_spec(spec)
+    built = case.build(cell)
+    why = ("a training cell (gradients are not compared per module yet)" if cell.train
+           else "an autocast cell" if cell.autocast
+           else None if isinstance(built.model, torch.nn.Module)
+           else "the case compiles a function, not an nn.Module")  # fmt: skip
+    if why is not None:
+        emit("numerics", skipped=why)
+        return
+    emit("trial_start", target="numerics")
+    found = compare_modules(
+        copy.deepcopy(built.model),
+        *apply_layout(built.inputs, cell.layout),
+        backend=settings.backend,
+        compile_fn=lambda module: torch.compile(module, **settings.kwargs()),
+        repro_dir=spec.get("repro_dir"),
+        try_knobs=settings.backend == "inductor",
+        **apply_layout(built.kwargs, cell.layout),
+    )
+    emit("numerics", **found.as_dict(), summary=found.summary())
+
+
 KINDS = {
     "trial": run_trial,
+    "numerics": run_numerics,
     "modules": run_modules,
     "bisect": run_bisect,
     "custom_ops": run_custom_ops,

@@ -181,6 +181,10 @@ class AblateReport(_AblateReportParts, total=False):
     environment: dict[str, Any]
     custom_ops: list[dict[str, Any]]  # each custom op the model called, with its opcheck
     compiler_hooks: list[dict[str, Any]]  # the Inductor pass hooks the program set
+    numerics: dict[str, Any] | None
+    """Where the numbers diverge (case mode, a diverged inference cell): compare_modules'
+    result (cases/numerics.py ``Comparison.as_dict`` and ``summary``), ``skipped`` (why it
+    did not apply), or ``completed`` false with ``detail``; None when it did not run."""
 
 
 # The ablate worker's events (ablate/trial.py, one JSON line each in a trial's events.jsonl),

@@ -13,7 +13,13 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, cast
 
-from pt2doctor.ablate.render import minifier_line, repro_holds
+from pt2doctor.ablate.render import (
+    NUMERICS_COLUMNS,
+    minifier_line,
+    numerics_lines,
+    numerics_rows,
+    repro_holds,
+)
 from pt2doctor.ablate.types import FAILURE_STATUSES, AblateReport, Repro, Rung, Target
 from pt2doctor.analysis.paths import shorten_paths
 from pt2doctor.report.format import cut
@@ -136,6 +142,16 @@ def ablate_modules(report: Report) -> Section | None:
     return Section("modules", "Module bisection", "ablate_modules", data)
 
 
+def ablate_numerics(report: Report) -> Section | None:
+    """Where the numbers diverge: the descent's table (each module compiled alone on eager's
+    input, its errors against fp64), the verdict, the knob that cleared it, the repro."""
+    rows, lines = numerics_rows(report), numerics_lines(report)
+    if not rows and not lines:
+        return None
+    data = {"columns": list(NUMERICS_COLUMNS), "rows": rows, "lines": [cut(line) for line in lines]}
+    return Section("numerics", "Where the numbers diverge", "ablate_numerics", data)
+
+
 def ablate_bisect(report: Report) -> Section | None:
     """compiler_bisector's answer: backend, subsystem, application number; or why it did not
     run. None when it was not asked for (the failure is not in Inductor, or --no-bisect)."""
@@ -226,6 +242,7 @@ ABLATE_SECTIONS: list[AblateSectionBuilder] = [
     ablate_ladder,
     ablate_toggles,
     ablate_modules,
+    ablate_numerics,
     ablate_bisect,
     ablate_repro,
     ablate_workarounds,

@@ -62,6 +62,10 @@ class ModuleCheck:
     introduces: bool
     worst: dict[str, Any]
     """Its worst output tensor by check's rule (TensorComparison.as_dict)."""
+    eager_rmse: float | None = None
+    """RMSE of eager's output (every floating tensor) against fp64 M fed the fp64 input."""
+    compiled_rmse: float | None = None
+    """The same for M compiled alone, fed eager's input."""
 
 
 @dataclass(slots=True)
@@ -252,6 +256,22 @@ def _worst(name: str, eager: Any, compiled: Any, fp64: Any, tol: float) -> Tenso
     return failing[0] if failing else max(rows, key=lambda row: row.max_abs_error)
 
 
+def _rmse_of(value: Any, reference: Any) -> float | None:
+    """RMSE of every floating tensor of ``value`` against ``reference``'s, together (4
+    significant digits; None when there is none)."""
+    import torch
+
+    ours, theirs = dict(flatten_tensors(value)), dict(flatten_tensors(reference))
+    pairs = [(t, theirs[k]) for k, t in ours.items()
+             if k in theirs and t.is_floating_point() and t.shape == theirs[k].shape]  # fmt: skip
+    if not pairs:
+        return None
+    diff = torch.cat([(t.double() - r.double()).flatten() for t, r in pairs])
+    if not diff.numel():
+        return None
+    return float(f"{float(diff.pow(2).mean().sqrt()):.4g}")
+
+
 def _empty() -> Any:
     import torch
 
@@ -275,12 +295,14 @@ def compare_modules(
     tolerance: float | None = None,
     compile_fn: Callable[[Any], Callable[..., Any]] | None = None,
     repro_dir: str | Path | None = None,
+    try_knobs: bool | None = None,
     **kwargs: Any,
 ) -> Comparison:
     """Where ``torch.compile(model, backend=backend)`` leaves eager's numbers on
     ``model(*args, **kwargs)`` (see the module's doc). ``model`` is not changed.
     ``compile_fn``: how to compile a module instead (a check variant's settings).
-    ``repro_dir``: where to write a standalone repro of the culprit."""
+    ``repro_dir``: where to write a standalone repro of the culprit. ``try_knobs``: try
+    the numerics knobs at the culprit (default: when compiling with Inductor by name)."""
     import torch
 
     def compile_(module: Any) -> Callable[..., Any]:
@@ -319,8 +341,10 @@ def compare_modules(
         precision = patch.pop("float32_matmul_precision", None)
         with torch.no_grad(), inductor_config_patch(**patch), _matmul_precision(precision):
             out = compile_(module)(*call.args, **call.kwargs)
-        worst = _worst(name, call.output, out, fp64_calls[name].output, tol)
-        return ModuleCheck(name, type(module).__name__, not worst.passed, worst.as_dict())
+        reference = fp64_calls[name].output
+        worst = _worst(name, call.output, out, reference, tol)
+        return ModuleCheck(name, type(module).__name__, not worst.passed, worst.as_dict(),
+                           _rmse_of(call.output, reference), _rmse_of(out, reference))  # fmt: skip
 
     def own_code(name: str, children: list[str]) -> bool:
         """Whether ``name`` still fails compiled with each of ``children``'s forward left
@@ -336,7 +360,8 @@ def compare_modules(
                 del child.forward
 
     node = ""
-    result.path.append(ModuleCheck("", type(model).__name__, True, whole.as_dict()))
+    result.path.append(ModuleCheck("", type(model).__name__, True, whole.as_dict(),
+                                   _rmse_of(eager_out, fp64_out), _rmse_of(compiled_out, fp64_out)))  # fmt: skip
     while True:
         children = sorted((n for n in called if n and _parent(n, called) == node),
                           key=lambda n: eager_calls[n].order)  # fmt: skip
@@ -365,7 +390,7 @@ def compare_modules(
     module = modules[node]
     result.culprit, result.culprit_kind = node, type(module).__name__
     result.culprit_source = _source(type(module))
-    if name_of == "inductor":
+    if try_knobs if try_knobs is not None else name_of == "inductor":
         for knob, patch in _knobs():
             result.knobs[knob] = passes = not alone(node, patch).introduces
             if passes and result.cleared_by is None:
@@ -375,10 +400,16 @@ def compare_modules(
         from pt2doctor.torchcompat.inductor import compiler_hooks
 
         call = eager_calls[node]
+        named = backend if isinstance(backend, str) else "inductor"
         result.repro = write_repro(Path(repro_dir), module, (call.args, call.kwargs),
                                    (fp64_calls[node].args, fp64_calls[node].kwargs),
-                                   name_of, tol, compiler_hooks(with_callable=True), node,
+                                   named, tol, compiler_hooks(with_callable=True), node,
                                    result.culprit_source)  # fmt: skip
+        if not isinstance(backend, str):
+            result.repro["standalone"] = False
+            result.repro["not_standalone_because"].append(
+                f"the backend {name_of} is a function: the repro compiles with inductor"
+            )
     result.inherited, result.hooks_kept_failure = _inherited(model, compile_, args, kwargs,
                                                              eager_calls, fp64_calls, tol)  # fmt: skip
     if result.hooks_kept_failure is False:
