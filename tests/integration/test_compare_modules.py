@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -149,3 +150,60 @@ def test_a_pattern_pass_on_a_linear_and_its_gelu_names_the_two_compiled_together
     assert found.fused_pair == ["mlp.fc1", "mlp.act"]
     assert "appears only when mlp.fc1 and mlp.act are compiled together (fused)" in found.summary()
     assert found.cleared_by == "post_grad_custom_post_pass=None"
+
+
+ABLATE_PROGRAMS = Path(__file__).resolve().parents[1] / "programs" / "ablate"
+
+
+def _ablate_program(name: str) -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        f"numerics_{name}", ABLATE_PROGRAMS / f"{name}.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_dropout_is_cleared_by_fallback_random_and_said_to_be_by_design() -> None:
+    """dropout_train.py's model in train mode under Inductor: the culprit is the Dropout
+    (torch's: no source line into torch), fed the generator state eager had at its call;
+    fallback_random=True clears it, which is by design. The truth, measured here: compiled
+    with fallback_random from the same seed equals eager."""
+    from torch._inductor import config as inductor_config
+
+    program = _ablate_program("dropout_train")
+    torch.manual_seed(0)
+    model, x = program.Model().train(), torch.randn(8, 16)
+    found = pt2doctor.compare_modules(model, x)
+    assert found.culprit == "blocks.0.drop" and found.culprit_kind == "Dropout", found.summary()
+    assert found.culprit_source is None
+    assert found.cleared_by == "fallback_random=True"
+    assert found.cleared_because is not None and found.cleared_because.startswith("by design")
+    with torch.no_grad(), inductor_config.patch(fallback_random=True):
+        torch.manual_seed(1)
+        eager = model(x)
+        torch.compiler.reset()
+        compiled = torch.compile(model)
+        torch.manual_seed(1)
+        assert torch.allclose(compiled(x), eager, atol=1e-6)
+
+
+def test_a_bf16_chain_is_cleared_by_emulate_precision_casts() -> None:
+    """bf16_casts.py's multiply chain in bfloat16 (tolerance 1e-3): the culprit is Scale, in
+    its own code (it has no children); emulate_precision_casts=True clears it, by design."""
+    from torch._inductor import config as inductor_config
+
+    program = _ablate_program("bf16_casts")
+    torch.manual_seed(0)
+    model, x = program.Model().eval(), torch.randn(64, 64, dtype=torch.bfloat16)
+    found = pt2doctor.compare_modules(model, x, tolerance=1e-3)
+    assert found.culprit == "blocks.0" and found.culprit_kind == "Scale", found.summary()
+    assert found.culprit_source is not None and "bf16_casts.py:" in found.culprit_source
+    assert found.cleared_by == "emulate_precision_casts=True"
+    assert found.knobs["fallback_random=True"] is False
+    with torch.no_grad(), inductor_config.patch(emulate_precision_casts=True):
+        assert torch.equal(_alone(model.blocks[0], x, "inductor"), model.blocks[0](x))

@@ -22,7 +22,9 @@ subsystem (a user pass), or says the difference is by design (random numbers, bf
 With ``repro_dir``, a standalone repro of the culprit is written there
 (cases/numerics_repro.py).
 
-Recording does not change what it measures: the whole-model comparison is made without hooks
+Every whole-model run starts from one seed, and a module compiled alone starts from the
+generators' state recorded as eager called it, so a dropout draws alike where the compiled
+code draws as eager does (``fallback_random``). Recording does not change what it measures: the whole-model comparison is made without hooks
 first; the per-module table of the compiled run (what each module's output inherited) is made
 with them, and says whether the failure still showed. Forward only (no gradients yet).
 ``torch.compiler.reset()`` is called before each compile made here, so that compiles of many
@@ -50,6 +52,8 @@ from pt2doctor.cases.accuracy import (
 KNOBS = (("emulate_precision_casts", True), ("fallback_random", True))
 """Inductor config knobs tried at the culprit (each as ``name=value``)."""
 MATMUL_PRECISION = "float32_matmul_precision='highest'"
+SEED = 0
+"""The seed every whole-model run starts from (eager, fp64, compiled)."""
 
 
 @dataclass(slots=True)
@@ -208,6 +212,9 @@ class _Call:
     args: Any
     kwargs: Any
     output: Any = None
+    rng: Any = None
+    """The random number generators' state as the module was called (restored to compile
+    it alone: dropout draws the same numbers)."""
 
 
 @contextmanager
@@ -218,7 +225,7 @@ def _recording(model: Any, calls: dict[str, _Call]) -> Iterator[None]:
     def pre(name: str) -> Callable[..., None]:
         def hook(module: Any, args: Any, kwargs: Any) -> None:
             if name not in calls:
-                calls[name] = _Call(len(calls), _kept(args), _kept(kwargs))
+                calls[name] = _Call(len(calls), _kept(args), _kept(kwargs), rng=_rng_state())
 
         return hook
 
@@ -320,12 +327,15 @@ def compare_modules(
     reference = copy.deepcopy(model).double()
     eager_calls: dict[str, _Call] = {}
     fp64_calls: dict[str, _Call] = {}
-    with torch.no_grad():
+    with torch.no_grad():  # each run from the same seed: dropout draws alike where it can
+        torch.manual_seed(SEED)
         with _recording(model, eager_calls):
             eager_out = model(*args, **kwargs)
+        torch.manual_seed(SEED)
         with _recording(reference, fp64_calls):
             fp64_out = reference(*_fp64(args), **_fp64(kwargs))
         _reset()
+        torch.manual_seed(SEED)
         compiled_out = compile_(model)(*args, **kwargs)
     whole = _worst("output", eager_out, compiled_out, fp64_out, tol)
     result = Comparison(name_of, tol, not whole.passed, whole.as_dict())
@@ -340,7 +350,9 @@ def compare_modules(
         patch = dict(patch or {})
         precision = patch.pop("float32_matmul_precision", None)
         with torch.no_grad(), inductor_config_patch(**patch), _matmul_precision(precision):
-            out = compile_(module)(*call.args, **call.kwargs)
+            compiled = compile_(module)
+            _set_rng_state(call.rng)
+            out = compiled(*call.args, **call.kwargs)
         reference = fp64_calls[name].output
         worst = _worst(name, call.output, out, reference, tol)
         return ModuleCheck(name, type(module).__name__, not worst.passed, worst.as_dict(),
@@ -436,6 +448,7 @@ def _inherited(
     compiled_calls: dict[str, _Call] = {}
     _reset()
     with torch.no_grad(), _recording(model, compiled_calls):
+        torch.manual_seed(SEED)
         out = compile_(model)(*args, **kwargs)
     rows = []
     for name, call in sorted(eager_calls.items(), key=lambda item: item[1].order):
@@ -481,6 +494,26 @@ def _matmul_precision(precision: str | None) -> Iterator[None]:
         torch.set_float32_matmul_precision(before)
 
 
+def _rng_state() -> Any:
+    """The CPU generator's state, and each CUDA device's where CUDA is initialized."""
+    import torch
+
+    initialized: Callable[[], bool] = getattr(torch.cuda, "is_initialized")  # noqa: B009
+    cuda = torch.cuda.get_rng_state_all() if initialized() else None
+    return torch.random.get_rng_state(), cuda
+
+
+def _set_rng_state(state: Any) -> None:
+    import torch
+
+    if state is None:
+        return
+    cpu, cuda = state
+    torch.random.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
+
+
 def _compile(module: Any, backend: Any) -> Callable[..., Any]:
     import torch
 
@@ -497,9 +530,13 @@ def _reset() -> None:
 
 
 def _source(cls: type) -> str | None:
+    """``file:line`` of the class's ``forward`` where the user wrote it (None for a library's
+    module, torch.nn's Dropout: the report never points into library code)."""
+    from pt2doctor.cases.numerics_repro import users_file
+
     try:
         forward = cls.forward  # type: ignore[attr-defined]
-        file = inspect.getsourcefile(forward)
+        file = users_file(forward)
         line = inspect.getsourcelines(forward)[1]
     except (AttributeError, OSError, TypeError):
         return None

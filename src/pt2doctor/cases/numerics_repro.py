@@ -13,7 +13,7 @@ else RMSE against fp64 within a multiple of eager's), 0 when it passes.
 from __future__ import annotations
 
 import inspect
-import sys
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,7 @@ sys.exit(1 if failed else 0)
 '''
 
 
-def _users_file(thing: Any) -> Path | None:
+def users_file(thing: Any) -> Path | None:
     """The source file of a class or function the user wrote (None: a library's, or none)."""
     try:
         file = inspect.getsourcefile(thing)
@@ -100,7 +100,10 @@ def _users_file(thing: Any) -> Path | None:
     if not file:
         return None
     path = Path(file).resolve()
-    if any(part in _LIBRARY_PARTS for part in path.parts) or str(path).startswith(sys.base_prefix):
+    stdlib = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib")}
+    if any(part in _LIBRARY_PARTS for part in path.parts) or any(
+        path.is_relative_to(Path(folder).resolve()) for folder in stdlib
+    ):
         return None
     return path
 
@@ -124,14 +127,14 @@ def write_repro(
     wanted: dict[Path, list[str]] = {}
     modules_of: dict[Path, str] = {}
     for cls in {type(m) for m in module.modules()}:
-        path = _users_file(cls)
+        path = users_file(cls)
         if path is not None:
             wanted.setdefault(path, []).append(cls.__name__)
             modules_of[path] = cls.__module__
     hook_lines, missing = [], []
     for hook in hooks:
         function = hook.get("callable")
-        path = _users_file(function) if function is not None else None
+        path = users_file(function) if function is not None else None
         name = getattr(function, "__name__", None)
         if path is None or name is None or "<" in str(getattr(function, "__qualname__", "<")):
             missing.append(f"the {hook['hook']} hook {name or '?'} is not a top-level function "
