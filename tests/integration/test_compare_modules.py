@@ -207,3 +207,28 @@ def test_a_bf16_chain_is_cleared_by_emulate_precision_casts() -> None:
     assert found.knobs["fallback_random=True"] is False
     with torch.no_grad(), inductor_config.patch(emulate_precision_casts=True):
         assert torch.equal(_alone(model.blocks[0], x, "inductor"), model.blocks[0](x))
+
+
+@pytest.mark.torch_run  # Inductor compiles of a GPT-2 and its parts: ~30-50 s on 2 cores
+def test_a_pass_bug_in_one_gpt2_layer_s_mlp_names_that_layer_and_its_act() -> None:
+    """A random-init GPT-2 (2 layers, no download) whose layer 1 MLP uses QuickGELU, under
+    Inductor with bump_sigmoid_pass: the descent goes transformer -> h.1 -> mlp -> act (h.0
+    compiled alone passes), and the pass off clears it."""
+    transformers = pytest.importorskip("transformers")
+    from torch._inductor import config as inductor_config
+
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=100,
+                                     n_positions=16, use_cache=False)  # fmt: skip
+    model = transformers.GPT2LMHeadModel(config).eval()
+    model.transformer.h[1].mlp.act = models.QuickGELU()
+    ids = torch.randint(0, 100, (2, 8))
+    with inductor_config.patch(post_grad_custom_post_pass=models.bump_sigmoid_pass):
+        found = pt2doctor.compare_modules(model, input_ids=ids)
+    assert [step.name for step in found.path][-3:] == [
+        "transformer.h.1", "transformer.h.1.mlp", "transformer.h.1.mlp.act",
+    ], found.summary()  # fmt: skip
+    assert {c.name: c.introduces for c in found.checked}["transformer.h.0"] is False
+    assert found.culprit_kind == "QuickGELU"
+    assert found.cleared_by == "post_grad_custom_post_pass=None"
+    assert found.hooks_kept_failure is True

@@ -218,14 +218,16 @@ class _Call:
 
 
 @contextmanager
-def _recording(model: Any, calls: dict[str, _Call]) -> Iterator[None]:
-    """Each submodule's first call: its inputs (pre-hook, in call order) and output."""
+def _recording(model: Any, calls: dict[str, _Call], rng: bool = True) -> Iterator[None]:
+    """Each submodule's first call: its inputs (pre-hook, in call order), output, and with
+    ``rng`` the generators' state (not in a compiled run: Dynamo cannot trace reading it)."""
     handles = []
 
     def pre(name: str) -> Callable[..., None]:
         def hook(module: Any, args: Any, kwargs: Any) -> None:
             if name not in calls:
-                calls[name] = _Call(len(calls), _kept(args), _kept(kwargs), rng=_rng_state())
+                state = _rng_state() if rng else None
+                calls[name] = _Call(len(calls), _kept(args), _kept(kwargs), rng=state)
 
         return hook
 
@@ -332,7 +334,7 @@ def compare_modules(
         with _recording(model, eager_calls):
             eager_out = model(*args, **kwargs)
         torch.manual_seed(SEED)
-        with _recording(reference, fp64_calls):
+        with _recording(reference, fp64_calls, rng=False):
             fp64_out = reference(*_fp64(args), **_fp64(kwargs))
         _reset()
         torch.manual_seed(SEED)
@@ -447,7 +449,7 @@ def _inherited(
 
     compiled_calls: dict[str, _Call] = {}
     _reset()
-    with torch.no_grad(), _recording(model, compiled_calls):
+    with torch.no_grad(), _recording(model, compiled_calls, rng=False):
         torch.manual_seed(SEED)
         out = compile_(model)(*args, **kwargs)
     rows = []

@@ -10,6 +10,9 @@ test_compare_modules.py): imported in process, never run as programs.
   head; ``linear_gelu_pass`` (an Inductor post-grad pattern pass with a bug) perturbs a GELU
   only when the addmm feeding it is in the same graph: only ``mlp.fc1`` and ``mlp.act``
   compiled together go wrong.
+- ``QuickGELU`` (``x * sigmoid(1.702 x)``) swapped into one GPT-2 decoder layer's MLP, and
+  ``bump_sigmoid_pass`` (a post-grad pass with a bug: sigmoid + 0.25): only that layer's
+  ``mlp.act`` has a sigmoid.
 - ``shift_relu_pass``: a user's Inductor post-grad pass with a bug (every relu becomes relu +
   0.5): under Inductor it miscomputes the one op only ``Net``'s ``blocks.2.ff.act`` has.
 """
@@ -160,3 +163,19 @@ def linear_gelu_pass(graph: torch.fx.Graph) -> None:
         node.replace_all_uses_with(
             shifted, delete_user_cb=lambda user, new=shifted: user is not new
         )
+
+
+class QuickGELU(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(1.702 * x)
+
+
+def bump_sigmoid_pass(graph: torch.fx.Graph) -> None:
+    """A planted pass bug: each ``aten.sigmoid`` node's users get ``sigmoid + 0.25``."""
+    for node in list(graph.nodes):
+        if node.target is torch.ops.aten.sigmoid.default:
+            with graph.inserting_after(node):
+                bumped = graph.call_function(torch.ops.aten.add.Tensor, (node, 0.25))
+            node.replace_all_uses_with(
+                bumped, delete_user_cb=lambda user, new=bumped: user is not new
+            )
