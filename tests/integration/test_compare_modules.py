@@ -232,3 +232,37 @@ def test_a_pass_bug_in_one_gpt2_layer_s_mlp_names_that_layer_and_its_act() -> No
     assert found.culprit_kind == "QuickGELU"
     assert found.cleared_by == "post_grad_custom_post_pass=None"
     assert found.hooks_kept_failure is True
+
+
+def test_a_backward_bug_in_one_module_is_first_in_backward_order_and_found_alone() -> None:
+    """TrainNet under a backend whose backward scales every tanh_backward by 1.5 (the forward
+    is right): the whole run's gradients first diverge, in backward order, at squash.lin (the
+    head's are right; inp's inherit it); teacher-forced, squash introduces it and the descent
+    ends in it (tanh is its own code). The caller's model keeps no gradients."""
+    torch.manual_seed(0)
+    model, x = models.TrainNet(), torch.randn(8, 16)
+    found = pt2doctor.compare_gradients(model, x, backend=models.tanh_backward_backend)
+    assert found.diverges, found.summary()
+    passed = {row["module"]: row["passed"] for row in found.modules}
+    assert passed == {"head": True, "squash.lin": False, "inp": False}
+    assert found.first == "squash.lin"
+    assert [step.name for step in found.path] == ["", "squash"]
+    checked = {c.name: c.introduces for c in found.checked}
+    assert checked["head"] is False and checked["squash"] is True and "inp" not in checked
+    assert found.culprit == "squash" and found.own_code
+    assert all(p.grad is None for p in model.parameters())
+    # The truth: squash alone, compiled with the backend, gets lin's gradient 1.5x eager's.
+    torch.compiler.reset()
+    h = torch.randn(8, 16)
+    eager_lin = torch.autograd.grad(model.squash(h).sum(), model.squash.lin.weight)[0]
+    compiled = torch.compile(model.squash, backend=models.tanh_backward_backend)
+    compiled_lin = torch.autograd.grad(compiled(h).sum(), model.squash.lin.weight)[0]
+    assert torch.allclose(compiled_lin, 1.5 * eager_lin, atol=1e-5)
+
+
+def test_gradients_compiled_right_have_nothing_to_localize() -> None:
+    torch.manual_seed(0)
+    found = pt2doctor.compare_gradients(models.TrainNet(), torch.randn(8, 16), backend="eager")
+    assert not found.diverges and found.first is None and not found.checked
+    assert {row["module"] for row in found.modules} == {"inp", "squash.lin", "head"}
+    assert "nothing to localize" in found.summary()

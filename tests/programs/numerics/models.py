@@ -179,3 +179,57 @@ def bump_sigmoid_pass(graph: torch.fx.Graph) -> None:
             node.replace_all_uses_with(
                 bumped, delete_user_cb=lambda user, new=bumped: user is not new
             )
+
+
+class Squash(nn.Module):
+    """A Linear then tanh: the one module whose backward has a tanh_backward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.lin(x))
+
+
+class TrainNet(nn.Module):
+    """inp -> act (GELU) -> squash (Linear + tanh) -> head: only squash has a tanh."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inp = nn.Linear(16, 16)
+        self.squash = Squash()
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.squash(F.gelu(self.inp(x))))
+
+
+def _forward_as_is(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+    from functorch.compile import make_boxed_func
+
+    return make_boxed_func(gm.forward)
+
+
+def _scaled_tanh_backward(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+    """A planted backward bug: every ``tanh_backward`` result is scaled by 1.5."""
+    from functorch.compile import make_boxed_func
+
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if node.target is torch.ops.aten.tanh_backward.default:
+            with graph.inserting_after(node):
+                scaled = graph.call_function(torch.ops.aten.mul.Tensor, (node, 1.5))
+            node.replace_all_uses_with(
+                scaled, delete_user_cb=lambda user, new=scaled: user is not new
+            )
+    gm.recompile()
+    return make_boxed_func(gm.forward)
+
+
+def tanh_backward_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+    """AOTAutograd with a correct forward and a backward whose tanh_backward is off."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    backend = aot_autograd(fw_compiler=_forward_as_is, bw_compiler=_scaled_tanh_backward)
+    return backend(gm, example_inputs)
