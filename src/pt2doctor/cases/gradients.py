@@ -33,20 +33,11 @@ from pt2doctor.cases.accuracy import (
     default_tolerance,
     flatten_tensors,
 )
-from pt2doctor.cases.numerics import _parent, _reset
+from pt2doctor.cases.numerics import SEED, ModuleCheck, _map, _parent, _reset
 
-SEED = 0
-
-
-@dataclass(slots=True)
-class GradientCheck:
-    """One module run alone from eager's input and output gradient: does it introduce it?"""
-
-    name: str
-    kind: str
-    introduces: bool
-    worst: dict[str, Any]
-    """Its worst gradient (a parameter's, or ``input``) by check's rule."""
+GradientCheck = ModuleCheck
+"""One module run alone from eager's input and output gradient: does it introduce it? Its
+``worst`` is its worst gradient (a parameter's, or an input's) by check's rule."""
 
 
 @dataclass(slots=True)
@@ -120,31 +111,19 @@ def _default_loss(output: Any) -> Any:
 
 
 def _detached(value: Any) -> Any:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.detach().clone()
-    if isinstance(value, (list, tuple)):
-        return type(value)(_detached(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _detached(v) for k, v in value.items()}
-    return value
+    return _map(value, lambda t: t.detach().clone())
 
 
 def _leaves(value: Any, double: bool = False) -> Any:
     """``value`` with every floating tensor a fresh leaf that requires grad."""
-    import torch
 
-    if isinstance(value, torch.Tensor):
-        tensor = value.detach().clone()
+    def leaf(tensor: Any) -> Any:
+        tensor = tensor.detach().clone()
         if tensor.is_floating_point():
             tensor = (tensor.double() if double else tensor).requires_grad_(True)
         return tensor
-    if isinstance(value, (list, tuple)):
-        return type(value)(_leaves(v, double) for v in value)
-    if isinstance(value, dict):
-        return {k: _leaves(v, double) for k, v in value.items()}
-    return value
+
+    return _map(value, leaf)
 
 
 @contextmanager

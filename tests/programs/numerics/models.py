@@ -111,15 +111,20 @@ def sigmoid_times_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -
     return gm.forward
 
 
-def shift_relu_pass(graph: torch.fx.Graph) -> None:
-    """A planted pass bug: each ``aten.relu`` node's users get ``relu + 0.5`` instead."""
+def _add_after(graph: torch.fx.Graph, target: Any, amount: float) -> None:
+    """Each ``target`` node's users get ``node + amount`` instead (a planted pass bug)."""
     for node in list(graph.nodes):
-        if node.target is torch.ops.aten.relu.default:
+        if node.target is target:
             with graph.inserting_after(node):
-                shifted = graph.call_function(torch.ops.aten.add.Tensor, (node, SHIFT))
+                shifted = graph.call_function(torch.ops.aten.add.Tensor, (node, amount))
             node.replace_all_uses_with(
                 shifted, delete_user_cb=lambda user, new=shifted: user is not new
             )
+
+
+def shift_relu_pass(graph: torch.fx.Graph) -> None:
+    """A planted pass bug: each ``aten.relu`` node's users get ``relu + 0.5`` instead."""
+    _add_after(graph, torch.ops.aten.relu.default, SHIFT)
 
 
 SHIFT = 0.5
@@ -172,13 +177,7 @@ class QuickGELU(nn.Module):
 
 def bump_sigmoid_pass(graph: torch.fx.Graph) -> None:
     """A planted pass bug: each ``aten.sigmoid`` node's users get ``sigmoid + 0.25``."""
-    for node in list(graph.nodes):
-        if node.target is torch.ops.aten.sigmoid.default:
-            with graph.inserting_after(node):
-                bumped = graph.call_function(torch.ops.aten.add.Tensor, (node, 0.25))
-            node.replace_all_uses_with(
-                bumped, delete_user_cb=lambda user, new=bumped: user is not new
-            )
+    _add_after(graph, torch.ops.aten.sigmoid.default, 0.25)
 
 
 class Squash(nn.Module):
