@@ -379,8 +379,8 @@ def test_bad_follow_and_metrics_input_is_one_line_and_exit_2(
 
 def test_run_nproc_flags_a_rank_compiling_alone_before_a_barrier(doctor_run: Any) -> None:
     """run_ranks_skew.py under ``run --nproc 2 --live --skew-warn 2``: rank 1 alone compiles
-    ``extra`` through a 6 s backend while rank 0 waits at the barrier. The skew is said live
-    (while the compile had run less than its 6 s), with the frame, the phase, the waiting rank
+    ``extra`` through a 10 s backend while rank 0 waits at the barrier. The skew is said live
+    (while the compile had run less than its 10 s), with the frame, the phase, the waiting rank
     and the fix; once."""
     import re
 
@@ -392,7 +392,7 @@ def test_run_nproc_flags_a_rank_compiling_alone_before_a_barrier(doctor_run: Any
     assert "(backend compile); rank 0 waiting since" in skew
     assert "warm the compile cache on every rank or on none" in skew
     took = re.search(r"compiling extra \(.*?\) for (\d+) s", skew)
-    assert took is not None and 2 <= int(took[1]) < 6
+    assert took is not None and 2 <= int(took[1]) < 10
     assert "rank 1 past the barrier" in done.stdout
 
 

@@ -13,7 +13,7 @@ import time
 import torch
 import torch.distributed as dist
 
-SLOW_S = 6.0
+SLOW_S = 10.0
 
 
 def step(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
