@@ -247,3 +247,42 @@ def test_a_model_that_mutates_its_input_gets_a_note(tmp_path, run_env) -> None:
         assert not [n for n in plain["notes"] if "mutates" in n]
     assert "mutates input.0 in place" in (out / "report.html").read_text()
     assert "mutates input.0" in (out / "stdout.txt").read_text()  # the notes column wraps
+
+
+def test_a_training_loss_curve_leaves_eager_s_band_at_the_step_known_by_construction() -> None:
+    """late_divergence.py: 50 SGD steps; the compiled model (a backend that scales sin by 1.5)
+    computes as eager until the counter passes 30, then adds a scaled sin. The alignment's
+    loss curve has eager, fp64 and compiled at every step, and leaves eager's band exactly at
+    step 30 (0-based); the cell's note says so (step 31 of 50)."""
+    import importlib.util
+
+    import torch
+
+    from pt2doctor.cases.align import align_cell
+    from pt2doctor.cases.case import cells
+    from pt2doctor.check.report import cell_notes
+
+    path = Path(__file__).resolve().parents[1] / "programs" / "check" / "late_divergence.py"
+    spec = importlib.util.spec_from_file_location("late_divergence", path)
+    assert spec is not None and spec.loader is not None
+    program = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(program)
+    [case] = program.CASES
+    [cell] = cells(case)
+    torch.compiler.reset()
+    found = align_cell(case, cell, lambda m: torch.compile(m, backend=program.sin_scaling_backend))
+    curve = found["loss_curve"]
+    assert curve["steps"] == len(curve["eager"]) == len(curve["compiled"]) == 50
+    assert curve["left_at"] == program.LATE
+    assert curve["compiled"][: program.LATE] == pytest.approx(curve["eager"][: program.LATE])
+    assert found["verdict"] == "fail"
+    notes = cell_notes({"verdict": "fail", "case": "late", "axes": {"train": True},
+                        "variants": {"default": found}}, [])  # fmt: skip
+    assert any("leaves eager's band at step 31 of 50" in note for note in notes), notes
+    import base64
+
+    from pt2doctor.report.charts import draw_chart
+
+    uri = draw_chart({"kind": "loss", "title": "loss", **curve})
+    svg = base64.b64decode(uri.split(",", 1)[1]).decode()
+    assert svg.count("<polyline") == 3 and "leaves the band at step 31" in svg

@@ -88,9 +88,15 @@ def make_optimizer(built: Built, model: Any) -> Any:
 
 
 def run_cell(
-    built: Built, model: Any, cell: Cell, case: Case, autocast: bool = True
+    built: Built,
+    model: Any,
+    cell: Cell,
+    case: Case,
+    autocast: bool = True,
+    curve: list[float] | None = None,
 ) -> dict[str, Any]:
-    """Run ``model`` on the cell's inputs; named result tensors (train: steps of training)."""
+    """Run ``model`` on the cell's inputs; named result tensors (train: steps of training,
+    each step's loss appended to ``curve`` when given)."""
     import torch
 
     inputs = apply_layout(built.inputs, cell.layout)
@@ -107,7 +113,7 @@ def run_cell(
     elif built.loss is None or not isinstance(model, torch.nn.Module):
         raise ValueError("a training cell needs an nn.Module model and Built.loss")
     else:
-        results = _train_steps(built, model, cell, case.steps, (inputs, kwargs), autocast)
+        results = _train_steps(built, model, cell, case.steps, (inputs, kwargs), autocast, curve)
     # An input the model changed in place: its value after the call is a result too (compiled
     # code must write the same value back), named so the notes can say the model mutates it.
     for (name, tensor), old in zip(before, snapshot, strict=True):
@@ -137,6 +143,7 @@ def _train_steps(
     steps: int,
     call: tuple[Any, dict[str, Any]],
     autocast: bool,
+    curve: list[float] | None = None,
 ) -> dict[str, Any]:
     assert built.loss is not None
     optimizer = make_optimizer(built, model)
@@ -148,6 +155,8 @@ def _train_steps(
             output = model(*call[0], **call[1])
             loss = built.loss(output)
         loss.backward()
+        if curve is not None:
+            curve.append(float(loss.detach().double()))
         if step == 0:
             results.update(flatten_tensors(output))
             results["loss"] = loss.detach()
@@ -161,6 +170,27 @@ def _train_steps(
         optimizer.step()
     results.update({f"param.{name}": p.detach().clone() for name, p in named()})
     return results
+
+
+BAND_FACTOR = 3.0
+"""The loss band around eager: this many times eager's own distance from fp64 (or from a
+second eager run), plus the cell's tolerance."""
+
+
+def loss_curve(
+    eager: list[float], again: list[float], fp64: list[float], compiled: list[float], tol: float
+) -> dict[str, Any]:
+    """The loss per step of eager, fp64 and compiled, eager's band (``BAND_FACTOR`` times the
+    larger of its run-to-run and its fp64 distance, plus ``tol`` relative to the loss), and
+    ``left_at``: the first step (0-based) where compiled leaves it (None: never)."""
+    band = [
+        BAND_FACTOR * max(abs(a - e), abs(f - e)) + tol * max(1.0, abs(e))
+        for e, a, f in zip(eager, again, fp64, strict=False)
+    ]
+    left = next((step for step, (e, c, b) in enumerate(zip(eager, compiled, band, strict=False))
+                 if not abs(c - e) <= b), None)  # fmt: skip
+    return {"steps": len(eager), "eager": eager, "fp64": fp64, "compiled": compiled,
+            "band": band, "left_at": left}  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -202,16 +232,18 @@ def align_cell(
     pristine = copy.deepcopy(built.model)
     tol = case.tolerance or default_tolerance(cell.dtype, cell.train, cell.autocast)
     seconds = {"build": lap()}
+    curves: dict[str, list[float]] = {"eager": [], "again": [], "fp64": [], "compiled": []}
     with drew_random_numbers(case) as drew:
-        eager = run_cell(built, built.model, cell, case)
-    again = run_cell(built, copy.deepcopy(pristine), cell, case)
+        eager = run_cell(built, built.model, cell, case, curve=curves["eager"])
+    again = run_cell(built, copy.deepcopy(pristine), cell, case, curve=curves["again"])
     seconds["eager"] = lap()
-    fp64 = _fp64_reference(built, pristine, cell, case)
+    fp64 = _fp64_reference(built, pristine, cell, case, curves["fp64"])
     seconds["fp64_reference"] = lap()
     # Only where it changes numbers: it is part of Inductor's cache key.
     rng = torchcompat.fallback_random() if fallback_random and drew[0] else contextlib.nullcontext()
     with rng:
-        compiled = run_cell(built, compile_model(copy.deepcopy(pristine)), cell, case)
+        compiled = run_cell(built, compile_model(copy.deepcopy(pristine)), cell, case,
+                            curve=curves["compiled"])  # fmt: skip
     seconds["compiled"] = lap()
     rows = [
         compare_tensor(name, tensor, compiled[name], fp64.get(name), tol, case.cosine)
@@ -225,6 +257,10 @@ def align_cell(
         )
         for name, tensor in eager.items()
     ]
+    curve = None
+    if cell.train and curves["eager"] and len(curves["compiled"]) == len(curves["eager"]):
+        curve = loss_curve(curves["eager"], curves["again"] or curves["eager"],
+                           curves["fp64"] or curves["eager"], curves["compiled"], tol)  # fmt: skip
     unstable = same_run(eager, again, tol)
     verdict = "pass" if all(row.passed for row in rows) else "fail"
     if unstable:
@@ -232,7 +268,9 @@ def align_cell(
     where = _where(built, pristine, cell, compile_model, tol) if verdict == "fail" else None
     if where is not None:
         seconds["where"] = lap()
-    found = {"where": where} if where is not None else {}
+    found: dict[str, Any] = {"where": where} if where is not None else {}
+    if curve is not None:
+        found["loss_curve"] = curve
     return {
         **found,
         "verdict": verdict,
@@ -304,11 +342,15 @@ def _training_flag(model: Any) -> bool | None:
     return flag if isinstance(flag, bool) else None
 
 
-def _fp64_reference(built: Built, pristine: Any, cell: Cell, case: Case) -> dict[str, Any]:
+def _fp64_reference(
+    built: Built, pristine: Any, cell: Cell, case: Case, curve: list[float] | None = None
+) -> dict[str, Any]:
     """The float64 run, or {} when the model cannot run in float64 (then allclose decides)."""
     try:
-        return run_cell(built, to_fp64(pristine), cell, case, autocast=False)
+        return run_cell(built, to_fp64(pristine), cell, case, autocast=False, curve=curve)
     except Exception:  # e.g. an op without a float64 kernel
+        if curve is not None:
+            curve.clear()
         return {}
 
 

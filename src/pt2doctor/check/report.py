@@ -91,6 +91,15 @@ def cell_notes(cell: dict[str, Any], custom_ops: list[dict[str, Any]]) -> list[s
             f"the model mutates {', '.join(mutated)} in place (compared after the call too; "
             "each call of your program sees the changed input: clone it if not intended)"
         )
+    for name, entry in cell["variants"].items():
+        curve = entry.get("loss_curve") or {}
+        step = curve.get("left_at")
+        if step is not None:
+            eager, compiled = curve["eager"][step], curve["compiled"][step]
+            notes.append(
+                f"{name}: the compiled loss leaves eager's band at step {step + 1} of "
+                f"{curve['steps']} ({compiled:.6g} against {eager:.6g} ± {curve['band'][step]:.2g})"
+            )
     if any(entry.get("random_ops") for entry in cell["variants"].values()):
         notes.append(
             "random ops (dropout...): compared under fallback_random=True; without it compiled "

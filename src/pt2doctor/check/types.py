@@ -70,6 +70,10 @@ class Alignment(TypedDict, total=False):
     error: str | None
     phase: str
     warmup_error: str | None
+    loss_curve: dict[str, Any]
+    """A training cell: the loss at every step of eager, fp64 and compiled (``steps``,
+    ``eager``, ``fp64``, ``compiled``), eager's ``band`` per step, and ``left_at``, the first
+    step (0-based) where compiled leaves it (null: never; cases/align.py ``loss_curve``)."""
     where: dict[str, Any]
     """A failing inference cell: the module where compiled numbers leave eager's (cases/
     numerics.py): ``culprit``, ``kind``, ``source``, ``fused``, ``own_code``, ``path``,

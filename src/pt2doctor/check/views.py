@@ -122,8 +122,15 @@ def accuracy(report: Report, latencies: Latencies) -> Section | None:
     if not rows:
         return None
     rows.sort(key=lambda row: -verdict_rank(row["verdict"]))
+    charts = [
+        {"kind": "loss", "title": cut(f"loss per step: {cell['id']} ({name})", 90),
+         **{key: curve[key] for key in ("eager", "compiled", "fp64", "band", "left_at")}}
+        for cell in report["cells"]
+        for name, entry in (cell["variants"] or {}).items()
+        if (curve := entry.get("loss_curve")) and len(curve.get("eager") or []) > 1
+    ]  # fmt: skip
     return Section("accuracy", "Accuracy per cell (eager vs compiled)", "check_accuracy",
-                   {"rows": rows})  # fmt: skip
+                   {"rows": rows}, charts)  # fmt: skip
 
 
 def variants(report: Report, latencies: Latencies) -> Section | None:

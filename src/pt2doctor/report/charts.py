@@ -252,6 +252,49 @@ def _steps(spec: Spec) -> Svg:
     return svg
 
 
+def _loss(spec: Spec) -> Svg:
+    """A training cell's loss per step: eager's band shaded, eager, fp64 (dashed) and
+    compiled lines; the step where compiled leaves the band marked red."""
+    eager, compiled, band = spec["eager"], spec["compiled"], spec["band"]
+    fp64 = spec.get("fp64") or []
+    top, bottom, left = TOP, TOP + 170, 72
+    svg = Svg(bottom + BOTTOM + 18, spec["title"])
+    values = [*eager, *compiled, *fp64, *(e + b for e, b in zip(eager, band, strict=False)),
+              *(e - b for e, b in zip(eager, band, strict=False))]  # fmt: skip
+    low, high = min(values, default=0.0), max(values, default=1.0)
+    pad = (high - low) * 0.05 or 0.5
+    x_scale = Scale(0, max(len(eager) - 1, 1), left, WIDTH - RIGHT)
+    y_scale = Scale(low - pad, high + pad, bottom, top)
+    _x_axis(svg, x_scale, top, bottom, "training step")
+    for value in y_scale.ticks():
+        svg.line(left, y_scale(value), WIDTH - RIGHT, y_scale(value), GRID)
+        svg.text(left - 6, y_scale(value) + 4, _tick(value), size=10, anchor="end")
+    svg.line(left, top, left, bottom)
+    svg.text(16, (top + bottom) / 2, "loss", anchor="middle", rotate=True)
+    upper = [
+        (x_scale(i), y_scale(e + b)) for i, (e, b) in enumerate(zip(eager, band, strict=False))
+    ]
+    lower = [
+        (x_scale(i), y_scale(e - b)) for i, (e, b) in enumerate(zip(eager, band, strict=False))
+    ]
+    outline = " ".join(f"{x:.1f},{y:.1f}" for x, y in [*upper, *reversed(lower)])
+    svg.parts.append(f'<polygon points="{outline}" fill="{COLD}" fill-opacity="0.15"/>')
+    svg.path([(x_scale(i), y_scale(v)) for i, v in enumerate(eager)], COLD)
+    if fp64:
+        drawn = " ".join(f"{x_scale(i):.1f},{y_scale(v):.1f}" for i, v in enumerate(fp64))
+        svg.parts.append(f'<polyline points="{drawn}" fill="none" stroke="{INK}" '
+                         'stroke-width="1" stroke-dasharray="4 3"/>')  # fmt: skip
+    svg.path([(x_scale(i), y_scale(v)) for i, v in enumerate(compiled)], HOT)
+    if spec.get("left_at") is not None:
+        x = x_scale(spec["left_at"])
+        svg.line(x, top, x, bottom, HOT, dashed=True)
+        svg.text(x + 4, top + 12, f"leaves the band at step {spec['left_at'] + 1}", size=10)
+    _legend(
+        svg, [("eager (band shaded)", COLD), ("compiled", HOT), ("fp64", INK)], bottom + BOTTOM + 10
+    )
+    return svg
+
+
 def _box(rows: Rows, index: int, values: Sequence[float], color: str) -> None:
     """A box from the first to the third quartile with its median, whiskers to the furthest
     values within 1.5 IQR of the box (outliers not drawn), and every value as a faint dot."""
@@ -320,6 +363,7 @@ DRAW: dict[str, Callable[[Spec], Svg]] = {
     "steps": _steps,
     "latency": _latency,
     "speedup": _speedup,
+    "loss": _loss,
 }
 
 
