@@ -48,7 +48,7 @@ def test_each_chart_is_well_formed_svg_whose_labels_stay_text(spec: dict[str, An
     assert root.tag == f"{SVG}svg"
     # Only drawing elements: a label such as "<img src=x onerror=...>" is a text node.
     tags = {element.tag.removeprefix(SVG) for element in root.iter()}
-    assert tags <= {"svg", "rect", "line", "text", "circle", "polyline"}, tags
+    assert tags <= {"svg", "rect", "line", "text", "circle", "polyline", "polygon"}, tags
     texts = [element.text or "" for element in root.iter(f"{SVG}text")]
     assert spec["title"] in texts
     labels = spec.get("labels") or [row["label"] for row in spec.get("rows", [])]
