@@ -172,7 +172,25 @@ def test_diff_of_check_runs_names_the_planted_accuracy_failure(accuracy_runs, ca
     assert rc == 0
     others, speedups = _split(diff)
     relu = ("net/b4/eval/act=relu", "net/b4/train/act=relu")
-    assert set(others) == {("contract_clause", "alignment")} | {("cell_verdict", c) for c in relu}
+    numerics = {
+        ("diverging_module", f"{relu[0]} default"),
+        ("loss_leaves_band", f"{relu[1]} default"),
+    }
+    assert (
+        set(others)
+        == {("contract_clause", "alignment")} | {("cell_verdict", c) for c in relu} | numerics
+    )
+    module = others[("diverging_module", f"{relu[0]} default")]
+    bad_report = json.loads((bad / "report.json").read_text())
+    [eval_relu] = [c for c in bad_report["cells"] if c["id"] == relu[0]]
+    culprit = eval_relu["variants"]["default"]["where"]["culprit"]
+    assert (module["before"], module["after"], module["regression"]) == (
+        None,
+        culprit or "<model>",
+        True,
+    )
+    band = others[("loss_leaves_band", f"{relu[1]} default")]
+    assert band["before"] is None and band["after"] == 1 and band["regression"]
     for cell in relu:
         verdict = others[("cell_verdict", cell)]
         assert (verdict["before"], verdict["after"], verdict["regression"]) == (
@@ -190,7 +208,10 @@ def test_diff_of_check_runs_names_the_planted_accuracy_failure(accuracy_runs, ca
     # Backwards, the same changes are improvements.
     rc, back = _changes(capsys, bad, good, "--fail-on-regression")
     others, _ = _split(back)
-    assert set(others) == {("contract_clause", "alignment")} | {("cell_verdict", c) for c in relu}
+    assert (
+        set(others)
+        == {("contract_clause", "alignment")} | {("cell_verdict", c) for c in relu} | numerics
+    )
     assert not any(c["regression"] for c in others.values())
 
 

@@ -39,6 +39,33 @@ def _cell_changes(a: Report, b: Report) -> list[Change]:
     return changes
 
 
+def _entries(report: Report) -> dict[str, dict[str, Any]]:
+    return {f"{cell['id']} {name}": entry for cell in report["cells"]
+            for name, entry in (cell.get("variants") or {}).items()}  # fmt: skip
+
+
+def _numerics_changes(a: Report, b: Report) -> list[Change]:
+    """Where the numbers diverge, per cell and variant: the module (a failing inference
+    cell's ``where.culprit``) and the step a training cell's loss leaves eager's band."""
+    before, changes = _entries(a), []
+    for key, entry in _entries(b).items():
+        old = before.get(key)
+        if old is None:
+            continue
+        culprits = [((e.get("where") or {}).get("culprit")) for e in (old, entry)]
+        if culprits[0] != culprits[1]:
+            was, now = (None if c is None else c or "<model>" for c in culprits)
+            changes.append(Change("diverging_module", key, was, now, now is not None,
+                                  "compiled numbers now leave eager's there" if now
+                                  else "no module diverges any more"))  # fmt: skip
+        steps = [(e.get("loss_curve") or {}).get("left_at") for e in (old, entry)]
+        if steps[0] != steps[1]:
+            was, now = (None if s is None else s + 1 for s in steps)
+            worse = now is not None and (was is None or now < was)
+            changes.append(Change("loss_leaves_band", key, was, now, worse))
+    return changes
+
+
 def _clause_changes(a: Report, b: Report) -> list[Change]:
     before = {c["name"]: c for c in a["contract"]["clauses"]}
     changes = []
@@ -127,6 +154,7 @@ def diff_check_reports(a: Report, b: Report, noise: Noise | None = None,
     diff = Diff(*names)
     diff.changes += _clause_changes(a, b)
     diff.changes += _cell_changes(a, b)
+    diff.changes += _numerics_changes(a, b)
     diff.changes += _group_changes(a, b)
     diff.changes += _cold_changes(a, b, noise or Noise())
     diff.changes += environment_changes(a, b)

@@ -39,6 +39,8 @@ KIND_LABELS = {
     "cell_verdict": "cell verdict",
     "new_cell": "new cell",
     "removed_cell": "cell gone",
+    "diverging_module": "module where numbers diverge",
+    "loss_leaves_band": "step the loss leaves eager's band",
     "max_variants": "max variants per frame",
     "late_compiles": "recompiles after warmup",
     "speedup": "steady-state speedup",
