@@ -346,7 +346,12 @@ def test_a_users_own_profiler_loop_gets_the_analysis_run_profile_gives(
     # compiled_slower_than_eager needs eager calls beside the compiled ones: only `run` makes them.
     profile_codes = {code for code, spec in SPECS.items() if spec.area == "profile"}
     profile_codes.discard("compiled_slower_than_eager")
-    assert codes == {f["code"] for f in grad["findings"]} & profile_codes
+    assert codes <= profile_codes
+    # What the code does (autograd kept on, an eager optimizer) is the same in both runs; what
+    # a share of the measured time decides (library or overhead bound, eager-only time, a
+    # break's cost) is two runs' timings, which a loaded machine moves across a threshold.
+    structural = {"autograd_in_inference", "eager_optimizer"}
+    assert codes & structural == {f["code"] for f in grad["findings"]} & structural
     assert "autograd_in_inference" in codes
 
 
