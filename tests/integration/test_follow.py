@@ -270,7 +270,9 @@ def test_a_compile_in_progress_has_its_phase_and_a_lone_compiling_rank_is_skew(
     assert skew.text.startswith(f"rank 1 compiling {running.frame} for 21 s (Inductor lowering)")
     assert "rank 0 waiting since" in skew.text and "warm the compile cache" in skew.text
     assert state.tick(running.since + 40.0) == []
-    assert "rank 1 compiling forward (" in state.status(running.since + 40.0)
+    status = state.status(running.since + 40.0)
+    assert "; rank 0 idle " in status and "; rank 1 compiling forward (" in status
+    assert status.index("rank 0 idle") < status.index("rank 1 compiling")
     from prometheus_client import generate_latest
 
     from pt2doctor.report.metrics import LiveMetrics

@@ -315,15 +315,23 @@ class LiveState:
 
     def status(self, now_s: float | None = None) -> str:
         """The status line: compiles so far, recompiles (after warmup), break sites and the
-        breaks logged per second over the last 10 s, the compile in progress (its phase)."""
+        breaks logged per second over the last 10 s, the compile in progress (its phase); with
+        several rank logs, each rank's state (compiling what, or idle since when)."""
         late = f" ({self.late} after warmup)" if self.late else ""
         rate = ""
         if now_s is not None:
             recent = sum(1 for at in self.breaks if now_s - at <= 10.0)
             rate = f" ({recent / 10.0:.1f} breaks/s)" if recent else ""
         running = ""
-        for stream, compiling in self.in_progress.items():
-            rank = f"rank {_rank(stream)} " if len(self._streams()) > 1 else ""
+        ranked = len(self._streams()) > 1
+        for stream in sorted(self._streams(), key=_rank) if ranked else list(self.in_progress):
+            rank = f"rank {_rank(stream)} " if ranked else ""
+            compiling = self.in_progress.get(stream)
+            if compiling is None:  # several ranks: each one's state, idle ones too
+                idle = self.idle_since.get(stream)
+                since = f" {now_s - idle:.0f} s" if now_s is not None and idle is not None else ""
+                running += f"; {rank}idle{since}"
+                continue
             took = f" {now_s - compiling.since:.0f} s" if now_s is not None else ""
             running += f"; {rank}compiling {compiling.frame} ({compiling.phase}){took}"
         return (f"{counted(self.compiles, 'compile')}, {counted(self.recompiles, 'recompile')}"
