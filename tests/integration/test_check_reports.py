@@ -74,7 +74,11 @@ def test_no_script_from_a_check_report_runs_in_a_browser(hostile, chromium, tmp_
         assert not [name for name in attrs if name.startswith("on") or name == "data-pwned"], tag
         if tag == "img":
             assert (attrs.get("src") or "").startswith("data:image/svg+xml;base64,")
-    assert sum(tag == "img" for tag in tags) == 2  # latency and speedup charts
+    report = json.loads((hostile / "report.json").read_text())
+    curves = sum(len((entry.get("loss_curve") or {}).get("eager") or []) > 1
+                 for cell in report["cells"] for entry in cell["variants"].values())  # fmt: skip
+    assert curves == 2  # the training cell under both variants
+    assert sum(tag == "img" for tag in tags) == 2 + curves  # latency, speedup, loss curves
     # The payloads are there, as text: the case name, the error, the failed guard.
     assert "&lt;img src=x onerror=document.title='PWNED-1'&gt;" in dom
     assert "&lt;/script&gt;&lt;script&gt;document.title='PWNED-3'" in dom

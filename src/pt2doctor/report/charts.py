@@ -263,7 +263,7 @@ def _loss(spec: Spec) -> Svg:
               *(e - b for e, b in zip(eager, band, strict=False))]  # fmt: skip
     low, high = min(values, default=0.0), max(values, default=1.0)
     pad = (high - low) * 0.05 or 0.5
-    x_scale = Scale(0, max(len(eager) - 1, 1), left, WIDTH - RIGHT)
+    x_scale = Scale(1, max(len(eager), 2), left, WIDTH - RIGHT)  # steps from 1, as said
     y_scale = Scale(low - pad, high + pad, bottom, top)
     _x_axis(svg, x_scale, top, bottom, "training step")
     for value in y_scale.ticks():
@@ -272,21 +272,21 @@ def _loss(spec: Spec) -> Svg:
     svg.line(left, top, left, bottom)
     svg.text(16, (top + bottom) / 2, "loss", anchor="middle", rotate=True)
     upper = [
-        (x_scale(i), y_scale(e + b)) for i, (e, b) in enumerate(zip(eager, band, strict=False))
+        (x_scale(i + 1), y_scale(e + b)) for i, (e, b) in enumerate(zip(eager, band, strict=False))
     ]
     lower = [
-        (x_scale(i), y_scale(e - b)) for i, (e, b) in enumerate(zip(eager, band, strict=False))
+        (x_scale(i + 1), y_scale(e - b)) for i, (e, b) in enumerate(zip(eager, band, strict=False))
     ]
     outline = " ".join(f"{x:.1f},{y:.1f}" for x, y in [*upper, *reversed(lower)])
     svg.parts.append(f'<polygon points="{outline}" fill="{COLD}" fill-opacity="0.15"/>')
-    svg.path([(x_scale(i), y_scale(v)) for i, v in enumerate(eager)], COLD)
+    svg.path([(x_scale(i + 1), y_scale(v)) for i, v in enumerate(eager)], COLD)
     if fp64:
-        drawn = " ".join(f"{x_scale(i):.1f},{y_scale(v):.1f}" for i, v in enumerate(fp64))
+        drawn = " ".join(f"{x_scale(i + 1):.1f},{y_scale(v):.1f}" for i, v in enumerate(fp64))
         svg.parts.append(f'<polyline points="{drawn}" fill="none" stroke="{INK}" '
                          'stroke-width="1" stroke-dasharray="4 3"/>')  # fmt: skip
-    svg.path([(x_scale(i), y_scale(v)) for i, v in enumerate(compiled)], HOT)
+    svg.path([(x_scale(i + 1), y_scale(v)) for i, v in enumerate(compiled)], HOT)
     if spec.get("left_at") is not None:
-        x = x_scale(spec["left_at"])
+        x = x_scale(spec["left_at"] + 1)
         svg.line(x, top, x, bottom, HOT, dashed=True)
         svg.text(x + 4, top + 12, f"leaves the band at step {spec['left_at'] + 1}", size=10)
     _legend(
