@@ -266,3 +266,19 @@ def test_gradients_compiled_right_have_nothing_to_localize() -> None:
     assert not found.diverges and found.first is None and not found.checked
     assert {row["module"] for row in found.modules} == {"inp", "squash.lin", "head"}
     assert "nothing to localize" in found.summary()
+
+
+def test_a_custom_op_kernel_that_differs_from_the_eager_path_is_named() -> None:
+    """OpNet: its act calls a custom op when compiling and torch's GELU in eager, and the op's
+    kernel is off. The culprit is act; no Inductor knob clears it; compiled by Dynamo alone
+    it still diverges, and its graph calls numerics_models::fast_gelu."""
+    torch.manual_seed(0)
+    model, x = models.OpNet().eval(), torch.randn(8, 16)
+    found = pt2doctor.compare_modules(model, x)
+    assert found.culprit == "act" and found.culprit_kind == "FastAct", found.summary()
+    assert found.cleared_by is None and found.dynamo_only is True
+    assert found.custom_ops == ["numerics_models::fast_gelu"]
+    assert "its graph calls numerics_models::fast_gelu" in found.summary()
+    with torch.no_grad():  # the truth: the op's kernel against the eager path
+        h = model.inp(x)
+        assert not torch.allclose(models.fast_gelu(h), model.act(h), atol=1e-3)

@@ -107,6 +107,12 @@ class Comparison:
     cleared_because: str | None = None
     """What that knob says of the cause: by design (random numbers, bf16 casts), or the
     subsystem (the program's pass, by name and file:line)."""
+    dynamo_only: bool | None = None
+    """When no knob clears it: whether the culprit compiled with Dynamo alone (backend
+    ``eager``) still leaves eager's numbers: then what differs is the code Dynamo traces (a
+    ``torch.compiler.is_compiling()`` branch, a custom op's kernel), not Inductor's."""
+    custom_ops: list[str] = field(default_factory=list)
+    """The custom ops (outside torch's namespaces) in the culprit's traced graph."""
     repro: dict[str, Any] | None = None
     """With ``repro_dir``: the repro written (``path``, ``files``, ``lines``, ``standalone``,
     ``not_standalone_because``)."""
@@ -144,6 +150,13 @@ class Comparison:
             lines.append(f"  with {knob} it {'passes' if passes else 'still fails'}")
         if self.cleared_by is not None:
             lines.append(f"cleared by {self.cleared_by}: {self.cleared_because}")
+        elif self.dynamo_only:
+            ops = ", ".join(self.custom_ops)
+            lines.append("  compiled by Dynamo alone (backend='eager') it still diverges: the "
+                         "code Dynamo traces differs from what eager runs (a "
+                         "torch.compiler.is_compiling() branch, a custom op's kernel), not "
+                         "Inductor's kernels" + (f"; its graph calls {ops}: compare that "
+                         "op's kernel with the eager path" if ops else ""))  # fmt: skip
         elif self.knobs:
             lines.append("  no knob clears it: the culprit's lowering or a kernel of it "
                          "(compiler_bisector, `pt2doctor ablate`, narrows it further)")  # fmt: skip
@@ -409,6 +422,10 @@ def compare_modules(
             result.knobs[knob] = passes = not alone(node, patch).introduces
             if passes and result.cleared_by is None:
                 result.cleared_by, result.cleared_because = knob, _meaning(knob)
+        if result.cleared_by is None:
+            result.dynamo_only, result.custom_ops = _dynamo_alone(
+                modules[node], eager_calls[node], fp64_calls[node], tol
+            )
     if repro_dir is not None:
         from pt2doctor.cases.numerics_repro import write_repro
         from pt2doctor.torchcompat.inductor import compiler_hooks
@@ -461,6 +478,36 @@ def _inherited(
         rows.append({"module": name, "passed": worst.passed, **worst.as_dict()})
     kept = not _worst("output", eager_calls[""].output, out, fp64_calls[""].output, tol).passed
     return rows, kept
+
+
+_TORCH_NAMESPACES = frozenset({"aten", "prims", "prim", "quantized", "_c10d_functional",
+                               "c10d_functional", "_dtensor", "inductor", "higher_order"})  # fmt: skip
+
+
+def _dynamo_alone(module: Any, call: _Call, fp64: _Call, tol: float) -> tuple[bool, list[str]]:
+    """The culprit compiled with Dynamo alone (backend eager, which runs the traced graph as
+    is) on eager's input: whether it still fails, and the custom ops its graph calls."""
+    import torch
+
+    ops: set[str] = set()
+
+    def recording(gm: Any, example_inputs: Any) -> Any:
+        for node in gm.graph.nodes:
+            name = getattr(node.target, "_qualified_op_name", None)  # torch.ops.ns.op
+            if name is None and callable(getattr(node.target, "name", None)):
+                name = node.target.name()  # torch.ops.ns.op.default
+            namespace = str(name).split("::", 1)[0] if name and "::" in str(name) else None
+            if namespace is not None and namespace not in _TORCH_NAMESPACES:
+                ops.add(str(name).split(".", 1)[0])
+        return gm.forward
+
+    _reset()
+    with torch.no_grad():
+        compiled: Callable[..., Any] = torch.compile(module, backend=recording)
+        _set_rng_state(call.rng)
+        out = compiled(*call.args, **call.kwargs)
+    _reset()
+    return not _worst("output", call.output, out, fp64.output, tol).passed, sorted(ops)
 
 
 def _knobs() -> list[tuple[str, dict[str, Any]]]:

@@ -13,6 +13,9 @@ test_compare_modules.py): imported in process, never run as programs.
 - ``QuickGELU`` (``x * sigmoid(1.702 x)``) swapped into one GPT-2 decoder layer's MLP, and
   ``bump_sigmoid_pass`` (a post-grad pass with a bug: sigmoid + 0.25): only that layer's
   ``mlp.act`` has a sigmoid.
+- ``OpNet``: its ``act`` calls the custom op ``numerics_models::fast_gelu`` when compiling
+  (``torch.compiler.is_compiling()``) and torch's tanh GELU in eager; the op's kernel uses a
+  wrong constant: the traced code differs from eager's, not Inductor's kernels.
 - ``shift_relu_pass``: a user's Inductor post-grad pass with a bug (every relu becomes relu +
   0.5): under Inductor it miscomputes the one op only ``Net``'s ``blocks.2.ff.act`` has.
 """
@@ -232,3 +235,32 @@ def tanh_backward_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -
 
     backend = aot_autograd(fw_compiler=_forward_as_is, bw_compiler=_scaled_tanh_backward)
     return backend(gm, example_inputs)
+
+
+@torch.library.custom_op("numerics_models::fast_gelu", mutates_args=())
+def fast_gelu(x: torch.Tensor) -> torch.Tensor:
+    """A "fused" tanh GELU whose kernel has a wrong constant (0.8 for sqrt(2/pi) and the cube)."""
+    return 0.5 * x * (1 + torch.tanh(0.8 * x))
+
+
+@fast_gelu.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+class FastAct(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.compiler.is_compiling():
+            return torch.ops.numerics_models.fast_gelu(x)
+        return F.gelu(x, approximate="tanh")
+
+
+class OpNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inp = nn.Linear(16, 16)
+        self.act = FastAct()
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.act(self.inp(x)))
