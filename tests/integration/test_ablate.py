@@ -169,6 +169,36 @@ def test_inductor_pass_that_perturbs_one_submodule(tmp_path: Path, run_env: dict
     ran = subprocess.run([sys.executable, "-I", "repro.py"], cwd=alone, env=plain,
                          capture_output=True, text=True, timeout=TIMEOUT_S)  # fmt: skip
     assert ran.returncode == 1 and "WRONG NUMBERS" in ran.stdout, ran.stderr[-2000:]
+    # The same case with the pass line removed (the fix), ablated too: `diff` of the two names
+    # each regression one way only, and as improvements the other way.
+    fixed_dir = tmp_path / "fixed"
+    fixed_dir.mkdir()
+    source = (ABLATE_DIR / "inductor_perturb.py").read_text()
+    pass_line = "torch._inductor.config.post_grad_custom_post_pass = perturb_sigmoid\n"
+    assert pass_line in source
+    (fixed_dir / "inductor_perturb.py").write_text(source.replace(pass_line, ""))
+    fixed_out = tmp_path / "fixed_out"
+    done = subprocess.run([sys.executable, "-m", "pt2doctor", "ablate", "--out", str(fixed_out),
+                           str(fixed_dir / "inductor_perturb.py"), "--no-verify-repro"],
+                          cwd=tmp_path, env=run_env, capture_output=True, text=True,
+                          timeout=TIMEOUT_S)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    kinds = {}
+    for a, b in ((fixed_out, tmp_path / "out"), (tmp_path / "out", fixed_out)):
+        shown = subprocess.run([sys.executable, "-m", "pt2doctor", "diff", str(a), str(b),
+                                "--format", "json"], env=run_env, capture_output=True,
+                               text=True, timeout=TIMEOUT_S)  # fmt: skip
+        changes = json.loads(shown.stdout)["changes"]
+        kinds[a == fixed_out] = {c["kind"]: c for c in changes if c["kind"] != "environment"}
+    broke, fixed = kinds[True], kinds[False]
+    assert set(broke) == set(fixed) == {"rung_status", "failing_layer", "failing_module",
+                                        "diverging_module"}  # fmt: skip
+    assert all(change["regression"] for change in broke.values())
+    assert not any(change["regression"] for change in fixed.values())
+    assert (broke["diverging_module"]["before"], broke["diverging_module"]["after"]) == (
+        None, "blocks.1",
+    )  # fmt: skip
+    assert broke["rung_status"]["after"] == "diverged" and fixed["rung_status"]["after"] == "ok"
 
 
 def assert_user_pass(report: dict[str, Any], program: str, function: str) -> dict[str, Any]:

@@ -21,18 +21,20 @@ from pt2doctor.rundir.load import load_run
 _REQUIRED = ("schema_version", "summary", "graph_breaks", "frames", "compiles", "environment")
 _CHECK_REQUIRED = ("schema_version", "summary", "cells", "variants", "contract", "environment")
 _PROFILE_REQUIRED = ("schema_version", "summary", "device")
+_ABLATE_REQUIRED = ("schema_version", "kind", "ladder", "conclusion")
 
 
 def _kind(report: dict[str, Any]) -> str:
-    """``check``, ``profile`` or ``run`` (reports without a ``kind`` predate it: run
-    reports)."""
+    """``check``, ``profile``, ``ablate`` or ``run`` (reports without a ``kind`` predate it:
+    run reports)."""
     kind = report.get("kind")
-    return kind if kind in ("check", "profile") else "run"
+    return kind if kind in ("check", "profile", "ablate") else "run"
 
 
 def _required(report: Any) -> tuple[str, ...]:
     kind = _kind(report) if isinstance(report, dict) else "run"
-    return {"check": _CHECK_REQUIRED, "profile": _PROFILE_REQUIRED}.get(kind, _REQUIRED)
+    required = {"check": _CHECK_REQUIRED, "profile": _PROFILE_REQUIRED, "ablate": _ABLATE_REQUIRED}
+    return required.get(kind, _REQUIRED)
 
 
 def load_report(path: Path) -> dict[str, Any]:
@@ -40,6 +42,8 @@ def load_report(path: Path) -> dict[str, Any]:
     ``pt2doctor report`` reads is analysed afresh."""
     if path.is_dir() and (path / "results.jsonl").is_file() and (path / "report.json").is_file():
         path = path / "report.json"  # a check run directory
+    if path.is_dir() and (path / "trials").is_dir() and (path / "report.json").is_file():
+        path = path / "report.json"  # an ablate --out directory
     from pt2doctor.report.device_report import build_device_report, is_profile_trace
 
     if is_profile_trace(path) and not _is_report_json(path):  # a profiler trace: explained
@@ -109,19 +113,20 @@ def diff_command(
     traces): break sites
     new and gone, variant counts, new recompile causes, compile time and time per call beyond
     noise, environment. Two check runs (their dirs or report.json): cell verdicts, contract
-    clauses, max variants, late compiles, cold starts, speedup beyond its 95% interval. Two
-    profiler traces: step time, device busy time, the kernel groups that moved most, syncs
+    clauses, max variants, late compiles, cold starts, speedup beyond its 95% interval, where
+    numbers diverge. Two ablate runs: each rung's result, the failing layer, the smallest
+    failing module, the module where numbers diverge. Two profiler traces: step time, device busy time, the kernel groups that moved most, syncs
     and CUDA-graph replays per step."""
     noise = Noise(rel=rel, compile_s=noise_compile_s, per_call_s=noise_call_s)
     report_a, report_b = load_report(a), load_report(b)
     kinds = _kind(report_a), _kind(report_b)
     if kinds[0] != kinds[1]:
         raise UsageError(f"cannot diff a {kinds[0]} report ({a}) with a {kinds[1]} report ({b})")
+    from pt2doctor.ablate.diff import diff_ablate_reports
     from pt2doctor.analysis.diff.profiles import diff_device_reports
 
-    differ = {"check": diff_check_reports, "profile": diff_device_reports}.get(
-        kinds[0], diff_reports
-    )
+    differ = {"check": diff_check_reports, "profile": diff_device_reports,
+              "ablate": diff_ablate_reports}.get(kinds[0], diff_reports)  # fmt: skip
     diff = differ(report_a, report_b, noise, (str(a), str(b))).as_dict()
     if fmt == "json":
         sys.stdout.buffer.write(orjson.dumps(diff, option=orjson.OPT_INDENT_2) + b"\n")

@@ -40,6 +40,10 @@ KIND_LABELS = {
     "new_cell": "new cell",
     "removed_cell": "cell gone",
     "diverging_module": "module where numbers diverge",
+    # ablate reports (ablate/diff.py)
+    "rung_status": "ablation rung",
+    "failing_layer": "failing layer",
+    "failing_module": "smallest failing module",
     "loss_leaves_band": "step the loss leaves eager's band",
     "max_variants": "max variants per frame",
     "late_compiles": "recompiles after warmup",
