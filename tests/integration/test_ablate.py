@@ -317,6 +317,19 @@ def test_script_ladder_with_an_accuracy_check(tmp_path: Path, run_env: dict[str,
     environment = report["environment"]
     assert environment["config_changes"] == {"dynamo": {"recompile_limit": "4"}}
     assert environment["torch_version"] == importlib.metadata.version("torch")
+    # Where the numbers diverge, from the program's own model and input (its first compiled
+    # module's first call, searched at exit): Net's own relu; the repro reproduces alone.
+    numerics = report["numerics"]
+    assert numerics["completed"] and numerics["culprit"] == "" and numerics["own_code"] is True
+    lines = (ABLATE_DIR / "script_relu.py").read_text().splitlines()
+    forward = next(n for n, text in enumerate(lines, 1) if "def forward" in text)
+    assert numerics["culprit_source"].endswith(f"script_relu.py:{forward}")
+    alone = tmp_path / "numerics_alone"
+    shutil.copytree(Path(numerics["repro"]["path"]).parent, alone)
+    plain = {k: v for k, v in run_env.items() if k != "PYTHONPATH"}
+    ran = subprocess.run([sys.executable, "-I", "repro.py"], cwd=alone, env=plain,
+                         capture_output=True, text=True, timeout=TIMEOUT_S)  # fmt: skip
+    assert ran.returncode == 1 and "WRONG NUMBERS" in ran.stdout, ran.stderr[-2000:]
 
 
 @pytest.mark.parametrize(

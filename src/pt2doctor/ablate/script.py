@@ -21,6 +21,12 @@ from pt2doctor.ablate.classify import LADDER, conclusion, eager_failure, first_f
 from pt2doctor.ablate.driver import guarded, ladder, verify_repro
 from pt2doctor.ablate.minifier import minify, repro_after
 from pt2doctor.ablate.program_repro import write_program_repro
+from pt2doctor.ablate.script_numerics import (
+    NUMERICS_BACKEND_ENV,
+    NUMERICS_REPRO_ENV,
+    numerics_result,
+)
+from pt2doctor.ablate.script_numerics import PLUGIN as NUMERICS_PLUGIN
 from pt2doctor.ablate.script_opcheck import (
     OPCHECK_BACKEND_ENV,
     OPCHECK_EAGER_ENV,
@@ -263,6 +269,12 @@ def ablate_script(
                       "error": why}],
     )  # fmt: skip
     pieces["hooks"] = failing.get("hooks") or []
+    if failing["status"] == "diverged":
+        pieces["numerics"] = guarded(
+            "numerics",
+            lambda: _numerics(command, failing, out, timeout, progress),
+            lambda why: {"completed": False, "detail": why},
+        )
     if repro:
         pieces["repro"] = guarded(
             "repro",
@@ -337,6 +349,29 @@ def _custom_ops(
         why = "timed out" if code is None else f"exit {code}"
         return [{"op": n, "checks": [], "passed": None, "error": f"the opcheck run ended "
                  f"before checking it ({why})"} for n in names or ["?"]]  # fmt: skip
+    return found
+
+
+def _numerics(
+    command: list[str],
+    failing: dict[str, Any],
+    out: Path,
+    timeout: float,
+    progress: Callable[[str], None] | None,
+) -> dict[str, Any]:
+    """Where the numbers diverge: one more run of the program, whose first compiled module's
+    first call is searched at exit with the failing rung's backend (ablate/script_numerics.py)."""
+    if progress:
+        progress("where the numbers diverge: the program's first compiled module")
+    run_dir = out / "numerics"
+    plugin = {PLUGIN_ENV: NUMERICS_PLUGIN, NUMERICS_BACKEND_ENV: failing["backend"],
+              NUMERICS_REPRO_ENV: str((run_dir / "repro").resolve())}  # fmt: skip
+    outcome = script_rung(command, failing["backend"], run_dir, timeout, None, extra_env=plugin)
+    found = numerics_result(run_dir)
+    if found is None:
+        code = outcome["exit_code"]
+        why = "timed out" if code is None else f"exit {code}"
+        return {"completed": False, "detail": f"the numerics run ended before its search ({why})"}
     return found
 
 

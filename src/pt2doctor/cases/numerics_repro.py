@@ -92,12 +92,17 @@ sys.exit(1 if failed else 0)
 
 
 def users_file(thing: Any) -> Path | None:
-    """The source file of a class or function the user wrote (None: a library's, or none)."""
-    try:
-        file = inspect.getsourcefile(thing)
-    except TypeError:
-        return None
+    """The source file of a class or function the user wrote (None: a library's, or none).
+    A class is found by its ``forward``'s code (a class defined in a script run as
+    ``__main__`` under a runner has no module file of its own)."""
+    code = getattr(getattr(thing, "forward", thing), "__code__", None)
+    file = code.co_filename if code is not None else None
     if not file:
+        try:
+            file = inspect.getsourcefile(thing)
+        except (TypeError, OSError):
+            return None
+    if not file or file.startswith("<"):
         return None
     path = Path(file).resolve()
     stdlib = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib")}
