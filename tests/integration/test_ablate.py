@@ -163,11 +163,7 @@ def test_inductor_pass_that_perturbs_one_submodule(tmp_path: Path, run_env: dict
     assert gate["compiled_rmse"] > 1000 * gate["eager_rmse"]
     assert "Where the numbers diverge" in (tmp_path / "out" / "report.md").read_text()
     assert "Where the numbers diverge" in (tmp_path / "out" / "report.html").read_text()
-    alone = tmp_path / "numerics_alone"
-    shutil.copytree(Path(numerics["repro"]["path"]).parent, alone)
-    plain = {k: v for k, v in run_env.items() if k != "PYTHONPATH"}
-    ran = subprocess.run([sys.executable, "-I", "repro.py"], cwd=alone, env=plain,
-                         capture_output=True, text=True, timeout=TIMEOUT_S)  # fmt: skip
+    ran = run_numerics_repro_alone(numerics, tmp_path, run_env)
     assert ran.returncode == 1 and "WRONG NUMBERS" in ran.stdout, ran.stderr[-2000:]
     # The same case with the pass line removed (the fix), ablated too: `diff` of the two names
     # each regression one way only, and as improvements the other way.
@@ -199,6 +195,15 @@ def test_inductor_pass_that_perturbs_one_submodule(tmp_path: Path, run_env: dict
         None, "blocks.1",
     )  # fmt: skip
     assert broke["rung_status"]["after"] == "diverged" and fixed["rung_status"]["after"] == "ok"
+
+
+def run_numerics_repro_alone(numerics: dict[str, Any], tmp: Path, env: dict[str, str]) -> Any:
+    """The numerics repro copied to an empty folder, run with plain python, no pt2doctor."""
+    alone = tmp / "numerics_alone"
+    shutil.copytree(Path(numerics["repro"]["path"]).parent, alone)
+    plain = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-I", "repro.py"], cwd=alone, env=plain,
+                          capture_output=True, text=True, timeout=TIMEOUT_S)  # fmt: skip
 
 
 def assert_user_pass(report: dict[str, Any], program: str, function: str) -> dict[str, Any]:
@@ -324,11 +329,7 @@ def test_script_ladder_with_an_accuracy_check(tmp_path: Path, run_env: dict[str,
     lines = (ABLATE_DIR / "script_relu.py").read_text().splitlines()
     forward = next(n for n, text in enumerate(lines, 1) if "def forward" in text)
     assert numerics["culprit_source"].endswith(f"script_relu.py:{forward}")
-    alone = tmp_path / "numerics_alone"
-    shutil.copytree(Path(numerics["repro"]["path"]).parent, alone)
-    plain = {k: v for k, v in run_env.items() if k != "PYTHONPATH"}
-    ran = subprocess.run([sys.executable, "-I", "repro.py"], cwd=alone, env=plain,
-                         capture_output=True, text=True, timeout=TIMEOUT_S)  # fmt: skip
+    ran = run_numerics_repro_alone(numerics, tmp_path, run_env)
     assert ran.returncode == 1 and "WRONG NUMBERS" in ran.stdout, ran.stderr[-2000:]
 
 
