@@ -28,6 +28,8 @@ class Screen:
         self.shown = False
         self.open_line = False
         """The last bytes written to the terminal did not end a line."""
+        self.terminals: dict[int, bool] = {}
+        """Per sink (by id), whether it is the terminal: asked once, not per chunk."""
 
     def _erase(self) -> None:
         if self.shown:
@@ -48,7 +50,9 @@ class Screen:
         if not data:
             return
         with self.lock:
-            terminal = _is_terminal(sink)
+            terminal = self.terminals.get(id(sink))
+            if terminal is None:
+                terminal = self.terminals[id(sink)] = _is_terminal(sink)
             if terminal:
                 self._erase()
                 self.stderr.flush()

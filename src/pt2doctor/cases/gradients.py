@@ -21,9 +21,7 @@ are skipped, and said so.
 from __future__ import annotations
 
 import copy
-import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -33,7 +31,7 @@ from pt2doctor.cases.accuracy import (
     default_tolerance,
     flatten_tensors,
 )
-from pt2doctor.cases.numerics import SEED, ModuleCheck, _map, _parent, _reset
+from pt2doctor.cases.numerics import SEED, ModuleCheck, _Call, _map, _parent, _recording, _reset
 
 GradientCheck = ModuleCheck
 """One module run alone from eager's input and output gradient: does it introduce it? Its
@@ -81,14 +79,6 @@ class GradientComparison:
         return "\n".join(lines)
 
 
-@dataclass(slots=True)
-class _Call:
-    order: int
-    args: Any
-    kwargs: Any
-    grad_output: Any = None
-
-
 def _floating(value: Any) -> list[Any]:
     """The floating tensors of a nested output, still attached to the graph."""
     import torch
@@ -110,10 +100,6 @@ def _default_loss(output: Any) -> Any:
     return total
 
 
-def _detached(value: Any) -> Any:
-    return _map(value, lambda t: t.detach().clone())
-
-
 def _leaves(value: Any, double: bool = False) -> Any:
     """``value`` with every floating tensor a fresh leaf that requires grad."""
 
@@ -124,38 +110,6 @@ def _leaves(value: Any, double: bool = False) -> Any:
         return tensor
 
     return _map(value, leaf)
-
-
-@contextmanager
-def _recording(model: Any, calls: dict[str, _Call]) -> Iterator[None]:
-    """Each module's first call: its inputs, and the gradient arriving at its output."""
-    handles = []
-
-    def pre(name: str) -> Callable[..., None]:
-        def hook(module: Any, args: Any, kwargs: Any) -> None:
-            if name not in calls:
-                calls[name] = _Call(len(calls), _detached(args), _detached(kwargs))
-
-        return hook
-
-    def backward(name: str) -> Callable[..., None]:
-        def hook(module: Any, grad_input: Any, grad_output: Any) -> None:
-            call = calls.get(name)
-            if call is not None and call.grad_output is None:
-                call.grad_output = _detached(grad_output)
-
-        return hook
-
-    for name, module in model.named_modules():
-        handles.append(module.register_forward_pre_hook(pre(name), with_kwargs=True))
-        handles.append(module.register_full_backward_hook(backward(name)))
-    try:
-        with warnings.catch_warnings():  # the first module's input needs no gradient: fine
-            warnings.filterwarnings("ignore", message="Full backward hook is firing")
-            yield
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 def _param_grads(module: Any) -> dict[str, dict[str, Any]]:
@@ -206,10 +160,10 @@ def compare_gradients(
     eager_calls: dict[str, _Call] = {}
     fp64_calls: dict[str, _Call] = {}
     torch.manual_seed(SEED)
-    with _recording(eager_model, eager_calls):
+    with _recording(eager_model, eager_calls, rng=False, backward=True):
         loss(eager_model(*args, **kwargs)).backward()
     torch.manual_seed(SEED)
-    with _recording(reference, fp64_calls):
+    with _recording(reference, fp64_calls, rng=False, backward=True):
         loss(reference(*_leaves(args, True), **_leaves(kwargs, True))).backward()
     _reset()
     torch.manual_seed(SEED)

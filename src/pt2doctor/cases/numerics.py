@@ -36,6 +36,7 @@ from __future__ import annotations
 import copy
 import inspect
 import itertools
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -44,6 +45,7 @@ from typing import Any
 
 from pt2doctor.cases.accuracy import (
     TensorComparison,
+    _rmse,
     compare_tensor,
     default_tolerance,
     flatten_tensors,
@@ -228,12 +230,18 @@ class _Call:
     rng: Any = None
     """The random number generators' state as the module was called (restored to compile
     it alone: dropout draws the same numbers)."""
+    grad_output: Any = None
+    """With ``backward``: the gradient that arrived at the module's output."""
 
 
 @contextmanager
-def _recording(model: Any, calls: dict[str, _Call], rng: bool = True) -> Iterator[None]:
+def _recording(
+    model: Any, calls: dict[str, _Call], rng: bool = True, backward: bool = False
+) -> Iterator[None]:
     """Each submodule's first call: its inputs (pre-hook, in call order), output, and with
-    ``rng`` the generators' state (not in a compiled run: Dynamo cannot trace reading it)."""
+    ``rng`` the generators' state (not in a compiled run: Dynamo cannot trace reading it);
+    with ``backward``, instead of the output, the gradient arriving at it (a full backward
+    hook: cases/gradients.py)."""
     handles = []
 
     def pre(name: str) -> Callable[..., None]:
@@ -252,11 +260,25 @@ def _recording(model: Any, calls: dict[str, _Call], rng: bool = True) -> Iterato
 
         return hook
 
+    def grad(name: str) -> Callable[..., None]:
+        def hook(module: Any, grad_input: Any, grad_output: Any) -> None:
+            call = calls.get(name)
+            if call is not None and call.grad_output is None:
+                call.grad_output = _kept(grad_output)
+
+        return hook
+
     for name, module in model.named_modules():
         handles.append(module.register_forward_pre_hook(pre(name), with_kwargs=True))
-        handles.append(module.register_forward_hook(post(name), with_kwargs=True))
+        if backward:
+            handles.append(module.register_full_backward_hook(grad(name)))
+        else:
+            handles.append(module.register_forward_hook(post(name), with_kwargs=True))
     try:
-        yield
+        with warnings.catch_warnings():
+            if backward:  # a first module whose input needs no gradient: fine
+                warnings.filterwarnings("ignore", message="Full backward hook is firing")
+            yield
     finally:
         for handle in handles:
             handle.remove()
@@ -286,12 +308,11 @@ def _rmse_of(value: Any, reference: Any) -> float | None:
     ours, theirs = dict(flatten_tensors(value)), dict(flatten_tensors(reference))
     pairs = [(t, theirs[k]) for k, t in ours.items()
              if k in theirs and t.is_floating_point() and t.shape == theirs[k].shape]  # fmt: skip
-    if not pairs:
+    if not pairs or not sum(t.numel() for t, _ in pairs):
         return None
-    diff = torch.cat([(t.double() - r.double()).flatten() for t, r in pairs])
-    if not diff.numel():
-        return None
-    return float(f"{float(diff.pow(2).mean().sqrt()):.4g}")
+    mine = torch.cat([t.flatten().double() for t, _ in pairs])
+    reference_values = torch.cat([r.flatten().double() for _, r in pairs])
+    return float(f"{_rmse(reference_values, mine):.4g}")
 
 
 def _empty() -> Any:

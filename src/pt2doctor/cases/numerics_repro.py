@@ -13,13 +13,11 @@ else RMSE against fp64 within a multiple of eager's), 0 when it passes.
 from __future__ import annotations
 
 import inspect
-import sysconfig
 from pathlib import Path
 from typing import Any
 
 from pt2doctor.cases.extract import extract_definitions
-
-_LIBRARY_PARTS = ("site-packages", "dist-packages")
+from pt2doctor.trace.messages import is_user_file
 
 _REPRO = '''\
 """Repro written by pt2doctor.compare_modules: {culprit} ({kind}{where}) compiled with
@@ -92,9 +90,10 @@ sys.exit(1 if failed else 0)
 
 
 def users_file(thing: Any) -> Path | None:
-    """The source file of a class or function the user wrote (None: a library's, or none).
-    A class is found by its ``forward``'s code (a class defined in a script run as
-    ``__main__`` under a runner has no module file of its own)."""
+    """The source file of a class or function the user wrote (None: a library's, or none;
+    trace/messages.py ``is_user_file`` decides). A class is found by its ``forward``'s code
+    (a class defined in a script run as ``__main__`` under a runner has no module file of its
+    own)."""
     code = getattr(getattr(thing, "forward", thing), "__code__", None)
     file = code.co_filename if code is not None else None
     if not file:
@@ -102,15 +101,9 @@ def users_file(thing: Any) -> Path | None:
             file = inspect.getsourcefile(thing)
         except (TypeError, OSError):
             return None
-    if not file or file.startswith("<"):
+    if not file or not is_user_file(str(Path(file).resolve())):
         return None
-    path = Path(file).resolve()
-    stdlib = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib")}
-    if any(part in _LIBRARY_PARTS for part in path.parts) or any(
-        path.is_relative_to(Path(folder).resolve()) for folder in stdlib
-    ):
-        return None
-    return path
+    return Path(file).resolve()
 
 
 def write_repro(
