@@ -557,3 +557,33 @@ def test_a_cache_miss_after_a_hit_of_the_same_log_is_a_warm_start_miss() -> None
     assert late_misses and len(misses) == len(late_misses)
     assert all("cache miss on a warm start: " in e.text and "cache miss after " in e.text
                for e in misses)  # fmt: skip
+
+
+def test_a_float_that_is_made_a_symbol_and_specialized_again_is_not_said_dynamic(
+    run_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A dropout probability set every step (``m.p = p``): Dynamo makes the float a symbol,
+    then specializes it again (the trace's symbolic_shape_specialization), so each recompile
+    is on its value. The live lines never say "(now dynamic)", as the report's outlook does
+    not ("never became dynamic"); the oracle is the raw trace's specialization records."""
+    from pt2doctor.analysis.live import LiveState
+    from pt2doctor.trace.tail import Tail
+
+    program = tmp_path / "schedule.py"
+    program.write_text(
+        "import torch\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.0))\n"
+        "compiled = torch.compile(model, backend='eager')\n"
+        "for step in range(4):\n"
+        "    model[1].p = step / 10\n"
+        "    compiled(torch.randn(2, 4))\n"
+    )
+    trace = tmp_path / "trace"
+    subprocess.run([sys.executable, str(program)], env={**run_env, "TORCH_TRACE": str(trace)},
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    specialized = [e for e, _ in raw_records(trace) if "symbolic_shape_specialization" in e]
+    assert any("p" in str(e["symbolic_shape_specialization"].get("sources")) for e in specialized)
+    state = LiveState(warmup_s=1000)
+    lines = [e.text for r in Tail(trace).flush() for e in state.feed(r) if e.kind == "recompile"]
+    assert lines and all("p value" in line for line in lines), lines
+    assert not any("now dynamic" in line for line in lines), lines

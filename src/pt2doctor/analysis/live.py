@@ -112,7 +112,9 @@ class LiveState:
     """With several rank logs: one rank compiling this long while the others wait is said."""
     frames: dict[tuple[str, str], str] = field(default_factory=dict)
     sites: set[str] = field(default_factory=set)
-    symbols: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    symbols: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    """Per (log, compile id), symbol -> its source: what the compile made dynamic, less the
+    symbols specialized again (as recompiles/changes.py ``dynamic_exprs`` reads the trace)."""
     origin: float | None = None
     first_compile: float | None = None
     compiles: int = 0
@@ -177,7 +179,14 @@ class LiveState:
         if record.kind in ("create_symbol", "create_unbacked_symbol") and record.compile_id:
             source = meta.get("source")
             if isinstance(source, str):
-                self.symbols.setdefault((record.stream, record.compile_id), set()).add(source)
+                made = self.symbols.setdefault((record.stream, record.compile_id), {})
+                made[str(meta.get("symbol"))] = source
+            return []
+        if record.kind == "symbolic_shape_specialization" and record.compile_id:
+            # Python code needed the concrete value: the symbol is gone again.
+            self.symbols.get((record.stream, record.compile_id), {}).pop(
+                str(meta.get("symbol")), None
+            )
             return []
         if record.kind == "artifact" and meta.get("name") == "dynamo_graph_break_reason":
             return self._break(record, at)
@@ -299,8 +308,8 @@ class LiveState:
             late = at - self.first_compile >= self.warmup_s
             kind = "recompile-after-warmup" if late else "recompile"
             self.late += late
-            what, cause = _what_changed(str(reason), self.symbols.get((record.stream,
-                                                                        record.compile_id or "")))  # fmt: skip
+            made = self.symbols.get((record.stream, record.compile_id or ""), {})
+            what, cause = _what_changed(str(reason), set(made.values()))
             label = "recompile after warmup" if late else "recompile"
             events.append(LiveEvent(kind, at, f"{label} {name}{took}: {what}", name,
                                     record.stream, cause, seconds=_float(seconds)))  # fmt: skip
