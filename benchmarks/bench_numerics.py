@@ -102,7 +102,7 @@ import torch
 spec = importlib.util.spec_from_file_location("case", sys.argv[1])
 case = importlib.util.module_from_spec(spec); sys.modules["case"] = case; spec.loader.exec_module(case)
 torch.manual_seed(0)
-model, x = case.Model().eval(), torch.randn(4, 16, case.WIDTH)
+model, x = case.Model().eval(), torch.randn(int(sys.argv[3]), int(sys.argv[4]), case.WIDTH)
 start = time.monotonic()
 if sys.argv[2] in ("eager", "compiled"):
     with torch.no_grad():
@@ -113,7 +113,9 @@ else:
     found = pt2doctor.compare_modules(model, x)
 print(json.dumps({"seconds": time.monotonic() - start,
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "culprit": found and found.culprit, "compiled": found and len(found.checked)}))
+                  "culprit": found and found.culprit, "compiled": found and len(found.checked),
+                  "recorded_mb": found and found.recorded_bytes / 2**20,
+                  "params_mb": sum(p.numel() * 4 for p in model.parameters()) / 2**20}))
 """
 
 
@@ -123,11 +125,11 @@ def _case(folder: Path, blocks: int, culprit: int, width: int) -> Path:
     return path
 
 
-def _probe(case: Path, mode: str, folder: Path) -> dict[str, float]:
+def _probe(case: Path, mode: str, folder: Path, batch: int = 4, seq: int = 16) -> dict[str, float]:
     script = folder / "probe.py"
     script.write_text(PROBE)
-    done = subprocess.run([sys.executable, str(script), str(case), mode], capture_output=True,
-                          text=True, check=True, timeout=1800)  # fmt: skip
+    done = subprocess.run([sys.executable, str(script), str(case), mode, str(batch), str(seq)],
+                          capture_output=True, text=True, check=True, timeout=1800)  # fmt: skip
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -151,6 +153,8 @@ def main() -> int:
     parser.add_argument("--blocks", type=int, default=12)
     parser.add_argument("--culprit", type=int, default=7)
     parser.add_argument("--width", type=int, default=64)
+    parser.add_argument("--memory-batch", type=int, default=32,
+                        help="batch of the large-activation run (sequence 256)")  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pt2doctor-bench-numerics-") as tmp:
         folder = Path(tmp)
@@ -172,6 +176,19 @@ def main() -> int:
                   f"{found['compiled']:.0f} modules compiled alone, found {found['culprit']}; peak RSS "
                   f"{found['peak_mb']:.0f} MB against {eager['peak_mb']:.0f} MB for one eager run and "
                   f"{compiled['peak_mb']:.0f} MB for one compiled run")  # fmt: skip
+        # Large activations, where the recordings would dominate if they were all held.
+        batch, seq = args.memory_batch, 256
+        eager = _probe(case, "eager", folder, batch, seq)
+        compiled = _probe(case, "compiled", folder, batch, seq)
+        found = _probe(case, "compare", folder, batch, seq)
+        one = batch * seq * 4 * args.width * 4 / 2**20  # the largest recorded tensor (the MLP's)
+        print(f"memory, input {batch}x{seq}x{args.width}: the recordings are "
+              f"{found['recorded_mb']:.0f} MB in all (spilled); peak RSS eager "
+              f"{eager['peak_mb']:.0f} MB, compiled {compiled['peak_mb']:.0f} MB, compare_modules "
+              f"{found['peak_mb']:.0f} MB: {found['peak_mb'] - compiled['peak_mb']:+.0f} MB over the "
+              f"compiled run (the fp64 model copy is {2 * found['params_mb']:.0f} MB; one module's "
+              f"recording is at most ~{3 * 2 * one:.0f} MB: in, out, fp64 in and out); found "
+              f"{found['culprit']}")  # fmt: skip
     return 0
 
 

@@ -282,3 +282,47 @@ def test_a_custom_op_kernel_that_differs_from_the_eager_path_is_named() -> None:
     with torch.no_grad():  # the truth: the op's kernel against the eager path
         h = model.inp(x)
         assert not torch.allclose(models.fast_gelu(h), model.act(h), atol=1e-3)
+
+
+class _Scaled(torch.nn.Module):
+    """Called with a function argument: its recording cannot be pickled to a file."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ff = models.FF(relu=True)
+
+    def forward(self, x: torch.Tensor, post: Any) -> torch.Tensor:
+        return post(self.ff(x))
+
+
+class _Outer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm, self.scaled = torch.nn.LayerNorm(16), _Scaled()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.scaled(self.norm(x), lambda t: t * 2)
+
+
+def test_recordings_are_spilled_to_files_that_are_removed_after_and_an_unpicklable_one_is_kept(
+) -> None:  # fmt: skip
+    import tempfile
+
+    before = set(Path(tempfile.gettempdir()).glob("pt2doctor-numerics-*"))
+    torch.manual_seed(0)
+    model, x = _Outer().eval(), torch.randn(8, 16)
+    folders: list[set[Path]] = []
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        # Called as each module is compiled: the recordings are files in the spill folder.
+        folders.append(set(Path(tempfile.gettempdir()).glob("pt2doctor-numerics-*/*.pt")))
+        compile_fx: Any = torch._dynamo.lookup_backend("relu_accuracy_error_TESTING_ONLY")
+        return compile_fx(gm, example_inputs)
+
+    found = pt2doctor.compare_modules(model, x, backend=backend)
+    assert found.culprit == "scaled.ff.act"
+    # norm's and scaled.ff's recordings (eager's and fp64's, in and out) were files; scaled's
+    # own input (a lambda) stayed in memory, and its search still ran.
+    assert any(len(files) >= 8 for files in folders)
+    assert found.recorded_bytes >= 4 * x.numel() * x.element_size()
+    assert set(Path(tempfile.gettempdir()).glob("pt2doctor-numerics-*")) == before

@@ -31,7 +31,16 @@ from pt2doctor.cases.accuracy import (
     default_tolerance,
     flatten_tensors,
 )
-from pt2doctor.cases.numerics import SEED, ModuleCheck, _Call, _map, _parent, _recording, _reset
+from pt2doctor.cases.numerics import (
+    SEED,
+    ModuleCheck,
+    _Call,
+    _map,
+    _parent,
+    _recording,
+    _reset,
+    _Spill,
+)
 
 GradientCheck = ModuleCheck
 """One module run alone from eager's input and output gradient: does it introduce it? Its
@@ -144,7 +153,24 @@ def compare_gradients(
     **kwargs: Any,
 ) -> GradientComparison:
     """Where ``torch.compile(model, backend=backend)``'s gradients leave eager's (see the
-    module's doc). ``model`` and its gradients are not changed."""
+    module's doc). ``model`` and its gradients are not changed. The recordings are spilled
+    to files as cases/numerics.py's are, and read back one module at a time."""
+    spill = _Spill()
+    try:
+        return _compare(model, args, kwargs, backend, loss_fn, tolerance, spill)
+    finally:
+        spill.close()
+
+
+def _compare(
+    model: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    backend: str | Callable[..., Any],
+    loss_fn: Callable[[Any], Any] | None,
+    tolerance: float | None,
+    spill: _Spill,
+) -> GradientComparison:
     import torch
 
     loss = loss_fn or _default_loss
@@ -160,10 +186,10 @@ def compare_gradients(
     eager_calls: dict[str, _Call] = {}
     fp64_calls: dict[str, _Call] = {}
     torch.manual_seed(SEED)
-    with _recording(eager_model, eager_calls, rng=False, backward=True):
+    with _recording(eager_model, eager_calls, rng=False, backward=True, spill=spill):
         loss(eager_model(*args, **kwargs)).backward()
     torch.manual_seed(SEED)
-    with _recording(reference, fp64_calls, rng=False, backward=True):
+    with _recording(reference, fp64_calls, rng=False, backward=True, spill=spill):
         loss(reference(*_leaves(args, True), **_leaves(kwargs, True))).backward()
     _reset()
     torch.manual_seed(SEED)
@@ -187,7 +213,7 @@ def compare_gradients(
         return result
 
     def alone(name: str) -> GradientCheck | None:
-        call, fp64_call = eager_calls[name], fp64_calls[name]
+        call, fp64_call = eager_calls[name].loaded(), fp64_calls[name].loaded()
         outputs = [t for t in (call.grad_output or ()) if isinstance(t, torch.Tensor)]
         if len(outputs) != 1:
             result.skipped.append(f"{name}: its output is not one tensor, so it is not run "

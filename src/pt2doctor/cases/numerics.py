@@ -24,9 +24,14 @@ With ``repro_dir``, a standalone repro of the culprit is written there
 
 Every whole-model run starts from one seed, and a module compiled alone starts from the
 generators' state recorded as eager called it, so a dropout draws alike where the compiled
-code draws as eager does (``fallback_random``). Recording does not change what it measures: the whole-model comparison is made without hooks
-first; the per-module table of the compiled run (what each module's output inherited) is made
-with them, and says whether the failure still showed. Forward only (no gradients yet).
+code draws as eager does (``fallback_random``). Recording does not change what it measures:
+the whole-model comparison is made without hooks first; the per-module table of the compiled
+run (what each module's output inherited, for the modules the search compiled alone) is made
+with them, and says whether the failure still showed. Gradients: cases/gradients.py.
+
+Memory: each recorded value is written to a temporary file as it is recorded and read back
+only while its module is compared (``_Spill``), so the search holds one module's recording at
+a time beside the model; the fp64 copy of the model is dropped once it has run.
 ``torch.compiler.reset()`` is called before each compile made here, so that compiles of many
 instances of one class do not reach the recompile limit (and silently run eagerly).
 """
@@ -124,6 +129,10 @@ class Comparison:
     """Whether the whole model still failed with the recording hooks on (None: it did not
     fail without them)."""
     notes: list[str] = field(default_factory=list)
+    recorded_bytes: int = 0
+    """The recorded tensors (eager's and fp64's inputs and outputs of every module), all
+    written to temporary files and read back one module at a time (0 when nothing could be
+    spilled)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -221,6 +230,54 @@ def _fp64(value: Any) -> Any:
     return _map(value, lambda t: t.detach().double() if t.is_floating_point() else t.detach())
 
 
+@dataclass(frozen=True, slots=True)
+class _Spilled:
+    """A recorded value written to a file (read back with :meth:`_Spill.load`)."""
+
+    path: Path
+
+
+class _Spill:
+    """Where recordings go as they are made: each value (detached, cloned) is written to a
+    file in a temporary folder and read back only when its module is compared, so what the
+    search holds at a time is one module's recording, not the whole model's (a value that
+    cannot be pickled stays in memory). ``recorded_bytes``: the tensors written, in all."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        self.folder = Path(tempfile.mkdtemp(prefix="pt2doctor-numerics-"))
+        self.count = 0
+        self.recorded_bytes = 0
+
+    def put(self, value: Any) -> Any:
+        import torch
+
+        kept = _kept(value)
+        path = self.folder / f"{self.count}.pt"
+        self.count += 1
+        try:
+            torch.save(kept, path)
+        except Exception:  # an unpicklable argument: kept in memory instead
+            path.unlink(missing_ok=True)
+            return kept
+        self.recorded_bytes += sum(t.numel() * t.element_size() for _, t in flatten_tensors(kept))
+        return _Spilled(path)
+
+    @staticmethod
+    def load(value: Any) -> Any:
+        import torch
+
+        if isinstance(value, _Spilled):
+            return torch.load(value.path, weights_only=False)
+        return value
+
+    def close(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 @dataclass(slots=True)
 class _Call:
     order: int
@@ -233,22 +290,35 @@ class _Call:
     grad_output: Any = None
     """With ``backward``: the gradient that arrived at the module's output."""
 
+    def loaded(self) -> _Call:
+        """This call with every spilled value read back (cases/numerics.py _Spill)."""
+        load = _Spill.load
+        return _Call(self.order, load(self.args), load(self.kwargs), load(self.output),
+                     self.rng, load(self.grad_output))  # fmt: skip
+
 
 @contextmanager
 def _recording(
-    model: Any, calls: dict[str, _Call], rng: bool = True, backward: bool = False
+    model: Any,
+    calls: dict[str, _Call],
+    rng: bool = True,
+    backward: bool = False,
+    spill: _Spill | None = None,
+    only: set[str] | None = None,
 ) -> Iterator[None]:
     """Each submodule's first call: its inputs (pre-hook, in call order), output, and with
     ``rng`` the generators' state (not in a compiled run: Dynamo cannot trace reading it);
     with ``backward``, instead of the output, the gradient arriving at it (a full backward
-    hook: cases/gradients.py)."""
+    hook: cases/gradients.py). With ``spill``, each value goes to its file as it is recorded
+    (not in a compiled run: the hooks are traced). ``only``: the modules to record (all)."""
     handles = []
+    keep: Callable[[Any], Any] = spill.put if spill is not None else _kept
 
     def pre(name: str) -> Callable[..., None]:
         def hook(module: Any, args: Any, kwargs: Any) -> None:
             if name not in calls:
                 state = _rng_state() if rng else None
-                calls[name] = _Call(len(calls), _kept(args), _kept(kwargs), rng=state)
+                calls[name] = _Call(len(calls), keep(args), keep(kwargs), rng=state)
 
         return hook
 
@@ -256,7 +326,7 @@ def _recording(
         def hook(module: Any, args: Any, kwargs: Any, output: Any) -> None:
             call = calls.get(name)
             if call is not None and call.output is None:
-                call.output = _kept(output)
+                call.output = keep(output)
 
         return hook
 
@@ -264,11 +334,13 @@ def _recording(
         def hook(module: Any, grad_input: Any, grad_output: Any) -> None:
             call = calls.get(name)
             if call is not None and call.grad_output is None:
-                call.grad_output = _kept(grad_output)
+                call.grad_output = keep(grad_output)
 
         return hook
 
     for name, module in model.named_modules():
+        if only is not None and name not in only:
+            continue
         handles.append(module.register_forward_pre_hook(pre(name), with_kwargs=True))
         if backward:
             handles.append(module.register_full_backward_hook(grad(name)))
@@ -346,6 +418,25 @@ def compare_modules(
     ``compile_fn``: how to compile a module instead (a check variant's settings).
     ``repro_dir``: where to write a standalone repro of the culprit. ``try_knobs``: try
     the numerics knobs at the culprit (default: when compiling with Inductor by name)."""
+    spill = _Spill()
+    try:
+        return _compare(model, args, kwargs, backend, tolerance, compile_fn, repro_dir,
+                        try_knobs, spill)  # fmt: skip
+    finally:
+        spill.close()
+
+
+def _compare(
+    model: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    backend: str | Callable[..., Any],
+    tolerance: float | None,
+    compile_fn: Callable[[Any], Callable[..., Any]] | None,
+    repro_dir: str | Path | None,
+    try_knobs: bool | None,
+    spill: _Spill,
+) -> Comparison:
     import torch
 
     def compile_(module: Any) -> Callable[..., Any]:
@@ -365,23 +456,25 @@ def compare_modules(
     fp64_calls: dict[str, _Call] = {}
     with torch.no_grad():  # each run from the same seed: dropout draws alike where it can
         torch.manual_seed(SEED)
-        with _recording(model, eager_calls):
+        with _recording(model, eager_calls, spill=spill):
             eager_out = model(*args, **kwargs)
         torch.manual_seed(SEED)
-        with _recording(reference, fp64_calls, rng=False):
+        with _recording(reference, fp64_calls, rng=False, spill=spill):
             fp64_out = reference(*_fp64(args), **_fp64(kwargs))
+        del reference  # only its recordings are needed from here
         _reset()
         torch.manual_seed(SEED)
         compiled_out = compile_(model)(*args, **kwargs)
     whole = _worst("output", eager_out, compiled_out, fp64_out, tol)
     result = Comparison(name_of, tol, not whole.passed, whole.as_dict())
+    result.recorded_bytes = spill.recorded_bytes
     if whole.passed:
         return result
     modules = dict(model.named_modules())
     called = set(eager_calls)
 
     def alone(name: str, patch: dict[str, Any] | None = None) -> ModuleCheck:
-        call, module = eager_calls[name], modules[name]
+        call, module = eager_calls[name].loaded(), modules[name]
         _reset()
         patch = dict(patch or {})
         precision = patch.pop("float32_matmul_precision", None)
@@ -389,7 +482,7 @@ def compare_modules(
             compiled = compile_(module)
             _set_rng_state(call.rng)
             out = compiled(*call.args, **call.kwargs)
-        reference = fp64_calls[name].output
+        reference = _Spill.load(fp64_calls[name].output)
         worst = _worst(name, call.output, out, reference, tol)
         return ModuleCheck(name, type(module).__name__, not worst.passed, worst.as_dict(),
                            _rmse_of(call.output, reference), _rmse_of(out, reference))  # fmt: skip
@@ -445,16 +538,16 @@ def compare_modules(
                 result.cleared_by, result.cleared_because = knob, _meaning(knob)
         if result.cleared_by is None:
             result.dynamo_only, result.custom_ops = _dynamo_alone(
-                modules[node], eager_calls[node], fp64_calls[node], tol
+                modules[node], eager_calls[node].loaded(), fp64_calls[node].loaded(), tol
             )
     if repro_dir is not None:
         from pt2doctor.cases.numerics_repro import write_repro
         from pt2doctor.torchcompat.inductor import compiler_hooks
 
-        call = eager_calls[node]
+        call, fp64_call = eager_calls[node].loaded(), fp64_calls[node].loaded()
         named = backend if isinstance(backend, str) else "inductor"
         result.repro = write_repro(Path(repro_dir), module, (call.args, call.kwargs),
-                                   (fp64_calls[node].args, fp64_calls[node].kwargs),
+                                   (fp64_call.args, fp64_call.kwargs),
                                    named, tol, compiler_hooks(with_callable=True), node,
                                    result.culprit_source)  # fmt: skip
         if not isinstance(backend, str):
@@ -462,8 +555,11 @@ def compare_modules(
             result.repro["not_standalone_because"].append(
                 f"the backend {name_of} is a function: the repro compiles with inductor"
             )
-    result.inherited, result.hooks_kept_failure = _inherited(model, compile_, args, kwargs,
-                                                             eager_calls, fp64_calls, tol)  # fmt: skip
+    shown = {""} | {step.name for step in result.path} | {check.name for check in result.checked}
+    result.inherited, result.hooks_kept_failure = _inherited(
+        model, compile_, args, kwargs, eager_calls, fp64_calls, tol, shown,
+        (eager_out, fp64_out),
+    )  # fmt: skip
     if result.hooks_kept_failure is False:
         result.notes.append("with the recording hooks on, the whole model passed: the hooks "
                             "changed what was compiled (fusion); the search above does not "
@@ -480,14 +576,19 @@ def _inherited(
     eager_calls: dict[str, _Call],
     fp64_calls: dict[str, _Call],
     tol: float,
+    only: set[str],
+    outputs: tuple[Any, Any],
 ) -> tuple[list[dict[str, Any]], bool]:
-    """The whole model compiled with the recording hooks on: each module's output against
-    eager's (what it inherited and introduced), and whether the model's output still fails."""
+    """The whole model compiled with the recording hooks on the modules ``only`` (those the
+    search compiled alone, the path's included): each one's output against eager's (what it
+    inherited and introduced), and whether the model's output still fails against
+    ``outputs`` (eager's and fp64's). The recorded outputs are the compiled graph's outputs,
+    so they are held together; eager's and fp64's are read back one module at a time."""
     import torch
 
     compiled_calls: dict[str, _Call] = {}
     _reset()
-    with torch.no_grad(), _recording(model, compiled_calls, rng=False):
+    with torch.no_grad(), _recording(model, compiled_calls, rng=False, only=only):
         torch.manual_seed(SEED)
         out = compile_(model)(*args, **kwargs)
     rows = []
@@ -495,9 +596,10 @@ def _inherited(
         seen = compiled_calls.get(name)
         if seen is None or seen.output is None or not name:
             continue
-        worst = _worst(name, call.output, seen.output, fp64_calls[name].output, tol)
+        worst = _worst(name, _Spill.load(call.output), seen.output,
+                       _Spill.load(fp64_calls[name].output), tol)  # fmt: skip
         rows.append({"module": name, "passed": worst.passed, **worst.as_dict()})
-    kept = not _worst("output", eager_calls[""].output, out, fp64_calls[""].output, tol).passed
+    kept = not _worst("output", outputs[0], out, outputs[1], tol).passed
     return rows, kept
 
 
