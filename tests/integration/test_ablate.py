@@ -326,9 +326,57 @@ def test_script_ladder_with_an_accuracy_check(tmp_path: Path, run_env: dict[str,
     # module's first call, searched at exit): Net's own relu; the repro reproduces alone.
     numerics = report["numerics"]
     assert numerics["completed"] and numerics["culprit"] == "" and numerics["own_code"] is True
+    unit = "Net (torch.compile(module), the 1st compiled unit called)"
+    assert numerics["unit"] == unit and f"in the program's {unit}" in done.stdout
     lines = (ABLATE_DIR / "script_relu.py").read_text().splitlines()
     forward = next(n for n, text in enumerate(lines, 1) if "def forward" in text)
     assert numerics["culprit_source"].endswith(f"script_relu.py:{forward}")
+    ran = run_numerics_repro_alone(numerics, tmp_path, run_env)
+    assert ran.returncode == 1 and "WRONG NUMBERS" in ran.stdout, ran.stderr[-2000:]
+
+
+def _script_numerics(program: str, tmp: Path, run_env: dict[str, str],
+                     monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:  # fmt: skip
+    """Script mode's numerics run alone (ablate/script.py ``_numerics``): the program run once
+    more with the numerics plugin, its units searched at exit with the relu-planted backend."""
+    from pt2doctor.ablate.script import _numerics
+
+    for key, value in run_env.items():
+        monkeypatch.setenv(key, value)
+    outputs = tmp / "outputs"
+    outputs.mkdir()
+    command = [sys.executable, str(ABLATE_DIR / program), str(outputs)]
+    return _numerics(command, {"backend": "relu_accuracy_error_TESTING_ONLY"}, tmp / "n", 600,
+                     None)  # fmt: skip
+
+
+def test_script_numerics_searches_each_region_compiled_in_place_and_stops_at_the_wrong_one(
+    tmp_path: Path, run_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regional compilation with ``block.compile()``: one unit per block; only block 2 calls
+    relu, so blocks 0 and 1 match and block 2 is where the numbers leave eager's."""
+    numerics = _script_numerics("script_regional.py", tmp_path, run_env, monkeypatch)
+    assert numerics["completed"], numerics
+    assert [unit["diverges"] for unit in numerics["searched"]] == [False, False, True]
+    assert numerics["unit"].startswith("Block (module.compile(), the 3rd compiled unit called)")
+    assert numerics["culprit"] == "" and numerics["own_code"] is True
+    lines = (ABLATE_DIR / "script_regional.py").read_text().splitlines()
+    forward = next(n for n, text in enumerate(lines, 1) if "def forward" in text)
+    assert numerics["culprit_source"].endswith(f"script_regional.py:{forward}")
+    ran = run_numerics_repro_alone(numerics, tmp_path, run_env)
+    assert ran.returncode == 1 and "WRONG NUMBERS" in ran.stdout, ran.stderr[-2000:]
+
+
+def test_script_numerics_finds_the_module_a_compiled_function_calls(
+    tmp_path: Path, run_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compiled function that calls the model: the model's first call inside it is kept,
+    and its FF, whose own code calls relu, is named; the repro reproduces alone."""
+    numerics = _script_numerics("script_function.py", tmp_path, run_env, monkeypatch)
+    assert numerics["completed"], numerics
+    assert numerics["unit"] == ("Net (called in the compiled function predict, the 1st "
+                                "compiled unit called)")  # fmt: skip
+    assert numerics["culprit"] == "ff" and numerics["own_code"] is True
     ran = run_numerics_repro_alone(numerics, tmp_path, run_env)
     assert ran.returncode == 1 and "WRONG NUMBERS" in ran.stdout, ran.stderr[-2000:]
 

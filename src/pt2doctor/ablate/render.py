@@ -178,12 +178,19 @@ def numerics_lines(report: AblateReport) -> list[str]:
         return [f"where the numbers diverge: not searched, {found['skipped']}"]
     if not found.get("completed", True):
         return [f"where the numbers diverge: the search did not finish: {found.get('detail')}"]
+    searched = found.get("searched") or []
     if not found.get("diverges"):
-        return ["where the numbers diverge: compiled again for this search, the model matched "
+        what = (f"each of the {len(searched)} compiled units searched" if len(searched) > 1
+                else "the model")  # fmt: skip
+        return [f"where the numbers diverge: compiled again for this search, {what} matched "
                 "eager within check's rule, so no module is named"]  # fmt: skip
     culprit = found.get("culprit") or "<model>"
     where = f" at {shorten_paths(found['culprit_source'])}" if found.get("culprit_source") else ""
     lines = [f"numbers diverge in {culprit} ({found.get('culprit_kind')}){where}"]
+    if found.get("unit"):
+        before = len(searched) - 1
+        lines.append(f"in the program's {found['unit']}" + (
+            f"; the {before} before it matched eager" if before > 0 else ""))  # fmt: skip
     if found.get("fused") and found.get("fused_pair"):
         lines[0] += (f": only when {' and '.join(found['fused_pair'])} are compiled together "
                      "(fused)")  # fmt: skip
