@@ -335,6 +335,36 @@ def test_script_ladder_with_an_accuracy_check(tmp_path: Path, run_env: dict[str,
     assert ran.returncode == 1 and "WRONG NUMBERS" in ran.stdout, ran.stderr[-2000:]
 
 
+def test_a_backward_only_bug_is_searched_in_the_gradients_of_the_training_cell(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """backward_pass.py: a post-grad pass scales tanh's derivative in backward graphs only.
+    The forward matches, so the numerics stage searches the gradients with the cell's loss:
+    first in backward order at squash.lin (head's gradients do not pass through tanh), and
+    squash, run alone from eager's output gradient, introduces it in its own code."""
+    report, done = ablate(tmp_path, run_env, str(ABLATE_DIR / "backward_pass.py"), "--no-bisect",
+                          "--no-verify-repro")  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    inductor = next(row for row in report["ladder"] if row["backend"] == "inductor")
+    assert inductor["status"] == "diverged"
+    numerics = report["numerics"]
+    assert numerics["diverges"] is False  # the forward, compiled, matches eager
+    gradients = numerics["gradients"]
+    assert gradients["diverges"] and gradients["first"] == "squash.lin", gradients["summary"]
+    passed = {row["module"]: row["passed"] for row in gradients["modules"]}
+    assert passed["head"] is True and passed["squash.lin"] is False
+    assert [step["name"] for step in gradients["path"]] == ["", "squash"]
+    assert gradients["culprit"] == "squash" and gradients["own_code"] is True
+    lines = (ABLATE_DIR / "backward_pass.py").read_text().splitlines()
+    start = lines.index("class Squash(nn.Module):")
+    forward = start + 1 + next(n for n, t in enumerate(lines[start:]) if "def forward" in t)
+    assert gradients["culprit_source"].endswith(f"backward_pass.py:{forward}")
+    said = " ".join(done.stdout.split())  # the terminal wraps at 80 columns
+    assert "the gradients leave eager's, first in backward order at squash.lin" in said
+    page = (tmp_path / "out" / "report.md").read_text()
+    assert "gradients diverge in squash (Squash)" in page
+
+
 def _script_numerics(program: str, tmp: Path, run_env: dict[str, str],
                      monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:  # fmt: skip
     """Script mode's numerics run alone (ablate/script.py ``_numerics``): the program run once

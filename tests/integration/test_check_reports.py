@@ -176,8 +176,9 @@ def test_diff_of_check_runs_names_the_planted_accuracy_failure(accuracy_runs, ca
     assert rc == 0
     others, speedups = _split(diff)
     relu = ("net/b4/eval/act=relu", "net/b4/train/act=relu")
-    numerics = {
+    numerics = {  # the training cell's forward diverges too: it names a module as well
         ("diverging_module", f"{relu[0]} default"),
+        ("diverging_module", f"{relu[1]} default"),
         ("loss_leaves_band", f"{relu[1]} default"),
     }
     assert (

@@ -326,3 +326,32 @@ def test_recordings_are_spilled_to_files_that_are_removed_after_and_an_unpicklab
     assert any(len(files) >= 8 for files in folders)
     assert found.recorded_bytes >= 4 * x.numel() * x.element_size()
     assert set(Path(tempfile.gettempdir()).glob("pt2doctor-numerics-*")) == before
+
+
+def test_checks_failing_training_cell_points_to_the_module_whose_backward_leaves_eager() -> None:
+    """check's alignment of a training cell of TrainNet under the tanh_backward bug: the
+    forward matches (compare_modules finds nothing), so the gradients are searched with the
+    cell's own loss and compile: squash, whose forward the note names by file:line."""
+    from pt2doctor.cases import Built, Case, Matrix
+    from pt2doctor.cases.align import align_cell
+    from pt2doctor.cases.case import cells
+    from pt2doctor.check.where import where_note
+
+    def build(cell: Any) -> Built:
+        torch.manual_seed(0)
+        return Built(models.TrainNet(), (torch.randn(8, 16),), loss=lambda out: out.pow(2).mean())
+
+    case = Case("train", build, Matrix(shapes={"b8": 8}, train=(True,)), steps=2)
+    [cell] = cells(case)
+    torch.compiler.reset()
+    found = align_cell(case, cell, lambda m: torch.compile(m, backend=models.tanh_backward_backend))
+    assert found["verdict"] == "fail"
+    where = found["where"]
+    assert where["gradients"] is True and where["first"] == "squash.lin", where
+    assert where["culprit"] == "squash" and where["own_code"] is True
+    lines = Path(models.__file__).read_text().splitlines()
+    start = lines.index("class Squash(nn.Module):")
+    forward = start + 1 + next(n for n, t in enumerate(lines[start:]) if "def forward" in t)
+    assert where["source"] == f"{models.__file__}:{forward}"
+    assert where_note(where) == (f"backward (its gradients) leaves eager at squash (Squash, "
+                                 f"models.py:{forward}) in its own code")  # fmt: skip

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pt2doctor.ablate.render import diverging_module
 from pt2doctor.ablate.types import FAILURE_STATUSES
 from pt2doctor.analysis.diff.change import Change, Noise
 from pt2doctor.analysis.diff.reports import Diff, environment_changes
@@ -65,7 +66,7 @@ def diff_ablate_reports(a: Report, b: Report, noise: Noise | None = None,
         diff.changes.append(Change("failing_layer", what, layers[0], layers[1], worse))
     module_a, module_b = ((report.get("module") or {}).get("module") for report in (a, b))
     diff.changes += _named("failing_module", what, module_a, module_b)
-    culprit_a, culprit_b = ((report.get("numerics") or {}).get("culprit") for report in (a, b))
+    culprit_a, culprit_b = (diverging_module(report.get("numerics")) for report in (a, b))
     diff.changes += _named("diverging_module", what, culprit_a, culprit_b)
     diff.changes += environment_changes(a, b)
     return diff

@@ -145,15 +145,34 @@ def _user_side_lines(report: AblateReport) -> list[str]:
     return lines
 
 
+def diverging_module(numerics: dict[str, Any] | None) -> str | None:
+    """The module where the numbers leave eager's: the forward's culprit, else (a training
+    cell whose forward matched) the gradients' ("" is the model itself)."""
+    found = numerics or {}
+    if found.get("diverges"):
+        culprit: str | None = found.get("culprit")
+        return culprit
+    gradients = found.get("gradients") or {}
+    return gradients.get("culprit") if gradients.get("diverges") else None
+
+
 def numerics_rows(report: AblateReport) -> list[dict[str, Any]]:
     """Where the numbers diverge, one row per module on the descent path: module, class,
     whether it introduces the error compiled alone on eager's input, its eager and compiled
     RMSE against fp64 (fed fp64's input), and its output's max abs error against eager in the
-    whole compiled run (what it inherited plus what it introduced)."""
+    whole compiled run (what it inherited plus what it introduced). For a training cell whose
+    forward matched, the gradients' descent: the whole run's error is of the module's own
+    parameters' gradients (the model's: the first that fails)."""
     found = report.get("numerics") or {}
     whole = {row["module"]: row for row in found.get("inherited") or []}
     rows = []
-    for step in found.get("path") or []:
+    gradients = found.get("gradients") or {}
+    path = found.get("path")
+    if not found.get("diverges") and gradients.get("diverges"):  # the gradients' descent
+        path = gradients.get("path")
+        whole = {row["module"]: row for row in gradients.get("modules") or []}
+        whole[""] = (path or [{}])[0].get("worst") or {}
+    for step in path or []:
         worst = step.get("worst") or {}
         run = whole.get(step["name"]) or (found.get("whole") if not step["name"] else None) or {}
         rows.append({
@@ -179,6 +198,17 @@ def numerics_lines(report: AblateReport) -> list[str]:
     if not found.get("completed", True):
         return [f"where the numbers diverge: the search did not finish: {found.get('detail')}"]
     searched = found.get("searched") or []
+    gradients = found.get("gradients") or {}
+    if not found.get("diverges") and gradients.get("diverges"):
+        culprit = gradients.get("culprit") or "<model>"
+        source = gradients.get("culprit_source")
+        where = f" at {shorten_paths(source)}" if source else ""
+        how = ": in its own code, between its children" if gradients.get("own_code") else ""
+        return [
+            "the forward matches eager; the gradients leave eager's, first in backward order "
+            f"at {gradients.get('first') or '<model>'}",
+            f"gradients diverge in {culprit} ({gradients.get('culprit_kind')}){where}{how}",
+        ]  # fmt: skip
     if not found.get("diverges"):
         what = (f"each of the {len(searched)} compiled units searched" if len(searched) > 1
                 else "the model")  # fmt: skip

@@ -237,35 +237,46 @@ def run_custom_ops(spec: dict[str, Any], out: Path, emit: Emit) -> None:
 
 
 def run_numerics(spec: dict[str, Any], out: Path, emit: Emit) -> None:
-    """Where the numbers diverge (cases/numerics.py ``compare_modules``) for a diverged
-    inference cell of an nn.Module: each module compiled alone on eager's recorded input,
-    down to the culprit; the knobs at it (Inductor); a repro in ``spec['repro_dir']``."""
+    """Where the numbers diverge (cases/numerics.py ``compare_modules``) for a diverged cell
+    of an nn.Module: each module compiled alone on eager's recorded input, down to the
+    culprit; the knobs at it (Inductor); a repro in ``spec['repro_dir']``. For a training cell
+    whose forward matches, ``gradients``: where the gradients do (cases/gradients.py, the
+    cell's loss)."""
     import torch
 
     from pt2doctor.cases.align import apply_layout
+    from pt2doctor.cases.gradients import compare_gradients
     from pt2doctor.cases.numerics import compare_modules
 
     case, cell = _case_cell(spec)
     settings = Settings.from_spec(spec)
     built = case.build(cell)
-    why = ("a training cell (gradients are not compared per module yet)" if cell.train
-           else "an autocast cell" if cell.autocast
+    why = ("an autocast cell" if cell.autocast
            else None if isinstance(built.model, torch.nn.Module)
            else "the case compiles a function, not an nn.Module")  # fmt: skip
     if why is not None:
         emit("numerics", skipped=why)
         return
     emit("trial_start", target="numerics")
-    found = compare_modules(
-        copy.deepcopy(built.model),
-        *apply_layout(built.inputs, cell.layout),
-        backend=settings.backend,
-        compile_fn=lambda module: torch.compile(module, **settings.kwargs()),
-        repro_dir=spec.get("repro_dir"),
-        try_knobs=settings.backend == "inductor",
-        **apply_layout(built.kwargs, cell.layout),
+    inputs, kwargs = (
+        apply_layout(built.inputs, cell.layout),
+        apply_layout(built.kwargs, cell.layout),
     )
-    emit("numerics", **found.as_dict(), summary=found.summary())
+
+    def compile_fn(module: Any) -> Any:
+        return torch.compile(module, **settings.kwargs())
+
+    compile_fn.__name__ = str(settings.backend)  # as the summary names the compile
+    found = compare_modules(copy.deepcopy(built.model), *inputs, backend=settings.backend,
+                            compile_fn=compile_fn, repro_dir=spec.get("repro_dir"),
+                            try_knobs=settings.backend == "inductor", **kwargs)  # fmt: skip
+    gradients = None
+    if cell.train and not found.diverges and built.loss is not None:
+        emit("trial_start", target="numerics gradients")
+        grads = compare_gradients(copy.deepcopy(built.model), *inputs, loss_fn=built.loss,
+                                  compile_fn=compile_fn, **kwargs)  # fmt: skip
+        gradients = {**grads.as_dict(), "summary": grads.summary()}
+    emit("numerics", **found.as_dict(), summary=found.summary(), gradients=gradients)
 
 
 KINDS = {

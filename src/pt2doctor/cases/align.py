@@ -291,25 +291,44 @@ def align_cell(
 def _where(
     built: Built, pristine: Any, cell: Cell, compile_model: Compiler, tol: float
 ) -> dict[str, Any] | None:
-    """For a failing inference cell of an nn.Module: the module where compiled numbers leave
-    eager's (cases/numerics.py: each module compiled alone on eager's recorded input). None
-    for a training or autocast cell, a function, or when the search itself fails: the
+    """For a failing cell of an nn.Module: the module where compiled numbers leave eager's
+    (cases/numerics.py: each module compiled alone on eager's recorded input); for a training
+    cell whose forward matches, the module where the gradients do (cases/gradients.py, the
+    cell's loss). None for an autocast cell, a function, or when the search itself fails: the
     verdict stands without it."""
     import torch
 
+    from pt2doctor.cases.gradients import compare_gradients
     from pt2doctor.cases.numerics import compare_modules
 
-    if cell.train or cell.autocast or not isinstance(pristine, torch.nn.Module):
+    if cell.autocast or not isinstance(pristine, torch.nn.Module):
         return None
     inputs = apply_layout(built.inputs, cell.layout)
     kwargs = apply_layout(built.kwargs, cell.layout)
     try:
         found = compare_modules(copy.deepcopy(pristine), *inputs, tolerance=tol,
                                 compile_fn=compile_model, **kwargs)  # fmt: skip
+        grads = None
+        if cell.train and not found.diverges and built.loss is not None:
+            grads = compare_gradients(copy.deepcopy(pristine), *inputs, loss_fn=built.loss,
+                                      tolerance=tol, compile_fn=compile_model, **kwargs)  # fmt: skip
     except Exception as error:
         return {"error": f"{type(error).__name__}: {error}"[:300]}
+    if grads is not None and grads.diverges:
+        return {
+            "culprit": grads.culprit,
+            "kind": grads.culprit_kind,
+            "source": grads.culprit_source,
+            "fused": False,
+            "own_code": grads.own_code,
+            "path": [step.name for step in grads.path],
+            "gradients": True,
+            "first": grads.first,
+            "summary": grads.summary(),
+        }
     if not found.diverges:
-        return {"culprit": None, "summary": found.summary()}
+        said = found.summary() + ("\n" + grads.summary() if grads is not None else "")
+        return {"culprit": None, "summary": said}
     return {
         "culprit": found.culprit,
         "kind": found.culprit_kind,

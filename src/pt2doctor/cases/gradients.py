@@ -9,7 +9,8 @@ reference. ``first``: the first module, in backward order, whose gradients fail.
 
 Then the search, teacher-forced as the forward one (cases/numerics.py): a module M is run
 alone on the input eager recorded at its boundary, and backpropagated from the gradient eager
-recorded at its output (a full backward hook); compiled M and eager M are each measured
+recorded at its output (a full backward hook), scaled by the power of two that brings its RMS
+nearest 1 (exact; see ``_unit_scale``); compiled M and eager M are each measured
 against fp64 M fed the fp64 input and gradient. A module fails when its parameters' or its
 input's gradients do: it introduces the error; one that passes only inherits it. The descent
 starts at the model and goes into the first child, in backward order (the reverse of
@@ -39,6 +40,7 @@ from pt2doctor.cases.numerics import (
     _parent,
     _recording,
     _reset,
+    _source,
     _Spill,
 )
 
@@ -62,6 +64,9 @@ class GradientComparison:
     checked: list[GradientCheck] = field(default_factory=list)
     culprit: str | None = None
     culprit_kind: str | None = None
+    culprit_source: str | None = None
+    """``file:line`` of the culprit's ``forward`` where the user wrote it (None in a
+    library's module)."""
     own_code: bool = False
     """The culprit introduces it while none of its children alone does."""
     skipped: list[str] = field(default_factory=list)
@@ -83,7 +88,8 @@ class GradientComparison:
                          f"{step.worst.get('name')} max abs error {step.worst.get('max_abs_error')}")  # fmt: skip
         if self.culprit is not None:
             how = " (in its own code: none of its children alone does)" if self.own_code else ""
-            lines.append(f"culprit: {self.culprit or '<model>'} ({self.culprit_kind}){how}")
+            where = f" at {self.culprit_source}" if self.culprit_source else ""
+            lines.append(f"culprit: {self.culprit or '<model>'} ({self.culprit_kind}){where}{how}")
         lines += [f"note: {note}" for note in self.skipped]
         return "\n".join(lines)
 
@@ -121,6 +127,21 @@ def _leaves(value: Any, double: bool = False) -> Any:
     return _map(value, leaf)
 
 
+def _unit_scale(grad: Any) -> float:
+    """The power of two that brings ``grad``'s RMS nearest 1. Backward is linear in the
+    gradient arriving at the output, and scaling by a power of two is exact in floating point,
+    so a module run alone from eager's output gradient times this computes the same numbers,
+    scaled; check's rule (allclose with an absolute tolerance first) then judges gradients of
+    a mean-reduced loss (1e-3 and below) as it judges values near 1, instead of passing them
+    all."""
+    import math
+
+    rms = float(grad.detach().double().pow(2).mean().sqrt()) if grad.numel() else 0.0
+    if not math.isfinite(rms) or rms == 0.0:
+        return 1.0
+    return float(2.0 ** round(-math.log2(rms)))
+
+
 def _param_grads(module: Any) -> dict[str, dict[str, Any]]:
     """Per module name, its own parameters' gradients."""
     found: dict[str, dict[str, Any]] = {}
@@ -150,14 +171,16 @@ def compare_gradients(
     backend: str | Callable[..., Any] = "inductor",
     loss_fn: Callable[[Any], Any] | None = None,
     tolerance: float | None = None,
+    compile_fn: Callable[[Any], Callable[..., Any]] | None = None,
     **kwargs: Any,
 ) -> GradientComparison:
     """Where ``torch.compile(model, backend=backend)``'s gradients leave eager's (see the
-    module's doc). ``model`` and its gradients are not changed. The recordings are spilled
+    module's doc). ``model`` and its gradients are not changed. ``compile_fn``: how to compile
+    a module instead (a check variant's settings). The recordings are spilled
     to files as cases/numerics.py's are, and read back one module at a time."""
     spill = _Spill()
     try:
-        return _compare(model, args, kwargs, backend, loss_fn, tolerance, spill)
+        return _compare(model, args, kwargs, backend, loss_fn, tolerance, compile_fn, spill)
     finally:
         spill.close()
 
@@ -169,9 +192,16 @@ def _compare(
     backend: str | Callable[..., Any],
     loss_fn: Callable[[Any], Any] | None,
     tolerance: float | None,
+    compile_fn: Callable[[Any], Callable[..., Any]] | None,
     spill: _Spill,
 ) -> GradientComparison:
     import torch
+
+    def compile_(module: Any) -> Callable[..., Any]:
+        if compile_fn is not None:
+            return compile_fn(module)
+        compiled: Callable[..., Any] = torch.compile(module, backend=backend)
+        return compiled
 
     loss = loss_fn or _default_loss
     dtypes = {str(t.dtype).removeprefix("torch.") for _, t in flatten_tensors((args, kwargs))
@@ -179,6 +209,8 @@ def _compare(
     dtype = "bfloat16" if "bfloat16" in dtypes else "float16" if "float16" in dtypes else "float32"
     tol = tolerance if tolerance is not None else default_tolerance(dtype, True, None)
     name_of = backend if isinstance(backend, str) else getattr(backend, "__name__", "backend")
+    if compile_fn is not None:
+        name_of = getattr(compile_fn, "__name__", "the given compile")
     eager_model, compiled_model = copy.deepcopy(model), copy.deepcopy(model)
     reference = copy.deepcopy(model).double()
     for copy_ in (eager_model, compiled_model, reference):
@@ -193,8 +225,7 @@ def _compare(
         loss(reference(*_leaves(args, True), **_leaves(kwargs, True))).backward()
     _reset()
     torch.manual_seed(SEED)
-    compiled_run: Callable[..., Any] = torch.compile(compiled_model, backend=backend)
-    loss(compiled_run(*args, **kwargs)).backward()
+    loss(compile_(compiled_model)(*args, **kwargs)).backward()
     eager_grads, fp64_grads = _param_grads(eager_model), _param_grads(reference)
     compiled_grads = _param_grads(compiled_model)
     order = sorted(eager_grads, key=lambda name: -eager_calls[name].order
@@ -219,6 +250,7 @@ def _compare(
             result.skipped.append(f"{name}: its output is not one tensor, so it is not run "
                                   "alone")  # fmt: skip
             return None
+        scale = _unit_scale(outputs[0])
         runs = {}
         for label, source, call_, double in (("eager", eager_model, call, False),
                                              ("fp64", reference, fp64_call, True),
@@ -228,10 +260,10 @@ def _compare(
             run: Callable[..., Any] = module
             if label == "compiled":
                 _reset()
-                run = torch.compile(module, backend=backend)
+                run = compile_(module)
             inputs, named = _leaves(call_.args, double), _leaves(call_.kwargs, double)
             out = run(*inputs, **named)
-            grad = call_.grad_output[0]
+            grad = call_.grad_output[0] * scale
             out.backward(grad.double() if double else grad)
             grads = {key: value for key, value in _param_grads(module).get("", {}).items()}
             for index, tensor in enumerate(_floating(inputs)):
@@ -243,7 +275,8 @@ def _compare(
 
     called = set(eager_calls)
     node = ""
-    result.path.append(GradientCheck("", type(model).__name__, True, result.modules[0]))
+    first = next(row for row in result.modules if row["module"] == result.first)
+    result.path.append(GradientCheck("", type(model).__name__, True, first))
     while True:
         children = sorted((n for n in called if n and _parent(n, called) == node),
                           key=lambda n: -eager_calls[n].order)  # fmt: skip
@@ -262,5 +295,6 @@ def _compare(
         result.path.append(culprit)
         node = culprit.name
     result.culprit, result.culprit_kind = node, type(modules[node]).__name__
+    result.culprit_source = _source(type(modules[node]))
     _reset()
     return result
