@@ -135,6 +135,10 @@ def _resume_events(ledger: Ledger, seen: set[tuple[str, int]]) -> list[GraphBrea
             function, line = entry.resumes_after
             seen.add(entry.resumes_after)
             parent = _broken_frame(ledger, frame.stream, function, line)
+            if parent is not None and any(e.record.graph_breaks for e in parent.compiles):
+                # Its break is on record, at the line it happened (a call's inner line: the
+                # caller's line in a resumed frame's stack can be off by one).
+                continue
             restarts = [
                 r for e in (parent.compiles if parent else []) for r in e.record.restart_reasons
             ]
