@@ -527,3 +527,29 @@ def test_a_float_made_dynamic_then_a_constant_again_by_inductor_is_passed_as_a_t
     if again:  # the constant again (an empty cache here, as in TRUTH.md)
         line = line_of("grad_accum_logging", "loss = torch.clamp(loss, max=3.0 * running_avg)")
         assert f"line {line}): every new value compiles again" in finding["advice"]
+
+
+def _batch_dim_recompiles(run_dir: Path) -> int:
+    """Recompiles whose reason, in the raw trace, is dim 0 of an input tensor changing size."""
+    return sum(
+        1
+        for envelope, payload in raw_records(run_dir / "trace")
+        if (envelope.get("artifact") or {}).get("name") == "recompile_reasons"
+        and re.search(r"size mismatch at index 0\.", payload)
+    )
+
+
+def test_a_partial_last_batch_among_other_changes_is_told_to_drop_it(doctor_run: Any) -> None:
+    """hf_collate: the padded length changes every batch, the last batch of 90 samples is 2
+    (batches of 8), and HF writes config.problem_type on the first call. The batch-size change
+    is named as a partial last batch, with drop_last=True first; the fixed program (its
+    DataLoader with drop_last=True) has no recompile on the batch dim, by the raw trace."""
+    report, run_dir, _ = run(doctor_run, "hf_collate", *EAGER)
+    finding = _finding(report, "recompiles")
+    advice = finding["advice"]
+    assert "went from 8 to 2 once, after" in advice and "pattern of a partial last batch" in advice
+    assert advice.index("drop_last=True") < advice.index("maybe_mark_dynamic")
+    assert "kwargs['labels'].shape[0]" in advice.split("drop_last")[0]
+    _, fixed_dir, _ = run(doctor_run, "hf_collate_fixed", *EAGER)
+    assert _batch_dim_recompiles(run_dir) == 1 and _batch_dim_recompiles(fixed_dir) == 0
+    assert compiles(fixed_dir) < compiles(run_dir)

@@ -109,12 +109,33 @@ def _benign(frame: FrameEntry) -> bool:
     )
 
 
+COSTLY_RECOMPILES_S = 5.0
+"""Recompiles that took at least this long in all (and longer than the frame's first compile,
+and two or more of them) are a warning even when bounded: by design or not, they are where
+the run's compile time goes."""
+
+
+def _recompile_seconds(frame: FrameEntry) -> float | None:
+    """The seconds the frame's recompiles took to compile, when they cost more than
+    ``COSTLY_RECOMPILES_S`` and than its first compile, over two recompiles or more; else
+    None."""
+    if len(frame.recompiles) < 2 or not frame.compiles:
+        return None
+    spent = sum(e.record.compile_time_s or 0.0 for e in frame.recompiles)
+    first = frame.compiles[0].record.compile_time_s or 0.0
+    return spent if spent >= max(COSTLY_RECOMPILES_S, first) else None
+
+
 def _recompile_severity(frame: FrameEntry, explanation: FrameExplanation) -> Severity:
     """Bounded: info; unbounded: warning; limit hit: error. Unknown outlook: warning, unless it
-    is one recompile that went dynamic. A compile after warmup is an error of its own
-    (``unexplained_recompile_after_warmup``, one per compile): this finding only names it."""
+    is one recompile that went dynamic. Bounded recompiles that cost more compile time than
+    the first compile (``_recompile_seconds``): warning. A compile after warmup is an error of
+    its own (``unexplained_recompile_after_warmup``, one per compile): this finding only
+    names it."""
     if frame.limit_hit:
         return "error"
+    if _recompile_seconds(frame) is not None:
+        return "warning"
     if explanation.outlook.bounded is True or (
         explanation.outlook.bounded is None and _benign(frame)
     ):
@@ -127,6 +148,10 @@ def _recompile_title(frame: FrameEntry, explanation: FrameExplanation) -> str:
     count = f"{where} recompiled {counted(len(frame.recompiles), 'time')}"
     if frame.refused is not None:
         count += " + 1 refused"
+    spent = _recompile_seconds(frame)
+    if spent is not None:
+        first = frame.compiles[0].record.compile_time_s or 0.0
+        count += f" ({spent:.1f} s of compiling, the first compile {first:.1f} s)"
     return f"{count}: {_recompile_state(frame, explanation)}"
 
 
@@ -144,7 +169,9 @@ def _recompile_state(frame: FrameEntry, explanation: FrameExplanation) -> str:
             f"{frame.variants} variants, one per instance of the "
             f"{instances[0].instances} modules compiled one by one"
         )
-    elif bounded is True and partial_batch_fix(explanation):
+    elif (
+        bounded is True and len(explanation.outlook.varying) == 1 and partial_batch_fix(explanation)
+    ):
         state = f"{frame.variants} variants: a smaller last batch"
     elif (
         bounded is True
@@ -165,6 +192,9 @@ def _recompile_state(frame: FrameEntry, explanation: FrameExplanation) -> str:
         state = f"{frame.variants} variants: {', '.join(inputs)} in {count} dtypes"
     elif bounded is not False and learning_rate_sources(explanation):
         state = f"{frame.variants} variants: a float learning rate (a tensor lr compiles once)"
+    elif bounded is True and _recompile_seconds(frame) is not None:
+        state = (f"{frame.variants} variants; their recompiles cost more than the first compile: "
+                 "have fewer (the fixes below)")  # fmt: skip
     elif bounded is True:
         state = f"{frame.variants} variants by design; pre-warm them"
     elif (

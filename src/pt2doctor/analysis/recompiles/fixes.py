@@ -398,25 +398,39 @@ PARTIAL_BATCH_CALLS = 3
 
 def partial_batch_fix(explanation: FrameExplanation) -> str | None:
     """One change of a batch dim to a smaller size after many calls at the first: the
-    pattern of a partial last batch (200 samples in batches of 16 end with one of 8)."""
-    varying = explanation.outlook.varying
-    if len(varying) != 1 or len(explanation.variants) != 2:
+    pattern of a partial last batch (200 samples in batches of 16 end with one of 8). Every
+    input's dim 0 that changed must have changed alike, once; other values may change too
+    (a sequence length, a flag): this fix is for the batch dim alone."""
+    rows = [
+        row for row in explanation.outlook.varying
+        if row.kind == "size" and row.source.endswith(".shape[0]")
+    ]  # fmt: skip
+    if (
+        not rows
+        or any(row.changes != 1 for row in rows)
+        or len({tuple(r.values) for r in rows}) != 1
+    ):
         return None
-    (row,) = varying
-    if row.kind != "size" or not row.source.endswith(".shape[0]") or row.changes != 1:
+    sizes = [int(v) for v in rows[0].values if _INT.fullmatch(v)]
+    if len(sizes) != 2 or sizes[1] >= sizes[0]:
         return None
-    sizes = [int(v) for v in row.values if _INT.fullmatch(v)]
-    calls = explanation.variants[0].calls
-    if len(sizes) != 2 or sizes[1] >= sizes[0] or calls is None or calls < PARTIAL_BATCH_CALLS:
+    sources = [row.source for row in rows]
+    changed = next((item for item in explanation.recompiles
+                    if any(c.source in sources for c in item.changes)), None)  # fmt: skip
+    before = next((v for v in explanation.variants
+                   if changed is not None and v.compile_id == changed.compared_with), None)  # fmt: skip
+    calls = before.calls if before is not None else None
+    if calls is None or calls < PARTIAL_BATCH_CALLS:
         return None
     full, last = sizes
     then = (
         "it became dynamic and serves every size, at the cost of that recompile"
-        if row.dynamic
+        if all(row.dynamic for row in rows)
         else f"it compiled a variant for {last}"
     )
+    named = sources[0] if len(sources) == 1 else f"{', '.join(sources[:-1])} and {sources[-1]}"
     return (
-        f"{row.source} went from {full} to {last} once, after {calls} calls at {full}: the "
+        f"{named} went from {full} to {last} once, after {calls} calls at {full}: the "
         "pattern of a partial last batch (a dataset whose size is not a multiple of the batch "
         f"size); {then}. If the batches come from a DataLoader, pass drop_last=True (or pad "
         f"the last batch to {full}): one variant then serves every batch."
@@ -795,8 +809,8 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
         fixes.append(Fix(_flags_fix(flags, len(explanation.variants), went_dynamic)))
     dynamic = [row.source for row in outlook.varying if row.dynamic]
     partial = partial_batch_fix(explanation)
-    if partial and not fixes:
-        fixes.append(Fix(partial))
+    if partial:  # first: it removes the variant; the others keep or mark what changes
+        fixes.insert(0, Fix(partial))
     if outlook.bounded and not fixes and dynamic:
         floats = [row.source for row in outlook.varying if row.dynamic and row.kind == "value"
                   and _PLAIN_NAME.fullmatch(row.source) and all(_FLOAT.fullmatch(v)
