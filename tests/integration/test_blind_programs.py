@@ -542,14 +542,20 @@ def _batch_dim_recompiles(run_dir: Path) -> int:
 def test_a_partial_last_batch_among_other_changes_is_told_to_drop_it(doctor_run: Any) -> None:
     """hf_collate: the padded length changes every batch, the last batch of 90 samples is 2
     (batches of 8), and HF writes config.problem_type on the first call. The batch-size change
-    is named as a partial last batch, with drop_last=True first; the fixed program (its
-    DataLoader with drop_last=True) has no recompile on the batch dim, by the raw trace."""
+    is named as a partial last batch, with drop_last=True before the marks; problem_type with
+    the value to set first; the fixed program has no recompile on the batch dim, by the raw
+    trace, and two compiles in all."""
     report, run_dir, _ = run(doctor_run, "hf_collate", *EAGER)
     finding = _finding(report, "recompiles")
     advice = finding["advice"]
     assert "went from 8 to 2 once, after" in advice and "pattern of a partial last batch" in advice
     assert advice.index("drop_last=True") < advice.index("maybe_mark_dynamic")
     assert "kwargs['labels'].shape[0]" in advice.split("drop_last")[0]
+    # HF sets config.problem_type on the first forward: named with the value it takes.
+    assert ("`model.config.problem_type = 'single_label_classification'` on the compiled module "
+            "before the first call") in advice  # fmt: skip
     _, fixed_dir, _ = run(doctor_run, "hf_collate_fixed", *EAGER)
     assert _batch_dim_recompiles(run_dir) == 1 and _batch_dim_recompiles(fixed_dir) == 0
-    assert compiles(fixed_dir) < compiles(run_dir)
+    # The fixed program (padded to 64, drop_last, problem_type in its config) compiles twice,
+    # train and eval, by the raw trace: no graph for problem_type None.
+    assert compiles(fixed_dir) == 2 < compiles(run_dir)

@@ -396,6 +396,37 @@ PARTIAL_BATCH_CALLS = 3
 """Calls at the full batch size before the smaller one, for it to read as a last batch."""
 
 
+def _set_on_first_call(explanation: FrameExplanation) -> list[str]:
+    """An attribute that was None for the first call only and then kept one value: the first
+    call set it (lazy initialization, as a Hugging Face model sets ``config.problem_type`` on
+    its first forward with labels), so the first graph served one call. Set it before."""
+    first = explanation.variants[0] if explanation.variants else None
+    if first is None or first.calls != 1 or not explanation.recompiles:
+        return []
+    changed = {change.source for change in explanation.recompiles[0].changes}
+    texts = []
+    for row in explanation.outlook.varying:
+        if (row.kind != "none" or row.changes != 1 or len(row.values) != 2
+                or row.values[0] != "None" or row.source not in changed
+                or not row.source.startswith("self.")):  # fmt: skip
+            continue
+        value = row.values[1]
+        hf = (" (a Hugging Face model sets config.problem_type on its first forward with labels: "
+              f"pass problem_type={value} to its config)" if row.source.endswith(
+                  ".config.problem_type") else "")  # fmt: skip
+        others = sorted(changed - {row.source})
+        gain = (f": one compile fewer once {', '.join(others[:2])}"
+                f"{' and the rest' if len(others) > 2 else ''}, which changed at the same "
+                "call, stop changing too" if others else ": one compile fewer")  # fmt: skip
+        texts.append(
+            f"{row.source} was None for the first call only, then {value}: the first call sets "
+            "it, so the graph compiled for None served that one call. Set "
+            f"`{row.source.replace('self.', 'model.', 1)} = {value}` on the compiled module "
+            f"before the first call{hf}{gain}."
+        )
+    return texts
+
+
 def partial_batch_fix(explanation: FrameExplanation) -> str | None:
     """One change of a batch dim to a smaller size after many calls at the first: the
     pattern of a partial last batch (200 samples in batches of 16 end with one of 8). Every
@@ -811,6 +842,7 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
     partial = partial_batch_fix(explanation)
     if partial:  # first: it removes the variant; the others keep or mark what changes
         fixes.insert(0, Fix(partial))
+    fixes[:0] = [Fix(text) for text in _set_on_first_call(explanation)]
     if outlook.bounded and not fixes and dynamic:
         floats = [row.source for row in outlook.varying if row.dynamic and row.kind == "value"
                   and _PLAIN_NAME.fullmatch(row.source) and all(_FLOAT.fullmatch(v)
