@@ -363,6 +363,10 @@ def test_a_backward_only_bug_is_searched_in_the_gradients_of_the_training_cell(
     assert "the gradients leave eager's, first in backward order at squash.lin" in said
     page = (tmp_path / "out" / "report.md").read_text()
     assert "gradients diverge in squash (Squash)" in page
+    # The pass in the environment is named where it is defined, not by a memory address.
+    hook = next(n for n, t in enumerate(lines, 1) if t.startswith("def scale_tanh_derivative"))
+    changed = report["environment"]["config_changes"]["inductor"]["post_grad_custom_post_pass"]
+    assert changed == f"<function scale_tanh_derivative (backward_pass.py:{hook})>"
 
 
 def _script_numerics(program: str, tmp: Path, run_env: dict[str, str],

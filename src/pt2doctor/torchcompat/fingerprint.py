@@ -9,6 +9,20 @@ from typing import Any
 from pt2doctor.torchcompat.inductor import compiler_hooks
 
 
+def _shown(value: Any) -> str:
+    """A config value as the report shows it: its repr, except a function (a pass hook), which
+    is named with where it is defined instead of its memory address (``<function my_pass
+    (passes.py:12)>``: the same in every process)."""
+    import inspect
+    import os
+
+    if inspect.isfunction(value) or inspect.ismethod(value):
+        code = getattr(value, "__code__", None)
+        where = f" ({os.path.basename(code.co_filename)}:{code.co_firstlineno})" if code else ""
+        return f"<function {getattr(value, '__qualname__', '?')}{where}>"
+    return repr(value)
+
+
 def _config_changes(module: Any) -> dict[str, Any]:
     """Config values the program or the environment set (private ConfigModule layout):
     entries with a user override or a forcing environment variable; aliases and deprecated
@@ -32,7 +46,7 @@ def _config_changes(module: Any) -> dict[str, Any]:
                 value = getattr(module, name)
                 # Mutable defaults are copied into the override on first read: compare too.
                 if (override is not unset or forced is not unset) and value != entry.default:
-                    changed[name] = repr(value)
+                    changed[name] = _shown(value)
             except Exception:  # a config whose getter fails is not worth crashing the program
                 continue
     return changed
