@@ -206,6 +206,18 @@ def run_numerics_repro_alone(numerics: dict[str, Any], tmp: Path, env: dict[str,
                           capture_output=True, text=True, timeout=TIMEOUT_S)  # fmt: skip
 
 
+def assert_first_forward_and_repro(
+    numerics: dict[str, Any], program: str, tmp: Path, env: dict[str, str]
+) -> None:
+    """The culprit's source is the program's first ``def forward``, and the numerics repro,
+    copied to an empty folder, reproduces alone."""
+    lines = (ABLATE_DIR / program).read_text().splitlines()
+    forward = next(n for n, text in enumerate(lines, 1) if "def forward" in text)
+    assert numerics["culprit_source"].endswith(f"{program}:{forward}")
+    ran = run_numerics_repro_alone(numerics, tmp, env)
+    assert ran.returncode == 1 and "WRONG NUMBERS" in ran.stdout, ran.stderr[-2000:]
+
+
 def assert_user_pass(report: dict[str, Any], program: str, function: str) -> dict[str, Any]:
     """The conclusion names the user's pass (function, file:line of its def, the hook) and
     the first workaround turns that hook off; nothing says "report it upstream"."""
@@ -328,11 +340,7 @@ def test_script_ladder_with_an_accuracy_check(tmp_path: Path, run_env: dict[str,
     assert numerics["completed"] and numerics["culprit"] == "" and numerics["own_code"] is True
     unit = "Net (torch.compile(module), the 1st compiled unit called)"
     assert numerics["unit"] == unit and f"in the program's {unit}" in done.stdout
-    lines = (ABLATE_DIR / "script_relu.py").read_text().splitlines()
-    forward = next(n for n, text in enumerate(lines, 1) if "def forward" in text)
-    assert numerics["culprit_source"].endswith(f"script_relu.py:{forward}")
-    ran = run_numerics_repro_alone(numerics, tmp_path, run_env)
-    assert ran.returncode == 1 and "WRONG NUMBERS" in ran.stdout, ran.stderr[-2000:]
+    assert_first_forward_and_repro(numerics, "script_relu.py", tmp_path, run_env)
 
 
 def test_a_backward_only_bug_is_searched_in_the_gradients_of_the_training_cell(
@@ -394,11 +402,7 @@ def test_script_numerics_searches_each_region_compiled_in_place_and_stops_at_the
     assert [unit["diverges"] for unit in numerics["searched"]] == [False, False, True]
     assert numerics["unit"].startswith("Block (module.compile(), the 3rd compiled unit called)")
     assert numerics["culprit"] == "" and numerics["own_code"] is True
-    lines = (ABLATE_DIR / "script_regional.py").read_text().splitlines()
-    forward = next(n for n, text in enumerate(lines, 1) if "def forward" in text)
-    assert numerics["culprit_source"].endswith(f"script_regional.py:{forward}")
-    ran = run_numerics_repro_alone(numerics, tmp_path, run_env)
-    assert ran.returncode == 1 and "WRONG NUMBERS" in ran.stdout, ran.stderr[-2000:]
+    assert_first_forward_and_repro(numerics, "script_regional.py", tmp_path, run_env)
 
 
 def test_script_numerics_finds_the_module_a_compiled_function_calls(

@@ -272,7 +272,10 @@ class _Spill:
             return torch.load(value.path, weights_only=False)
         return value
 
-    def close(self) -> None:
+    def __enter__(self) -> _Spill:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         import shutil
 
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -418,12 +421,9 @@ def compare_modules(
     ``compile_fn``: how to compile a module instead (a check variant's settings).
     ``repro_dir``: where to write a standalone repro of the culprit. ``try_knobs``: try
     the numerics knobs at the culprit (default: when compiling with Inductor by name)."""
-    spill = _Spill()
-    try:
+    with _Spill() as spill:
         return _compare(model, args, kwargs, backend, tolerance, compile_fn, repro_dir,
                         try_knobs, spill)  # fmt: skip
-    finally:
-        spill.close()
 
 
 def _compare(
