@@ -359,10 +359,10 @@ def _numerics(
     timeout: float,
     progress: Callable[[str], None] | None,
 ) -> dict[str, Any]:
-    """Where the numbers diverge: one more run of the program, whose first compiled module's
-    first call is searched at exit with the failing rung's backend (ablate/script_numerics.py)."""
+    """Where the numbers diverge: one more run of the program, whose compiled units' first
+    calls are searched at exit with the failing rung's backend (ablate/script_numerics.py)."""
     if progress:
-        progress("where the numbers diverge: the program's first compiled module")
+        progress("where the numbers diverge: the program's compiled units")
     run_dir = out / "numerics"
     plugin = {PLUGIN_ENV: NUMERICS_PLUGIN, NUMERICS_BACKEND_ENV: failing["backend"],
               NUMERICS_REPRO_ENV: str((run_dir / "repro").resolve())}  # fmt: skip

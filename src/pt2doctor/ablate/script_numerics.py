@@ -140,6 +140,11 @@ def install(recorder: Any) -> None:
             return
         from pt2doctor.cases.numerics import compare_modules
 
+        # At exit the interpreter has shut its thread pools: Inductor compiles in process.
+        with torchcompat.inductor_config_patch(compile_threads=1):
+            _search(compare_modules)
+
+    def _search(compare_modules: Any) -> None:
         searched: list[dict[str, Any]] = []
         found = None
         for index, unit in enumerate(units, 1):
