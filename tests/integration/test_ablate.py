@@ -378,9 +378,11 @@ def test_a_backward_only_bug_is_searched_in_the_gradients_of_the_training_cell(
 
 
 def _script_numerics(program: str, tmp: Path, run_env: dict[str, str],
-                     monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:  # fmt: skip
+                     monkeypatch: pytest.MonkeyPatch,
+                     backend: str = "relu_accuracy_error_TESTING_ONLY") -> dict[str, Any]:  # fmt: skip
     """Script mode's numerics run alone (ablate/script.py ``_numerics``): the program run once
-    more with the numerics plugin, its units searched at exit with the relu-planted backend."""
+    more with the numerics plugin, its units searched at exit with ``backend`` (the failing
+    rung's; by default the relu-planted one)."""
     from pt2doctor.ablate.script import _numerics
 
     for key, value in run_env.items():
@@ -388,8 +390,7 @@ def _script_numerics(program: str, tmp: Path, run_env: dict[str, str],
     outputs = tmp / "outputs"
     outputs.mkdir()
     command = [sys.executable, str(ABLATE_DIR / program), str(outputs)]
-    return _numerics(command, {"backend": "relu_accuracy_error_TESTING_ONLY"}, tmp / "n", 600,
-                     None)  # fmt: skip
+    return _numerics(command, {"backend": backend}, tmp / "n", 600, None)
 
 
 def test_script_numerics_searches_each_region_compiled_in_place_and_stops_at_the_wrong_one(
@@ -415,6 +416,75 @@ def test_script_numerics_finds_the_module_a_compiled_function_calls(
     assert numerics["unit"] == ("Net (called in the compiled function predict, the 1st "
                                 "compiled unit called)")  # fmt: skip
     assert numerics["culprit"] == "ff" and numerics["own_code"] is True
+    ran = run_numerics_repro_alone(numerics, tmp_path, run_env)
+    assert ran.returncode == 1 and "WRONG NUMBERS" in ran.stdout, ran.stderr[-2000:]
+
+
+BLIND = "blind"  # wrong-numbers programs written blind (tests/programs/ablate/blind/TRUTH.md)
+
+
+def _line(program: str, code: str) -> int:
+    lines = (ABLATE_DIR / program).read_text().splitlines()
+    (line,) = [n for n, text in enumerate(lines, 1) if code in text]
+    return line
+
+
+def test_blind_regional_vit_is_found_in_the_third_block_and_cleared_by_its_pass_off(
+    tmp_path: Path, run_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TRUTH.md 1: every block compiled with block.compile(); a post-grad pass swaps sigmoid
+    for a hard sigmoid, and only blocks.2.mlp (GatedMLP, forward at its line) calls sigmoid."""
+    numerics = _script_numerics(
+        f"{BLIND}/vit_regional.py", tmp_path, run_env, monkeypatch, "inductor"
+    )
+    assert numerics["completed"], numerics
+    assert [unit["diverges"] for unit in numerics["searched"]] == [False, False, True]
+    assert numerics["unit"].startswith("Block (module.compile(), the 3rd compiled unit called)")
+    assert (numerics["culprit"], numerics["culprit_kind"]) == ("mlp", "GatedMLP")
+    forward = _line(f"{BLIND}/vit_regional.py", "return self.down(torch.sigmoid") - 1
+    assert numerics["culprit_source"].endswith(f"vit_regional.py:{forward}")  # its def forward
+    assert numerics["cleared_by"] == "post_grad_custom_post_pass=None"
+
+
+def test_blind_text_classifier_with_a_compiled_forward_and_a_pass_object(
+    tmp_path: Path, run_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TRUTH.md 3: ``model.forward = torch.compile(model.forward)`` and a CustomGraphPass
+    instance (its uuid() hashes __file__) that rewrites tanh wrongly: only the head calls
+    tanh. The copy searched runs its own forward; the repro makes the pass object again."""
+    numerics = _script_numerics(
+        f"{BLIND}/textcls_compile.py", tmp_path, run_env, monkeypatch, "inductor"
+    )
+    assert numerics["completed"], numerics
+    assert numerics["unit"].startswith("TextClassifier (torch.compile(module.forward)")
+    assert (numerics["culprit"], numerics["culprit_kind"]) == ("head", "ClassificationHead")
+    assert numerics["cleared_by"] == "post_grad_custom_pre_pass=None"
+    ran = run_numerics_repro_alone(numerics, tmp_path, run_env)
+    assert ran.returncode == 1 and "WRONG NUMBERS" in ran.stdout, ran.stderr[-2000:]
+
+
+def test_blind_forecaster_is_the_programs_own_traced_code_not_a_compiler_bug(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """TRUTH.md 2: a compiled function calls the model; RMSNorm branches on is_compiling()
+    into a custom op whose kernel reduces the wrong dim. It fails at the Dynamo rung (backend
+    eager): user code, at the branch, naming the op; the numerics repro defines the op and
+    reproduces alone."""
+    outputs = tmp_path / "outputs"
+    outputs.mkdir()
+    check = f"{sys.executable} {ABLATE_DIR / BLIND / 'check_outputs.py'} {outputs}"
+    program = ABLATE_DIR / BLIND / "forecast_predict.py"
+    report, done = ablate(tmp_path, run_env, "--accuracy-check", check, "--no-verify-repro",
+                          "--", sys.executable, str(program), str(outputs))  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    verdict = report["conclusion"]
+    assert (verdict["layer"], verdict["category"]) == ("dynamo", "user_side"), verdict
+    user = verdict["user_side"]
+    branch = _line(f"{BLIND}/forecast_predict.py", "if torch.compiler.is_compiling():")
+    assert user["kind"] == "traced_code" and user["where"] == f"forecast_predict.py:{branch}"
+    assert "tsnet::rms_norm" in user["detail"] and "upstream" not in " ".join(report["workarounds"])
+    numerics = report["numerics"]
+    assert (numerics["culprit"], numerics["custom_ops"]) == ("encoder.norm", ["tsnet::rms_norm"])
     ran = run_numerics_repro_alone(numerics, tmp_path, run_env)
     assert ran.returncode == 1 and "WRONG NUMBERS" in ran.stdout, ran.stderr[-2000:]
 

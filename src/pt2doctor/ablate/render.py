@@ -230,9 +230,10 @@ def numerics_lines(report: AblateReport) -> list[str]:
         lines.append(f"cleared by {found['cleared_by']}: {shorten_paths(found['cleared_because'])}")
     elif found.get("dynamo_only"):
         ops = ", ".join(found.get("custom_ops") or [])
-        lines.append("no knob clears it, and compiled by Dynamo alone it still diverges: the "
-                     "traced code differs from eager's (an is_compiling() branch, a custom op"
-                     + (f": {ops}" if ops else "") + ")")  # fmt: skip
+        lines.append(("no knob clears it, and compiled" if found.get("knobs") else "traced")
+                     + " by Dynamo alone it still diverges: the traced code differs from eager's "
+                     "(an is_compiling() branch, a custom op" + (f": {ops}" if ops else "")
+                     + ")")  # fmt: skip
     elif found.get("knobs"):
         lines.append(f"no knob clears it (tried {', '.join(found['knobs'])})")
     repro = found.get("repro") or {}

@@ -27,6 +27,7 @@ import atexit
 import copy
 import functools
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,10 @@ def _clean_copy(module: Any) -> Any:
     for parent in kept.modules():  # the unwrapped children may hold compiled calls too
         if getattr(parent, "_compiled_call_impl", None) is not None:
             parent._compiled_call_impl = None
+        # ``module.forward = torch.compile(module.forward)``: the copy's own forward again.
+        forward = vars(parent).get("forward")
+        if forward is not None and hasattr(forward, "_torchdynamo_orig_callable"):
+            del parent.forward
     return kept
 
 
@@ -141,6 +146,10 @@ def install(recorder: Any) -> None:
         from pt2doctor.cases.numerics import compare_modules
 
         # At exit the interpreter has shut its thread pools: Inductor compiles in process.
+        # And Python has dropped the script's __file__ (pass hooks hash it in their uuid()).
+        main = sys.modules.get("__main__")
+        if main is not None and not hasattr(main, "__file__") and sys.argv and sys.argv[0]:
+            main.__file__ = os.path.abspath(sys.argv[0])
         with torchcompat.inductor_config_patch(compile_threads=1):
             _search(compare_modules)
 

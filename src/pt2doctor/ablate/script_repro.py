@@ -202,12 +202,18 @@ def repro_imports(
             continue
         shutil.copyfile(source, out / source.name)
         lines.append(f"import {source.stem}  # noqa: E402")
-        lines.append(f"torch._inductor.config.{hook['hook']} = {source.stem}.{hook['function']}")
+        lines.append(f"torch._inductor.config.{hook['hook']} = {source.stem}.{_made(hook)}")
     if own_ops or own_hooks:
         own, why = _program_defs(program, own_ops, own_hooks, out)
         lines += own
         missing += why
     return lines, missing
+
+
+def _made(hook: dict[str, Any]) -> str:
+    """The hook as the repro sets it: the function by name, or a new instance of the class
+    whose object the program set (a CustomGraphPass: ``TanhViaSigmoid()``)."""
+    return f"{hook['instance_of']}()" if hook.get("instance_of") else str(hook["function"])
 
 
 def _uncapturable(hook: dict[str, Any]) -> str:
@@ -245,7 +251,7 @@ def _program_defs(
     )
     (out / f"{PROGRAM_DEFS}.py").write_text(header + found.source)
     lines = [f"import {PROGRAM_DEFS}  # noqa: E402,F401  {', '.join([*op_names, *functions])}"]
-    lines += [f"torch._inductor.config.{h['hook']} = {PROGRAM_DEFS}.{h['function']}"
+    lines += [f"torch._inductor.config.{h['hook']} = {PROGRAM_DEFS}.{_made(h)}"
               for h in hooks if h not in nested]  # fmt: skip
     return lines, missing
 

@@ -536,10 +536,10 @@ def _compare(
             result.knobs[knob] = passes = not alone(node, patch).introduces
             if passes and result.cleared_by is None:
                 result.cleared_by, result.cleared_because = knob, _meaning(knob)
-        if result.cleared_by is None:
-            result.dynamo_only, result.custom_ops = _dynamo_alone(
-                modules[node], eager_calls[node].loaded(), fp64_calls[node].loaded(), tol
-            )
+    if result.cleared_by is None:  # (with backend eager too: the graph's custom ops)
+        result.dynamo_only, result.custom_ops = _dynamo_alone(
+            modules[node], eager_calls[node].loaded(), fp64_calls[node].loaded(), tol
+        )
     if repro_dir is not None:
         from pt2doctor.cases.numerics_repro import write_repro
         from pt2doctor.torchcompat.inductor import compiler_hooks
@@ -549,7 +549,7 @@ def _compare(
         result.repro = write_repro(Path(repro_dir), module, (call.args, call.kwargs),
                                    (fp64_call.args, fp64_call.kwargs),
                                    named, tol, compiler_hooks(with_callable=True), node,
-                                   result.culprit_source)  # fmt: skip
+                                   result.culprit_source, result.custom_ops)  # fmt: skip
         if not isinstance(backend, str):
             result.repro["standalone"] = False
             result.repro["not_standalone_because"].append(

@@ -94,7 +94,12 @@ def users_file(thing: Any) -> Path | None:
     trace/messages.py ``is_user_file`` decides). A class is found by its ``forward``'s code
     (a class defined in a script run as ``__main__`` under a runner has no module file of its
     own)."""
-    code = getattr(getattr(thing, "forward", thing), "__code__", None)
+    # An nn.Module by its forward; another class (a pass object's) by its own __call__.
+    method = getattr(thing, "forward", None)
+    if method is None and isinstance(thing, type):
+        method = vars(thing).get("__call__")
+    method = thing if method is None else method
+    code = getattr(method, "__code__", None) or getattr(thing, "__code__", None)
     file = code.co_filename if code is not None else None
     if not file:
         try:
@@ -116,9 +121,11 @@ def write_repro(
     hooks: list[dict[str, Any]],
     culprit: str,
     where: str | None,
+    ops: list[str] | None = None,
 ) -> dict[str, Any]:
     """Write the repro of ``module`` into ``folder``; returns what was written and whether it
-    stands alone (``not_standalone_because``: each piece that could not be copied)."""
+    stands alone (``not_standalone_because``: each piece that could not be copied). ``ops``:
+    the custom ops (``ns::op``) its graph calls, whose definitions are copied too."""
     import torch
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -132,20 +139,22 @@ def write_repro(
     hook_lines, missing = [], []
     for hook in hooks:
         function = hook.get("callable")
-        path = users_file(function) if function is not None else None
-        name = getattr(function, "__name__", None)
-        if path is None or name is None or "<" in str(getattr(function, "__qualname__", "<")):
+        made = type(function) if hook.get("instance_of") else function  # a pass object: its class
+        path = users_file(made) if made is not None else None
+        name = getattr(made, "__name__", None)
+        if path is None or name is None or "<" in str(getattr(made, "__qualname__", "<")):
             missing.append(f"the {hook['hook']} hook {name or '?'} is not a top-level function "
-                           "of a source file")  # fmt: skip
+                           "or class of a source file")  # fmt: skip
             continue
         wanted.setdefault(path, []).append(name)
-        modules_of.setdefault(path, getattr(function, "__module__", path.stem))
+        modules_of.setdefault(path, getattr(made, "__module__", path.stem))
+        value = f"{name}()" if hook.get("instance_of") else name
         hook_lines.append(f"from defs_{path.stem} import {name}  # noqa: E402\n"
-                          f"torch._inductor.config.{hook['hook']} = {name}")  # fmt: skip
+                          f"torch._inductor.config.{hook['hook']} = {value}")  # fmt: skip
     moved: dict[tuple[str, str], str] = {}
     files = []
     for path, names in sorted(wanted.items()):
-        extracted = extract_definitions(path.read_text(), sorted(set(names)), [])
+        extracted = extract_definitions(path.read_text(), sorted(set(names)), list(ops or []))
         missing += extracted.missing
         target = folder / f"defs_{path.stem}.py"
         target.write_text(f'"""Definitions copied by pt2doctor from {path.name}."""\n\n'

@@ -123,16 +123,23 @@ def recording_custom_op_calls(grad: bool = True) -> Iterator[dict[str, tuple[Any
 
 def describe_callable(value: Any) -> dict[str, Any]:
     """``{function, file, line}`` of a function, a bound method, a functools.partial or an
-    object with ``__call__`` (Inductor's CustomGraphPass)."""
+    object with ``__call__`` (Inductor's CustomGraphPass: then also ``instance_of``, its
+    class)."""
     import inspect
 
     target = getattr(value, "func", value)  # functools.partial
+    instance = None
     if not (inspect.isfunction(target) or inspect.ismethod(target)):
+        if callable(target) and not inspect.isclass(target):
+            instance = type(target).__qualname__
         target = type(target).__call__ if callable(target) else target
     target = inspect.unwrap(target)
     code = getattr(target, "__code__", None)
-    return {
+    found = {
         "function": getattr(target, "__qualname__", None) or repr(value)[:80],
         "file": code.co_filename if code else None,
         "line": code.co_firstlineno if code else None,
     }
+    if instance is not None:  # an object called as the hook: a repro makes one again
+        found["instance_of"] = instance
+    return found

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pt2doctor.analysis.recompiles.sources import human_source
@@ -391,4 +392,72 @@ def diagnose(pieces: dict[str, Any], failing: dict[str, Any] | None) -> dict[str
         or backend_verdict(pieces.get("user_backend"), failing.get("layer"))
         or toggle_verdict(toggles)
         or data_dependent_verdict(failing)
+        or traced_code_verdict(pieces.get("numerics"), failing)
     )
+
+
+def _is_compiling_line(source: str | None) -> tuple[str, str] | None:
+    """(``file:line``, code) of a ``torch.compiler.is_compiling()`` (or Dynamo's
+    ``is_compiling()``) test in the forward that starts at ``source`` (``file:line``)."""
+    if not source or ":" not in source:
+        return None
+    file, _, start = source.rpartition(":")
+    try:
+        lines = Path(file).read_text(encoding="utf-8").splitlines()
+        first = int(start)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    body = lines[first - 1 :]
+    indent = len(body[0]) - len(body[0].lstrip()) if body else 0
+    for offset, text in enumerate(body[1:], first + 1):
+        if text.strip() and len(text) - len(text.lstrip()) <= indent:
+            break  # the end of the forward
+        if "is_compiling(" in text:
+            return f"{os.path.basename(file)}:{offset}", text.strip()
+    return None
+
+
+def traced_code_verdict(
+    numerics: dict[str, Any] | None, failing: dict[str, Any]
+) -> dict[str, Any] | None:
+    """Wrong numbers at the Dynamo rung (backend eager: nothing compiles the graph), in a
+    module that diverges traced alone: the code Dynamo traces is not the code eager runs, by
+    the program's own hand (a ``torch.compiler.is_compiling()`` branch, a custom op whose
+    kernel differs from the eager path)."""
+    found = numerics or {}
+    if failing.get("status") != "diverged" or failing.get("layer") != "dynamo":
+        return None
+    if not found.get("diverges") or found.get("culprit") is None or not found.get("dynamo_only"):
+        return None
+    ops = list(found.get("custom_ops") or [])
+    branch = _is_compiling_line(found.get("culprit_source"))
+    if not ops and branch is None:
+        return None
+    culprit = found.get("culprit") or "the model"
+    worst = ((found.get("path") or [{}])[-1]).get("worst") or {}
+    evidence = (f"{culprit} traced alone by Dynamo (backend eager) on eager's recorded input: "
+                f"{worst.get('name')} max abs error {worst.get('max_abs_error')} against "
+                "eager")  # fmt: skip
+    where = os.path.basename(str(found.get("culprit_source") or "")) or "?"
+    parts = []
+    if branch is not None:
+        parts.append(f"its forward branches on is_compiling() ({branch[0]}: `{branch[1]}`)")
+    if ops:
+        parts.append(f"its traced graph calls {', '.join(ops)}")
+    detail = (f"{culprit} ({found.get('culprit_kind')}, {where}) gives other numbers traced by "
+              f"Dynamo than eager: {' and '.join(parts)}")  # fmt: skip
+    fix = (
+        "Make the compiled path compute what the eager path computes: "
+        + (f"compare {', '.join(ops)}'s kernel with the eager code and fix the one that is "
+           "wrong" if ops else "the two sides of the is_compiling() branch must agree")
+        + (f"; the branch at {branch[0]} runs one side in eager and the other compiled"
+           if branch is not None and ops else "")
+        + "."
+    )  # fmt: skip
+    return {
+        "kind": "traced_code",
+        "detail": detail,
+        "evidence": [evidence],
+        "where": branch[0] if branch is not None else where,
+        "fix": fix,
+    }
