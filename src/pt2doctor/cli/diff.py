@@ -44,9 +44,11 @@ def load_report(path: Path) -> dict[str, Any]:
         path = path / "report.json"  # a check run directory
     if path.is_dir() and (path / "trials").is_dir() and (path / "report.json").is_file():
         path = path / "report.json"  # an ablate --out directory
-    from pt2doctor.report.device_report import build_device_report, is_profile_trace
+    from pt2doctor.trace.profile_paths import is_profile_trace
 
     if is_profile_trace(path) and not _is_report_json(path):  # a profiler trace: explained
+        from pt2doctor.report.device_report import build_device_report
+
         return build_device_report(path)
     if path.is_file() and path.suffix == ".json":
         try:

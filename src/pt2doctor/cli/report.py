@@ -58,9 +58,11 @@ def run_dir_plan(run_dir: Path, fmt: str, redact: bool, use_tlparse: bool) -> Ou
 
 def explain(path: Path, plan: OutputPlan, collective_timeout: float | None = None) -> RunReport:
     """Build the report for ``path`` and emit it as planned; returns the (unredacted) report."""
-    from pt2doctor.report.device_report import build_device_report, is_profile_trace
+    from pt2doctor.trace.profile_paths import is_profile_trace
 
     if not is_run_dir(path) and is_profile_trace(path):  # a profiler trace the user has
+        from pt2doctor.report.device_report import build_device_report
+
         device = build_device_report(path)
         emit(device, plan)
         return device  # type: ignore[return-value]

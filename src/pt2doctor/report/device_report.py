@@ -30,27 +30,13 @@ from pt2doctor.errors import UsageError
 from pt2doctor.report.profile_schema import profile_section
 from pt2doctor.report.sections import Section
 from pt2doctor.trace.chrome import read_chrome_trace, read_head
+from pt2doctor.trace.profile_paths import trace_paths
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-TRACE_SUFFIXES = (".json", ".json.gz", ".gz")
 CPU_ONLY = "no device events: a CPU-only trace (nothing ran on a GPU while it recorded)"
 NO_FINDINGS = "No findings: nothing on the device side needs action."
-
-
-def is_profile_trace(path: Path) -> bool:
-    """A profiler (Chrome/Kineto) trace by its name, or a directory holding only those."""
-    if path.is_dir():
-        files = [p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")]
-        return bool(files) and all(p.name.endswith(TRACE_SUFFIXES) for p in files)
-    return path.is_file() and path.name.endswith(TRACE_SUFFIXES)
-
-
-def trace_paths(path: Path) -> list[Path]:
-    if path.is_dir():
-        return sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(TRACE_SUFFIXES))
-    return [path]
 
 
 @dataclass

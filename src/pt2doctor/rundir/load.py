@@ -20,7 +20,6 @@ from pt2doctor.rundir import (
 )
 from pt2doctor.rundir.read import is_run_dir, load_manifest, load_probes
 from pt2doctor.trace import find_trace_logs
-from pt2doctor.trace.chrome import read_chrome_trace
 from pt2doctor.trace.collect import collect_run
 from pt2doctor.trace.fusion_log import Scheduling, parse_fusion_log
 from pt2doctor.trace.types import ProfileCapture, Run, Try
@@ -92,6 +91,8 @@ def load_profile(path: Path) -> ProfileCapture | None:
         return ProfileCapture({}, None, str(trace_path), f"no window description: {error}")
     if not isinstance(window, dict):
         return ProfileCapture({}, None, str(trace_path), "window.json is not an object")
+    from pt2doctor.trace.chrome import read_chrome_trace  # (a run profiled: rare)
+
     try:
         trace = read_chrome_trace(trace_path)
     except (OSError, ValueError) as error:

@@ -16,7 +16,6 @@ did not escape) is counted in ``bad_events``.
 from __future__ import annotations
 
 import gzip
-import multiprocessing
 import os
 import threading
 from array import array
@@ -260,6 +259,8 @@ def _merge(trace: ChromeTrace, columns: Columns, index: dict[str, dict[Any, int]
 def _read_parallel(chunks: Iterator[bytes], workers: int) -> ChromeTrace:
     """Chunks parsed by ``workers`` processes, merged in order (fork when this process has
     no other thread, else spawn)."""
+    import multiprocessing  # (~7 ms: only a large trace is read in parallel)
+
     method = "fork" if threading.active_count() == 1 else "spawn"
     trace = ChromeTrace()
     index: dict[str, dict[Any, int]] = {"name": {}, "cat": {}, "thread": {}}
