@@ -559,3 +559,75 @@ def test_a_partial_last_batch_among_other_changes_is_told_to_drop_it(doctor_run:
     # The fixed program (padded to 64, drop_last, problem_type in its config) compiles twice,
     # train and eval, by the raw trace: no graph for problem_type None.
     assert compiles(fixed_dir) == 2 < compiles(run_dir)
+
+
+def _printed(stdout: str) -> list[str]:
+    """The result lines a fourth-batch program prints (losses, logits, rounded by it)."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    assert lines, stdout[-2000:]
+    return lines
+
+
+FOURTH = {"BACKEND": "eager"}  # the fourth batch's programs pick their backend from BACKEND
+
+
+def test_a_global_step_read_in_a_compiled_function_is_passed_as_a_tensor(doctor_run: Any) -> None:
+    """TRUTH.md 26: GLOBAL_STEP += 1 every step, read inside the compiled loss: 8 variants,
+    the limit, then eager; passed in as a tensor, one graph and the same losses."""
+    done = doctor_run("blind_global_step", list(EAGER), "../real/blind/global_step_counter",
+                      env=FOURTH)  # fmt: skip
+    report = json.loads((done.run_dir / "report.json").read_text())
+    assert _finding(report, "recompile_limit_hit")["severity"] == "error"
+    advice = _finding(report, "recompiles")["advice"]
+    line = BLIND / "global_step_counter.py"
+    read = line_of("global_step_counter", "warmup = min(1.0, (GLOBAL_STEP + 1) / WARMUP_STEPS)")
+    assert f"{line}:{read}" in advice and "Pass it as a tensor" in advice
+    fixed = doctor_run("blind_global_step_fixed", list(EAGER),
+                       "../real/blind/global_step_counter_fixed", env=FOURTH)  # fmt: skip
+    assert graphs(fixed.run_dir) == 1 < graphs(done.run_dir)
+    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
+        (done.run_dir / "stdout.log").read_text()
+    )
+
+
+def test_a_debug_log_of_item_values_is_guarded_not_captured(doctor_run: Any) -> None:
+    """TRUTH.md 27: ``log.debug(..., h.mean().item(), h.std().item())`` in each block, at a
+    level that prints nothing: two .item() breaks and the Logger call's, Net.forward skipped.
+    The fix guards the line with is_compiling() (the author's: 15 graphs -> 2), and torch's
+    capture_scalar_outputs hint, which the logging call's own break defeats, is not offered."""
+    done = doctor_run("blind_print_debug", list(EAGER), "../real/blind/print_debug", env=FOURTH)
+    report = json.loads((done.run_dir / "report.json").read_text())
+    line = line_of("print_debug", "log.debug(")
+    (site,) = [f for f in report["findings"]
+               if f["code"] == "graph_break" and f["subject"].get("line") == line]  # fmt: skip
+    assert "`if not torch.compiler.is_compiling():`" in site["advice"]
+    assert "Set `torch._dynamo.config.capture_scalar_outputs = True`" not in site["advice"]
+    assert report["plan"][0]["code"] in ("frame_skipped", "graph_break")
+    fixed = doctor_run("blind_print_debug_fixed", list(EAGER),
+                       "../real/blind/print_debug_fixed", env=FOURTH)  # fmt: skip
+    assert break_sites(fixed.run_dir) == 0 < break_sites(done.run_dir)
+    assert graphs(fixed.run_dir) < graphs(done.run_dir)
+    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
+        (done.run_dir / "stdout.log").read_text()
+    )
+
+
+def test_a_size_made_static_by_a_tensor_of_its_range_is_told_arange(doctor_run: Any) -> None:
+    """TRUTH.md 28: ``torch.tensor(list(range(T)))`` needs T's value, so the padded length
+    never becomes dynamic and its recurring values compile one variant each. Not 'by
+    design': the line and ``torch.arange(T)`` (the author's fix: 8 graphs -> 3)."""
+    done = doctor_run("blind_tensor_from_list", list(EAGER), "../real/blind/tensor_from_list",
+                      env=FOURTH)  # fmt: skip
+    report = json.loads((done.run_dir / "report.json").read_text())
+    finding = _finding(report, "recompiles")
+    line = line_of("tensor_from_list", "positions = torch.tensor(list(range(T)))")
+    assert finding["severity"] == "warning" and "by design" not in finding["title"]
+    assert f"tensor_from_list.py:{line}" in finding["title"]
+    assert "`torch.arange(T)`" in finding["advice"]
+    assert report["plan"][0]["code"] == "recompiles"
+    fixed = doctor_run("blind_tensor_from_list_fixed", list(EAGER),
+                       "../real/blind/tensor_from_list_fixed", env=FOURTH)  # fmt: skip
+    assert graphs(fixed.run_dir) < graphs(done.run_dir)
+    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
+        (done.run_dir / "stdout.log").read_text()
+    )

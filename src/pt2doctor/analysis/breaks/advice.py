@@ -254,6 +254,18 @@ SCALAR_STORED_ADVICE = (
     "call, which compiled code must guard (a growing list's length recompiles each step); "
     "torch._dynamo.config.capture_scalar_outputs does not remove that."
 )
+_LOGGED = lazy_compile(
+    r"^\s*(?:print|(?:self\.)?(?:log|logger|_log|_logger|logging)\.(?:debug|info|warning|warn"
+    r"|error|critical|exception|log))\("
+)
+SCALAR_LOGGED_ADVICE = (
+    "This line logs the value: the .item() in its arguments runs on every call, even when the "
+    "log level drops the message, and ends the graph; the {call} call itself is a break too. "
+    "Guard the line with `if not torch.compiler.is_compiling():` (it still logs in eager "
+    "runs; compiled, it is left out of the graph: one graph, no break), or return the tensor "
+    "from the compiled function (.detach()) and log it outside the compiled call. "
+    "torch._dynamo.config.capture_scalar_outputs does not remove the logging call's break."
+)
 SCALAR_SIZE_ADVICE = (
     "The value read here is a count or a size (`{name}`): take it from a shape the code "
     "already has (for example `x.size(0)`), or pass it in as an argument; a shape stays in the "
@@ -375,6 +387,10 @@ def _scalar_advice(event: GraphBreakEvent, following: list[str] | None = None) -
     if masked is not None:
         return masked
     if not _CONTROL_FLOW.search(code):
+        logged = _LOGGED.match(code)
+        if logged is not None:
+            call = logged.group(0).strip().rstrip("(")
+            return SCALAR_LOGGED_ADVICE.format(call=f"`{call}`")
         if _STORED.search(code):
             return SCALAR_STORED_ADVICE
         size = _SIZE_NAME.match(code)

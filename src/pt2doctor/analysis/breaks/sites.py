@@ -309,6 +309,8 @@ def _torch_says(site: GraphBreakSite) -> str:
     hints = [hint.rstrip(". ") for hint in site.hints if not _NOT_ADVICE.search(hint)]
     if site.fix == PRINT_INLINED_ADVICE:  # the hint that would drop this print silently
         hints = [hint for hint in hints if "reorderable_logging_functions" not in hint]
+    if "capture_scalar_outputs does not" in site.fix:  # the advice found it does not help here
+        hints = [hint for hint in hints if "capture_scalar_outputs" not in hint]
     links = _LINK.findall(site.reason)
     # The break's own page (a loop break's text also links the loop's gb7000 page).
     link = (

@@ -27,6 +27,7 @@ from pt2doctor.analysis.recompiles.fixes import (
     learning_rate_sources,
     partial_batch_fix,
     recompile_candidates,
+    user_specialized,
 )
 from pt2doctor.analysis.recompiles.frame_names import compiled_at_label, frame_name
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FailureEntry, FrameEntry, Ledger
@@ -35,6 +36,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     explain_frames,
     merged_change_lines,
     settled,
+    unfreezing_params,
 )
 from pt2doctor.analysis.text import counted, id_ranges
 from pt2doctor.trace.records import ParseStats
@@ -134,8 +136,8 @@ def _recompile_severity(frame: FrameEntry, explanation: FrameExplanation) -> Sev
     names it."""
     if frame.limit_hit:
         return "error"
-    if _recompile_seconds(frame) is not None:
-        return "warning"
+    if _recompile_seconds(frame) is not None or user_specialized(explanation):
+        return "warning"  # (a size the user's line keeps static: a line to change)
     if explanation.outlook.bounded is True or (
         explanation.outlook.bounded is None and _benign(frame)
     ):
@@ -192,6 +194,12 @@ def _recompile_state(frame: FrameEntry, explanation: FrameExplanation) -> str:
         state = f"{frame.variants} variants: {', '.join(inputs)} in {count} dtypes"
     elif bounded is not False and learning_rate_sources(explanation):
         state = f"{frame.variants} variants: a float learning rate (a tensor lr compiles once)"
+    elif bounded is True and unfreezing_params(list(explanation.outlook.varying)):
+        state = f"{frame.variants} variants, one per stage of unfreezing parameters"
+    elif bounded is True and (specialized := user_specialized(explanation)):
+        row, line = specialized[0]
+        state = (f"{frame.variants} variants: {row.source} made static by your code at "
+                 f"{os.path.basename(str(line.file))}:{line.line}")  # fmt: skip
     elif bounded is True and _recompile_seconds(frame) is not None:
         state = (f"{frame.variants} variants; their recompiles cost more than the first compile: "
                  "have fewer (the fixes below)")  # fmt: skip

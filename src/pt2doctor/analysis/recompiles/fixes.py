@@ -32,7 +32,13 @@ from typing import Any
 
 from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.changes import FLAG_KINDS, LAYOUT_KINDS, SourceChange
-from pt2doctor.analysis.recompiles.outlook import FrameExplanation, Outlook, Varying, flag_states
+from pt2doctor.analysis.recompiles.outlook import (
+    FrameExplanation,
+    Outlook,
+    Varying,
+    flag_states,
+    unfreezing_params,
+)
 from pt2doctor.analysis.text import counted
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import SourceLine
@@ -347,6 +353,34 @@ def _recurring_fix(rows: list[Varying], explanation: FrameExplanation) -> Fix:
     return Fix(text)
 
 
+_TENSOR_OF_RANGE = lazy_compile(r"torch\.tensor\(\s*(?:list\(\s*)?range\((?P<args>[^()]*)\)")
+
+
+def _specializing_rewrite(code: str) -> str:
+    """A rewrite of the line that needs the concrete size, where the line is a known idiom
+    (``torch.tensor(list(range(T)))``: a tensor made from Python ints, one per position)."""
+    found = _TENSOR_OF_RANGE.search(code)
+    if found is not None:
+        return (f" Here `torch.arange({found['args'].strip()})` makes the same tensor from the "
+                "size itself, traced symbolically: `torch.tensor` of a Python list needs every "
+                "element's value.")  # fmt: skip
+    return ""
+
+
+def user_specialized(explanation: FrameExplanation) -> list[tuple[Varying, SourceLine]]:
+    """Sizes that kept changing and never became dynamic because the user's own line needed
+    the concrete value (its ``symbolic_shape_specialization`` stack), with that line: a cause
+    the user can remove, whether or not the values recur."""
+    found = []
+    for row in explanation.outlook.varying:
+        if row.kind != "size" or row.dynamic or row.changes < 2:
+            continue
+        change = _first_change(explanation, row.source)
+        if change is not None and change.specialized_at is not None:
+            found.append((row, change.specialized_at))
+    return found
+
+
 def _specialized_size_fix(row: Varying, change: SourceChange | None) -> Fix:
     site = change.specialized_at if change else None
     installed = change.installed_at if change else None
@@ -355,11 +389,12 @@ def _specialized_size_fix(row: Varying, change: SourceChange | None) -> Fix:
             f"{row.source} is made static by your code at {site.file}:{site.line}"
             + (f" (`{site.code.strip()}`)" if site.code else "")
             + f": it needs the concrete size (a dict key, a Python int, a shape-dependent "
-            f"branch), so each new size ({_values(row)}) compiles a new variant. Rewrite that "
-            "line to keep the size a tensor dimension (slice a table built once for the "
-            "longest length instead of caching one per length), or pad inputs to a few fixed "
-            "sizes; marking the dim dynamic does not help there (maybe_mark_dynamic changes "
-            "nothing, mark_dynamic raises ConstraintViolationError)."
+            f"branch, a tensor made from Python ints), so each new size ({_values(row)}) "
+            "compiles a new variant. Rewrite that line to keep the size a tensor dimension "
+            "(slice a table built once for the longest length instead of caching one per "
+            "length), or pad inputs to a few fixed sizes; marking the dim dynamic does not "
+            "help there (maybe_mark_dynamic changes nothing, mark_dynamic raises "
+            "ConstraintViolationError)." + _specializing_rewrite(site.code or "")
         )
     if installed is not None and installed.file and library_path(installed.file) is not None:
         return Fix(
@@ -681,6 +716,22 @@ def _unbounded_fix(
     return None
 
 
+def _unfreezing_fix(rows: list[Varying], variants: int) -> str:
+    owners = sorted({row.source.rpartition(".")[0] or row.source for row in rows})
+    shown = ", ".join(owners[:3]) + (f" and {len(owners) - 3} more" if len(owners) > 3 else "")
+    return (
+        f"The parameters of {shown} went from requires_grad=False to True during the run (a "
+        "gradual unfreezing): requires_grad is guarded, so each stage compiles its own forward "
+        f"(and backward): {variants} variants, one per stage, each compiled once. To compile "
+        "once, leave requires_grad=True on every parameter and freeze by dropping the frozen "
+        "ones' gradients after backward (`p.grad = None` for each frozen p, in a set you shrink "
+        "where you now call requires_grad_(True)): optimizers skip a parameter whose grad is "
+        "None, as they skip a frozen one, so the updates are the same. The backward then also "
+        "computes the frozen gradients; anything that reads every gradient before you drop "
+        "them (clip_grad_norm_ over model.parameters(), gradient logging) must run after."
+    )
+
+
 def _flags_fix(flags: list[Varying], variants: int, dynamic: int) -> str:
     """Pre-warm each state. When values that became dynamic made more variants than the flags
     have states, say so: "6 variants, one per state" was wrong for 2 flags (4 states)."""
@@ -814,6 +865,12 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
                 fix = _static_by_setting(row, call, same) or _beyond_limit_fix(same, outlook)
             elif same[0] is row and not generate:
                 fix = _recurring_fix(same, explanation)
+            if (same[0] is row and not generate and row.kind == "size" and change is not None
+                    and change.specialized_at is not None):  # fmt: skip
+                # They recur because the user's line keeps them static: that line, first.
+                fix = _static_by_setting(row, explanation.compile_call, same) or (
+                    _specialized_size_fix(row, change)
+                )
         elif not row.dynamic and row.kind not in FLAG_KINDS and row.changes >= 2:
             user_static = _dynamic_false_at(explanation.compile_call) is not None
             same = [r for r in outlook.varying if user_static and r.kind == "size"
@@ -837,7 +894,10 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
              and row.kind != "dtype"]  # fmt: skip
     if outlook.bounded and flags and not fixes:
         went_dynamic = sum(1 for row in outlook.varying if row.dynamic)
-        fixes.append(Fix(_flags_fix(flags, len(explanation.variants), went_dynamic)))
+        if unfreezing_params(flags) and not went_dynamic:
+            fixes.append(Fix(_unfreezing_fix(flags, len(explanation.variants))))
+        else:
+            fixes.append(Fix(_flags_fix(flags, len(explanation.variants), went_dynamic)))
     dynamic = [row.source for row in outlook.varying if row.dynamic]
     partial = partial_batch_fix(explanation)
     if partial:  # first: it removes the variant; the others keep or mark what changes

@@ -371,6 +371,18 @@ def flag_states(flags: list[Varying]) -> int:
     return math.prod(max(len(v.values), 2) for v in flags)
 
 
+def unfreezing_params(flags: list[Varying]) -> list[Varying]:
+    """Module parameters whose requires_grad went from False to True once each, the only
+    flags that changed: a gradual-unfreezing schedule (``p.requires_grad_(True)`` on one
+    more block every few steps), not states to pre-warm."""
+    if not flags or any(
+        row.kind != "requires_grad" or not row.source.startswith("self.")
+        or row.values != ["False", "True"] for row in flags
+    ):  # fmt: skip
+        return []
+    return flags
+
+
 def _bounded_reason(varying: list[Varying], variants: int) -> str:
     dynamic = [v.source for v in varying if v.dynamic]
     flags = [v for v in varying if not v.dynamic and v.kind in FLAG_KINDS]
@@ -384,7 +396,10 @@ def _bounded_reason(varying: list[Varying], variants: int) -> str:
             f"{counted(len(dynamic), 'value')} became dynamic and "
             f"{'serves' if len(dynamic) == 1 else 'serve'} new values"
         )
-    if flags:
+    if flags and unfreezing_params(flags):
+        parts.append(f"the requires_grad of {counted(len(flags), 'parameter')} went False → True "
+                     "once each: one variant per stage of unfreezing")  # fmt: skip
+    elif flags:
         names = ", ".join(f"{v.source}: {' / '.join(v.values)}" for v in flags)
         parts.append(f"flags ({names}) give at most {flag_states(flags)} combinations")
     if layouts:
