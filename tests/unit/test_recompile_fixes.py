@@ -9,6 +9,7 @@ from pt2doctor.analysis.recompiles.fixes import (
     recompile_candidates,
     recompile_fixes,
 )
+from pt2doctor.analysis.recompiles.ledger import FrameEntry
 from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
     Outlook,
@@ -291,3 +292,62 @@ def test_a_kwargs_dict_of_another_length_is_a_value_change_with_both_lengths() -
         "1",
         "2",
     )
+
+
+def _timed_frame(seconds: list[float]) -> FrameEntry:
+    """A frame whose compiles took ``seconds`` (the first is its first compile): the clock is
+    the seam, the rest is the ledger's own types."""
+    from pt2doctor.analysis.recompiles.ledger import CompileEntry
+    from pt2doctor.trace.records import CompileId
+    from pt2doctor.trace.types import CompileRecord
+
+    compiles = []
+    for i, spent in enumerate(seconds):
+        record = CompileRecord(CompileId(0, i), "s", has_guarded_code=True)
+        record.compile_time_s = spent
+        compiles.append(CompileEntry(record, "first_compile" if i == 0 else "recompile"))
+    return FrameEntry("s", 0, "forward", "/app/model.py", 3, compiles=compiles)
+
+
+def test_bounded_recompiles_that_cost_more_than_the_first_compile_are_a_warning() -> None:
+    """hf_collate (blind 17): by design or not, 40 s of recompiles against a 10 s first
+    compile is where the run's compile time goes; two cheap recompiles stay info."""
+    from pt2doctor.analysis.findings.trace_findings import _recompile_severity, _recompile_title
+
+    row = Varying("x.shape[0]", "size", ["32", "16"], False, 2, recurs=True)
+    look = FrameExplanation([], None, [], Outlook(True, "3 variants", [row]))
+    costly = _timed_frame([3.0, 4.0, 4.0])
+    assert _recompile_severity(costly, look) == "warning"
+    title = _recompile_title(costly, look)
+    assert "(8.0 s of compiling, the first compile 3.0 s)" in title
+    assert "their recompiles cost more than the first compile" in title
+    cheap = _timed_frame([3.0, 1.0, 1.0])
+    assert _recompile_severity(cheap, look) == "info"
+    assert "s of compiling" not in _recompile_title(cheap, look)
+    # One recompile, however long, is not "recompiles": the first compile's second variant.
+    assert _recompile_severity(_timed_frame([3.0, 9.0]), look) == "info"
+    # Over the first compile but under 5 s in all: compile time too small to be the finding.
+    assert _recompile_severity(_timed_frame([1.0, 2.0, 2.0]), look) == "info"
+
+
+def test_a_gradual_unfreezing_is_one_variant_per_stage_fixed_by_dropping_frozen_grads() -> None:
+    """Parameters whose requires_grad went False -> True once each (one more block every few
+    steps): not states to pre-warm but a schedule; the fix keeps requires_grad and drops the
+    frozen gradients. A grad-mode flag beside them is a state again: the flags fix."""
+    from pt2doctor.analysis.recompiles.outlook import _bounded_reason
+
+    rows = [
+        Varying(f"self.blocks[{i}].weight", "requires_grad", ["False", "True"], False, 1)
+        for i in (2, 3)
+    ]
+    (fix,) = recompile_fixes(explanation([], [], varying=rows))
+    assert "self.blocks[2], self.blocks[3]" in fix and "`p.grad = None`" in fix
+    assert "pre-warm" not in fix
+    assert "one variant per stage of unfreezing" in _bounded_reason(rows, 3)
+    mixed = [*rows, Varying("grad mode", "grad_mode", ["True", "False"], False, 1)]
+    (fix,) = recompile_fixes(explanation([], [], varying=mixed))
+    assert "p.grad = None" not in fix and "grad on / torch.no_grad()" in fix
+    assert "unfreezing" not in _bounded_reason(mixed, 3)
+    # An input's requires_grad is not a module's parameter being unfrozen.
+    inputs = [Varying("x", "requires_grad", ["False", "True"], False, 1)]
+    assert "p.grad = None" not in recompile_fixes(explanation([], varying=inputs))[0]

@@ -286,6 +286,7 @@ def _graph_break(site: GraphBreakSite) -> GraphBreak:
         "frame_skipped": site.frame_skipped,
         "splits_nothing": site.splits_nothing,
         "by_design": site.by_design,
+        "also_in_library": [_source_of(lib) for lib in site.also_in_library],
         "advice": site.advice,
     }
 

@@ -170,6 +170,7 @@ class GraphBreak(_GraphBreakTime):
     frame_skipped: bool
     splits_nothing: bool  # absent in reports before 2026-11-30: renderers do not read it
     by_design: bool  # absent in reports before 2026-12-01: renderers do not read it
+    also_in_library: list[Source]  # absent in reports before 2026-12-04
     advice: str
 
 

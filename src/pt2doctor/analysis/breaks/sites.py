@@ -11,6 +11,7 @@ from typing import Literal, get_args
 
 from pt2doctor.analysis.breaks.advice import PRINT_INLINED_ADVICE, break_advice
 from pt2doctor.analysis.breaks.library_breaks import known_break
+from pt2doctor.analysis.paths import short_library_path
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FrameEntry, Ledger
 from pt2doctor.analysis.text import counted
 from pt2doctor.trace.messages import explanation_and_hints, innermost_user, is_user_file
@@ -99,6 +100,10 @@ class GraphBreakSite:
     by_design: bool = False
     """PyTorch breaks here on purpose (e.g. around every optimizer step): nothing to fix
     (analysis/breaks/library_breaks.py)."""
+    also_in_library: list[SourceLine] = field(default_factory=list)
+    """Breaks in library code reached from this very line (``log.debug(..., x.item())``:
+    the .item() here, then the Logger call's own break in logging/__init__.py), folded into
+    this site: one line to change, not a second site in the user's table."""
 
 
 def categorize_break(event: GraphBreakEvent) -> BreakCategory:
@@ -277,8 +282,33 @@ def graph_break_sites(ledger: Ledger) -> list[GraphBreakSite]:
         site.frame_skipped = site.frame_skipped or (stream, event.compile_id) in skipped
     for key, site in sites.items():
         site.splits_nothing = _splits_nothing(site, broke[key], ledger)
+    for key in _fold_into_user_lines(sites):
+        del sites[key]
+    for site in sites.values():
         site.advice = site_advice(site)
     return list(sites.values())
+
+
+def _fold_into_user_lines(
+    sites: dict[tuple[str | None, int | None, str | None], GraphBreakSite],
+) -> list[tuple[str | None, int | None, str | None]]:
+    """Library sites (not a known one) reached from a user line that breaks on its own: their
+    compiles join that line's site, which names them (``also_in_library``). Returns the keys
+    folded."""
+    by_line = {(s.site.file, s.site.line): s for s in sites.values() if user_caller(s) is None}
+    folded = []
+    for key, site in sites.items():
+        caller = user_caller(site)
+        host = by_line.get((caller.file, caller.line)) if caller and not site.known else None
+        if host is None or host is site:
+            continue
+        host.also_in_library.append(site.site)
+        host.compile_ids += [c for c in site.compile_ids if c not in host.compile_ids]
+        host.streams += [s for s in site.streams if s not in host.streams]
+        host.frame_skipped = host.frame_skipped or site.frame_skipped
+        host.splits_nothing = host.splits_nothing and site.splits_nothing
+        folded.append(key)
+    return folded
 
 
 def _splits_nothing(site: GraphBreakSite, broke: set[tuple[str, str]], ledger: Ledger) -> bool:
@@ -354,6 +384,14 @@ def _site_facts(site: GraphBreakSite) -> str:
         facts += (
             f"{';' if heat else ','} in library code, reached from your {caller.function} "
             f"({os.path.basename(str(caller.file))}:{caller.line})"
+        )
+    if site.also_in_library:
+        names = ", ".join(
+            f"{lib.function} ({short_library_path(lib.file)}:{lib.line})"
+            for lib in site.also_in_library
+        )
+        facts += (
+            f"{';' if heat or caller else ','} it also breaks in the library code it calls: {names}"
         )
     if loop is not None:
         facts += (
