@@ -381,11 +381,53 @@ def _mask_branch(code: str, following: list[str]) -> str | None:
     return MASK_BRANCH_ADVICE.format(name=name, mask=mask)
 
 
+_FOR_OVER_VALUES = lazy_compile(
+    r"^\s*for\s+(?P<names>[\w\s,()]+?)\s+in\s+.*?(?P<tensor>[\w.]+)\.tolist\(\)"
+)
+_NAMES = lazy_compile(r"[A-Za-z_]\w*")
+MODULE_BY_VALUE_ADVICE = (
+    "The values read here pick a module: `{pick}` indexes by a tensor's value, and compiled "
+    "code cannot choose a module by a value it does not know. The code after the break is "
+    "compiled for the values it saw, so every new routing compiles again, until the "
+    "recompile limit, and then runs eagerly; torch._dynamo.config.capture_scalar_outputs "
+    "does not remove that (the break moves to the index). Keep the routing loop out of the "
+    "compiled code: move it into a method decorated with `@torch.compiler.disable` (one "
+    "break, nothing recompiled per routing, the same results; not under fullgraph=True), or "
+    "loop over the modules instead and give each the rows routed to it by a mask "
+    "(`out = out + ({tensor} == j)[:, None] * {module}[j](x)` for each j): one graph, each "
+    "module then runs on every row, and a module that gets no rows receives a zero gradient "
+    "instead of none, which a stateful optimizer (Adam) still applies, so the results "
+    "drift from the eager run's."
+)
+
+
+def _module_by_value(code: str, following: list[str]) -> str | None:
+    """``for i, e in enumerate(expert_ids.tolist()): ... self.experts[e](tok)``: a tensor's
+    values read in Python, each then picking a module of a ModuleList (MoE routing). The
+    values become guards of the code after the break (one variant per routing pattern)."""
+    loop = _FOR_OVER_VALUES.match(code)
+    if loop is None:
+        return None
+    names = set(_NAMES.findall(loop["names"])) - {"in"}
+    for line in following[:10]:
+        for pick in re.finditer(r"(?P<module>self(?:\.\w+)+)\[(?P<index>\w+)\]\s*\(", line):
+            if pick["index"] in names:
+                return MODULE_BY_VALUE_ADVICE.format(
+                    pick=f"{pick['module']}[{pick['index']}]",
+                    module=pick["module"],
+                    tensor=loop["tensor"],
+                )
+    return None
+
+
 def _scalar_advice(event: GraphBreakEvent, following: list[str] | None = None) -> str:
     code = (event.site and event.site.code) or ""
     masked = _mask_branch(code, following or [])
     if masked is not None:
         return masked
+    routed = _module_by_value(code, following or [])
+    if routed is not None:
+        return routed
     if not _CONTROL_FLOW.search(code):
         logged = _LOGGED.match(code)
         if logged is not None:

@@ -55,8 +55,9 @@ def _unrolled(report: Report) -> dict[str, set[tuple[str, str]]]:
             continue
         graph = _GRAPH_OF.match(str(finding["evidence"][1]))
         site, _, code = str(finding["evidence"][0]).partition(": ")
-        if graph:
-            found.setdefault(graph[1], set()).add((file_name(site.rsplit(":", 1)[0]), code))
+        also = str((finding.get("facts") or {}).get("also_in_graphs") or "").split()
+        for compile_id in ([graph[1]] if graph else []) + also:
+            found.setdefault(compile_id, set()).add((file_name(site.rsplit(":", 1)[0]), code))
     return found
 
 

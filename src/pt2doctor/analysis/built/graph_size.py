@@ -70,16 +70,37 @@ def _loop_lines(lines: list[GraphLine], total: int) -> list[list[GraphLine]]:
 
 
 def unrolled_loop_findings(ledger: Ledger) -> list[Finding]:
-    findings = []
+    """One finding per unrolled loop: the variants of a frame that recompiled (a routing
+    loop whose indices are guarded: 8 graphs) each hold the same loop, and the first
+    graph's finding names the others (``facts["also_in_graphs"]``), not one finding each."""
+    found_by: dict[tuple[str, str | None], tuple[Finding, list[tuple[str, int]]]] = {}
     for entry in ledger.compiles:
         found = _graph(entry)
         if found is None:
             continue
         graph, total = found
         for group in _loop_lines(graph.lines, total):
-            if not _per_module_calls(group):
-                findings.append(_unrolled(entry, group, total))
-    return findings
+            if _per_module_calls(group):
+                continue
+            finding = _unrolled(entry, group, total)
+            key = (finding.code, finding.subject.key)
+            if key in found_by:
+                found_by[key][1].append((entry.compile_id, total))
+            else:
+                found_by[key] = (finding, [])
+    return [_also_in(finding, others) for finding, others in found_by.values()]
+
+
+def _also_in(finding: Finding, others: list[tuple[str, int]]) -> Finding:
+    if not others:
+        return finding
+    ids = [compile_id for compile_id, _ in others]
+    low, high = min(ops for _, ops in others), max(ops for _, ops in others)
+    ops = f"{low} ops" if low == high else f"{low}–{high} ops"
+    shown = ", ".join(ids) if len(ids) <= 4 else f"{ids[0]}–{ids[-1]}"
+    finding.evidence.append(f"the same lines in {len(ids)} more graphs: {shown} ({ops} each)")
+    finding.facts = {**finding.facts, "also_in_graphs": " ".join(ids)}
+    return finding
 
 
 def _per_module_calls(group: list[GraphLine]) -> bool:

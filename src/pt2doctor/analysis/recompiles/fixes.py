@@ -495,11 +495,38 @@ def partial_batch_fix(explanation: FrameExplanation) -> str | None:
         else f"it compiled a variant for {last}"
     )
     named = sources[0] if len(sources) == 1 else f"{', '.join(sources[:-1])} and {sources[-1]}"
-    return (
+    head = (
         f"{named} went from {full} to {last} once, after {calls} calls at {full}: the "
         "pattern of a partial last batch (a dataset whose size is not a multiple of the batch "
-        f"size); {then}. If the batches come from a DataLoader, pass drop_last=True (or pad "
-        f"the last batch to {full}): one variant then serves every batch."
+        f"size); {then}."
+    )
+    if before is not None and _evaluating(before.serves):
+        expr = rows[0].expr
+        mark = (
+            " (below)"  # the dynamic row's own fix names the mark
+            if all(row.dynamic for row in rows)
+            else f" (`torch._dynamo.maybe_mark_dynamic({expr.call_form.split('.shape')[0]}, 0)`)"
+            if expr is not None and expr.direct and len(rows) == 1
+            else ""
+        )
+        # drop_last there would leave the last samples out of the metric: a changed result.
+        return (
+            f"{head} It came in an evaluation pass (grad mode off or training False): do not "
+            "drop that batch (drop_last=True would leave its samples out of the metric); "
+            f"mark the dim dynamic before the first evaluation call{mark}, or pad the last "
+            f"batch to {full} and leave the padded rows out of the metric."
+        )
+    return (
+        f"{head} If the batches come from a DataLoader, pass drop_last=True (or pad the last "
+        f"batch to {full}): one variant then serves every batch."
+    )
+
+
+def _evaluating(serves: dict[str, str]) -> bool:
+    """A variant built for an evaluation pass: grad mode off, or a module's training False."""
+    return serves.get("grad mode") == "False" or any(
+        key.split(" (")[0].endswith(".training") and value == "False"
+        for key, value in serves.items()
     )
 
 
@@ -676,11 +703,32 @@ def _constant_fix(
             ".fill_()), so one variant serves every value; a torch function that takes a "
             "Python number (F.dropout's p) then needs your own tensor version of it."
         )
+    keyword = _number_keyword(row, change)
+    number = (
+        f" Where it feeds an argument that takes a Python number (`{keyword}=` here), compute "
+        "that number outside the compiled function, as a float, and pass it in (or read the "
+        "float instead): Dynamo makes a float dynamic after one recompile, where this int was "
+        "guarded at every value."
+        if keyword
+        else ""
+    )
     return Fix(
         f"{row.source} is a Python value baked into each variant"
         f"{f' (read{read})' if read else ''}: {_values(row)} so far. Pass it as a tensor, or "
-        "keep it out of the compiled function, so one variant serves every value."
+        f"keep it out of the compiled function, so one variant serves every value.{number}"
     )
+
+
+def _number_keyword(row: Varying, change: SourceChange | None) -> str | None:
+    """``negative_slope`` for an int ``step`` read at ``F.leaky_relu(t, negative_slope=0.2 *
+    (1 - step / STEPS))``: a keyword argument made of it, which may need a plain number."""
+    line = change.installed_at if change else None
+    if (line is None or not line.code or not row.source.isidentifier()
+            or not all(_INT.fullmatch(value) for value in row.values)):  # fmt: skip
+        return None
+    _, paren, arguments = line.code.partition("(")
+    found = re.search(rf"\b(\w+)\s*=(?!=)[^=]*?\b{re.escape(row.source)}\b", arguments)
+    return found.group(1) if paren and found else None
 
 
 def _unbounded_fix(
@@ -725,7 +773,7 @@ def _unfreezing_fix(rows: list[Varying], variants: int) -> str:
         f"(and backward): {variants} variants, one per stage, each compiled once. To compile "
         "once, leave requires_grad=True on every parameter and freeze by dropping the frozen "
         "ones' gradients after backward (`p.grad = None` for each frozen p, in a set you shrink "
-        "where you now call requires_grad_(True)): optimizers skip a parameter whose grad is "
+        "where you now set requires_grad to True): optimizers skip a parameter whose grad is "
         "None, as they skip a frozen one, so the updates are the same. The backward then also "
         "computes the frozen gradients; anything that reads every gradient before you drop "
         "them (clip_grad_norm_ over model.parameters(), gradient logging) must run after."

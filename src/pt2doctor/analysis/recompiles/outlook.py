@@ -374,9 +374,10 @@ def flag_states(flags: list[Varying]) -> int:
 def unfreezing_params(flags: list[Varying]) -> list[Varying]:
     """Module parameters whose requires_grad went from False to True once each, the only
     flags that changed: a gradual-unfreezing schedule (``p.requires_grad_(True)`` on one
-    more block every few steps), not states to pre-warm."""
+    more block every few steps), not states to pre-warm. The parameters are reached through
+    ``self`` or a global model (``model.blocks[5][0].bias``), never an argument itself."""
     if not flags or any(
-        row.kind != "requires_grad" or not row.source.startswith("self.")
+        row.kind != "requires_grad" or "." not in row.source
         or row.values != ["False", "True"] for row in flags
     ):  # fmt: skip
         return []
