@@ -758,3 +758,129 @@ def test_a_global_counter_read_by_a_rebuilt_lambda_is_told_to_pass_the_float(
     assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
         (done.run_dir / "stdout.log").read_text()
     )
+
+
+def test_an_early_exit_depth_is_a_loop_count_fixed_by_compiling_each_block(
+    doctor_run: Any,
+) -> None:
+    """TRUTH.md 35: ``for i in range(depth)`` in a compiled forward with depth 1..12: one
+    variant per depth, the limit, then eager. A mark cannot make a loop count dynamic: the
+    fix names the loop and compiling each block (the author's: 8 graphs -> 1, the same
+    losses), not 'make the size dynamic'."""
+    done = doctor_run("blind_early_exit", list(EAGER), "../real/blind/early_exit", env=FOURTH)
+    report = json.loads((done.run_dir / "report.json").read_text())
+    assert _finding(report, "recompile_limit_hit")["severity"] == "error"
+    advice = " ".join(f["advice"] for f in report["findings"] if f["code"] == "recompiles")
+    line = line_of("early_exit", "for i in range(depth):")
+    assert f"early_exit.py:{line}" in advice
+    assert "`for block in model.blocks: block.compile()`" in advice
+    assert "make the size dynamic" not in advice
+    fixed = doctor_run("blind_early_exit_fixed", list(EAGER), "../real/blind/early_exit_fixed",
+                       env=FOURTH)  # fmt: skip
+    assert graphs(fixed.run_dir) == 1 < graphs(done.run_dir)
+    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
+        (done.run_dir / "stdout.log").read_text()
+    )
+
+
+def test_a_gradient_penalty_that_fails_double_backward_is_told_to_trace_autograd_grad(
+    doctor_run: Any,
+) -> None:
+    """TRUTH.md 36: a WGAN-GP penalty (autograd.grad with create_graph=True) in the compiled
+    loss runs under the eager backend and fails under AOTAutograd ("does not currently support
+    double backward"). The failure names trace_autograd_ops and the autograd.grad break's
+    line; the author's fix then runs under aot_eager and prints what the eager-backend run
+    printed."""
+    aot = ("--backend", "aot_eager")
+    done = doctor_run("blind_gp_aot", list(aot), "../real/blind/gradient_penalty", env=FOURTH)
+    report = json.loads((done.run_dir / "report.json").read_text())
+    failed = _finding(report, "program_failed")
+    line = line_of("gradient_penalty", "grads = torch.autograd.grad(")
+    assert "`torch._dynamo.config.trace_autograd_ops = True`" in failed["advice"]
+    assert f"gradient_penalty.py:{line}" in failed["advice"]
+    fixed = doctor_run("blind_gp_fixed_aot", list(aot), "../real/blind/gradient_penalty_fixed",
+                       env=FOURTH)  # fmt: skip
+    assert json.loads((fixed.run_dir / "report.json").read_text())["run"]["exit_code"] == 0
+    eager = doctor_run("blind_gp_eager", list(EAGER), "../real/blind/gradient_penalty",
+                       env=FOURTH)  # fmt: skip
+    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
+        (eager.run_dir / "stdout.log").read_text()
+    )
+
+
+def test_an_argument_that_arrives_as_a_tensor_and_as_a_dict_is_given_one_type(
+    doctor_run: Any,
+) -> None:
+    """TRUTH.md 38: ``model(x)`` and ``model({"x": x, "mask": m})`` in one run: a variant per
+    type, named with the type's plain name and the fix that unpacks before the call (the
+    author's: 2 graphs -> 1, the same losses)."""
+    done = doctor_run("blind_dict_or_tensor", list(EAGER), "../real/blind/dict_or_tensor_input",
+                      env=FOURTH)  # fmt: skip
+    report = json.loads((done.run_dir / "report.json").read_text())
+    finding = _finding(report, "recompiles")
+    assert "batch arrives as Tensor and as dict" in finding["title"]
+    assert "<class" not in json.dumps(report["findings"])
+    assert "unpack the dict" in finding["advice"] and "pre-warm" not in finding["title"]
+    fixed = doctor_run("blind_dict_or_tensor_fixed", list(EAGER),
+                       "../real/blind/dict_or_tensor_input_fixed", env=FOURTH)  # fmt: skip
+    assert graphs(fixed.run_dir) == 1 < graphs(done.run_dir)
+    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
+        (done.run_dir / "stdout.log").read_text()
+    )
+
+
+def test_a_short_last_batch_under_no_grad_is_not_told_to_drop_it(doctor_run: Any) -> None:
+    """TRUTH.md 39: inference under torch.no_grad over 50 samples in batches of 16: the short
+    last batch recompiles once. Dropping it would drop predictions: the grad mode the
+    variant's own guards require (no other variant differs in it) says so. The in-place
+    normalization of the input is correct and gets no finding (the author's check)."""
+    done = doctor_run("blind_inplace", list(EAGER), "../real/blind/inplace_input", env=FOURTH)
+    report = json.loads((done.run_dir / "report.json").read_text())
+    finding = _finding(report, "recompiles")
+    assert "If the batches come from a DataLoader, pass drop_last=True" not in finding["advice"]
+    assert "do not drop that batch" in finding["advice"]
+    assert [f["code"] for f in report["findings"] if f["severity"] != "info"] == []
+
+
+def test_a_hand_written_gpt2_greedy_loop_goes_dynamic_after_one_recompile(
+    doctor_run: Any,
+) -> None:
+    """TRUTH.md 40: a random-init GPT-2 called on the whole growing sequence: one recompile
+    (size 4 -> 5), dynamic after it (the raw trace: 2 graphs). Nothing to act on; the frame is
+    shown as compiled at the user's line, not only transformers' wrapper."""
+    done = doctor_run("blind_tiny_gpt2", list(EAGER), "../real/blind/tiny_gpt2_greedy",
+                      env=FOURTH)  # fmt: skip
+    report = json.loads((done.run_dir / "report.json").read_text())
+    assert graphs(done.run_dir) == 2
+    finding = _finding(report, "recompiles")
+    assert (
+        finding["severity"] == "info" and "became dynamic after one recompile" in finding["title"]
+    )
+    line = line_of("tiny_gpt2_greedy", "cmodel = torch.compile(model")
+    assert f"tiny_gpt2_greedy.py:{line}" in finding["title"]
+    assert report["plan"] == []
+
+
+def test_a_backward_and_a_norm_branch_in_a_compiled_step_are_two_named_sites(
+    doctor_run: Any,
+) -> None:
+    """TRUTH.md 37: ``loss.backward()`` and ``if total_norm > SKIP_THRESHOLD:`` inside the
+    compiled step: two break sites (the raw trace's), torch's setting named as it exists
+    (``torch._dynamo.config.trace_autograd_ops``: torch's own hint drops ``.config``), the
+    branch told to become a mask (the author's: 4 graphs -> 1, the same losses)."""
+    done = doctor_run("blind_clip_and_log", list(EAGER), "../real/blind/clip_and_log", env=FOURTH)
+    report = json.loads((done.run_dir / "report.json").read_text())
+    sites = {f["subject"]["line"]: f for f in report["findings"] if f["code"] == "graph_break"}
+    assert len(sites) == break_sites(done.run_dir) == 2
+    backward = sites[line_of("clip_and_log", "loss.backward()")]
+    assert "torch._dynamo.config.trace_autograd_ops" in backward["advice"]
+    assert "torch._dynamo.trace_autograd_ops" not in backward["advice"]
+    assert (
+        "torch.where" in sites[line_of("clip_and_log", "if total_norm > SKIP_THRESHOLD:")]["advice"]
+    )
+    fixed = doctor_run("blind_clip_and_log_fixed", list(EAGER),
+                       "../real/blind/clip_and_log_fixed", env=FOURTH)  # fmt: skip
+    assert break_sites(fixed.run_dir) == 0 and graphs(fixed.run_dir) < graphs(done.run_dir)
+    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
+        (done.run_dir / "stdout.log").read_text()
+    )

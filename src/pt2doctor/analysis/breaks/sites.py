@@ -330,6 +330,7 @@ _NOT_ADVICE = lazy_compile(
     r"report (?:an issue|a bug)|file an issue|caused by an earlier graph", re.I
 )
 _LINK = lazy_compile(r"https://\S+/gb/gb\d+\.html")
+_MISNAMED_SETTING = lazy_compile(r"\btorch\._dynamo\.(trace_autograd_ops)\b")
 _LOOP_SKIP = lazy_compile(r"frame skipped: (\S+) \((.+?) line (\d+)\)")
 _CODE_SHOWN = 72
 
@@ -337,6 +338,8 @@ _CODE_SHOWN = 72
 def _torch_says(site: GraphBreakSite) -> str:
     """torch's own registry hints and link for the break, first (``torch (gb0124): ...``)."""
     hints = [hint.rstrip(". ") for hint in site.hints if not _NOT_ADVICE.search(hint)]
+    # torch 2.13's gb0123 hint names a setting that does not exist (no ".config").
+    hints = [_MISNAMED_SETTING.sub(r"torch._dynamo.config.\1", hint) for hint in hints]
     if site.fix == PRINT_INLINED_ADVICE:  # the hint that would drop this print silently
         hints = [hint for hint in hints if "reorderable_logging_functions" not in hint]
     if "capture_scalar_outputs does not" in site.fix:  # the advice found it does not help here

@@ -79,6 +79,31 @@ def _exception_lines(exceptions: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+_DOUBLE_BACKWARD = "does not currently support double backward"
+
+
+def _double_backward_advice(messages: str, ledger: Ledger) -> str | None:
+    """AOTAutograd's "does not currently support double backward": a gradient taken with
+    create_graph=True (a gradient penalty, a Hessian-vector product) through a compiled
+    graph, because a graph break at ``torch.autograd.grad`` left it outside the graph that
+    computes what it differentiates. Tracing autograd.grad keeps the double backward inside
+    one graph (tests/programs/real/blind/gradient_penalty.py: the run then completes)."""
+    if _DOUBLE_BACKWARD not in messages:
+        return None
+    grad = next((event.site for entry in ledger.compiles for event in entry.record.graph_breaks
+                 if event.site is not None and "trace_autograd_ops" in event.gb_type), None)  # fmt: skip
+    at = f" at {file_line({'file': grad.file, 'line': grad.line})}" if grad else ""
+    return (
+        "A gradient with create_graph=True (a gradient penalty, a Hessian-vector product) "
+        "was taken through a compiled graph, whose backward cannot be differentiated again: "
+        f"the graph break at torch.autograd.grad{at} left the call outside the graph that "
+        "computes what it differentiates. Set `torch._dynamo.config.trace_autograd_ops = "
+        "True` before compiling, so Dynamo traces torch.autograd.grad into the graph, or "
+        "keep the code that computes the penalty out of the compiled function. The "
+        "`--backend eager` triage run does not show this failure: AOTAutograd raises it."
+    )
+
+
 def _failure_finding(ledger: Ledger, manifest: Manifest, probes: ProbeData | None) -> Finding:
     how = ending(manifest) or ""
     exceptions = _program_exceptions(probes)
@@ -103,7 +128,8 @@ def _failure_finding(ledger: Ledger, manifest: Manifest, probes: ProbeData | Non
             not exception_types or any(t in failure.fail_type for t in exception_types)
         ):
             evidence.append(f"raised while compiling {failure.compile_id} ({failure.function})")
-    advice = custom_op_advice(" ".join(str(e.get("message")) for e in exceptions))
+    messages = " ".join(str(e.get("message")) for e in exceptions)
+    advice = custom_op_advice(messages) or _double_backward_advice(messages, ledger)
     compiled = any(
         line.startswith(("raised inside compiled", "raised while compiling")) for line in evidence
     )

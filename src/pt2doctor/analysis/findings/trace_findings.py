@@ -203,12 +203,20 @@ def _recompile_state(frame: FrameEntry, explanation: FrameExplanation) -> str:
     elif bounded is True and _recompile_seconds(frame) is not None:
         state = (f"{frame.variants} variants; their recompiles cost more than the first compile: "
                  "have fewer (the fixes below)")  # fmt: skip
+    elif (
+        bounded is True
+        and explanation.outlook.varying
+        and all(v.kind == "type" and "Tensor" in v.values for v in explanation.outlook.varying)
+    ):
+        row = explanation.outlook.varying[0]
+        state = f"{frame.variants} variants: {row.source} arrives as {' and as '.join(row.values)}"
     elif bounded is True and all(v.dynamic for v in explanation.outlook.varying):
         # Automatic dynamic shapes: the second variant serves every new value, nothing to
         # pre-warm (a boolean mask's count after a break: mask_select).
         dynamic = len(explanation.outlook.varying)
+        serve = "serves" if dynamic == 1 else "serve"
         state = (f"{frame.variants} variants: {counted(dynamic, 'value')} became dynamic after "
-                 "one recompile and serve every new value")  # fmt: skip
+                 f"one recompile and {serve} every new value")  # fmt: skip
     elif bounded is True:
         state = f"{frame.variants} variants by design; pre-warm them"
     elif (

@@ -51,6 +51,7 @@ _LENGTH_IS = lazy_compile(r"len\((?P<of>.+)\) == (?P<n>\d+)")
 _DEALLOCATED = lazy_compile(r"Cache line invalidated because (?P<of>.+) got deallocated")
 _EMPTY = lazy_compile(r"not (?P<of>[\w.\[\]'\"]+)")
 _CLASS = lazy_compile(r"type=<class '([\w.]+)'>")
+_FOUND_CLASS = lazy_compile(r"^<class '([\w.]+)'>$")  # "but found <class 'dict'>"
 # A dynamic value Python code needed concrete again, guarded as an expression equal to the
 # number it had (``(1e-05 + ___stack0) == 0.45``: a float from .item() or numpy, specialized
 # where numpy or a Python branch read it): that expression's value is what changed.
@@ -183,7 +184,9 @@ def _text_change(failure: FailedGuard, new_values: dict[str, str]) -> SourceChan
         return SourceChange(user_expr(identity.group(2)), kind, None, None)
     tensor_type = _TENSOR_TYPE.search(failure.text)
     if tensor_type is not None:
-        found = _CLASS.search(tensor_type.group(2))
+        found = _CLASS.search(tensor_type.group(2)) or _FOUND_CLASS.match(
+            tensor_type.group(2).strip()
+        )
         new = found.group(1) if found else tensor_type.group(2)
         return SourceChange(user_expr(tensor_type.group(1)), "type", "Tensor", new)
     return SourceChange(user_expr(failure.text), "other", None, None)

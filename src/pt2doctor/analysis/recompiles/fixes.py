@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pt2doctor.analysis.paths import library_path
@@ -500,7 +501,7 @@ def partial_batch_fix(explanation: FrameExplanation) -> str | None:
         "pattern of a partial last batch (a dataset whose size is not a multiple of the batch "
         f"size); {then}."
     )
-    if before is not None and _evaluating(before.serves):
+    if before is not None and (_evaluating(before.serves) or before.grad_mode == "False"):
         expr = rows[0].expr
         mark = (
             " (below)"  # the dynamic row's own fix names the mark
@@ -511,10 +512,12 @@ def partial_batch_fix(explanation: FrameExplanation) -> str | None:
         )
         # drop_last there would leave the last samples out of the metric: a changed result.
         return (
-            f"{head} It came in an evaluation pass (grad mode off or training False): do not "
-            "drop that batch (drop_last=True would leave its samples out of the metric); "
-            f"mark the dim dynamic before the first evaluation call{mark}, or pad the last "
-            f"batch to {full} and leave the padded rows out of the metric."
+            f"{head} It came in an evaluation or inference pass (grad mode off or training "
+            "False): do not drop that batch (drop_last=True would leave its samples out of the "
+            f"metric or the predictions); pad it to {full} and leave the padded rows out, or "
+            f"mark the dim dynamic before the first call{mark}, which helps only where nothing "
+            "in the model guards the batch size (a CPU convolution may): check that the "
+            "recompile is gone."
         )
     return (
         f"{head} If the batches come from a DataLoader, pass drop_last=True (or pad the last "
@@ -640,6 +643,45 @@ def _beyond_limit_fix(rows: list[Varying], outlook: Outlook) -> Fix:
         f"torch._dynamo.config.recompile_limit above the number of values.",
         _limit_trial(2 * limit),
     )
+
+
+def _loop_count_fix(row: Varying, change: SourceChange | None, outlook: Outlook) -> Fix | None:
+    """An int that is the count of a Python loop (``for i in range(depth)``, an early exit):
+    Dynamo unrolls the loop, so each count is its own graph, and no mark makes it dynamic.
+    Compiling the loop's body (each block) runs the loop in Python over compiled code."""
+    line = change.installed_at if change else None
+    if (line is None or not line.code or line.line is None or not row.source.isidentifier()
+            or (line.file and library_path(line.file) is not None)):  # fmt: skip
+        return None
+    count = rf"\s*for\s+\w+\s+in\s+range\((?:[^()]*,\s*)?{re.escape(row.source)}\s*\)"
+    if re.match(count, line.code) is None:
+        return None
+    blocks = next((found.group(1) for text in _next_lines(line, 3)
+                   if (found := re.search(r"\bself\.(\w+)\[\w+\]\(", text))), None)  # fmt: skip
+    code = line.code.split("  #")[0].rstrip()
+    how = (f"`for block in model.{blocks}: block.compile()`" if blocks
+           else "each block or function the loop calls, on its own")  # fmt: skip
+    limit = outlook.recompile_limit
+    return Fix(
+        f"{row.source} is the count of the loop{_at(line._replace(code=code))}: Dynamo "
+        "unrolls a Python loop, "
+        f"so each count is its own graph ({_values(row)} so far), and the values past the "
+        f"recompile limit ({limit}) run eagerly; a mark does not make a loop count dynamic. "
+        f"Leave the function around the loop uncompiled and compile what it runs instead, "
+        f"{how}: the loop then runs in Python over compiled code that every count shares. "
+        "Or raise torch._dynamo.config.recompile_limit above the number of counts.",
+        _limit_trial(2 * limit),
+    )
+
+
+def _next_lines(line: SourceLine, count: int) -> list[str]:
+    """The ``count`` lines of the user's file after ``line`` ([] when it cannot be read)."""
+    try:
+        lines = Path(str(line.file)).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    start = line.line or 0
+    return lines[start : start + count]
 
 
 def _length_fix(row: Varying, change: SourceChange | None) -> Fix:
@@ -791,6 +833,19 @@ def _flags_fix(flags: list[Varying], variants: int, dynamic: int) -> str:
         states.append("grad on / torch.no_grad()")
     how = f" ({', '.join(states)})" if states else ""
     most = flag_states(flags)
+    typed = [row for row in flags if row.kind == "type" and row.source.isidentifier()
+             and "Tensor" in row.values]  # fmt: skip
+    if typed and len(typed) == len(flags) and not dynamic:
+        # An argument that arrives as a tensor and as a container (two loaders, two callers).
+        row = typed[0]
+        others = [value for value in row.values if value != "Tensor"]
+        return (
+            f"{row.source} arrives as a Tensor and as a {_and(others)}: Dynamo guards an "
+            f"argument's type, so each compiles its own variant ({variants} here, each reused, "
+            "cheap while the types stay few; a container's keys are guarded too, so each new "
+            "layout adds one). To compile once, give the compiled call one type: unpack the "
+            f"{others[0]} (or wrap the tensor in one) before the call, outside the compiled code."
+        )
     if dynamic and variants > most:
         return (
             f"{names}: at most {most} states by design{how}; the other variants came from "
@@ -910,7 +965,11 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
             if same[0] is row and not generate and outlook.bounded is False:
                 # Values that recur, more of them than the recompile limit holds.
                 call = explanation.compile_call
-                fix = _static_by_setting(row, call, same) or _beyond_limit_fix(same, outlook)
+                fix = (
+                    _static_by_setting(row, call, same)
+                    or _loop_count_fix(row, change, outlook)
+                    or _beyond_limit_fix(same, outlook)
+                )
             elif same[0] is row and not generate:
                 fix = _recurring_fix(same, explanation)
             if (same[0] is row and not generate and row.kind == "size" and change is not None

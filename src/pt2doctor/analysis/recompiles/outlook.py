@@ -39,7 +39,7 @@ from pt2doctor.analysis.recompiles.sources import UserExpr, human_source
 from pt2doctor.analysis.recompiles.variant_values import guard_values, value_of
 from pt2doctor.analysis.text import counted, id_ranges
 from pt2doctor.trace.patterns import lazy_compile
-from pt2doctor.trace.types import SourceLine
+from pt2doctor.trace.types import CompileRecord, SourceLine
 
 if TYPE_CHECKING:  # heat exists only for a run directory's probes
     from pt2doctor.analysis.breaks.heat import Heat
@@ -67,6 +67,9 @@ class VariantRow:
     dynamic: list[str]
     calls: int | None
     compile_time_s: float | None
+    grad_mode: str | None = None
+    """``True``/``False``: the grad mode its GLOBAL_STATE guard requires (None: not in the
+    trace), whether or not it differs between variants."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -460,6 +463,12 @@ def outlook(
     return Outlook(None, reason, varying, None, limit)
 
 
+def _grad_mode(record: CompileRecord) -> str | None:
+    return next(
+        (value for expr, value in guard_values(record).items() if expr.text == "grad mode"), None
+    )
+
+
 def explain_frame(
     frame: FrameEntry,
     calls: dict[str, int | None],
@@ -485,6 +494,7 @@ def explain_frame(
             sorted(dynamic[entry.compile_id]),
             calls.get(entry.compile_id),
             entry.record.compile_time_s,
+            _grad_mode(entry.record),
         )
         for entry in frame.compiles
         if produced_code(entry.record)
