@@ -571,6 +571,16 @@ def _printed(stdout: str) -> list[str]:
 FOURTH = {"BACKEND": "eager"}  # the fourth batch's programs pick their backend from BACKEND
 
 
+def _fixed_version(doctor_run: Any, done: Any, name: str) -> Any:
+    """``blind/NAME.py``, run as ``done`` was (``--backend eager``): the run of the author's
+    fix, once it is shown to print what the original printed (the fix changes no result)."""
+    fixed = doctor_run(f"blind_{name}", list(EAGER), f"../real/blind/{name}", env=FOURTH)
+    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
+        (done.run_dir / "stdout.log").read_text()
+    )
+    return fixed
+
+
 def test_a_global_step_read_in_a_compiled_function_is_passed_as_a_tensor(doctor_run: Any) -> None:
     """TRUTH.md 26: GLOBAL_STEP += 1 every step, read inside the compiled loss: 8 variants,
     the limit, then eager; passed in as a tensor, one graph and the same losses."""
@@ -582,12 +592,8 @@ def test_a_global_step_read_in_a_compiled_function_is_passed_as_a_tensor(doctor_
     line = BLIND / "global_step_counter.py"
     read = line_of("global_step_counter", "warmup = min(1.0, (GLOBAL_STEP + 1) / WARMUP_STEPS)")
     assert f"{line}:{read}" in advice and "Pass it as a tensor" in advice
-    fixed = doctor_run("blind_global_step_fixed", list(EAGER),
-                       "../real/blind/global_step_counter_fixed", env=FOURTH)  # fmt: skip
+    fixed = _fixed_version(doctor_run, done, "global_step_counter_fixed")
     assert graphs(fixed.run_dir) == 1 < graphs(done.run_dir)
-    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
-        (done.run_dir / "stdout.log").read_text()
-    )
 
 
 def test_a_debug_log_of_item_values_is_guarded_not_captured(doctor_run: Any) -> None:
@@ -608,13 +614,9 @@ def test_a_debug_log_of_item_values_is_guarded_not_captured(doctor_run: Any) -> 
     assert [lib["function"] for lib in row["also_in_library"]] == ["debug"]
     assert all("logging/" not in (r["site"]["file"] or "") for r in report["graph_breaks"])
     assert report["plan"][0]["code"] in ("frame_skipped", "graph_break")
-    fixed = doctor_run("blind_print_debug_fixed", list(EAGER),
-                       "../real/blind/print_debug_fixed", env=FOURTH)  # fmt: skip
+    fixed = _fixed_version(doctor_run, done, "print_debug_fixed")
     assert break_sites(fixed.run_dir) == 0 < break_sites(done.run_dir)
     assert graphs(fixed.run_dir) < graphs(done.run_dir)
-    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
-        (done.run_dir / "stdout.log").read_text()
-    )
 
 
 def test_a_size_made_static_by_a_tensor_of_its_range_is_told_arange(doctor_run: Any) -> None:
@@ -630,12 +632,8 @@ def test_a_size_made_static_by_a_tensor_of_its_range_is_told_arange(doctor_run: 
     assert f"tensor_from_list.py:{line}" in finding["title"]
     assert "`torch.arange(T)`" in finding["advice"]
     assert report["plan"][0]["code"] == "recompiles"
-    fixed = doctor_run("blind_tensor_from_list_fixed", list(EAGER),
-                       "../real/blind/tensor_from_list_fixed", env=FOURTH)  # fmt: skip
+    fixed = _fixed_version(doctor_run, done, "tensor_from_list_fixed")
     assert graphs(fixed.run_dir) < graphs(done.run_dir)
-    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
-        (done.run_dir / "stdout.log").read_text()
-    )
 
 
 def test_a_routing_loop_over_tolist_values_is_fenced_off_not_captured(doctor_run: Any) -> None:
@@ -658,12 +656,8 @@ def test_a_routing_loop_over_tolist_values_is_fenced_off_not_captured(doctor_run
     variants = graphs(done.run_dir)
     (loop,) = [f for f in report["findings"] if f["code"] == "unrolled_loop"]
     assert len(loop["facts"]["also_in_graphs"].split()) == variants - 2  # less 0/0 and the first
-    fixed = doctor_run("blind_tolist_index_fixed", list(EAGER), "../real/blind/tolist_index_fixed",
-                       env=FOURTH)  # fmt: skip
+    fixed = _fixed_version(doctor_run, done, "tolist_index_fixed")
     assert graphs(fixed.run_dir) < variants
-    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
-        (done.run_dir / "stdout.log").read_text()
-    )
 
 
 def test_a_partial_last_batch_in_evaluation_is_marked_dynamic_not_dropped(doctor_run: Any) -> None:
@@ -679,12 +673,8 @@ def test_a_partial_last_batch_in_evaluation_is_marked_dynamic_not_dropped(doctor
     assert "drop_last=True would leave its samples out of the metric" in finding["advice"]
     assert "If the batches come from a DataLoader, pass drop_last=True" not in finding["advice"]
     assert "maybe_mark_dynamic(x, 0)" in finding["advice"]
-    fixed = doctor_run("blind_train_eval_fixed", list(EAGER),
-                       "../real/blind/train_eval_alternate_fixed", env=FOURTH)  # fmt: skip
+    fixed = _fixed_version(doctor_run, done, "train_eval_alternate_fixed")
     assert graphs(fixed.run_dir) == graphs(done.run_dir) - 1
-    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
-        (done.run_dir / "stdout.log").read_text()
-    )
 
 
 def test_a_well_written_cnn_gets_no_finding_to_act_on(doctor_run: Any) -> None:
@@ -709,12 +699,8 @@ def test_unfreezing_a_global_models_groups_is_one_variant_per_stage_and_the_grad
     finding = _finding(report, "recompiles")
     assert "one per stage of unfreezing" in finding["title"]
     assert "pre-warm" not in finding["title"] and "`p.grad = None`" in finding["advice"]
-    fixed = doctor_run("blind_freeze_fixed", list(EAGER), "../real/blind/freeze_schedule_fixed",
-                       env=FOURTH)  # fmt: skip
+    fixed = _fixed_version(doctor_run, done, "freeze_schedule_fixed")
     assert graphs(fixed.run_dir) == 1 < graphs(done.run_dir)
-    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
-        (done.run_dir / "stdout.log").read_text()
-    )
 
 
 def test_boolean_mask_indexing_breaks_twice_and_its_resumes_only_go_dynamic(
@@ -730,12 +716,8 @@ def test_boolean_mask_indexing_breaks_twice_and_its_resumes_only_go_dynamic(
     assert len(sites) == break_sites(done.run_dir) == 2
     assert all("capture_dynamic_output_shape_ops = True" in f["advice"] for f in sites)
     assert not any("pre-warm" in f["title"] for f in report["findings"])
-    fixed = doctor_run("blind_mask_select_fixed", list(EAGER),
-                       "../real/blind/mask_select_fixed", env=FOURTH)  # fmt: skip
+    fixed = _fixed_version(doctor_run, done, "mask_select_fixed")
     assert graphs(fixed.run_dir) == 1 < graphs(done.run_dir)
-    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
-        (done.run_dir / "stdout.log").read_text()
-    )
 
 
 def test_a_global_counter_read_by_a_rebuilt_lambda_is_told_to_pass_the_float(
@@ -752,12 +734,8 @@ def test_a_global_counter_read_by_a_rebuilt_lambda_is_told_to_pass_the_float(
     line = line_of("closure_in_loop", "act = lambda t: F.leaky_relu(")
     assert f"closure_in_loop.py:{line}" in advice
     assert "(`negative_slope=` here), compute that number outside" in advice
-    fixed = doctor_run("blind_closure_fixed", list(EAGER), "../real/blind/closure_in_loop_fixed",
-                       env=FOURTH)  # fmt: skip
+    fixed = _fixed_version(doctor_run, done, "closure_in_loop_fixed")
     assert graphs(fixed.run_dir) < graphs(done.run_dir)
-    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
-        (done.run_dir / "stdout.log").read_text()
-    )
 
 
 def test_an_early_exit_depth_is_a_loop_count_fixed_by_compiling_each_block(
@@ -775,12 +753,8 @@ def test_an_early_exit_depth_is_a_loop_count_fixed_by_compiling_each_block(
     assert f"early_exit.py:{line}" in advice
     assert "`for block in model.blocks: block.compile()`" in advice
     assert "make the size dynamic" not in advice
-    fixed = doctor_run("blind_early_exit_fixed", list(EAGER), "../real/blind/early_exit_fixed",
-                       env=FOURTH)  # fmt: skip
+    fixed = _fixed_version(doctor_run, done, "early_exit_fixed")
     assert graphs(fixed.run_dir) == 1 < graphs(done.run_dir)
-    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
-        (done.run_dir / "stdout.log").read_text()
-    )
 
 
 def test_a_gradient_penalty_that_fails_double_backward_is_told_to_trace_autograd_grad(
@@ -821,12 +795,8 @@ def test_an_argument_that_arrives_as_a_tensor_and_as_a_dict_is_given_one_type(
     assert "batch arrives as Tensor and as dict" in finding["title"]
     assert "<class" not in json.dumps(report["findings"])
     assert "unpack the dict" in finding["advice"] and "pre-warm" not in finding["title"]
-    fixed = doctor_run("blind_dict_or_tensor_fixed", list(EAGER),
-                       "../real/blind/dict_or_tensor_input_fixed", env=FOURTH)  # fmt: skip
+    fixed = _fixed_version(doctor_run, done, "dict_or_tensor_input_fixed")
     assert graphs(fixed.run_dir) == 1 < graphs(done.run_dir)
-    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
-        (done.run_dir / "stdout.log").read_text()
-    )
 
 
 def test_a_short_last_batch_under_no_grad_is_not_told_to_drop_it(doctor_run: Any) -> None:
@@ -878,9 +848,5 @@ def test_a_backward_and_a_norm_branch_in_a_compiled_step_are_two_named_sites(
     assert (
         "torch.where" in sites[line_of("clip_and_log", "if total_norm > SKIP_THRESHOLD:")]["advice"]
     )
-    fixed = doctor_run("blind_clip_and_log_fixed", list(EAGER),
-                       "../real/blind/clip_and_log_fixed", env=FOURTH)  # fmt: skip
+    fixed = _fixed_version(doctor_run, done, "clip_and_log_fixed")
     assert break_sites(fixed.run_dir) == 0 and graphs(fixed.run_dir) < graphs(done.run_dir)
-    assert _printed((fixed.run_dir / "stdout.log").read_text()) == _printed(
-        (done.run_dir / "stdout.log").read_text()
-    )
