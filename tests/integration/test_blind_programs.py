@@ -850,3 +850,70 @@ def test_a_backward_and_a_norm_branch_in_a_compiled_step_are_two_named_sites(
     )
     fixed = _fixed_version(doctor_run, done, "clip_and_log_fixed")
     assert break_sites(fixed.run_dir) == 0 and graphs(fixed.run_dir) < graphs(done.run_dir)
+
+
+def test_a_list_of_tensors_of_each_length_is_stacked_in_the_caller(doctor_run: Any) -> None:
+    """TRUTH.md 41: ``forward(crops)`` with 1..6 tensors, stacked inside: Dynamo guards the
+    list's length, which never becomes dynamic, so one variant per count (the raw trace's).
+    Not 'by design; pre-warm them': stack in the caller and mark the dim (the author's: 6
+    graphs -> 2, the same losses); every variant's length is read from its own guards."""
+    done = doctor_run("blind_list_of_tensors", list(EAGER), "../real/blind/list_of_tensors",
+                      env=FOURTH)  # fmt: skip
+    report = json.loads((done.run_dir / "report.json").read_text())
+    finding = _finding(report, "recompiles")
+    assert "one per length of the list crops" in finding["title"]
+    assert "pre-warm" not in finding["title"]
+    assert "(`x = torch.stack(crops, ...)`)" in finding["advice"]
+    assert "maybe_mark_dynamic(x, 0)" in finding["advice"]
+    (frame,) = [f for f in report["frames"] if f.get("variants_table")]
+    lengths = [row["serves"].get("len(crops)") for row in frame["variants_table"]]
+    assert len(lengths) == graphs(done.run_dir) and None not in lengths and "-" not in lengths
+    fixed = _fixed_version(doctor_run, done, "list_of_tensors_fixed")
+    assert graphs(fixed.run_dir) < graphs(done.run_dir)
+
+
+def test_a_per_length_memo_dict_is_the_users_line_that_makes_the_length_static(
+    doctor_run: Any,
+) -> None:
+    """TRUTH.md 42: ``if T not in POS_CACHE: POS_CACHE[T] = ...`` with T the sequence length:
+    the dict key needs T's value, so T never becomes dynamic; the limit, then eager. The fix
+    names that line and says a mark does not help (the author measured it: still 8 graphs);
+    their fix, no cache, compiles 2 graphs with the same losses."""
+    done = doctor_run("blind_memo_cache", list(EAGER), "../real/blind/memo_cache_dict", env=FOURTH)
+    report = json.loads((done.run_dir / "report.json").read_text())
+    assert _finding(report, "recompile_limit_hit")["severity"] == "error"
+    advice = " ".join(f["advice"] for f in report["findings"] if f["code"] == "recompiles")
+    line = line_of("memo_cache_dict", "if T not in POS_CACHE:")
+    assert (
+        f"memo_cache_dict.py:{line}" in advice and "marking the dim dynamic does not help" in advice
+    )
+    fixed = _fixed_version(doctor_run, done, "memo_cache_dict_fixed")
+    assert graphs(fixed.run_dir) < graphs(done.run_dir)
+
+
+def test_a_string_mode_per_call_is_bounded_and_asks_nothing(doctor_run: Any) -> None:
+    """TRUTH.md 43: ``forward(x, mode)`` with three modes, two under no_grad: one variant per
+    (mode, grad mode), the minimum (the author kept it); nothing to act on."""
+    done = doctor_run("blind_string_mode", list(EAGER), "../real/blind/string_mode_arg", env=FOURTH)
+    report = json.loads((done.run_dir / "report.json").read_text())
+    assert _finding(report, "recompiles")["severity"] == "info"
+    assert report["plan"] == []
+
+
+def test_a_symbolic_range_guard_is_one_failure_with_its_note_left_out(doctor_run: Any) -> None:
+    """TRUTH.md 44: ``2 <= x.size()[0] <= 16`` failed when the batch passed 16 (a branch on
+    the shape). Dynamo's provenance note holds a "; ": it is one failure, and no finding or
+    changed value quotes the note's text as if it were a guarded value; of the two lines
+    Dynamo names, the branch at line 27 is the one the author found set the 16."""
+    done = doctor_run("blind_shape_python", list(EAGER), "../real/blind/shape_dependent_python",
+                      env=FOURTH)  # fmt: skip
+    report = json.loads((done.run_dir / "report.json").read_text())
+    text = json.dumps(report["findings"]) + json.dumps(report["frames"])
+    assert "to avoid specialization try" not in text
+    assert "2 <= x.shape[0] <= 16" in _finding(report, "recompiles")["title"]
+    # The bound's line is the branch that set it, not the first use Dynamo also names.
+    (change,) = [c for frame in report["frames"] for item in frame.get("recompiles", [])
+                 for c in item["changes"] if c["source"] == "2 <= x.shape[0] <= 16"]  # fmt: skip
+    assert change["installed_at"]["line"] == line_of(
+        "shape_dependent_python", "if x.shape[0] > 16:"
+    )

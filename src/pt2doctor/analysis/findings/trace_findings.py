@@ -25,6 +25,7 @@ from pt2doctor.analysis.recompiles.fixes import (
     Fix,
     hf_generate_pattern,
     learning_rate_sources,
+    list_arguments,
     partial_batch_fix,
     recompile_candidates,
     user_specialized,
@@ -192,6 +193,8 @@ def _recompile_state(frame: FrameEntry, explanation: FrameExplanation) -> str:
         inputs = sorted({v.source for v in explanation.outlook.varying})
         count = max(len(v.values) for v in explanation.outlook.varying)
         state = f"{frame.variants} variants: {', '.join(inputs)} in {count} dtypes"
+    elif bounded is True and (lists := list_arguments(explanation)):
+        state = f"{frame.variants} variants: one per length of the list {lists[0].expr.length_of}"  # type: ignore[union-attr]
     elif bounded is not False and learning_rate_sources(explanation):
         state = f"{frame.variants} variants: a float learning rate (a tensor lr compiles once)"
     elif bounded is True and unfreezing_params(list(explanation.outlook.varying)):

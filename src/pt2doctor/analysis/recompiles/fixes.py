@@ -87,7 +87,8 @@ class Fix:
 def _at(line: SourceLine | None) -> str:
     if line is None or line.file is None:
         return ""
-    code = f" (`{line.code.strip()}`)" if line.code else ""
+    # The line's code without its trailing comment (a comment's backticks break the quote).
+    code = f" (`{line.code.split('  #')[0].strip()}`)" if line.code else ""
     return f" at {line.file}:{line.line}{code}"
 
 
@@ -623,6 +624,44 @@ def learning_rate_sources(explanation: FrameExplanation) -> list[str]:
             if _LEARNING_RATE.search(row.source)]  # fmt: skip
 
 
+def list_arguments(explanation: FrameExplanation) -> list[Varying]:
+    """The varying rows that are the length of a Python list the compiled frame takes as an
+    argument (``len(crops)``): Dynamo guards a list's length, and a length never becomes
+    dynamic, so each count is its own variant."""
+    return [row for row in explanation.outlook.varying
+            if row.expr is not None and row.expr.length_of is not None
+            and row.expr.length_of.isidentifier() and not row.dynamic
+            and row.expr.length_of not in ("self", "args", "kwargs")]  # fmt: skip
+
+
+def _list_argument_fix(
+    row: Varying, change: SourceChange | None, explanation: FrameExplanation
+) -> Fix | None:
+    """A list of tensors passed in, stacked or concatenated by the compiled code: stack it in
+    the caller and pass one tensor, whose dim can be dynamic (tests/programs/real/blind/
+    list_of_tensors.py: 6 graphs -> 2)."""
+    if row.expr is None or row.expr.length_of is None or row not in list_arguments(explanation):
+        return None
+    name = row.expr.length_of
+    line = change.installed_at if change else None
+    code = (line.code or "") if line is not None else ""
+    joined = re.search(rf"torch\.(stack|cat)\(\s*{re.escape(name)}\b", code)
+    how = (
+        f"{'stack' if joined[1] == 'stack' else 'concatenate'} it in the caller "
+        f"(`x = torch.{joined[1]}({name}, ...)`), mark its count dim "
+        "(`torch._dynamo.maybe_mark_dynamic(x, 0)`) and pass x"
+        if joined
+        else "pass one tensor instead (stacked or padded in the caller), with its count dim "
+        "marked (`torch._dynamo.maybe_mark_dynamic(x, 0)`)"
+    )
+    return Fix(
+        f"{name} is a Python list the compiled code takes{_read_at(change)}: Dynamo guards "
+        f"its length ({_values(row)} so far) and never makes a length dynamic, so each count "
+        f"compiles its own variant, until the recompile limit: {how}. One variant then serves "
+        "every count (sizes 0 and 1 still get their own)."
+    )
+
+
 def _learning_rate_fix(row: Varying) -> Fix | None:
     """A float learning rate guarded by a compiled optimizer step: the tensor lr fix."""
     if not _LEARNING_RATE.search(row.source):
@@ -658,12 +697,11 @@ def _loop_count_fix(row: Varying, change: SourceChange | None, outlook: Outlook)
         return None
     blocks = next((found.group(1) for text in _next_lines(line, 3)
                    if (found := re.search(r"\bself\.(\w+)\[\w+\]\(", text))), None)  # fmt: skip
-    code = line.code.split("  #")[0].rstrip()
     how = (f"`for block in model.{blocks}: block.compile()`" if blocks
            else "each block or function the loop calls, on its own")  # fmt: skip
     limit = outlook.recompile_limit
     return Fix(
-        f"{row.source} is the count of the loop{_at(line._replace(code=code))}: Dynamo "
+        f"{row.source} is the count of the loop{_at(line)}: Dynamo "
         "unrolls a Python loop, "
         f"so each count is its own graph ({_values(row)} so far), and the values past the "
         f"recompile limit ({limit}) run eagerly; a mark does not make a loop count dynamic. "
@@ -967,11 +1005,14 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
                 call = explanation.compile_call
                 fix = (
                     _static_by_setting(row, call, same)
+                    or _list_argument_fix(row, change, explanation)
                     or _loop_count_fix(row, change, outlook)
                     or _beyond_limit_fix(same, outlook)
                 )
             elif same[0] is row and not generate:
-                fix = _recurring_fix(same, explanation)
+                fix = _list_argument_fix(row, change, explanation) or _recurring_fix(
+                    same, explanation
+                )
             if (same[0] is row and not generate and row.kind == "size" and change is not None
                     and change.specialized_at is not None):  # fmt: skip
                 # They recur because the user's line keeps them static: that line, first.

@@ -73,6 +73,13 @@ _USER_LINE = lazy_compile(
 )
 
 
+_NOTED_LINE = lazy_compile(
+    r"(?P<code>.*?)\s+#\s*(?P<file>\S+):(?P<line>\d+) in (?P<function>\w+)"
+    r"(?:\s*\((?:[^()]|\([^()]*\))*\))?(?:\s+and\s+|\s*$)"
+)
+_BRANCH = lazy_compile(r"\s*(?:if|elif|while)\b")
+
+
 @dataclass(slots=True)
 class FailedGuard:
     """A guard that failed against one earlier variant, with its cause category."""
@@ -135,7 +142,13 @@ def _user_line_source(user_line: str | None) -> SourceLine | None:
         return None
     match = _USER_LINE.match(user_line)
     if match is None:
-        return SourceLine(None, None, None, user_line)
+        clauses = list(_NOTED_LINE.finditer(user_line))
+        if not clauses:
+            return SourceLine(None, None, None, user_line)
+        # A symbolic guard's lines, each with Dynamo's note: "x.shape  # f.py:20 in g (user
+        # code shown is first use ...) and if x.shape[0] > 16:  # f.py:27 in g (...)". The
+        # branch is what set the bound; else the last line named.
+        match = next((c for c in clauses if _BRANCH.match(c["code"])), clauses[-1])
     code = (match["code"] or "").strip() or None
     return SourceLine(match["file"], int(match["line"]), match["function"], code)
 
@@ -152,7 +165,7 @@ def parse_recompile_reason(reason: str) -> list[FailedGuard]:
     head, _, stack_text = body.partition("\nUser stack trace:")
     stack = parse_user_stack(stack_text.splitlines())
     failures: list[FailedGuard] = []
-    for part in head.strip().split("; "):
+    for part in _failures_of(head.strip()):
         text, _, user_line = part.partition("  # ")
         text = text.strip()
         if not text:
@@ -164,6 +177,20 @@ def parse_recompile_reason(reason: str) -> list[FailedGuard]:
         failure.hint = split_hint(user_line)[1]
         failures.append(failure)
     return failures
+
+
+def _failures_of(head: str) -> list[str]:
+    """The failures of one entry, split at ``"; "`` outside parentheses: a symbolic guard's
+    provenance note reads ``(... 0/1 specialization in the framework; to avoid
+    specialization try ...)``, one failure, not two."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(head):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth <= 0 and head.startswith("; ", index):
+            parts.append(head[start:index])
+            start = index + 2
+    parts.append(head[start:])
+    return parts
 
 
 def _dynamo_key(text: str) -> tuple[str, ...]:
