@@ -37,6 +37,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
     Outlook,
     Varying,
+    branch_bound,
     flag_states,
     unfreezing_params,
 )
@@ -964,9 +965,19 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
     if generate == "decoder" and static:
         fixes = [Fix(HF_STATIC_GENERATE.format(cache=static))]
     outlook = explanation.outlook
+    branch = branch_bound(explanation.recompiles, outlook.varying)
+    if branch is not None:
+        fixes.append(Fix(
+            f"{branch[0].upper()}{branch[1:]}: by design, one variant per side. For one graph, "
+            "write the branch as `torch.cond(pred, true_fn, false_fn, (operands,))` (both "
+            "sides must return the same shapes), with the size marked dynamic from the first "
+            "call (`torch._dynamo.maybe_mark_dynamic`)."
+        ))  # fmt: skip
     fix: Fix | None
     for row in outlook.varying:
         change = _first_change(explanation, row.source)
+        if branch is not None and "<=" in row.source:
+            continue  # the branch's fix above
         hooked = _hooks_of(row)
         if hooked is not None:
             if not any(fix.text.startswith(HOOKS_CHANGED) for fix in fixes):

@@ -458,9 +458,34 @@ def outlook(
         return Outlook(True, f"{frame.variants} variant: no recompiles", varying, None, limit)
     if not varying:
         return Outlook(None, "the trace does not say what changed", varying, None, limit)
+    branch = branch_bound(explained, varying)
+    if branch is not None:
+        return Outlook(True, f"{frame.variants} variants: {branch}", varying, None, limit)
     unclear = ", ".join(v.source for v in varying if not settled(v))
     reason = f"{unclear} changed once: too few recompiles to tell a counter from a few values"
     return Outlook(None, reason, varying, None, limit)
+
+
+_RANGE = lazy_compile(r"^(?:\d+ <= )?(?P<size>[\w.\[\]'()]+\.shape\[\d+\])(?: <= \d+)?$")
+_BRANCH_LINE = lazy_compile(r"^\s*(?:if|elif|while)\b")
+
+
+def branch_bound(explained: list[RecompileExplanation], varying: list[Varying]) -> str | None:
+    """Every unsettled value is a dynamic size's range (``2 <= x.shape[0] <= 16``) that a
+    branch on the shape set (``if x.shape[0] > 16:``): each side of the branch is its own
+    variant, two at most (tests/programs/real/blind/shape_dependent_python.py)."""
+    found = []
+    for row in [v for v in varying if not settled(v)]:
+        match = _RANGE.match(row.source)
+        line = next((c.installed_at for item in explained for c in item.changes
+                     if c.label == row.source and c.installed_at is not None), None)  # fmt: skip
+        if match is None or "<=" not in row.source or line is None or not line.code:
+            return None
+        if not _BRANCH_LINE.match(line.code) or match["size"] not in line.code:
+            return None
+        found.append(f"the branch `{line.code.strip()}` (line {line.line}) bounds {match['size']}, "
+                     "so each side of it compiles its own variant")  # fmt: skip
+    return "; ".join(dict.fromkeys(found)) if found else None
 
 
 def _grad_mode(record: CompileRecord) -> str | None:
