@@ -14,7 +14,9 @@ from pt2doctor.trace.types import CompileRecord
 _SIZE = lazy_compile(r"size=\[([^\]]*)\]")
 _VALUE_KINDS = frozenset({"TRUE_MATCH", "FALSE_MATCH", "EQUALS_MATCH", "CONSTANT_MATCH"})
 _GLOBALS = {"grad_mode": "grad mode"}
-_LENGTH = lazy_compile(r"len\((?P<of>.+?)\)\s*==\s*(?P<n>\d+)")
+# The length of a list passed as an argument (``len(L['crops']) == 3``); a list reached
+# inside one (a KV cache's ``caches[0]['k']``) keeps the change chain its failures give.
+_LENGTH = lazy_compile(r"^len\((?P<of>L\['\w+'\])\)\s*==\s*(?P<n>\d+)$")
 _DICT_KEY = lazy_compile(r"list\(dict\.keys\((?P<dict>.+)\)\)\[(?P<index>\d+)\]")
 
 
@@ -42,7 +44,7 @@ def guard_values(record: CompileRecord) -> dict[UserExpr, str]:
                 values[expr] = "dynamic" if size == "None" else size
         elif guard.kind == "GLOBAL_STATE":
             values.update({named_value(k): v for k, v in _global_state(guard.code).items()})
-        elif guard.kind == "LENGTH_CHECK" and (counted := _LENGTH.search(guard.code)):
+        elif guard.kind == "LENGTH_CHECK" and (counted := _LENGTH.match(guard.code.strip())):
             # A list's length (``len(L['crops']) == 3``): its own guard says which.
             values[length_of(user_expr(counted["of"]))] = counted["n"]
         elif guard.kind in _VALUE_KINDS and guard.source and "==" in guard.code:
