@@ -13,6 +13,7 @@ from pt2doctor.analysis.breaks.advice import PRINT_INLINED_ADVICE, break_advice
 from pt2doctor.analysis.breaks.library_breaks import known_break
 from pt2doctor.analysis.paths import short_library_path
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FrameEntry, Ledger
+from pt2doctor.analysis.source_lines import following_code
 from pt2doctor.analysis.text import counted
 from pt2doctor.trace.messages import explanation_and_hints, innermost_user, is_user_file
 from pt2doctor.trace.patterns import lazy_compile
@@ -178,30 +179,6 @@ def _enclosing_def(file: str, line: int) -> int | None:
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             if found is None or first > found:
                 found = first
-    return found
-
-
-def following_code(site: SourceLine | None, limit: int = 15) -> list[str]:
-    """The lines of the user's function after the break's line (at most ``limit``, comments
-    and blank lines left out): where the value read at the break goes."""
-    if site is None or not site.file or site.line is None:
-        return []
-    try:
-        lines = Path(site.file).read_text(encoding="utf-8").splitlines()
-        tree = ast.parse("\n".join(lines))
-    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
-        return []
-    ends = [node.end_lineno or node.lineno for node in ast.walk(tree)
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-            and node.lineno <= site.line <= (node.end_lineno or node.lineno)]  # fmt: skip
-    end = min(ends) if ends else None
-    found = []
-    for text in lines[site.line : end if end is not None else site.line + limit]:
-        code = text.split("#", 1)[0].rstrip()
-        if code.strip():
-            found.append(code)
-        if len(found) >= limit:
-            break
     return found
 
 

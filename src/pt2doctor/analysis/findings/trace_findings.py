@@ -34,7 +34,6 @@ from pt2doctor.analysis.recompiles.frame_names import compiled_at_label, frame_n
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FailureEntry, FrameEntry, Ledger
 from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
-    branch_bound,
     explain_frames,
     merged_change_lines,
     settled,
@@ -214,10 +213,8 @@ def _recompile_state(frame: FrameEntry, explanation: FrameExplanation) -> str:
     ):
         row = explanation.outlook.varying[0]
         state = f"{frame.variants} variants: {row.source} arrives as {' and as '.join(row.values)}"
-    elif bounded is True and (
-        branch := branch_bound(explanation.recompiles, list(explanation.outlook.varying))
-    ):
-        state = f"{frame.variants} variants: {branch}"
+    elif bounded is True and explanation.outlook.branch:
+        state = f"{frame.variants} variants: {explanation.outlook.branch}"
     elif bounded is True and all(v.dynamic for v in explanation.outlook.varying):
         # Automatic dynamic shapes: the second variant serves every new value, nothing to
         # pre-warm (a boolean mask's count after a break: mask_select).

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pt2doctor.analysis.paths import library_path
@@ -36,11 +35,12 @@ from pt2doctor.analysis.recompiles.changes import FLAG_KINDS, LAYOUT_KINDS, Sour
 from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
     Outlook,
+    VariantRow,
     Varying,
-    branch_bound,
     flag_states,
     unfreezing_params,
 )
+from pt2doctor.analysis.source_lines import following_code
 from pt2doctor.analysis.text import counted
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import SourceLine
@@ -503,7 +503,7 @@ def partial_batch_fix(explanation: FrameExplanation) -> str | None:
         "pattern of a partial last batch (a dataset whose size is not a multiple of the batch "
         f"size); {then}."
     )
-    if before is not None and (_evaluating(before.serves) or before.grad_mode == "False"):
+    if before is not None and _evaluating(before):
         expr = rows[0].expr
         mark = (
             " (below)"  # the dynamic row's own fix names the mark
@@ -527,11 +527,16 @@ def partial_batch_fix(explanation: FrameExplanation) -> str | None:
     )
 
 
-def _evaluating(serves: dict[str, str]) -> bool:
-    """A variant built for an evaluation pass: grad mode off, or a module's training False."""
-    return serves.get("grad mode") == "False" or any(
-        key.split(" (")[0].endswith(".training") and value == "False"
-        for key, value in serves.items()
+def _evaluating(variant: VariantRow) -> bool:
+    """A variant built for an evaluation or inference pass: grad mode off (its own guard's,
+    whether or not another variant differs in it), or a module's training False."""
+    return (
+        variant.grad_mode == "False"
+        or variant.serves.get("grad mode") == "False"
+        or any(
+            key.split(" (")[0].endswith(".training") and value == "False"
+            for key, value in variant.serves.items()
+        )
     )
 
 
@@ -696,7 +701,7 @@ def _loop_count_fix(row: Varying, change: SourceChange | None, outlook: Outlook)
     count = rf"\s*for\s+\w+\s+in\s+range\((?:[^()]*,\s*)?{re.escape(row.source)}\s*\)"
     if re.match(count, line.code) is None:
         return None
-    blocks = next((found.group(1) for text in _next_lines(line, 3)
+    blocks = next((found.group(1) for text in following_code(line, limit=3)
                    if (found := re.search(r"\bself\.(\w+)\[\w+\]\(", text))), None)  # fmt: skip
     how = (f"`for block in model.{blocks}: block.compile()`" if blocks
            else "each block or function the loop calls, on its own")  # fmt: skip
@@ -711,16 +716,6 @@ def _loop_count_fix(row: Varying, change: SourceChange | None, outlook: Outlook)
         "Or raise torch._dynamo.config.recompile_limit above the number of counts.",
         _limit_trial(2 * limit),
     )
-
-
-def _next_lines(line: SourceLine, count: int) -> list[str]:
-    """The ``count`` lines of the user's file after ``line`` ([] when it cannot be read)."""
-    try:
-        lines = Path(str(line.file)).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return []
-    start = line.line or 0
-    return lines[start : start + count]
 
 
 def _length_fix(row: Varying, change: SourceChange | None) -> Fix:
@@ -965,7 +960,7 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
     if generate == "decoder" and static:
         fixes = [Fix(HF_STATIC_GENERATE.format(cache=static))]
     outlook = explanation.outlook
-    branch = branch_bound(explanation.recompiles, outlook.varying)
+    branch = outlook.branch
     if branch is not None:
         fixes.append(Fix(
             f"{branch[0].upper()}{branch[1:]}: by design, one variant per side. For one graph, "

@@ -77,7 +77,7 @@ _NOTED_LINE = lazy_compile(
     r"(?P<code>.*?)\s+#\s*(?P<file>\S+):(?P<line>\d+) in (?P<function>\w+)"
     r"(?:\s*\((?:[^()]|\([^()]*\))*\))?(?:\s+and\s+|\s*$)"
 )
-_BRANCH = lazy_compile(r"\s*(?:if|elif|while)\b")
+BRANCH_LINE = lazy_compile(r"\s*(?:if|elif|while)\b")  # a line that branches in Python
 
 
 @dataclass(slots=True)
@@ -148,7 +148,7 @@ def _user_line_source(user_line: str | None) -> SourceLine | None:
         # A symbolic guard's lines, each with Dynamo's note: "x.shape  # f.py:20 in g (user
         # code shown is first use ...) and if x.shape[0] > 16:  # f.py:27 in g (...)". The
         # branch is what set the bound; else the last line named.
-        match = next((c for c in clauses if _BRANCH.match(c["code"])), clauses[-1])
+        match = next((c for c in clauses if BRANCH_LINE.match(c["code"])), clauses[-1])
     code = (match["code"] or "").strip() or None
     return SourceLine(match["file"], int(match["line"]), match["function"], code)
 

@@ -34,6 +34,7 @@ from pt2doctor.analysis.recompiles.changes import (
     kind_words,
     nearest_changes,
 )
+from pt2doctor.analysis.recompiles.guards import BRANCH_LINE
 from pt2doctor.analysis.recompiles.ledger import FrameEntry, produced_code
 from pt2doctor.analysis.recompiles.sources import UserExpr, human_source
 from pt2doctor.analysis.recompiles.variant_values import guard_values, value_of
@@ -108,6 +109,9 @@ class Outlook:
     limit_after_calls: int | None = None
     """Calls with a new value left before the recompile limit stops compiling (0: hit)."""
     recompile_limit: int = DEFAULT_RECOMPILE_LIMIT
+    branch: str | None = None
+    """A dynamic size's bound that a branch on the shape set (:func:`_branch_bound`): what the
+    variants are, for the finding's title and its fix."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -458,19 +462,18 @@ def outlook(
         return Outlook(True, f"{frame.variants} variant: no recompiles", varying, None, limit)
     if not varying:
         return Outlook(None, "the trace does not say what changed", varying, None, limit)
-    branch = branch_bound(explained, varying)
+    branch = _branch_bound(explained, varying)
     if branch is not None:
-        return Outlook(True, f"{frame.variants} variants: {branch}", varying, None, limit)
+        return Outlook(True, f"{frame.variants} variants: {branch}", varying, None, limit, branch)
     unclear = ", ".join(v.source for v in varying if not settled(v))
     reason = f"{unclear} changed once: too few recompiles to tell a counter from a few values"
     return Outlook(None, reason, varying, None, limit)
 
 
 _RANGE = lazy_compile(r"^(?:\d+ <= )?(?P<size>[\w.\[\]'()]+\.shape\[\d+\])(?: <= \d+)?$")
-_BRANCH_LINE = lazy_compile(r"^\s*(?:if|elif|while)\b")
 
 
-def branch_bound(explained: list[RecompileExplanation], varying: list[Varying]) -> str | None:
+def _branch_bound(explained: list[RecompileExplanation], varying: list[Varying]) -> str | None:
     """Every unsettled value is a dynamic size's range (``2 <= x.shape[0] <= 16``) that a
     branch on the shape set (``if x.shape[0] > 16:``): each side of the branch is its own
     variant, two at most (tests/programs/real/blind/shape_dependent_python.py)."""
@@ -481,7 +484,7 @@ def branch_bound(explained: list[RecompileExplanation], varying: list[Varying]) 
                      if c.label == row.source and c.installed_at is not None), None)  # fmt: skip
         if match is None or "<=" not in row.source or line is None or not line.code:
             return None
-        if not _BRANCH_LINE.match(line.code) or match["size"] not in line.code:
+        if not BRANCH_LINE.match(line.code) or match["size"] not in line.code:
             return None
         found.append(f"the branch `{line.code.strip()}` (line {line.line}) bounds {match['size']}, "
                      "so each side of it compiles its own variant")  # fmt: skip

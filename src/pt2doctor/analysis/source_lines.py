@@ -1,0 +1,34 @@
+"""The user's code after a line, read from the user's file: where a value read at a graph
+break goes (analysis/breaks), the body of a loop whose count is guarded (analysis/recompiles).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from pt2doctor.trace.types import SourceLine
+
+
+def following_code(site: SourceLine | None, limit: int = 15) -> list[str]:
+    """The lines of the user's function after ``site``'s line (at most ``limit``, comments
+    and blank lines left out): where the value read at a break goes, the body of a loop."""
+    if site is None or not site.file or site.line is None:
+        return []
+    try:
+        lines = Path(site.file).read_text(encoding="utf-8").splitlines()
+        tree = ast.parse("\n".join(lines))
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return []
+    ends = [node.end_lineno or node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.lineno <= site.line <= (node.end_lineno or node.lineno)]  # fmt: skip
+    end = min(ends) if ends else None
+    found = []
+    for text in lines[site.line : end if end is not None else site.line + limit]:
+        code = text.split("#", 1)[0].rstrip()
+        if code.strip():
+            found.append(code)
+        if len(found) >= limit:
+            break
+    return found
