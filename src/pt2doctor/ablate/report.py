@@ -19,7 +19,7 @@ from pt2doctor.ablate.classify import (
 from pt2doctor.ablate.types import AblateReport, Conclusion, Rung, Settings, Target, Toggle
 from pt2doctor.analysis.breaks.library_breaks import known_break
 from pt2doctor.analysis.userside.causes import custom_op_advice, diagnose
-from pt2doctor.report.schema import SCHEMA_VERSION
+from pt2doctor.report.document import SCHEMA_VERSION
 from pt2doctor.trace.types import GraphBreakEvent
 
 

@@ -22,7 +22,7 @@ from pt2doctor.check.types import (
     VariantRow,
     verdict_rank,
 )
-from pt2doctor.report.schema import SCHEMA_VERSION
+from pt2doctor.report.document import SCHEMA_VERSION
 
 
 def _by(records: Iterable[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

@@ -18,59 +18,26 @@ from pt2doctor.report import build_report
 from pt2doctor.report.diff_view import render_diff_markdown, render_diff_terminal
 from pt2doctor.rundir.load import load_run
 
-_REQUIRED = ("schema_version", "summary", "graph_breaks", "frames", "compiles", "environment")
-_CHECK_REQUIRED = ("schema_version", "summary", "cells", "variants", "contract", "environment")
-_PROFILE_REQUIRED = ("schema_version", "summary", "device")
-_ABLATE_REQUIRED = ("schema_version", "kind", "ladder", "conclusion")
-
-
-def _kind(report: dict[str, Any]) -> str:
-    """``check``, ``profile``, ``ablate`` or ``run`` (reports without a ``kind`` predate it:
-    run reports)."""
-    kind = report.get("kind")
-    return kind if kind in ("check", "profile", "ablate") else "run"
-
-
-def _required(report: Any) -> tuple[str, ...]:
-    kind = _kind(report) if isinstance(report, dict) else "run"
-    required = {"check": _CHECK_REQUIRED, "profile": _PROFILE_REQUIRED, "ablate": _ABLATE_REQUIRED}
-    return required.get(kind, _REQUIRED)
-
 
 def load_report(path: Path) -> dict[str, Any]:
-    """A report.json file as is (a check run directory: its report.json); anything
-    ``pt2doctor report`` reads is analysed afresh."""
+    """A stored report.json (a check or ablate run directory: its report.json), read back
+    through report/document.py; anything ``pt2doctor report`` reads is analysed afresh."""
     if path.is_dir() and (path / "results.jsonl").is_file() and (path / "report.json").is_file():
         path = path / "report.json"  # a check run directory
     if path.is_dir() and (path / "trials").is_dir() and (path / "report.json").is_file():
         path = path / "report.json"  # an ablate --out directory
+    from pt2doctor.report.document import is_report_json, read_report
+
+    if is_report_json(path):
+        return read_report(path)
     from pt2doctor.trace.profile_paths import is_profile_trace
 
-    if is_profile_trace(path) and not _is_report_json(path):  # a profiler trace: explained
+    if is_profile_trace(path):  # a profiler trace: explained
         from pt2doctor.report.device_report import build_device_report
 
-        return build_device_report(path)
-    if path.is_file() and path.suffix == ".json":
-        try:
-            report = orjson.loads(path.read_bytes())
-        except orjson.JSONDecodeError as error:
-            raise UsageError(f"{path} is not valid JSON: {error}") from error
-        required = _required(report)
-        missing = [key for key in required if not isinstance(report, dict) or key not in report]
-        if missing:
-            raise UsageError(f"{path} is not a pt2doctor report.json (no {', '.join(missing)})")
-        return dict(report)
+        return cast(dict[str, Any], build_device_report(path))
     # The run report as the plain dict the differ walks (analysis/diff/reports.py reads it by key).
     return cast(dict[str, Any], build_report(load_run(path)))
-
-
-def _is_report_json(path: Path) -> bool:
-    """A pt2doctor report.json, not a profiler trace (whose ``traceEvents`` array starts
-    within its first megabyte, after the devices' properties)."""
-    if not path.is_file() or path.suffix != ".json":
-        return False
-    with path.open("rb") as stream:
-        return b'"traceEvents"' not in stream.read(1 << 20)
 
 
 @click.command("diff")
@@ -121,7 +88,9 @@ def diff_command(
     and CUDA-graph replays per step."""
     noise = Noise(rel=rel, compile_s=noise_compile_s, per_call_s=noise_call_s)
     report_a, report_b = load_report(a), load_report(b)
-    kinds = _kind(report_a), _kind(report_b)
+    from pt2doctor.report.types import report_kind
+
+    kinds = report_kind(report_a), report_kind(report_b)
     if kinds[0] != kinds[1]:
         raise UsageError(f"cannot diff a {kinds[0]} report ({a}) with a {kinds[1]} report ({b})")
     from pt2doctor.ablate.diff import diff_ablate_reports

@@ -106,6 +106,35 @@ def _log_plan(json_path: Path | None, html_path: Path | None, use_tlparse: bool)
     return plan
 
 
+def _stored_plan(
+    json_path: Path | None, fmt: str, md_path: Path | None, html_path: Path | None, redact: bool
+) -> OutputPlan:
+    """A stored report.json: rendered on stdout as ``--format`` says, and written only where
+    ``--json``/``--md``/``--html`` say (never next to it by default: it may be the input)."""
+    plan = OutputPlan(stdout=fmt, redact=redact)
+    if json_path is not None and str(json_path) == "-":
+        if fmt not in ("term", "json"):
+            raise UsageError(f"--json - and --format {fmt} both want stdout")
+        plan.stdout, plan.summary_with_document = "json", fmt == "term"
+    else:
+        plan.add("json", json_path)
+    plan.add("md", md_path)
+    plan.add("html", html_path)
+    return plan
+
+
+def rerender_report(path: Path, plan: OutputPlan, strict: bool) -> int:
+    """A stored report.json of any kind rendered again (nothing is analysed: the report as it
+    was written, brought to the current shape by report/document.py). With ``strict``, exit 1
+    when the log it was made from was damaged."""
+    from pt2doctor.report.document import read_report
+
+    report = read_report(path)
+    emit(report, plan)
+    problems = (report.get("parse_stats") or {}).get("problems")
+    return 1 if strict and problems else 0
+
+
 def _alive(pid: int) -> bool:
     """Whether process ``pid`` still runs (an exited one its parent has not reaped yet is a
     zombie: gone)."""
@@ -291,6 +320,14 @@ def report_command(
         from pt2doctor.cli.check import rerender_check
 
         return rerender_check(path, fmt, md_path, html_path, redact)
+    from pt2doctor.report.document import is_report_json
+
+    if is_report_json(path):
+        plan = _stored_plan(json_path, fmt, md_path, html_path, redact)
+        if use_tlparse:
+            raise UsageError(f"--tlparse reads the trace, and {path} is a stored report: "
+                             "report on its log or run directory instead")  # fmt: skip
+        return rerender_report(path, plan, strict)
     if is_run_dir(path) and not (json_path or md_path or html_path):
         plan = run_dir_plan(path, fmt, redact, use_tlparse)
     else:  # a bare log, or a run dir whose reports go only where --json/--md/--html say

@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING
 from pt2doctor._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from pt2doctor.report.schema import SCHEMA_VERSION, build_report, dumps_report
+    from pt2doctor.report.document import SCHEMA_VERSION, dumps_report
+    from pt2doctor.report.schema import build_report
 
 __all__ = ["SCHEMA_VERSION", "build_report", "dumps_report"]
-__getattr__ = lazy_names(__name__, dict.fromkeys(__all__, "schema"))
+__getattr__ = lazy_names(
+    __name__, {"SCHEMA_VERSION": "document", "dumps_report": "document", "build_report": "schema"}
+)

@@ -29,6 +29,8 @@ from pt2doctor.analysis.time.device_findings import device_findings
 from pt2doctor.errors import UsageError
 from pt2doctor.report.profile_schema import profile_section
 from pt2doctor.report.sections import Section
+from pt2doctor.report.types import Finding as FindingRow
+from pt2doctor.report.types import ProfileReport
 from pt2doctor.trace.chrome import read_chrome_trace, read_head
 from pt2doctor.trace.profile_paths import trace_paths
 
@@ -76,17 +78,17 @@ def _read_all(paths: list[Path]) -> list[TraceRead]:
         return pool.map(_read, paths, chunksize=1)
 
 
-def _finding_row(finding: Any, trace: str) -> dict[str, Any]:
+def _finding_row(finding: Any, trace: str) -> FindingRow:
     """report/schema.py's row, its subject naming the trace it came from."""
     from pt2doctor.report.schema import finding_row
 
     finding.subject = Subject(finding.subject.kind, finding.subject.name, stream=trace)
-    return dict(finding_row(finding))
+    return finding_row(finding)
 
 
-def build_device_report(path: Path) -> dict[str, Any]:
+def build_device_report(path: Path) -> ProfileReport:
     """The report of kind ``profile`` for a trace or a directory of traces."""
-    from pt2doctor.report.schema import SCHEMA_VERSION
+    from pt2doctor.report.document import SCHEMA_VERSION
 
     paths = trace_paths(path)
     if not paths:

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-
-import orjson
 
 from pt2doctor import __version__
 from pt2doctor.analysis import (
@@ -40,6 +37,7 @@ from pt2doctor.analysis.recompiles.outlook import (
 )
 from pt2doctor.analysis.recompiles.sources import user_expr
 from pt2doctor.report import types
+from pt2doctor.report.document import SCHEMA_VERSION
 from pt2doctor.report.rank_schema import ranks_section
 from pt2doctor.report.types import (
     Compile,
@@ -58,7 +56,6 @@ from pt2doctor.trace.types import CompileRecord, ExportTrace, Run, ShapeEvent, S
 if TYPE_CHECKING:  # heat exists only for a run directory's probes
     from pt2doctor.analysis.breaks.heat import Heat
 
-SCHEMA_VERSION = 2
 _LIMIT = lazy_compile(r"recompile.limit|cache_size_limit|recompile_limit", re.I)
 
 
@@ -468,8 +465,3 @@ def _export(export: ExportTrace) -> dict[str, Any]:
     }
     section["exported_program"] = export.program
     return section
-
-
-def dumps_report(report: Mapping[str, Any]) -> bytes:
-    """report.json bytes: sorted keys, indented, newline-terminated."""
-    return orjson.dumps(report, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"

@@ -479,3 +479,19 @@ class RunReport(_RunReportParts, total=False):
     unbacked symbols, fake-kernel problems, the exported program."""
     """What AOTInductor built (a log of ``aoti_compile_and_package``): its kernels, each with
     its ops and user lines from the provenance artifacts, which carry no compile id."""
+
+
+class ProfileReport(TypedDict):
+    """report.json of ``pt2doctor report TRACE.json[.gz]`` (report/device_report.py): the
+    device side of profiler traces the user recorded."""
+
+    schema_version: int
+    kind: Literal["profile"]
+    tool: Tool
+    inputs: dict[str, list[str]]
+    summary: dict[str, Any]
+    plan: list[PlanItem]
+    findings: list[Finding]
+    device: list[dict[str, Any]]
+    notes: list[str]
+    parse_stats: dict[str, Any]
