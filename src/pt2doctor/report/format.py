@@ -10,6 +10,7 @@ import html
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pt2doctor.analysis.paths import library_path
@@ -112,6 +113,30 @@ def built_line(entry: Mapping[str, Any], names: Mapping[tuple[str, str], str]) -
         refused = len(fusion.get("rejected") or []) + int(fusion.get("more") or 0)
         line += f"; {refused} fusion{'s' if refused != 1 else ''} refused"
     return line
+
+
+@dataclass(frozen=True)
+class RunLine:
+    """How the program ran, one line in every rendering: ``Ran`` + the command (shown as
+    code) + ``rest`` (``: exited 0 after 4.2 s, 0.31 s inside compiled graphs ...``)."""
+
+    command: str
+    rest: str
+
+
+def run_line(run: Mapping[str, Any] | None) -> RunLine | None:
+    """The run line of a report's ``run`` part (None: the report is of a log, not a run)."""
+    if run is None:
+        return None
+    ending = run.get("ending") or f"exited {run.get('exit_code')}"
+    rest = f": {ending}"
+    if run.get("wall_s") is not None:
+        rest += f" after {run['wall_s']:.1f} s"
+    if run.get("in_compiled_s") is not None:
+        rest += f", {run['in_compiled_s']:.2f} s inside compiled graphs (backward not counted)"
+    if run.get("triage"):
+        rest += f" (triage run: --backend {run.get('backend_override')})"
+    return RunLine(" ".join(run.get("command") or []), rest + ".")
 
 
 def plan_saving(item: Mapping[str, Any]) -> str:

@@ -29,6 +29,7 @@ from pt2doctor.report.format import (
     no_findings_text,
     only_info,
     plan_saving,
+    run_line,
     source_where,
     warm_start_estimate,
 )
@@ -54,11 +55,9 @@ def _headline(report: Report) -> list[str]:
         f"**{s['total_compile_time_s']:.2f} s** compiling",
         "",
     ]
-    run = report.get("run")
-    if run is not None:
-        ending = run.get("ending") or f"exited {run.get('exit_code')}"
-        wall = "" if run.get("wall_s") is None else f" after {run['wall_s']:.1f} s"
-        lines += [f"Ran {md_code(' '.join(run.get('command') or []))}: {md_text(ending)}{wall}", ""]
+    ran = run_line(report.get("run"))
+    if ran is not None:
+        lines += [f"Ran {md_code(ran.command)}{md_text(ran.rest)}", ""]
     if report.get("redacted"):
         lines += ["_Redacted: source lines removed, paths made relative._", ""]
     return lines

@@ -23,6 +23,7 @@ from pt2doctor.report.format import (
     only_info,
     plan_saving,
     report_inputs,
+    run_line,
     warm_start_estimate,
 )
 from pt2doctor.report.frame_story import frame_stories, headline_counts, story_terminal
@@ -210,18 +211,6 @@ def _ranks(console: Console, ranks: Ranks) -> None:
         console.print(f"  [{style}]{escape(divergence['kind'])}[/]: {escape(divergence['title'])}")
 
 
-def _run_line(run: dict[str, Any]) -> str:
-    ending = run.get("ending") or f"exited {run.get('exit_code')}"
-    line = f"run: `{' '.join(run.get('command') or [])}` {ending}"
-    if run.get("wall_s") is not None:
-        line += f" after {run['wall_s']:.1f} s"
-    if run.get("in_compiled_s") is not None:
-        line += f", {run['in_compiled_s']:.2f} s inside compiled graphs (backward not counted)"
-    if run.get("triage"):
-        line += f" [triage: --backend {run['backend_override']}]"
-    return escape(line)
-
-
 def _cold_start_line(section: dict[str, Any]) -> str:
     """The cold-start verdict and the warm-start estimate, in one line."""
     line = f"cold start: {section['verdict']}"
@@ -294,8 +283,9 @@ def render_terminal(report: RunReport, console: Console, cwd: str | None = None)
     console.print(
         f"[bold]pt2doctor report[/] — {escape(paths or 'no TORCH_TRACE log was written')}"
     )
-    if "run" in report:
-        console.print(_run_line(report["run"]))
+    ran = run_line(report.get("run"))
+    if ran is not None:
+        console.print(f"Ran `{escape(ran.command)}`{escape(ran.rest)}")
     console.print(_headline(report["summary"]))
     if report.get("cold_start") and report["compiles"]:
         console.print(_cold_start_line(report["cold_start"]))

@@ -23,6 +23,7 @@ from pt2doctor.report.format import (
     only_info,
     plan_saving,
     report_inputs,
+    run_line,
     source_where,
 )
 from pt2doctor.report.rank_views import ranks
@@ -48,16 +49,7 @@ def headline(report: Report) -> Section:
         ("failures", summary["failures"]),
         ("compile time (s)", f"{summary['total_compile_time_s']:.2f}"),
     ]
-    run = report.get("run")
-    run_line = None
-    if run is not None:
-        run_line = {
-            "command": " ".join(run.get("command") or []),
-            "ending": run.get("ending") or f"exited {run.get('exit_code')}",
-            "wall_s": run.get("wall_s"),
-            "in_compiled_s": run.get("in_compiled_s"),
-            "triage": run.get("backend_override") if run.get("triage") else None,
-        }
+    ran = run_line(report.get("run"))
     shown = grouped_findings(report["findings"])  # one block per root cause
     findings = [
         {
@@ -74,7 +66,7 @@ def headline(report: Report) -> Section:
     data = {
         "inputs": report_inputs(report),
         "counts": [{"label": label, "value": value} for label, value in counts],
-        "run": run_line,
+        "run": None if ran is None else {"command": ran.command, "rest": ran.rest},
         "plan": [
             {
                 "step": item["step"],
