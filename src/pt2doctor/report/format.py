@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pt2doctor.analysis.paths import library_path
+from pt2doctor.analysis.paths import library_path, shorten_paths
 from pt2doctor.report.types import Finding
 
 # Longest text shown in a table cell before it is cut (the full text stays in report.json).
@@ -223,6 +223,42 @@ def grouped_findings(findings: list[Finding]) -> list[Finding]:
         }
         shown.append(merged)
     return shown
+
+
+@dataclass(frozen=True)
+class FindingBlock:
+    """One block of the findings list, the same in every rendering: a root cause's lead
+    finding (report/format.py :func:`grouped_findings`), its cause's other findings
+    (``also``), its evidence, and its fix (the first sentences; ``more``: the rest). Paths
+    read as :func:`~pt2doctor.analysis.paths.shorten_paths` writes them."""
+
+    severity: str
+    code: str
+    title: str
+    also: list[str]
+    evidence: list[str]
+    advice: str
+    more: str
+
+
+def finding_blocks(
+    findings: list[Finding], limit: int, cwd: str | None = None
+) -> tuple[list[FindingBlock], int]:
+    """The first ``limit`` blocks of ``findings`` (one per root cause, errors first), and how
+    many more there are."""
+    shown = grouped_findings(findings)
+    blocks = [
+        FindingBlock(
+            f["severity"],
+            f["code"],
+            shorten_paths(f["title"], cwd),
+            [shorten_paths(also, cwd) for also in f.get("also", [])],
+            [shorten_paths(str(line), cwd) for line in f["evidence"]],
+            *advice_parts(shorten_paths(f["advice"], cwd)),
+        )
+        for f in shown[:limit]
+    ]
+    return blocks, max(0, len(shown) - limit)
 
 
 def _after_shared(first: str, title: str) -> str:

@@ -16,12 +16,11 @@ from pt2doctor.analysis.paths import shorten_paths
 from pt2doctor.analysis.text import counted
 from pt2doctor.report.format import (
     NOTHING_TO_FIX,
-    advice_parts,
     built_line,
     compile_names,
     export_line,
     file_name,
-    grouped_findings,
+    finding_blocks,
     hot_break,
     md_code,
     md_table,
@@ -93,18 +92,17 @@ def _findings(report: Report, empty: str | None = None) -> list[str]:
         return [empty or no_findings_text(report), ""]
     icons = {"error": "🔴", "warning": "🟡", "info": "🔵"}
     lines = ["### Findings", ""]
-    shown = grouped_findings(findings)
-    for f in shown[:MAX_FINDINGS]:
-        lines.append(f"- {icons.get(f['severity'], '')} **{f['severity']}** `{f['code']}` "
-                     f"{md_text(shorten_paths(f['title']))}")  # fmt: skip
-        lines += [f"  - also {md_text(shorten_paths(also))}" for also in f.get("also", [])]
-        lines += [f"  - {md_code(e)}" for e in f["evidence"][:4]]
-        advice, more = advice_parts(f["advice"])
-        lines.append(f"  - fix: {md_text(advice)}")
-        if more:
-            lines.append(f"    <details><summary>more</summary>{md_text(more)}</details>")
-    if len(shown) > MAX_FINDINGS:
-        lines.append(f"- ... and {len(shown) - MAX_FINDINGS} more in report.json")
+    blocks, more_blocks = finding_blocks(findings, MAX_FINDINGS)
+    for block in blocks:
+        icon = icons.get(block.severity, "")
+        lines.append(f"- {icon} **{block.severity}** `{block.code}` {md_text(block.title)}")
+        lines += [f"  - also {md_text(also)}" for also in block.also]
+        lines += [f"  - {md_code(line)}" for line in block.evidence[:4]]
+        lines.append(f"  - fix: {md_text(block.advice)}")
+        if block.more:
+            lines.append(f"    <details><summary>more</summary>{md_text(block.more)}</details>")
+    if more_blocks:
+        lines.append(f"- ... and {more_blocks} more in report.json")
     return [*lines, ""]
 
 

@@ -14,11 +14,10 @@ from pt2doctor.analysis.text import counted
 from pt2doctor.report.format import (
     NO_FINDINGS,
     NOTHING_TO_FIX,
-    advice_parts,
     built_line,
     compile_names,
     export_line,
-    grouped_findings,
+    finding_blocks,
     no_findings_text,
     only_info,
     plan_saving,
@@ -87,27 +86,26 @@ def _findings(
     if not findings:
         console.print(f"[green]{empty}")
         return
-    shown = grouped_findings(findings)
-    for finding in shown[:MAX_FINDINGS]:
-        style = _SEVERITY_STYLE.get(finding["severity"], "")
+    blocks, more_blocks = finding_blocks(findings, MAX_FINDINGS, cwd)
+    for block in blocks:
+        style = _SEVERITY_STYLE.get(block.severity, "")
         # A grid, so that every wrapped line keeps its indent (a flat print wrapped to column 0).
         grid = Table.grid(padding=(0, 1))
         grid.add_column(width=7, no_wrap=True)
         grid.add_column(overflow="fold")
         grid.add_row(
-            f"[{style}]{finding['severity'].upper()}[/]",
-            f"[bold]{escape(finding['code'])}[/]  {escape(shorten_paths(finding['title'], cwd))}",
+            f"[{style}]{block.severity.upper()}[/]",
+            f"[bold]{escape(block.code)}[/]  {escape(block.title)}",
         )
-        for also in finding.get("also", []):  # the same cause's other findings
-            grid.add_row("", f"[bold]also[/] {escape(shorten_paths(also, cwd))}")
-        for line in finding["evidence"][:4]:
-            grid.add_row("", f"[dim]{escape(shorten_paths(str(line), cwd))}[/]")
-        advice, more = advice_parts(shorten_paths(finding["advice"], cwd))
-        folded = " [dim](more in report.md)[/]" if more else ""
-        grid.add_row("", f"[italic]fix:[/] {escape(advice)}{folded}")
+        for also in block.also:  # the same cause's other findings
+            grid.add_row("", f"[bold]also[/] {escape(also)}")
+        for line in block.evidence[:4]:
+            grid.add_row("", f"[dim]{escape(line)}[/]")
+        folded = " [dim](more in report.md)[/]" if block.more else ""
+        grid.add_row("", f"[italic]fix:[/] {escape(block.advice)}{folded}")
         console.print(grid)
-    if len(shown) > MAX_FINDINGS:
-        console.print(f"... and {len(shown) - MAX_FINDINGS} more findings in the JSON report")
+    if more_blocks:
+        console.print(f"... and {more_blocks} more findings in the JSON report")
 
 
 def _table(title: str, columns: dict[str, int | None]) -> Table:

@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from pt2doctor.analysis.paths import shorten_paths
 from pt2doctor.report.format import (
-    advice_parts,
     cut,
+    finding_blocks,
     grouped_findings,
     hot_break,
     no_findings_text,
@@ -50,18 +50,18 @@ def headline(report: Report) -> Section:
         ("compile time (s)", f"{summary['total_compile_time_s']:.2f}"),
     ]
     ran = run_line(report.get("run"))
-    shown = grouped_findings(report["findings"])  # one block per root cause
+    blocks, more_blocks = finding_blocks(report["findings"], MAX_FINDINGS)
     findings = [
         {
-            "severity": f["severity"],
-            "code": f["code"],
-            "title": cut(shorten_paths(f["title"])),
-            "also": [cut(shorten_paths(also)) for also in f.get("also", [])],
-            "evidence": [cut(str(e), 200) for e in f["evidence"][:6]],
-            "advice": shorten_paths(advice_parts(f["advice"])[0]),
-            "more": shorten_paths(advice_parts(f["advice"])[1]),
+            "severity": block.severity,
+            "code": block.code,
+            "title": cut(block.title),
+            "also": [cut(also) for also in block.also],
+            "evidence": [cut(line, 200) for line in block.evidence[:6]],
+            "advice": block.advice,
+            "more": block.more,
         }
-        for f in shown[:MAX_FINDINGS]
+        for block in blocks
     ]
     data = {
         "inputs": report_inputs(report),
@@ -78,7 +78,7 @@ def headline(report: Report) -> Section:
         "findings": findings,
         "only_info": only_info(report),
         "no_findings": no_findings_text(report),
-        "more_findings": max(0, len(shown) - MAX_FINDINGS),
+        "more_findings": more_blocks,
         "redacted": bool(report.get("redacted")),
     }
     return Section("summary", "Summary", "headline", data)
