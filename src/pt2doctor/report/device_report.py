@@ -3,7 +3,7 @@ report of kind ``profile``).
 
 A trace, or a directory of them (one per rank), is read without torch
 (trace/chrome.py), its device side analysed (analysis/time/device.py) and its findings made
-(analysis/time/device_findings.py). The report holds, per trace, the ``device`` section
+(analysis/time/device_findings.py ``traces_findings``: nothing here makes or changes one). The report holds, per trace, the ``device`` section
 (kernels by kind, steps, syncs, CUDA graphs, compiled regions, streams), and the findings and
 plan every report kind has. Rendered here too: the terminal summary, report.md, report.html.
 """
@@ -19,17 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pt2doctor import __version__
-from pt2doctor.analysis.findings.model import Subject
 from pt2doctor.analysis.findings.plan import plan
-from pt2doctor.analysis.findings.trace_findings import sort_findings
 from pt2doctor.analysis.paths import shorten_paths
 from pt2doctor.analysis.time.analyse import ProfileResult, trace_analysis
 from pt2doctor.analysis.time.device import DeviceProfile, device_profile
-from pt2doctor.analysis.time.device_findings import device_findings
+from pt2doctor.analysis.time.device_findings import traces_findings
 from pt2doctor.errors import UsageError
+from pt2doctor.report.document import SCHEMA_VERSION
 from pt2doctor.report.profile_schema import profile_section
 from pt2doctor.report.sections import Section
-from pt2doctor.report.types import Finding as FindingRow
 from pt2doctor.report.types import ProfileReport
 from pt2doctor.trace.chrome import read_chrome_trace, read_head
 from pt2doctor.trace.profile_paths import trace_paths
@@ -78,42 +76,16 @@ def _read_all(paths: list[Path]) -> list[TraceRead]:
         return pool.map(_read, paths, chunksize=1)
 
 
-def _finding_row(finding: Any, trace: str) -> FindingRow:
-    """report/schema.py's row, its subject naming the trace it came from."""
-    from pt2doctor.report.schema import finding_row
-
-    finding.subject = Subject(finding.subject.kind, finding.subject.name, stream=trace)
-    return finding_row(finding)
-
-
 def build_device_report(path: Path) -> ProfileReport:
     """The report of kind ``profile`` for a trace or a directory of traces."""
-    from pt2doctor.report.document import SCHEMA_VERSION
+    from pt2doctor.report.schema import finding_row
 
     paths = trace_paths(path)
     if not paths:
         raise UsageError(f"no profiler trace in {path}")
     reads = _read_all(paths)
     profiles = [read.device for read in reads]
-    many = len(profiles) > 1
-    findings, rows = [], []
-    for read in reads:
-        profile = read.device
-        found = device_findings(profile)
-        codes = {finding.code for finding in found}
-        # The host side's own findings (run --profile's), less what the device side says
-        # better: library kernels' share is the device's time on a GPU.
-        found += [f for f in read.host.findings if f.code not in codes
-                  and not (profile.device_events and f.code == "library_bound")]  # fmt: skip
-        found = sort_findings(found)
-        name = Path(profile.path).name
-        if many:
-            for finding in found:
-                finding.title = f"{name}: {finding.title}"
-        findings += found
-        rows += [_finding_row(f, name) for f in found]
-    order = {id(f): row for f, row in zip(findings, rows, strict=True)}
-    ordered = sort_findings(findings)
+    findings = traces_findings([(read.device, read.host.findings) for read in reads])
     notes = [f"{Path(p.path).name}: {CPU_ONLY}" for p in profiles if not p.device_events]
     return {
         "schema_version": SCHEMA_VERSION,
@@ -123,9 +95,9 @@ def build_device_report(path: Path) -> ProfileReport:
         "summary": _summary(profiles),
         "plan": [
             {"step": item.step, "code": item.code, "title": item.title, "saves_ms": item.saves_ms}
-            for item in plan(ordered)
+            for item in plan(findings)
         ],
-        "findings": [order[id(f)] for f in ordered],
+        "findings": [finding_row(f) for f in findings],
         "device": [{**read.device.as_dict(), "host": profile_section(read.host)} for read in reads],
         "notes": notes,
         "parse_stats": {

@@ -7,8 +7,12 @@ not worth a line, a region is launch-bound from 30% idle between kernels under 5
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import PurePath
+
 from pt2doctor.analysis.findings.codes import Severity
 from pt2doctor.analysis.findings.model import PROGRAM, Finding, Subject
+from pt2doctor.analysis.findings.trace_findings import sort_findings
 from pt2doctor.analysis.time.device import DeviceProfile, RegionDevice, SyncSite
 
 SYNC_SHARE = 0.02
@@ -58,6 +62,26 @@ def device_findings(profile: DeviceProfile, skipped: dict[str, str] | None = Non
         *_library_bound(profile),
         *_tf32_off(profile),
     ]
+
+
+def traces_findings(traces: list[tuple[DeviceProfile, list[Finding]]]) -> list[Finding]:
+    """The findings of a report on profiler traces, in the report's order: for each trace
+    (its device side, and its host side's findings as ``run --profile`` makes them), the
+    device findings, then the host's that the device side does not say better (on a GPU,
+    library kernels' share is the device's time). Each names its trace in its subject (and,
+    of several traces, in its title)."""
+    found: list[Finding] = []
+    for profile, host_findings in traces:
+        own = device_findings(profile)
+        codes = {finding.code for finding in own}
+        own += [f for f in host_findings if f.code not in codes
+                and not (profile.device_events and f.code == "library_bound")]  # fmt: skip
+        name = PurePath(profile.path).name
+        for finding in sort_findings(own):
+            subject = Subject(finding.subject.kind, finding.subject.name, stream=name)
+            title = f"{name}: {finding.title}" if len(traces) > 1 else finding.title
+            found.append(replace(finding, subject=subject, title=title))
+    return sort_findings(found)
 
 
 def _dtoh_sync(profile: DeviceProfile) -> list[Finding]:
