@@ -255,3 +255,36 @@ def test_a_computed_float_baked_into_the_graph_is_why_a_full_cache_dir_misses(
     assert hits and set(hits) == {"fx_graph_cache_hit"}, hits
     assert fixed["cold_start"]["state"] == "warm"
     assert not [f for f in fixed["findings"] if f["code"] == "cache_key_constant"]
+
+
+def _max_error(run_dir: Path) -> float:
+    """What the program measured itself: its compiled update against the same update eager."""
+    line = next(line for line in (run_dir / "stdout.log").read_text().splitlines()
+                if line.startswith("max error: "))  # fmt: skip
+    return float(line.split(": ")[1])
+
+
+def test_a_constant_the_cache_serves_without_its_guard_is_a_correctness_error(
+    tmp_path: Path, vec_isa_trusted: None
+) -> None:
+    """run_stale_cache_constant.py: an EMA update whose decay feeds ``alpha=``. Inductor makes
+    ``1 - decay`` a constant, the next value's compile comes from the FX graph / AOTAutograd
+    cache without the guard, and the update goes wrong; the program's own comparison with
+    eager says so (the truth), the report names it as an error with the user's line and the
+    fix. Both ways out it prints are applied: the fix (no finding, float noise against eager)
+    and the caches off (right numbers)."""
+    cache = tmp_path / "cache"
+    broken = _run(tmp_path / "broken", cache, "run_stale_cache_constant")
+    assert _max_error(tmp_path / "broken") > 1e-3
+    (finding,) = [f for f in broken["findings"] if f["code"] == "stale_cache_constant"]
+    assert finding["severity"] == "error" and finding["facts"]["source"] == "decay"
+    line = marker_in(PROGRAMS / "run_stale_cache_constant.py", "alpha")
+    assert f"line {line}" in finding["advice"]
+    assert "`pt.mul_(decay).add_(po * (1 - decay))`" in finding["advice"]
+    assert broken["plan"][0]["code"] == "stale_cache_constant"
+    fixed = _run(tmp_path / "fixed", cache, "run_stale_cache_constant", PT2D_FIX="1")
+    assert _max_error(tmp_path / "fixed") < 1e-5
+    assert not [f for f in fixed["findings"] if f["code"] == "stale_cache_constant"]
+    off = {"TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"}
+    _run(tmp_path / "off", cache, "run_stale_cache_constant", **off)
+    assert _max_error(tmp_path / "off") < 1e-5

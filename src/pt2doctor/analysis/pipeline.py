@@ -16,6 +16,7 @@ from pt2doctor.analysis.built.fallbacks import fallback_findings
 from pt2doctor.analysis.built.graph_size import many_small_inputs_findings, unrolled_loop_findings
 from pt2doctor.analysis.built.kernels import KernelMap, kernel_map
 from pt2doctor.analysis.coldstart.analyse import ColdStart, cold_start
+from pt2doctor.analysis.coldstart.stale_constant import stale_constant_findings
 from pt2doctor.analysis.findings.model import Finding
 from pt2doctor.analysis.findings.trace_findings import find_findings, sort_findings
 from pt2doctor.analysis.findings.verdicts import Outcome, outcome_of
@@ -138,6 +139,7 @@ def analyse_run(
         + rank_findings(ranks)
         + built_findings(ledger, kernel_maps)
         + cold.findings
+        + stale_constant_findings(ledger, explanations)
     )
     findings = sort_findings(findings + _run_findings(run, ledger, heat, explanations))
     paired = []

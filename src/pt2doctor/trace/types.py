@@ -30,6 +30,12 @@ class SourceLine(NamedTuple):
     def as_dict(self) -> dict[str, Any]:
         return {"file": self.file, "line": self.line, "function": self.function, "code": self.code}
 
+    @property
+    def statement(self) -> str:
+        """The code without its trailing comment, stripped: what a quote of the line shows (a
+        comment's backticks would break the quote); '' when the code is not logged."""
+        return (self.code or "").split("  #")[0].strip()
+
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}"
         if self.function:

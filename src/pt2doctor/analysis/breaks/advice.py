@@ -420,6 +420,76 @@ def _module_by_value(code: str, following: list[str]) -> str | None:
     return None
 
 
+_FOR_OVER_READ = lazy_compile(
+    r"^\s*for\s+(?P<names>[\w\s,()]+?)\s+in\s+(?P<values>.*\.(?:tolist|item)\(\).*?)\s*:"
+)
+BOOKKEEPING_ADVICE = (
+    "The values read here are kept in Python (`{store}`): bookkeeping, not tensor code. The "
+    "code after the break is compiled with the values it saw and the Python state they "
+    "update baked in, so nearly every call compiles it again, until the recompile limit, and "
+    "then it runs eagerly. Keep it out of the compiled function: return the tensors and do "
+    "the bookkeeping after the call (or compile only the model), or keep it in tensors "
+    "(a count per pair with `index_add_` on a flat index, a running sum) and read them once "
+    "at the end with .tolist(). torch._dynamo.config.capture_scalar_outputs does not help "
+    "here: the values index and update Python objects."
+)
+SCALAR_RETURNED_ADVICE = (
+    "The function returns a tensor's value as a Python number (`{code}`): the graph ends at "
+    "the .item() on every call. Return the tensor itself (`.detach()`) and call .item() on "
+    "it after the compiled call, where the number is used: no break, the same value."
+)
+_RETURNS_ITEM = lazy_compile(r"^\s*return\b.*\.item\(\)")
+
+
+def _bookkeeping(code: str, following: list[str]) -> str | None:
+    """``for t, p in zip(y.tolist(), preds.tolist()): confusion[t][p] += 1``: a tensor's
+    values read in Python and stored, by the loop's body, in a Python object (a list's
+    element, a dict's, an append)."""
+    loop = _FOR_OVER_READ.match(code)
+    if loop is None:
+        return None
+    names = set(_NAMES.findall(loop["names"])) - {"in"}
+    for line in following[:10]:
+        used = set(_NAMES.findall(line)) & names
+        stored = re.search(r"\w+(?:\[[^\]]+\])+\s*[-+*/]?=(?!=)|\.append\(|\.add\(", line)
+        if used and stored is not None:
+            return BOOKKEEPING_ADVICE.format(store=line.strip())
+    return None
+
+
+_IF = lazy_compile(r"^\s*if\s+(?P<cond>.+?)\s*:\s*(?:#.*)?$")
+RETURNED_BRANCH_ADVICE = (
+    "The branch on a tensor's value only decides what the function returns (`{first}` or "
+    "`{other}`): return the condition itself, as a tensor (`{returned}`), and branch where "
+    "the result is used, in the caller, after the compiled call (an `if` there reads the "
+    "tensor): one graph, no break, the same decisions. torch.cond does not apply (it cannot "
+    "return a Python value), nor does capture_scalar_outputs (the value decides a branch)."
+)
+
+
+def _returned_branch(code: str, following: list[str]) -> str | None:
+    """``if finished.all(): return ids, True`` then ``return ids, False``: a branch whose two
+    sides return the same values but a Python bool, the condition's."""
+    branch = _IF.match(code)
+    if branch is None or not following or not following[0].strip().startswith("return "):
+        return None
+    first = following[0].strip()
+    other = next((line.strip() for line in following[1:4]
+                  if line.strip().startswith("return ")), None)  # fmt: skip
+    if other is None:
+        return None
+    ours = [part.strip() for part in first[len("return ") :].split(",")]
+    theirs = [part.strip() for part in other[len("return ") :].split(",")]
+    differ = [(a, b) for a, b in zip(ours, theirs, strict=False) if a != b]
+    if (len(ours) != len(theirs) or len(differ) != 1
+            or set(differ[0]) != {"True", "False"}):  # fmt: skip
+        return None
+    cond = branch["cond"]
+    said = cond if differ[0][0] == "True" else f"~({cond})"
+    returned = ", ".join(said if a != b else a for a, b in zip(ours, theirs, strict=True))
+    return RETURNED_BRANCH_ADVICE.format(first=first, other=other, returned=f"return {returned}")
+
+
 def _scalar_advice(event: GraphBreakEvent, following: list[str] | None = None) -> str:
     code = (event.site and event.site.code) or ""
     masked = _mask_branch(code, following or [])
@@ -428,6 +498,11 @@ def _scalar_advice(event: GraphBreakEvent, following: list[str] | None = None) -
     routed = _module_by_value(code, following or [])
     if routed is not None:
         return routed
+    kept = _bookkeeping(code, following or [])
+    if kept is not None:
+        return kept
+    if _RETURNS_ITEM.match(code):
+        return SCALAR_RETURNED_ADVICE.format(code=code.split("  #")[0].strip())
     if not _CONTROL_FLOW.search(code):
         logged = _LOGGED.match(code)
         if logged is not None:
@@ -445,6 +520,9 @@ def _scalar_advice(event: GraphBreakEvent, following: list[str] | None = None) -
         if item is not None:
             return item
         return BREAK_ADVICE["data_dependent_scalar"]
+    returned = _returned_branch(code, following or [])
+    if returned is not None:
+        return returned
     return (
         "The tensor value read here decides a Python branch, so "
         "torch._dynamo.config.capture_scalar_outputs does not help. Replace the branch with "

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
-from pt2doctor.analysis.breaks.advice import PRINT_INLINED_ADVICE, break_advice
+from pt2doctor.analysis.breaks.advice import (
+    PRINT_INLINED_ADVICE,
+    RETURNED_BRANCH_ADVICE,
+    break_advice,
+)
 from pt2doctor.analysis.breaks.library_breaks import known_break
 from pt2doctor.analysis.paths import short_library_path
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FrameEntry, Ledger
@@ -321,6 +325,8 @@ def _torch_says(site: GraphBreakSite) -> str:
         hints = [hint for hint in hints if "reorderable_logging_functions" not in hint]
     if "capture_scalar_outputs does not" in site.fix:  # the advice found it does not help here
         hints = [hint for hint in hints if "capture_scalar_outputs" not in hint]
+    if site.fix.startswith(RETURNED_BRANCH_ADVICE[:40]):  # branchless ops do not decide a return
+        hints = []
     links = _LINK.findall(site.reason)
     # The break's own page (a loop break's text also links the loop's gb7000 page).
     link = (
@@ -352,7 +358,7 @@ def user_caller(site: GraphBreakSite) -> SourceLine | None:
 
 def _site_facts(site: GraphBreakSite) -> str:
     """What this site is and does: its code, its heat, and a loop that makes a frame eager."""
-    code = (site.site.code or "").split("  # ")[0].strip()
+    code = site.site.statement
     if len(code) > _CODE_SHOWN:
         code = code[: _CODE_SHOWN - 1] + "…"
     loop = _LOOP_SKIP.search(site.reason)

@@ -54,6 +54,7 @@ Code = Literal[
     "guard_overhead",
     "cache_bypass",
     "cache_key_constant",
+    "stale_cache_constant",
     # the profile (analysis/time/findings.py)
     "autograd_in_inference",
     "overhead_bound",
@@ -161,6 +162,11 @@ SPECS: dict[Code, CodeSpec] = dict(
         _spec("guard_overhead", "cold start", "recompiles", "info|warning",
               "a frame's guard checks cost a visible share of its compiled time; `warning` "
               "from 8 variants"),
+        _spec("stale_cache_constant", "cold start", "correctness", "error",
+              "a compile served from the FX graph / AOTAutograd cache lacks a guard on an "
+              "expression an earlier variant of the frame made a constant (`alpha=1 - "
+              "decay`): the cached code computes with the old constant (a torch 2.13 bug); "
+              "the 0-d tensor fix, and the caches off until then"),
         _spec("cache_bypass", "cold start", "performance", "info|warning",
               "a compile's FX graph cache lookup was bypassed (`warning`: it compiles fully on "
               "every start) or only AOTAutograd's (`info`); one finding per reason, with its "

@@ -34,6 +34,7 @@ from pt2doctor.analysis.recompiles.frame_names import compiled_at_label, frame_n
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FailureEntry, FrameEntry, Ledger
 from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
+    Varying,
     explain_frames,
     merged_change_lines,
     settled,
@@ -471,39 +472,72 @@ def _group_under_breaks(
     one by-design recompiles finding per frame for one cause (a logging break in a GPT-2
     fine-tune made five). Those (``info`` ones only: a warning has a fix of its own) share the
     break's ``cause``, and the reports show them under it."""
-    for site, finding in zip(sites, breaks, strict=True):
-        stack = {(line.file, line.function) for line in [*site.user_stack, site.site]}
-        package = _package(site.site.file)
-        members = [
-            own
-            for frame, explanation, findings in by_frame
-            for own in findings
-            if (own.cause is None
-                and own.code == "recompiles"
-                and ((own.severity == "info"
-                      and ((frame.file, frame.function) in stack
-                           or (explanation.split_off and package
-                               and _package(frame.file) == package)))
-                     or _resumes_at(frame, site)))
-            # a limit hit and its recompiles (one block) on what the break handed over
-            or (frame.limit_hit and own.code in ("recompiles", "recompile_limit_hit")
-                and _resumes_at(frame, site) and _only_carried(explanation))
-        ]  # fmt: skip
-        if members:
-            key = f"break {site.site.file}:{site.site.line}"
-            finding.cause = key
-            for own in members:
-                own.cause = key
+    # A resume frame goes under the break at its own line first, then under a caller's
+    # (the same function broke at another call) where no break claims it by its line.
+    for exact in (True, False):
+        for site, finding in zip(sites, breaks, strict=True):
+            _group_under(site, finding, by_frame, exact)
+
+
+def _group_under(
+    site: GraphBreakSite,
+    finding: Finding,
+    by_frame: list[tuple[FrameEntry, FrameExplanation, list[Finding]]],
+    exact: bool,
+) -> None:
+    stack = {(line.file, line.function) for line in [*site.user_stack, site.site]}
+    package = _package(site.site.file)
+
+    def resumes(frame: FrameEntry) -> bool:
+        return _resumes_at(frame, site, exact)
+
+    members = [
+        own
+        for frame, explanation, findings in by_frame
+        for own in findings
+        if (own.cause is None
+            and own.code == "recompiles"
+            and ((own.severity == "info"
+                  and ((frame.file, frame.function) in stack
+                       or (explanation.split_off and package
+                           and _package(frame.file) == package)
+                       or resumes(frame)))
+                 # a warning has a fix of its own, unless it recompiles only on what the
+                 # break handed over (a resume frame recompiling on an argument of the
+                 # function, `decay`, does so with the break removed too)
+                 or (resumes(frame) and _only_carried(explanation))))
+        # a limit hit and its recompiles (one block) on what the break handed over
+        or (frame.limit_hit and own.code in ("recompiles", "recompile_limit_hit")
+            and not (own.cause or "").startswith("break ")  # not under another break
+            and resumes(frame) and _only_carried(explanation))
+    ]  # fmt: skip
+    if members:
+        key = f"break {site.site.file}:{site.site.line}"
+        finding.cause = key
+        for own in members:
+            own.cause = key
 
 
 def _only_carried(explanation: FrameExplanation) -> bool:
     """Every value the frame recompiles on is one the break handed over (a Python float read
-    from a tensor, a bound method): the break's fix removes the recompiles, limit and all."""
+    from a tensor, a bound method), or an element of a Python container the code after the
+    break updates with them (``confusion[8][1]`` after ``for t, p in zip(y.tolist(), ...):
+    confusion[t][p] += 1``): the break's fix removes the recompiles, limit and all."""
     varying = explanation.outlook.varying
-    return bool(varying) and all(CARRIED in row.source for row in varying)
+    carried = [row for row in varying if CARRIED in row.source]
+    return bool(carried) and all(
+        CARRIED in row.source or _container_element(row) for row in varying
+    )
 
 
-def _resumes_at(frame: FrameEntry, site: GraphBreakSite) -> bool:
+def _container_element(row: Varying) -> bool:
+    """A number kept in a plain Python container the frame reads (``confusion[8][1]``): not
+    an attribute, a tensor's size or the container's length."""
+    root, bracket, _ = row.source.partition("[")
+    return bool(bracket) and row.kind == "value" and root.isidentifier() and root != "self"
+
+
+def _resumes_at(frame: FrameEntry, site: GraphBreakSite, exact: bool = True) -> bool:
     """The frame is the code after this break (its resume function, in the frame that broke
     or in a caller that broke with it): what it recompiles on is what the break left on the
     stack, a cause the break's fix removes with it."""
@@ -515,6 +549,8 @@ def _resumes_at(frame: FrameEntry, site: GraphBreakSite) -> bool:
     lines = [site.site, *site.user_stack]
     if any(frame.file == line.file and str(line.line) == resume.group(2) for line in lines):
         return True
+    if exact:
+        return False
     # The same caller broke at another call of the break's function (a second apply()).
     return any(frame.file == line.file and line.function == resume.group(1)
                for line in site.user_stack)  # fmt: skip

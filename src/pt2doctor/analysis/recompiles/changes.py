@@ -64,7 +64,10 @@ _GLOBAL_NAMES = {"grad_mode": "grad mode", "autocast": "autocast"}
 
 def kind_words(kind: str, source: str) -> str:
     """The change's kind as words before its values, or nothing when the source already says
-    it (``grad mode: True → False``, not ``grad mode grad mode``)."""
+    it (``grad mode: True → False``, not ``grad mode grad mode``) or its values do
+    (``key_padding_mask None → not None``)."""
+    if kind == "none":
+        return ""
     words = kind.replace("_", " ")
     return "" if words == source else f"{words} "
 
@@ -142,6 +145,8 @@ def _value_change(failure: FailedGuard, new_values: dict[str, str]) -> SourceCha
         old, new = _rhs(now["old"]), _rhs(now["new"])
     else:
         old, new = _rhs(failure.text), new_values.get(expr.text)
+    if new is None and old in ("None", "not None"):  # a failed `is None` guard: the other one
+        new = "not None" if old == "None" else "None"
     return SourceChange(expr, _value_kind(old, new), old, new)
 
 

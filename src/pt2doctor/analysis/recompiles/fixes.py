@@ -38,6 +38,8 @@ from pt2doctor.analysis.recompiles.outlook import (
     VariantRow,
     Varying,
     flag_states,
+    instances_of,
+    per_instance_flags,
     unfreezing_params,
 )
 from pt2doctor.analysis.source_lines import following_code
@@ -88,9 +90,33 @@ class Fix:
 def _at(line: SourceLine | None) -> str:
     if line is None or line.file is None:
         return ""
-    # The line's code without its trailing comment (a comment's backticks break the quote).
-    code = f" (`{line.code.split('  #')[0].strip()}`)" if line.code else ""
+    code = f" (`{line.statement}`)" if line.statement else ""
     return f" at {line.file}:{line.line}{code}"
+
+
+def number_keyword_rewrite(code: str) -> str | None:
+    """``pt.mul_(decay).add_(po * (1 - decay))`` for ``...add_(po, alpha=1 - decay)``: the
+    factor moved onto the tensor, where a 0-d tensor may stand (``alpha=`` takes a number)."""
+    keyword = code.find("alpha=")
+    comma = code.rfind(",", 0, keyword)
+    if keyword < 0 or comma < 0:
+        return None
+    depth, opening = 0, -1
+    for index in range(comma - 1, -1, -1):  # the call's own parenthesis, left of the comma
+        depth += {")": 1, "(": -1}.get(code[index], 0)
+        if depth < 0:
+            opening = index
+            break
+    depth, closing = 0, -1
+    for index in range(keyword, len(code)):  # and its closing one, right of alpha=
+        depth += {"(": 1, ")": -1}.get(code[index], 0)
+        if depth < 0:
+            closing = index
+            break
+    first, factor = code[opening + 1 : comma].strip(), code[keyword + 6 : closing].strip()
+    if opening < 0 or closing < 0 or not first or not factor or "," in first:
+        return None
+    return f"{code[: opening + 1]}{first} * ({factor}){code[closing:]}"
 
 
 def _specialized_again(row: Varying, explanation: FrameExplanation) -> Fix | None:
@@ -108,12 +134,18 @@ def _specialized_again(row: Varying, explanation: FrameExplanation) -> Fix | Non
         return None
     first = _first_change(explanation, base.source)
     line = first.installed_at if first is not None else None
-    where = f" (`{line.code}`, line {line.line})" if line is not None and line.code else ""
+    where = (
+        f" (`{line.statement}`, line {line.line})" if line is not None and line.statement else ""
+    )
+    rewrite = number_keyword_rewrite(line.statement) if line is not None else None
+    where_to = (f": `{rewrite}` (`alpha=` takes a number; a factor on the tensor takes a "
+                "0-d tensor)" if rewrite else ": ops take a tensor there (clamp's max, a "
+                "multiplication)")  # fmt: skip
     return Fix(
         f"{base.source} became dynamic after one recompile, then `{row.source}` was made a "
         f"constant again where the compiled code needs a plain number{where}: every new value "
-        f"compiles again. Pass it as a 0-d tensor (`torch.tensor({base.source})`): ops take a "
-        "tensor there (clamp's max, a multiplication), traced, with no guard on its value."
+        f"compiles again. Pass it as a 0-d tensor (`torch.tensor({base.source})`) and use it "
+        f"in tensor arithmetic{where_to}, traced, with no guard on its value."
     )
 
 
@@ -605,6 +637,35 @@ HOOKS_FIX = (
 )
 
 
+def _per_instance_flags_fix(pattern: str, rows: list[Varying],
+                            explanation: FrameExplanation) -> Fix:  # fmt: skip
+    """A flag of every instance of a module, set one instance at a time (LoRA adapters
+    switched per layer): every combination is a graph. A tensor gate serves them all."""
+    count = instances_of(rows)
+    leaf = pattern.rpartition(".")[2]
+    store = next((explanation.stores[row.source] for row in rows
+                  if row.source in explanation.stores), None)  # fmt: skip
+    read = next((change.installed_at for change in _changes(explanation)
+                 if change.expr.pattern == pattern and change.installed_at is not None
+                 and change.installed_at.statement), None)  # fmt: skip
+    owner = f"{count} {store['module']} modules" if store and store.get("module") else (
+        f"{count} modules")  # fmt: skip
+    said = f" (`{read.statement}`, line {read.line})" if read is not None else ""
+    where = (f", set per instance at line {store['line']} (`{store['code']}`)"
+             if store and store.get("code") else "")  # fmt: skip
+    return Fix(
+        f"`{leaf}` of each of the {owner} ({pattern}) is a Python value the compiled code "
+        f"reads{said}{where}: Dynamo guards every instance's value, so each combination is a "
+        f"graph of its own, up to {2**count}, past the recompile limit "
+        f"({explanation.outlook.recompile_limit}). Make the switch a tensor: a 0-d buffer "
+        f"(`self.register_buffer('gate', torch.ones(()), persistent=False)`) multiplied into "
+        f"what `{leaf}` turns on, instead of branching on it, set with "
+        f"`.gate.fill_(1.0 if on else 0.0)`: one graph serves every combination (the branch's "
+        "ops run, times zero, when it is off). A higher recompile limit only compiles more "
+        "of the combinations."
+    )
+
+
 def _hooks_of(row: Varying) -> str | None:
     """The module whose hooks the row's length counts (``self.layer1``), else None."""
     of = row.expr.length_of if row.expr is not None else None
@@ -651,6 +712,9 @@ def _list_argument_fix(
     name = row.expr.length_of
     line = change.installed_at if change else None
     code = (line.code or "") if line is not None else ""
+    if any(other.kind == "value" and other.source.startswith(f"{name}[")
+           for other in explanation.outlook.varying):  # fmt: skip
+        return _number_list_fix(row, name, change)
     joined = re.search(rf"torch\.(stack|cat)\(\s*{re.escape(name)}\b", code)
     how = (
         f"{'stack' if joined[1] == 'stack' else 'concatenate'} it in the caller "
@@ -665,6 +729,31 @@ def _list_argument_fix(
         f"its length ({_values(row)} so far) and never makes a length dynamic, so each count "
         f"compiles its own variant, until the recompile limit: {how}. One variant then serves "
         "every count (sizes 0 and 1 still get their own)."
+    )
+
+
+def _number_list_fix(row: Varying, name: str, change: SourceChange | None) -> Fix:
+    """A list of numbers (segment lengths of a packed batch) that the compiled code loops
+    over, each number a size: stacking it does not help while the loop stays; what the loop
+    builds from it, made once in the caller, does (tests/programs/real/blind/packed_lm.py:
+    7 graphs -> 1)."""
+    line = change.installed_at if change else None
+    attention = "attention" in (line.code if line is not None and line.code else "")
+    return Fix(
+        f"{name} is a Python list of numbers the compiled code takes and loops over"
+        f"{_read_at(change)}: Dynamo unrolls the loop once per element, guards the list's "
+        f"length ({_values(row)} so far; a length never becomes dynamic) and its elements "
+        "where they are sizes, so each count compiles its own variant, until the recompile "
+        "limit. Stacking it into a tensor does not help while the loop stays. Build, in the "
+        f"caller, the tensors the loop makes from it (per-item ids and positions: "
+        f"`torch.repeat_interleave(torch.arange(len({name})), torch.tensor({name}))`), pass "
+        "those, and replace the per-item loop with one op over them"
+        + (
+            " (one attention with a block-diagonal mask, or flex_attention with a document mask)"
+            if attention
+            else " (a mask, an index, a segment reduction such as index_add_)"
+        )
+        + ": one variant then serves every list."
     )
 
 
@@ -887,9 +976,16 @@ def _flags_fix(flags: list[Varying], variants: int, dynamic: int) -> str:
             "call the compiled code once in each state, and twice with different values of "
             "what became dynamic, before timing or serving."
         )
+    optional = [row.source for row in flags if row.kind == "none" and row.source.isidentifier()]
+    one = (
+        f" For one graph, pass {_and(optional)} as a tensor every time (a mask of all False "
+        "where there is nothing to mask), if the code gives that the same meaning as None."
+        if optional and len(optional) == len(flags)
+        else ""
+    )
     return (
         f"{names}: {variants} variants by design, one per state{how}. Pre-warm them: call the "
-        "compiled code once in each state before timing or serving."
+        f"compiled code once in each state before timing or serving.{one}"
     )
 
 
@@ -1046,6 +1142,9 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
         fixes.append(Fix(_dtype_fix(dtypes)))
     flags = [row for row in outlook.varying if row.kind in FLAG_KINDS and not row.dynamic
              and row.kind != "dtype"]  # fmt: skip
+    for pattern, rows in per_instance_flags(flags).items():
+        if not fixes:
+            fixes.append(_per_instance_flags_fix(pattern, rows, explanation))
     if outlook.bounded and flags and not fixes:
         went_dynamic = sum(1 for row in outlook.varying if row.dynamic)
         if unfreezing_params(flags) and not went_dynamic:

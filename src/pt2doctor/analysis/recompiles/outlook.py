@@ -99,6 +99,10 @@ class Varying:
     a later one compiled): a fixed set of values, not a counter (:func:`recurring_sources`)."""
     expr: UserExpr | None = None
     """The source's parts (None: it stands for several, ``layers[*].keys (2 layers)``)."""
+    pattern: str | None = None
+    """The source with every index as ``*`` (``h[*].attn.c_attn.enabled``)."""
+    items: int = 1
+    """How many indices of the pattern this row stands for (8 for ``h[*]... (8 items)``)."""
 
 
 @dataclass(slots=True)
@@ -304,8 +308,10 @@ def _varying(
         for change in item.changes:
             expr = change.expr if change.count == 1 else None
             row = by_source.setdefault(
-                change.label, Varying(change.label, change.kind, [], change.dynamic, expr=expr)
-            )
+                change.label,
+                Varying(change.label, change.kind, [], change.dynamic, expr=expr,
+                        pattern=change.expr.pattern, items=change.count),
+            )  # fmt: skip
             row.changes += 1
             row.dynamic = row.dynamic or change.dynamic
             row.recurs = row.recurs or change.source in recurring
@@ -374,8 +380,32 @@ def settled(row: Varying) -> bool:
 
 def flag_states(flags: list[Varying]) -> int:
     """How many states flags give at most: the product of their values (a bool seen with one
-    value still has two)."""
-    return math.prod(max(len(v.values), 2) for v in flags)
+    value still has two); a flag of every instance of a module, set one instance at a time
+    (:func:`per_instance_flags`), is one flag per instance."""
+    apart = {id(row) for rows in per_instance_flags(flags).values() for row in rows}
+    states = math.prod(max(len(v.values), 2) for v in flags if id(v) not in apart)
+    for rows in per_instance_flags(flags).values():
+        states *= max(max(len(row.values), 2) for row in rows) ** instances_of(rows)
+    return states
+
+
+def per_instance_flags(flags: list[Varying]) -> dict[str, list[Varying]]:
+    """Flags of one attribute of many module instances (``h[*].attn.c_attn.enabled``) that
+    did not change together: the recompiles name different sets of the instances (8 of them,
+    then 7, then ``h[5]`` alone), so each instance is a flag of its own and every combination
+    is a variant. Pattern -> its rows. (Instances that always change together, every block's
+    ``training`` at ``model.eval()``, are one row: one flag.)"""
+    groups: dict[str, list[Varying]] = {}
+    for row in flags:
+        if row.kind == "flag" and row.pattern and "[*]" in row.pattern:
+            groups.setdefault(row.pattern, []).append(row)
+    return {pattern: rows for pattern, rows in groups.items() if len(rows) > 1}
+
+
+def instances_of(rows: list[Varying]) -> int:
+    """How many instances per-instance flag rows stand for, at least (the most any row
+    names)."""
+    return max(row.items for row in rows)
 
 
 def unfreezing_params(flags: list[Varying]) -> list[Varying]:
@@ -408,7 +438,11 @@ def _bounded_reason(varying: list[Varying], variants: int) -> str:
         parts.append(f"the requires_grad of {counted(len(flags), 'parameter')} went False → True "
                      "once each: one variant per stage of unfreezing")  # fmt: skip
     elif flags:
-        names = ", ".join(f"{v.source}: {' / '.join(v.values)}" for v in flags)
+        apart = per_instance_flags(flags)
+        grouped = {id(row) for rows in apart.values() for row in rows}
+        names = ", ".join([f"{v.source}: {' / '.join(v.values)}" for v in flags if id(v) not in grouped]
+                          + [f"{pattern}, one per instance ({instances_of(rows)}), set apart"
+                             for pattern, rows in apart.items()])  # fmt: skip
         parts.append(f"flags ({names}) give at most {flag_states(flags)} combinations")
     if layouts:
         names = ", ".join(f"{v.source}: {' / '.join(v.values)}" for v in layouts)
@@ -423,6 +457,13 @@ def _bounded_reason(varying: list[Varying], variants: int) -> str:
     return f"{variants} variants: " + "; ".join(parts) if parts else f"{variants} variants"
 
 
+def _some(names: list[str], most: int = 4) -> str:
+    """The first ``most`` names, then how many more (a loop over 30 carried values lists 30
+    sources)."""
+    shown = ", ".join(names[:most])
+    return shown if len(names) <= most else f"{shown} and {len(names) - most} more"
+
+
 def outlook(
     frame: FrameEntry,
     explained: list[RecompileExplanation],
@@ -434,7 +475,7 @@ def outlook(
     varying = _varying(explained, recurring)
     unbounded = [v for v in varying if _unbounded(v)]
     if unbounded:
-        names = ", ".join(v.source for v in unbounded)
+        names = _some([v.source for v in unbounded])
         left: int | None = 0 if frame.limit_hit else limit - frame.variants
         if frame.limit_hit:
             when = f"the recompile limit ({limit}) was hit: new values now run eagerly"
@@ -465,7 +506,7 @@ def outlook(
     branch = _branch_bound(explained, varying)
     if branch is not None:
         return Outlook(True, f"{frame.variants} variants: {branch}", varying, None, limit, branch)
-    unclear = ", ".join(v.source for v in varying if not settled(v))
+    unclear = _some([v.source for v in varying if not settled(v)])
     reason = f"{unclear} changed once: too few recompiles to tell a counter from a few values"
     return Outlook(None, reason, varying, None, limit)
 
