@@ -922,3 +922,130 @@ def test_a_symbolic_range_guard_is_one_failure_with_its_note_left_out(doctor_run
         finding["severity"] == "info" and f"(line {branch}) bounds x.shape[0]" in finding["title"]
     )
     assert "torch.cond(" in finding["advice"] and report["plan"] == []
+
+
+# --- ninth batch (TRUTH.md 45-53) ----------------------------------------------------------
+
+_TIMING = re.compile(r"\bms\b|ms/|unique_graphs|graph_breaks|first step")
+
+
+def _results(stdout: str) -> list[str]:
+    """What a ninth-batch program prints but its timings and its own graph counts."""
+    lines = [line for line in _printed(stdout) if not _TIMING.search(line)]
+    assert lines, stdout[-2000:]
+    return lines
+
+
+def _ninth(doctor_run: Any, name: str) -> tuple[dict[str, Any], Any]:
+    done = doctor_run(f"blind_{name}", list(EAGER), f"../real/blind/{name}", env=FOURTH)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((done.run_dir / "report.json").read_text()), done
+
+
+def _ninth_fixed(doctor_run: Any, done: Any, name: str) -> Any:
+    """The author's fix, run the same way: it prints the same results."""
+    fixed = doctor_run(f"blind_{name}", list(EAGER), f"../real/blind/{name}", env=FOURTH)
+    assert _results((fixed.run_dir / "stdout.log").read_text()) == _results(
+        (done.run_dir / "stdout.log").read_text()
+    )
+    return fixed
+
+
+def _site(report: dict[str, Any], line: int) -> dict[str, Any]:
+    (found,) = [f for f in report["findings"]
+                if f["code"] == "graph_break" and f["subject"].get("line") == line]  # fmt: skip
+    return found
+
+
+def test_a_branch_that_only_decides_a_return_is_told_to_return_the_condition(
+    doctor_run: Any,
+) -> None:
+    """TRUTH.md 48: ``if finished.all(): return ids, finished, True`` / ``... False`` in the
+    compiled decode step. The fix returns the condition as a tensor for the caller to branch
+    on, not torch's branchless-transform hint (the branch transforms nothing); the author's
+    fix (the caller checks ``finished.all()``) prints the same tokens with no break."""
+    report, done = _ninth(doctor_run, "greedy_gen")
+    site = _site(report, line_of("greedy_gen", "if finished.all():"))
+    assert "`return ids, finished, finished.all()`" in site["advice"]
+    assert "branchless" not in site["advice"] and "torch (gb" not in site["advice"]
+    fixed = _ninth_fixed(doctor_run, done, "greedy_gen_fixed")
+    assert break_sites(fixed.run_dir) == 0 < break_sites(done.run_dir)
+
+
+def test_a_mask_that_is_sometimes_none_is_two_variants_by_design(doctor_run: Any) -> None:
+    """TRUTH.md 49: ``key_padding_mask`` None for unpadded batches, a tensor otherwise: one
+    recompile, two variants reused, nothing to act on; the change reads None -> not None and
+    the one-graph alternative (an all-False mask) is offered, not required."""
+    report, _ = _ninth(doctor_run, "pad_encoder")
+    finding = _finding(report, "recompiles")
+    assert finding["severity"] == "info" and report["plan"] == []
+    (change,) = [c for frame in report["frames"] for item in frame["recompiles"]
+                 for c in item["changes"]]  # fmt: skip
+    assert (change["source"], change["old"], change["new"]) == (
+        "key_padding_mask",
+        "None",
+        "not None",
+    )
+    assert "all False" in finding["advice"]
+
+
+def test_metrics_kept_in_python_inside_a_compiled_step_are_moved_out(doctor_run: Any) -> None:
+    """TRUTH.md 53: ``.tolist()`` values counted into a Python confusion list inside the
+    compiled eval step: the code after the break recompiles on the values until the limit.
+    The break's fix is to keep that bookkeeping out (capture_scalar_outputs crashes here, the
+    author measured), the limit hit is shown as that break's, and ``return loss.item()`` is
+    told to return the tensor; the author's tensor-only step prints the same metrics."""
+    report, done = _ninth(doctor_run, "eval_metrics")
+    loop = _site(report, line_of("eval_metrics", "for t, p in zip("))
+    assert "bookkeeping" in loop["advice"] and "confusion[t][p] += 1" in loop["advice"]
+    assert "Set `torch._dynamo.config.capture_scalar_outputs = True`" not in loop["advice"]
+    limit = _finding(report, "recompile_limit_hit")
+    assert limit["cause"] == loop["cause"] and loop["cause"]
+    returned = _site(report, line_of("eval_metrics", "return loss.item(), correct"))
+    assert "Return the tensor itself" in returned["advice"]
+    fixed = _ninth_fixed(doctor_run, done, "eval_metrics_fixed")
+    assert break_sites(fixed.run_dir) == 0 < break_sites(done.run_dir)
+    assert graphs(fixed.run_dir) < graphs(done.run_dir)
+
+
+def test_adapters_switched_per_layer_get_a_tensor_gate(doctor_run: Any) -> None:
+    """TRUTH.md 51: a bool ``enabled`` on each of 8 LoRA wrappers, set one layer at a time:
+    every combination is a graph (2^8), the limit is hit. The fix names the branch and the
+    user's line that sets the flags and a tensor gate (the author's: 8 graphs -> 1, the same
+    losses), not a higher limit."""
+    report, done = _ninth(doctor_run, "lora_toggle")
+    finding = _finding(report, "recompiles")
+    store = line_of("lora_toggle", "block.attn.c_attn.enabled = i in layers")
+    branch = line_of("lora_toggle", "if self.enabled:")
+    assert f"line {store}" in finding["advice"] and f"line {branch}" in finding["advice"]
+    assert "up to 256" in finding["advice"] and "register_buffer" in finding["advice"]
+    fixed = _ninth_fixed(doctor_run, done, "lora_toggle_fixed")
+    assert graphs(fixed.run_dir) == 1 < graphs(done.run_dir)
+
+
+def test_a_list_of_segment_lengths_looped_over_is_not_told_to_stack_it(doctor_run: Any) -> None:
+    """TRUTH.md 52: ``seqlens``, a list of ints the compiled model loops over (one attention
+    per packed document): a variant per count. The fix builds per-token ids in the caller and
+    replaces the loop, not "stack the list"; the author's fix (ids and a block-diagonal mask)
+    prints the same losses from one graph."""
+    report, done = _ninth(doctor_run, "packed_lm")
+    advice = _finding(report, "recompiles")["advice"]
+    assert "list of numbers" in advice and "repeat_interleave" in advice
+    assert "stacked or padded in the caller" not in advice
+    fixed = _ninth_fixed(doctor_run, done, "packed_lm_fixed")
+    assert graphs(fixed.run_dir) == 1 < graphs(done.run_dir)
+
+
+def test_packing_and_an_lstm_are_kept_out_not_traced_into(doctor_run: Any) -> None:
+    """TRUTH.md 46: ``pack_padded_sequence`` then ``nn.LSTM`` inside the compiled model.
+    Neither torch hint is the fix (tracing into the packing reaches the LSTM's break;
+    allow_rnn unrolls every step: the author measured minutes of compiling, no gain): the
+    packing's fix is the padded RNN with the last real step gathered, which the author's fix
+    does, with the same losses."""
+    report, done = _ninth(doctor_run, "lstm_classify")
+    pack = _site(report, line_of("lstm_classify", "pack_padded_sequence(x, lengths"))
+    assert "dont_skip_tracing" not in pack["advice"] and "out.gather(1" in pack["advice"]
+    lstm = _site(report, line_of("lstm_classify", "self.lstm(packed)"))
+    assert "Set torch._dynamo.config.allow_rnn=True" not in lstm["advice"]
+    assert "Keep the RNN out of the compiled region" in lstm["advice"]
+    _ninth_fixed(doctor_run, done, "lstm_classify_fixed")

@@ -21,7 +21,7 @@ FIX = bool(os.environ.get("PT2D_FIX"))
 
 def update(targets, online, decay):
     with torch.no_grad():
-        for po, pt in zip(online, targets):
+        for po, pt in zip(online, targets):  # noqa: B905 (as users write it)
             if FIX:
                 pt.mul_(decay).add_(po * (1 - decay))
             else:
@@ -39,7 +39,9 @@ def main():
         decay = 1 - 0.004 * (math.cos(math.pi * i / 10) + 1) / 2
         update(eager, online, decay)
         step(compiled, online, torch.tensor(decay) if FIX else decay)
-        worst = max(worst, max(float((a - b).abs().max()) for a, b in zip(eager, compiled)))
+        worst = max(
+            worst, max(float((a - b).abs().max()) for a, b in zip(eager, compiled, strict=True))
+        )
     print(f"max error: {worst:.3g}")
     print(f"target sum: {sum(float(t.sum()) for t in eager):.5f}")
 

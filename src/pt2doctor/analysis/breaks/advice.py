@@ -11,6 +11,14 @@ import re
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import GraphBreakEvent
 
+
+class OwnFix(str):
+    """Advice under which torch's own hints for the break do not apply (they would send the
+    user the wrong way: a branchless rewrite for a branch that only decides a return value,
+    tracing into a packing function whose RNN breaks anyway): the site's advice leaves them
+    out (analysis/breaks/sites.py)."""
+
+
 MARK_DYNAMIC_ADVICE = (
     "torch._dynamo.maybe_mark_dynamic(x, dim) is the safe form: "
     "torch._dynamo.mark_dynamic(x, dim) raises ConstraintViolationError when the code "
@@ -487,7 +495,9 @@ def _returned_branch(code: str, following: list[str]) -> str | None:
     cond = branch["cond"]
     said = cond if differ[0][0] == "True" else f"~({cond})"
     returned = ", ".join(said if a != b else a for a, b in zip(ours, theirs, strict=True))
-    return RETURNED_BRANCH_ADVICE.format(first=first, other=other, returned=f"return {returned}")
+    return OwnFix(
+        RETURNED_BRANCH_ADVICE.format(first=first, other=other, returned=f"return {returned}")
+    )
 
 
 def _scalar_advice(event: GraphBreakEvent, following: list[str] | None = None) -> str:
@@ -559,9 +569,36 @@ def break_advice(
     if category == "python_side_effect":
         return _side_effect_advice(event)
     code = (event.site and event.site.code) or ""
+    text = f"{event.gb_type}\n{event.explanation}\n{event.reason}"
+    if _RNN.search(text):
+        return OwnFix(RNN_ADVICE)
+    if _PACKING.search(text):
+        return OwnFix(PACKING_ADVICE)
     if category == "unsupported_builtin_or_c_extension" and _HOST_RANDOM.search(code):
         return HOST_RANDOM_ADVICE
     return BREAK_ADVICE.get(category, BREAK_ADVICE["other"])
+
+
+_RNN = lazy_compile(r"wrap RNN, GRU, or LSTM|gb0014\b")
+RNN_ADVICE = (
+    "nn.LSTM, nn.GRU and nn.RNN are not traced by Dynamo: the graph ends at the call and the "
+    "RNN runs eagerly, on its own library kernel. torch's allow_rnn=True is experimental: it "
+    "unrolls the recurrence into the graph one time step at a time, so compile time grows "
+    "with the sequence length and each new length compiles again; it rarely pays off. Keep "
+    "the RNN out of the compiled region: compile the parts before and after it (or leave "
+    "this model uncompiled), and make what feeds it cheap (no packing: see a packing break "
+    "before it, if any)."
+)
+_PACKING = lazy_compile(r"\b(?:pack_padded_sequence|pack_sequence|pad_packed_sequence)\b")
+PACKING_ADVICE = (
+    "torch.nn.utils.rnn's packing functions are skipped by Dynamo, and a PackedSequence "
+    "exists to feed nn.LSTM/GRU/RNN, which Dynamo does not trace either: tracing into the "
+    "packing (torch's hint) only moves the break to the RNN call. Keep the packing and the RNN "
+    "out of the compiled region together, or drop the packing: run the RNN on the padded "
+    "batch and take each sequence's output at its last real step (`out.gather(1, (lengths - "
+    "1).view(-1, 1, 1).expand(-1, 1, out.size(2)))` for batch_first; the same result for a "
+    "one-directional RNN), which is also often faster than packing."
+)
 
 
 _HOST_RANDOM = lazy_compile(r"\b(?:random|np\.random|numpy\.random|time)\.\w+\(")

@@ -11,7 +11,7 @@ from typing import Literal, get_args
 
 from pt2doctor.analysis.breaks.advice import (
     PRINT_INLINED_ADVICE,
-    RETURNED_BRANCH_ADVICE,
+    OwnFix,
     break_advice,
 )
 from pt2doctor.analysis.breaks.library_breaks import known_break
@@ -325,7 +325,7 @@ def _torch_says(site: GraphBreakSite) -> str:
         hints = [hint for hint in hints if "reorderable_logging_functions" not in hint]
     if "capture_scalar_outputs does not" in site.fix:  # the advice found it does not help here
         hints = [hint for hint in hints if "capture_scalar_outputs" not in hint]
-    if site.fix.startswith(RETURNED_BRANCH_ADVICE[:40]):  # branchless ops do not decide a return
+    if isinstance(site.fix, OwnFix):  # the advice found torch's hints do not apply here
         hints = []
     links = _LINK.findall(site.reason)
     # The break's own page (a loop break's text also links the loop's gb7000 page).
