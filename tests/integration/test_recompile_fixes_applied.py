@@ -224,3 +224,44 @@ def test_use_cache_false_compiles_a_checkpointed_gpt2_whole(counter: GraphCounte
     fixed = _gpt2_training_graphs(counter, "ForCausalLM", checkpointing=True, use_cache=False)
     assert sum(break_counts.values()) == 0
     assert fixed == 1 < unfixed
+
+
+def _train(counter: GraphCounter, zero_inside: bool) -> tuple[list[float], int]:
+    """Three SGD steps of a compiled step function, with ``opt.zero_grad()`` inside it (as
+    a blind program wrote it) or called before it (the fix): losses and graph breaks."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x: Any) -> Any:
+        if zero_inside:
+            opt.zero_grad(set_to_none=True)
+        loss = model(x).square().mean()
+        loss.backward()
+        return loss.detach()
+
+    compiled = torch.compile(step, backend=counter)
+    before = dict(torch._dynamo.utils.counters["graph_break"])
+    losses = []
+    for _ in range(3):
+        if not zero_inside:
+            opt.zero_grad(set_to_none=True)
+        losses.append(float(compiled(torch.ones(3, 4))))
+        opt.step()
+    breaks = dict(torch._dynamo.utils.counters["graph_break"])
+    zero_grad = sum(count - before.get(reason, 0) for reason, count in breaks.items()
+                    if "zero_grad" in reason)  # fmt: skip
+    return losses, zero_grad
+
+
+def test_zero_grad_called_outside_the_compiled_step_gives_the_same_losses(
+    counter: GraphCounter,
+) -> None:
+    """library_breaks.py ZERO_GRAD: Optimizer.zero_grad is skipped, so inside a compiled
+    function it breaks the graph; called before the compiled call, the same losses and no
+    break there."""
+    inside, breaks_inside = _train(counter, zero_inside=True)
+    torch._dynamo.reset()
+    outside, breaks_outside = _train(counter, zero_inside=False)
+    assert inside == outside
+    assert breaks_inside > 0 and breaks_outside == 0

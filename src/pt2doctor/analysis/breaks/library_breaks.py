@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from pt2doctor.analysis.breaks.advice import OwnFix
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import GraphBreakEvent
 
@@ -38,6 +39,14 @@ LR_SCHEDULER_STEP = (
     "breaks here. The optimizer's own `step` is then compiled as a frame of its own, so the "
     "update is still one compiled graph; what the break costs is one more frame entry per "
     "step. PyTorch's, by design: nothing to fix."
+)
+
+ZERO_GRAD = (
+    "Dynamo does not trace `Optimizer.zero_grad` (it is marked skipped: it only resets each "
+    "parameter's .grad), so the compiled function splits here. Call it outside the compiled "
+    "function, where it stands in the step (before the call when it comes first, after it when "
+    "it comes last): the same gradients, and no graph split here. torch's "
+    "`dont_skip_tracing` hint would trace a loop over every parameter into the graph instead."
 )
 
 TORCH_ASKS = (
@@ -78,6 +87,8 @@ def known_break(
     path = path.replace("\\", "/")
     if path.endswith("torch/optim/optimizer.py") and function == "_use_grad":
         return KnownBreak(OPTIMIZER_STEP, True)
+    if "marked as skipped" in event.reason and "`Optimizer.zero_grad`" in event.reason:
+        return KnownBreak(OwnFix(ZERO_GRAD), False)  # at the user's own `opt.zero_grad()`
     if "marked as skipped" in event.reason and "torch/optim/lr_scheduler.py" in event.reason:
         return KnownBreak(LR_SCHEDULER_STEP, True)  # at the user's own `optimizer.step()`
     if path.endswith("transformers/modeling_utils.py") and function == "loss_function":

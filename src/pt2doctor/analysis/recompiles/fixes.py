@@ -40,6 +40,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     flag_states,
     instances_of,
     per_instance_flags,
+    state_created,
     unfreezing_params,
 )
 from pt2doctor.analysis.source_lines import following_code
@@ -637,6 +638,13 @@ HOOKS_FIX = (
 )
 
 
+OPTIMIZER_STATE_FIX = (
+    "Nothing to fix: the optimizer makes its per-parameter state (momentum buffers, Adam's "
+    "moments) at its first step, so the compiled step compiles once more after it, and that "
+    "variant serves every later step. Pre-warm with one step before timing or serving."
+)
+
+
 def _per_instance_flags_fix(pattern: str, rows: list[Varying],
                             explanation: FrameExplanation) -> Fix:  # fmt: skip
     """A flag of every instance of a module, set one instance at a time (LoRA adapters
@@ -1156,6 +1164,8 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
     if partial:  # first: it removes the variant; the others keep or mark what changes
         fixes.insert(0, Fix(partial))
     fixes[:0] = [Fix(text) for text in _set_on_first_call(explanation)]
+    if not fixes and any(state_created(row) for row in outlook.varying):
+        fixes.append(Fix(OPTIMIZER_STATE_FIX))
     if outlook.bounded and not fixes and dynamic:
         floats = [row.source for row in outlook.varying if row.dynamic and row.kind == "value"
                   and _PLAIN_NAME.fullmatch(row.source) and all(_FLOAT.fullmatch(v)

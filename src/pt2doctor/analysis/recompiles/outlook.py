@@ -374,8 +374,17 @@ def _to_one(row: Varying) -> bool:
 
 def settled(row: Varying) -> bool:
     """A varying value whose variants are bounded: dynamic, a flag, a second layout, values
-    that recur, or a size that went to 1."""
-    return row.dynamic or row.kind in FLAG_KINDS or _layout(row) or row.recurs or _to_one(row)
+    that recur, a size that went to 1, or an optimizer's state created at its first step."""
+    return (row.dynamic or row.kind in FLAG_KINDS or _layout(row) or row.recurs
+            or _to_one(row) or state_created(row))  # fmt: skip
+
+
+def state_created(row: Varying) -> bool:
+    """``len(self.state[...])`` 0 → N once: a torch optimizer's per-parameter state (momentum,
+    Adam's moments), empty before its first step and made by it, so a compiled ``step``
+    compiles once before and once after (bounded, by design)."""
+    return (row.source.startswith("len(self.state[") and row.changes == 1
+            and row.values[:1] == ["0"])  # fmt: skip
 
 
 def flag_states(flags: list[Varying]) -> int:
@@ -450,6 +459,9 @@ def _bounded_reason(varying: list[Varying], variants: int) -> str:
     if recurring:
         names = ", ".join(f"{v.source}: {' / '.join(v.values)}" for v in recurring)
         parts.append(f"values that recur ({names}) compile one variant each")
+    if any(state_created(v) for v in varying):
+        parts.append("the optimizer's state, empty before its first step, is made by it: one "
+                     "variant before, one after")  # fmt: skip
     if ones:
         names = ", ".join(f"{v.source}: {' → '.join(v.values)}" for v in ones)
         parts.append(f"a size of {'1' if any('1' in v.values for v in ones) else '0'} ({names}) "
