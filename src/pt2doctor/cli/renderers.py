@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # rich is imported when a summary is printed (not for --forma
 
     from pt2doctor.ablate.types import AblateReport
     from pt2doctor.check.types import CheckReport
-    from pt2doctor.report.types import Kind, RunReport
+    from pt2doctor.report.types import Kind, ProfileReport, RunReport
 
 Rendering = Literal["term", "md", "html"]
 
@@ -108,20 +108,20 @@ def _ablate_html(report: AblateReport, context: RenderContext) -> str:
     return render_view(build_ablate_view(report))
 
 
-def _profile_term(report: Mapping[str, Any], context: RenderContext) -> str:
+def _profile_term(report: ProfileReport, context: RenderContext) -> str:
     from pt2doctor.report.device_report import render_device_terminal
 
     render_device_terminal(report, _console(context))
     return ""
 
 
-def _profile_md(report: Mapping[str, Any], context: RenderContext) -> str:
+def _profile_md(report: ProfileReport, context: RenderContext) -> str:
     from pt2doctor.report.device_report import render_device_markdown
 
     return render_device_markdown(report)
 
 
-def _profile_html(report: Mapping[str, Any], context: RenderContext) -> str:
+def _profile_html(report: ProfileReport, context: RenderContext) -> str:
     from pt2doctor.report.device_report import build_device_view
     from pt2doctor.report.html import render_view
 

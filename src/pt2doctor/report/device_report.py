@@ -205,7 +205,7 @@ def _region_rows(device: Mapping[str, Any]) -> list[list[str]]:
 REGION_COLUMNS = ("launched from", "calls", "device events", "device ms", "graph replays")
 
 
-def render_device_terminal(report: Mapping[str, Any], console: Console) -> None:
+def render_device_terminal(report: ProfileReport, console: Console) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -237,7 +237,7 @@ def render_device_terminal(report: Mapping[str, Any], console: Console) -> None:
         console.print(f"[dim]{escape(note)}[/]")
 
 
-def render_device_markdown(report: Mapping[str, Any]) -> str:
+def render_device_markdown(report: ProfileReport) -> str:
     from pt2doctor.report.markdown import markdown_findings, markdown_plan
 
     lines = ["# pt2doctor report — profiler trace", ""]
@@ -255,7 +255,7 @@ def render_device_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_device_view(report: Mapping[str, Any]) -> dict[str, Any]:
+def build_device_view(report: ProfileReport) -> dict[str, Any]:
     """The HTML page's view-model: the trace lines, the steps, and the findings."""
     sections = []
     for index, device in enumerate(report["device"]):
