@@ -73,22 +73,36 @@ def unrolled_loop_findings(ledger: Ledger) -> list[Finding]:
     """One finding per unrolled loop: the variants of a frame that recompiled (a routing
     loop whose indices are guarded: 8 graphs) each hold the same loop, and the first
     graph's finding names the others (``facts["also_in_graphs"]``), not one finding each."""
-    found_by: dict[tuple[str, str | None], tuple[Finding, list[tuple[str, int]]]] = {}
+    found: list[tuple[Finding, range, list[tuple[str, int]]]] = []
     for entry in ledger.compiles:
-        found = _graph(entry)
-        if found is None:
+        graph_ops = _graph(entry)
+        if graph_ops is None:
             continue
-        graph, total = found
+        graph, total = graph_ops
         for group in _loop_lines(graph.lines, total):
             if _per_module_calls(group):
                 continue
             finding = _unrolled(entry, group, total)
-            key = (finding.code, finding.subject.key)
-            if key in found_by:
-                found_by[key][1].append((entry.compile_id, total))
+            lines = range(min(line.line for line in group), max(line.line for line in group) + 1)
+            # The same loop in another variant, even where it kept other lines of its body (an
+            # optimizer's first step has lines its later steps skip): one finding.
+            same = next((item for item in found if _same_loop(item[0], item[1], finding, lines)),
+                        None)  # fmt: skip
+            if same is not None:
+                same[2].append((entry.compile_id, total))
             else:
-                found_by[key] = (finding, [])
-    return [_also_in(finding, others) for finding, others in found_by.values()]
+                found.append((finding, lines, []))
+    return [_also_in(finding, others) for finding, _, others in found]
+
+
+def _same_loop(known: Finding, known_lines: range, new: Finding, new_lines: range) -> bool:
+    """Two findings of one loop: the same code, file and function, and lines that overlap."""
+    return (
+        known.code == new.code
+        and known.subject.file == new.subject.file
+        and known.subject.function == new.subject.function
+        and max(known_lines.start, new_lines.start) < min(known_lines.stop, new_lines.stop)
+    )
 
 
 def _also_in(finding: Finding, others: list[tuple[str, int]]) -> Finding:
@@ -98,7 +112,8 @@ def _also_in(finding: Finding, others: list[tuple[str, int]]) -> Finding:
     low, high = min(ops for _, ops in others), max(ops for _, ops in others)
     ops = f"{low} ops" if low == high else f"{low}–{high} ops"
     shown = ", ".join(ids) if len(ids) <= 4 else f"{ids[0]}–{ids[-1]}"
-    finding.evidence.append(f"the same lines in {len(ids)} more graphs: {shown} ({ops} each)")
+    more = f"{len(ids)} more graph" + ("s" if len(ids) > 1 else "")
+    finding.evidence.append(f"the same lines in {more}: {shown} ({ops} each)")
     finding.facts = {**finding.facts, "also_in_graphs": " ".join(ids)}
     return finding
 
