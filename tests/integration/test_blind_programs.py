@@ -1049,3 +1049,67 @@ def test_packing_and_an_lstm_are_kept_out_not_traced_into(doctor_run: Any) -> No
     assert "Set torch._dynamo.config.allow_rnn=True" not in lstm["advice"]
     assert "Keep the RNN out of the compiled region" in lstm["advice"]
     _ninth_fixed(doctor_run, done, "lstm_classify_fixed")
+
+
+# --- tenth batch (TRUTH.md 54-62) ----------------------------------------------------------
+
+
+def test_freezing_inside_a_compiled_step_is_named_at_the_users_line(doctor_run: Any) -> None:
+    """TRUTH.md 54: ``D.requires_grad_(False)`` / ``(True)`` inside the compiled G step: the
+    break is in torch's Module.requires_grad_, reached from the user's lines. The finding
+    names the user's line first and tells to freeze around the call; the author's fix (the
+    toggles moved out) prints the same losses with no break."""
+    report, done = _ninth(doctor_run, "gan_freeze")
+    line = line_of("gan_freeze", "D.requires_grad_(False)")
+    (site,) = [f for f in report["findings"] if f["code"] == "graph_break"]
+    assert site["title"].startswith(f"Graph break at {BLIND / 'gan_freeze.py'}:{line} in g_step")
+    assert "Change it outside the compiled function" in site["advice"]
+    assert "Read Dynamo's reason" not in site["advice"]
+    fixed = _ninth_fixed(doctor_run, done, "gan_freeze_fixed")
+    assert break_sites(fixed.run_dir) == 0 < break_sites(done.run_dir)
+
+
+def test_a_model_converted_to_bf16_for_eval_is_told_autocast(doctor_run: Any) -> None:
+    """TRUTH.md 55: ``model.to(torch.bfloat16)`` for eval and back: two variants by design,
+    and the fix names what the author found wrong (the weights rounded each epoch) with
+    autocast, not "convert the input in the data pipeline"."""
+    report, _ = _ninth(doctor_run, "bf16_eval")
+    finding = _finding(report, "recompiles")
+    assert finding["severity"] == "info" and report["plan"] == []
+    assert (
+        "torch.autocast(" in finding["advice"]
+        and "the model itself was converted" in (finding["advice"])
+    )
+    assert "torch.the model" not in finding["advice"]
+
+
+def test_a_head_picked_by_task_name_past_the_limit_keeps_the_choice_out(doctor_run: Any) -> None:
+    """TRUTH.md 57: a ModuleDict head picked by one of 10 task names: 8 variants, the limit.
+    The fix keeps the choice out of the compiled code (the author compiled the trunk: 8
+    graphs -> 2, the same losses) or raises the limit; no "pad"/"mark dynamic" for a string."""
+    report, done = _ninth(doctor_run, "multitask")
+    advice = _finding(report, "recompiles")["advice"]
+    assert "keep that choice out" in advice and "recompile_limit" in advice
+    assert "mark_dynamic" not in advice and "Pad them" not in advice
+    fixed = _ninth_fixed(doctor_run, done, "multitask_fixed")
+    assert graphs(fixed.run_dir) < graphs(done.run_dir)
+
+
+def test_a_warmup_input_made_under_inference_mode_is_named(doctor_run: Any) -> None:
+    """TRUTH.md 60: the warmup input is an inference tensor, requests are not: the warmup's
+    variant never serves one. Dynamo's raw dispatch-key text becomes "an inference tensor ->
+    a normal tensor", a warning with the fix; the fine-tuning recompile is the grad mode's
+    (its parameters' Autograd keys folded into it). The author's fix: one recompile fewer,
+    the same outputs."""
+    report, done = _ninth(doctor_run, "serve_finetune")
+    finding = _finding(report, "recompiles")
+    assert finding["severity"] == "warning"
+    assert "inference tensor" in finding["title"] and "DispatchKeySet" not in json.dumps(
+        report["findings"]
+    )
+    assert "made the way requests are" in finding["advice"]
+    changes = [(c["source"], c["kind"]) for frame in report["frames"]
+               for item in frame["recompiles"] for c in item["changes"]]  # fmt: skip
+    assert ("ids", "inference") in changes and all(kind != "dispatch_keys" for _, kind in changes)
+    fixed = _ninth_fixed(doctor_run, done, "serve_finetune_fixed")
+    assert compiles(fixed.run_dir) < compiles(done.run_dir)

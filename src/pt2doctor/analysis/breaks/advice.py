@@ -446,7 +446,36 @@ SCALAR_RETURNED_ADVICE = (
     "the .item() on every call. Return the tensor itself (`.detach()`) and call .item() on "
     "it after the compiled call, where the number is used: no break, the same value."
 )
-_RETURNS_ITEM = lazy_compile(r"^\s*return\b.*\.item\(\)")
+_RETURN = lazy_compile(r"^\s*return\s+(?P<values>.+?)\s*$")
+
+
+def _returns_item(code: str) -> bool:
+    """``return loss.item(), correct``: one of the returned values is a tensor's value as a
+    Python number itself (not ``x * x.sum().item()``, where it feeds tensor ops)."""
+    found = _RETURN.match(code.split("  #")[0])
+    if found is None:
+        return False
+    depth, start, values = 0, 0, found["values"]
+    parts = []
+    for index, char in enumerate(values):
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(values[start:index])
+            start = index + 1
+    parts.append(values[start:])
+    return any(_whole_item(part.strip()) for part in parts)
+
+
+def _whole_item(value: str) -> bool:
+    """``(preds == y).sum().item()``: one value read by .item(), no operator around it."""
+    if not value.endswith(".item()"):
+        return False
+    depth = 0
+    for char in value:
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(char, 0)
+        if depth == 0 and char in "+-*/%<>=&|^ ":
+            return False
+    return True
 
 
 def _bookkeeping(code: str, following: list[str]) -> str | None:
@@ -511,7 +540,7 @@ def _scalar_advice(event: GraphBreakEvent, following: list[str] | None = None) -
     kept = _bookkeeping(code, following or [])
     if kept is not None:
         return kept
-    if _RETURNS_ITEM.match(code):
+    if _returns_item(code):
         return SCALAR_RETURNED_ADVICE.format(code=code.split("  #")[0].strip())
     if not _CONTROL_FLOW.search(code):
         logged = _LOGGED.match(code)
@@ -570,6 +599,8 @@ def break_advice(
         return _side_effect_advice(event)
     code = (event.site and event.site.code) or ""
     text = f"{event.gb_type}\n{event.explanation}\n{event.reason}"
+    if "Tensor.requires_grad_()" in event.gb_type:
+        return OwnFix(REQUIRES_GRAD_ADVICE)
     if _RNN.search(text):
         return OwnFix(RNN_ADVICE)
     if _PACKING.search(text):
@@ -579,6 +610,13 @@ def break_advice(
     return BREAK_ADVICE.get(category, BREAK_ADVICE["other"])
 
 
+REQUIRES_GRAD_ADVICE = (
+    "Dynamo does not trace changing a tensor's requires_grad (`requires_grad_`, a module's "
+    "`requires_grad_(False)` to freeze it): the compiled function splits at each call. Change "
+    "it outside the compiled function, around the call (freeze before the compiled step, "
+    "unfreeze after its backward): the same gradients, one graph. A tensor made inside that "
+    "must not require grad is better made with `.detach()` or under `torch.no_grad()`."
+)
 _RNN = lazy_compile(r"wrap RNN, GRU, or LSTM|gb0014\b")
 RNN_ADVICE = (
     "nn.LSTM, nn.GRU and nn.RNN are not traced by Dynamo: the graph ends at the call and the "

@@ -173,8 +173,10 @@ def _repeated_advice(file: str) -> str:
     compiles the block once (tests/programs/real/unet_denoise.py: 8 copies of the attention
     processor in one graph; 4 in all with compile_repeated_blocks)."""
     how = (
-        "model.compile_repeated_blocks() (diffusers compiles the block classes the model "
-        "lists in _repeated_blocks)"
+        "model.compile_repeated_blocks() where the model lists the block's class in its "
+        "`_repeated_blocks` (UNet2DConditionModel lists BasicTransformerBlock; it raises for a "
+        "model that lists none, UNet2DModel), else `.compile()` on each module of that class "
+        "(`for m in model.modules(): if isinstance(m, BlockClass): m.compile()`)"
         if "diffusers/" in file
         else "for block in model.layers: block.compile() (the ModuleList that holds the "
         "repeated blocks)"

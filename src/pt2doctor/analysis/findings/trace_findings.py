@@ -15,10 +15,10 @@ from pt2doctor.analysis.breaks.advice import (
     RECOMPILE_ADVICE,
     SKIPPED_FRAME_ADVICE,
 )
-from pt2doctor.analysis.breaks.sites import GraphBreakSite
+from pt2doctor.analysis.breaks.sites import GraphBreakSite, user_caller
 from pt2doctor.analysis.findings.codes import SEVERITIES, Severity
 from pt2doctor.analysis.findings.model import LOG, Finding, Subject
-from pt2doctor.analysis.paths import library_path
+from pt2doctor.analysis.paths import library_path, short_library_path
 from pt2doctor.analysis.recompiles.changes import LAYOUT_KINDS
 from pt2doctor.analysis.recompiles.fixes import (
     CARRIED,
@@ -140,6 +140,8 @@ def _recompile_severity(frame: FrameEntry, explanation: FrameExplanation) -> Sev
         return "error"
     if _recompile_seconds(frame) is not None or user_specialized(explanation):
         return "warning"  # (a size the user's line keeps static: a line to change)
+    if any(row.kind == "inference" for row in explanation.outlook.varying):
+        return "warning"  # inputs made under inference_mode and outside it: not by design
     if explanation.outlook.bounded is True or (
         explanation.outlook.bounded is None and _benign(frame)
     ):
@@ -223,6 +225,10 @@ def _recompile_state(frame: FrameEntry, explanation: FrameExplanation) -> str:
         serve = "serves" if dynamic == 1 else "serve"
         state = (f"{frame.variants} variants: {counted(dynamic, 'value')} became dynamic after "
                  f"one recompile and {serve} every new value")  # fmt: skip
+    elif bounded is True and any(v.kind == "inference" for v in explanation.outlook.varying):
+        names = ", ".join(v.source for v in explanation.outlook.varying if v.kind == "inference")
+        state = (f"{frame.variants} variants: {names} arrives as an inference tensor and as a "
+                 "normal one")  # fmt: skip
     elif bounded is True:
         state = f"{frame.variants} variants by design; pre-warm them"
     elif (
@@ -360,6 +366,11 @@ def _frame_findings(
 
 def _break_finding(site: GraphBreakSite) -> Finding:
     where = f"{site.site.file}:{site.site.line} in {site.site.function}"
+    caller = user_caller(site)
+    if caller is not None:  # a library's break: the user's line that reached it first
+        where = (f"{caller.file}:{caller.line} in {caller.function}, inside "
+                 f"{site.site.function} ({short_library_path(site.site.file or '')}:"
+                 f"{site.site.line})")  # fmt: skip
     heat = "" if site.hits is None else f", ran {site.hits} times"
     # Heat known: a break that ran at most once (startup) is not worth a rewrite; a break
     # between frames that compiled no ops splits nothing; PyTorch's own by-design break is not
@@ -369,6 +380,8 @@ def _break_finding(site: GraphBreakSite) -> Finding:
     evidence = [f"compile ids: {id_ranges(site.compile_ids)}"]
     if site.site.code:
         evidence.insert(0, site.site.code)
+    if caller is not None and caller.statement:
+        evidence.insert(0, caller.statement)
     return Finding(
         severity=severity,
         code="graph_break",

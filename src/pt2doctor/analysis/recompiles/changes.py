@@ -30,7 +30,18 @@ from pt2doctor.trace.types import CompileRecord, SourceLine
 
 # Kinds whose values come from a small set: a variant per value is bounded by design.
 FLAG_KINDS = frozenset(
-    {"flag", "grad_mode", "autocast", "dtype", "device", "requires_grad", "type", "none", "rank"}
+    {
+        "flag",
+        "grad_mode",
+        "autocast",
+        "dtype",
+        "device",
+        "requires_grad",
+        "type",
+        "none",
+        "rank",
+        "inference",
+    }
 )
 # A tensor's memory layout (its strides at the same sizes): layouts come from a small set
 # (contiguous, transposed, channels_last, a view of a bigger buffer), each compiling its own
@@ -66,7 +77,7 @@ def kind_words(kind: str, source: str) -> str:
     """The change's kind as words before its values, or nothing when the source already says
     it (``grad mode: True → False``, not ``grad mode grad mode``) or its values do
     (``key_padding_mask None → not None``)."""
-    if kind == "none":
+    if kind in ("none", "inference"):
         return ""
     words = kind.replace("_", " ")
     return "" if words == source else f"{words} "
@@ -135,7 +146,33 @@ def _tensor_change(failure: FailedGuard) -> SourceChange:
     old, new = (expected.group(1), expected.group(2)) if expected else (None, None)
     if field_name in ("size", "stride") and index:
         return SourceChange(user_expr(f"{name}.{field_name}()[{index}]"), field_name, old, new)
+    if field_name == "dispatch key set" and old is not None and new is not None:
+        return _dispatch_change(name, _keys(old), _keys(new))
     return SourceChange(user_expr(name), _TENSOR_KINDS.get(field_name, field_name), old, new)
+
+
+def _keys(text: str) -> str:
+    """``CPU, BackendSelect`` for ``DispatchKeySet(CPU, BackendSelect)`` (Dynamo's text) or
+    for itself (the guard-set diff's)."""
+    return text.removeprefix("DispatchKeySet(").removesuffix(")")
+
+
+INFERENCE, NORMAL = "an inference tensor", "a normal tensor"
+
+
+def _dispatch_change(name: str, old: str, new: str) -> SourceChange:
+    """What a dispatch key change means: ADInplaceOrView on one side only is a tensor made
+    under ``torch.inference_mode()`` (an inference tensor has neither it nor the Autograd
+    keys) against one made outside it; else the keys themselves (the Autograd keys alone go
+    with the call's grad or inference mode, folded into its ``grad mode`` change: guards.py)."""
+    before, after = set(old.split(", ")), set(new.split(", "))
+    changed = before ^ after
+    if "ADInplaceOrView" in changed and all(
+        key == "ADInplaceOrView" or key.startswith("Autograd") for key in changed
+    ):
+        values = (INFERENCE, NORMAL) if "ADInplaceOrView" in after else (NORMAL, INFERENCE)
+        return SourceChange(user_expr(name), "inference", *values)
+    return SourceChange(user_expr(name), "dispatch_keys", old, new)
 
 
 def _value_change(failure: FailedGuard, new_values: dict[str, str]) -> SourceChange:

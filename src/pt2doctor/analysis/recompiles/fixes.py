@@ -45,6 +45,7 @@ from pt2doctor.analysis.recompiles.outlook import (
 )
 from pt2doctor.analysis.source_lines import following_code
 from pt2doctor.analysis.text import counted
+from pt2doctor.trace.messages import is_user_file
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import SourceLine
 
@@ -638,6 +639,16 @@ HOOKS_FIX = (
 )
 
 
+INFERENCE_TENSOR_FIX = (
+    "{names} arrived as an inference tensor (made under `torch.inference_mode()`) and as a "
+    "normal tensor (made outside it): Dynamo guards the difference, so each kind compiles its "
+    "own variant, and a variant compiled for one never serves the other (a warmup input made "
+    "under inference_mode does not warm up requests made outside it). Make the inputs alike: "
+    "all inside `torch.inference_mode()` or all outside it (the warmup input made the way "
+    "requests are)."
+)
+
+
 OPTIMIZER_STATE_FIX = (
     "Nothing to fix: the optimizer makes its per-parameter state (momentum buffers, Adam's "
     "moments) at its first step, so the compiled step compiles once more after it, and that "
@@ -772,19 +783,30 @@ def _learning_rate_fix(row: Varying) -> Fix | None:
     return Fix(LR_TENSOR_FIX.format(source=row.source))
 
 
-def _beyond_limit_fix(rows: list[Varying], outlook: Outlook) -> Fix:
-    """Values that recur, more than the recompile limit holds variants: pad them to fewer, or
-    raise the limit to cover them (tried at twice the limit)."""
+def _beyond_limit_fix(
+    rows: list[Varying], outlook: Outlook, change: SourceChange | None = None
+) -> Fix:
+    """Values that recur, more than the recompile limit holds variants: pad them to fewer (a
+    size), keep the choice out of the compiled code (a string or a number that picks what
+    runs), or raise the limit to cover them (tried at twice the limit)."""
     names = " and ".join(r.source for r in rows)
     limit = outlook.recompile_limit
-    return Fix(
-        f"{names} {'takes' if len(rows) == 1 else 'take'} more values than the recompile "
-        f"limit ({limit}) holds variants ({_values(rows[0])} so far): the values past it run "
-        f"eagerly. Pad them to at most {limit} values (buckets), make the size dynamic "
-        "(torch._dynamo.mark_dynamic, or dynamic=None), or raise "
-        f"torch._dynamo.config.recompile_limit above the number of values.",
-        _limit_trial(2 * limit),
-    )
+    said = (f"{names} {'takes' if len(rows) == 1 else 'take'} more values than the recompile "
+            f"limit ({limit}) holds variants ({_values(rows[0])} so far): the values past it "
+            "run eagerly. ")  # fmt: skip
+    raise_it = "raise torch._dynamo.config.recompile_limit above the number of values"
+    if any(row.kind == "size" for row in rows):
+        how = (f"Pad them to at most {limit} values (buckets), make the size dynamic "
+               f"(torch._dynamo.mark_dynamic, or dynamic=None), or {raise_it}.")  # fmt: skip
+    else:
+        line = change.installed_at if change is not None else None
+        picks = (f" (`{line.statement}`, line {line.line})" if line is not None
+                 and line.statement and is_user_file(line.file or "") else "")  # fmt: skip
+        how = (f"Each value picks what the compiled code runs{picks}: keep that choice out of "
+               "it. Compile the part every value shares on its own (torch.compile on that "
+               "submodule, not the whole model) and run the chosen part outside, or compile "
+               f"each choice on its own; or {raise_it} (each then compiles once).")  # fmt: skip
+    return Fix(said + how, _limit_trial(2 * limit))
 
 
 def _loop_count_fix(row: Varying, change: SourceChange | None, outlook: Outlook) -> Fix | None:
@@ -850,11 +872,17 @@ def _counter_fix(
     row: Varying, change: SourceChange | None, store: dict[str, Any] | None = None
 ) -> Fix:
     where = _read_at(change) + _stored_at(store)
+    line = change.installed_at if change is not None else None
+    code = line.statement if line is not None else ""
+    # As a size (a slice bound, range()), the int must stay a Python int: no tensor there.
+    sized = re.search(rf"[\[:,]\s*-?\s*{re.escape(row.source)}\s*[\]:]|range\([^)]*"
+                      rf"{re.escape(row.source)}", code)  # fmt: skip
+    tensor = "" if sized else (", or keep it in a tensor (register_buffer) updated in place")
     return Fix(
-        f"{row.source} is an int attribute of an nn.Module that changes on every call (a "
-        f"counter, read{where}). Set torch._dynamo.config.allow_unspec_int_on_nn_module = True "
-        "so Dynamo treats it as a dynamic int (one more variant instead of one per value), or "
-        "keep it in a tensor (register_buffer) updated in place.",
+        f"{row.source} is an int attribute of an nn.Module that takes a new value as the "
+        f"program runs (read{where}). Set torch._dynamo.config.allow_unspec_int_on_nn_module "
+        "= True so Dynamo treats it as a dynamic int (one more variant instead of one per "
+        f"value){tensor}.",
         FixApplication(
             f"{DYNAMO_CONFIG}.allow_unspec_int_on_nn_module = True",
             config=((f"{DYNAMO_CONFIG}.allow_unspec_int_on_nn_module", True),),
@@ -1001,13 +1029,32 @@ _DTYPE_NAMES = {"Float": "float32", "Half": "float16", "Double": "float64",
                 "BFloat16": "bfloat16", "Long": "int64", "Int": "int32", "Bool": "bool"}  # fmt: skip
 
 
+def _dtype_name(value: str) -> str:
+    """``float32`` for ``Float`` or ``torch.float32``."""
+    return _DTYPE_NAMES.get(value, value.removeprefix("torch."))
+
+
 def _dtype_fix(rows: list[Varying]) -> str:
-    """An input that arrives in several dtypes: one dtype where it is made, else pre-warm."""
+    """An input that arrives in several dtypes: one dtype where it is made, else pre-warm. A
+    model whose own parameters changed dtype was converted (``model.to(torch.bfloat16)``):
+    autocast instead, which keeps the weights."""
     names = ", ".join(
-        f"{row.source} as {' / '.join(_DTYPE_NAMES.get(v, v) for v in row.values)}" for row in rows
+        f"{row.source} as {' / '.join(_dtype_name(v) for v in row.values)}" for row in rows
     )
+    converted = [row for row in rows if row.source.startswith("self.")]
+    if converted:
+        dtypes = " / ".join(_dtype_name(v) for v in converted[0].values)
+        return (
+            f"{names}: the model itself was converted ({dtypes}: `model.to(dtype)` or "
+            "`.half()`), so each dtype compiles its own variant (by design; pre-warm each). "
+            "A model converted to a lower precision keeps its rounded weights when converted "
+            "back (training then goes on from them): to evaluate in lower precision, leave the "
+            "model in float32 "
+            "and run the evaluation under `torch.autocast(device_type, dtype=...)` instead (the "
+            "weights stay as they are; matmuls and convolutions run in the lower precision)."
+        )
     first = rows[0]
-    target = _DTYPE_NAMES.get(first.values[0], "the model's dtype")
+    target = _dtype_name(first.values[0])
     return (
         f"{names}: each dtype compiles its own variant, and the compiled code computes in the "
         "dtype it is given. Give it one dtype where it is made or loaded (the data pipeline: "
@@ -1117,7 +1164,7 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
                     _static_by_setting(row, call, same)
                     or _list_argument_fix(row, change, explanation)
                     or _loop_count_fix(row, change, outlook)
-                    or _beyond_limit_fix(same, outlook)
+                    or _beyond_limit_fix(same, outlook, change)
                 )
             elif same[0] is row and not generate:
                 fix = _list_argument_fix(row, change, explanation) or _recurring_fix(
@@ -1153,6 +1200,9 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
     for pattern, rows in per_instance_flags(flags).items():
         if not fixes:
             fixes.append(_per_instance_flags_fix(pattern, rows, explanation))
+    inference = [row for row in flags if row.kind == "inference"]
+    if inference:
+        fixes.insert(0, Fix(INFERENCE_TENSOR_FIX.format(names=_and([r.source for r in inference]))))
     if outlook.bounded and flags and not fixes:
         went_dynamic = sum(1 for row in outlook.varying if row.dynamic)
         if unfreezing_params(flags) and not went_dynamic:

@@ -55,7 +55,7 @@ _CATEGORY_PATTERNS: tuple[tuple[str, GuardCategory], ...] = (
 _CATEGORY_RULES = tuple(
     (lazy_compile(pattern), category) for pattern, category in _CATEGORY_PATTERNS
 )
-_DYNAMO_TENSOR = lazy_compile(r"tensor '(.+?)' (\w+) mismatch(?: at index (\d+))?")
+_DYNAMO_TENSOR = lazy_compile(r"tensor '(.+?)' (\w+(?: \w+)*?) mismatch(?: at index (\d+))?")
 _DYNAMO_VALUE = lazy_compile(r"^(?:not )?(\w+)((?:\.\w+|\[[^\]]+\])*) (?:==|!=|is\b)")
 _DYNAMO_GLOBAL = lazy_compile(r"GLOBAL_STATE changed: (\w+)")
 _VARIANT_PREFIX = lazy_compile(r"^\s*(!?\d+/\d+(?:/\d+)?(?:_\d+)?): ", re.S)
@@ -302,13 +302,16 @@ def autocast_text(state: Any) -> str:
     return f"on for {', '.join(on)}" if on else "off"
 
 
-def _only_autocast_keys(before: str, after: str) -> bool:
-    """Two dispatch key sets that differ by Autocast keys alone (autocast turned on or off)."""
+def _differ_only_by(before: str, after: str, prefix: str) -> bool:
+    """Two dispatch key sets that differ by keys named ``prefix...`` alone (``Autocast``:
+    autocast turned on or off; ``Autograd``: a call's grad or inference mode)."""
 
     def keys(text: str) -> set[str]:
+        text = text.removeprefix("DispatchKeySet(").removesuffix(")")
         return {key.strip() for key in text.split(",") if key.strip()}
 
-    return {k for k in keys(before) ^ keys(after) if not k.startswith("Autocast")} == set()
+    changed = keys(before) ^ keys(after)
+    return bool(changed) and all(key.startswith(prefix) for key in changed)
 
 
 def _global_state_diff(old: Guard, new: Guard, against: str) -> list[FailedGuard]:
@@ -388,11 +391,16 @@ def diff_guard_sets(
             failures += _value_diff(guard, counterpart, symbol_values, against)
         elif key[1] in ("ID_MATCH", "TYPE_MATCH") and counterpart is not None:
             failures += _id_diff(guard, counterpart, against)
+    if any(f.category == "grad_mode" for f in failures):
+        # A call under torch.inference_mode() (or no_grad) and one outside it: every tensor's
+        # dispatch keys gain or lose the Autograd keys with it: the grad mode's change.
+        failures = [f for f in failures if not (f.key[:1] == ("tensor",) and f.key[2:3] == (
+            "dispatch key set",) and _differ_only_by(*_keys_of(f.text), "Autograd"))]  # fmt: skip
     if any(f.category == "autocast" for f in failures):
         # Autocast on or off adds or drops AutocastCPU in every tensor's dispatch keys: one
         # change, not one per parameter.
         failures = [f for f in failures if not (f.key[:1] == ("tensor",) and f.key[2:3] == (
-            "dispatch key set",) and _only_autocast_keys(*_keys_of(f.text)))]  # fmt: skip
+            "dispatch key set",) and _differ_only_by(*_keys_of(f.text), "Autocast"))]  # fmt: skip
     return failures
 
 
