@@ -7,6 +7,7 @@ names what to change and what it costs, so a user can decide rather than follow 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import GraphBreakEvent
@@ -449,33 +450,32 @@ SCALAR_RETURNED_ADVICE = (
 _RETURN = lazy_compile(r"^\s*return\s+(?P<values>.+?)\s*$")
 
 
+def _top_level(text: str) -> Iterator[tuple[int, str]]:
+    """Each character of ``text`` outside parentheses and brackets, with its index."""
+    depth = 0
+    for index, char in enumerate(text):
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(char, 0)
+        if depth == 0:
+            yield index, char
+
+
 def _returns_item(code: str) -> bool:
     """``return loss.item(), correct``: one of the returned values is a tensor's value as a
     Python number itself (not ``x * x.sum().item()``, where it feeds tensor ops)."""
-    found = _RETURN.match(code.split("  #")[0])
+    found = _RETURN.match(code)
     if found is None:
         return False
-    depth, start, values = 0, 0, found["values"]
-    parts = []
-    for index, char in enumerate(values):
-        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            parts.append(values[start:index])
-            start = index + 1
-    parts.append(values[start:])
+    values = found["values"]
+    commas = [index for index, char in _top_level(values) if char == ","]
+    parts = [values[a + 1 : b] for a, b in zip([-1, *commas], [*commas, len(values)], strict=True)]
     return any(_whole_item(part.strip()) for part in parts)
 
 
 def _whole_item(value: str) -> bool:
     """``(preds == y).sum().item()``: one value read by .item(), no operator around it."""
-    if not value.endswith(".item()"):
-        return False
-    depth = 0
-    for char in value:
-        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(char, 0)
-        if depth == 0 and char in "+-*/%<>=&|^ ":
-            return False
-    return True
+    return value.endswith(".item()") and not any(
+        char in "+-*/%<>=&|^ " for _, char in _top_level(value)
+    )
 
 
 def _bookkeeping(code: str, following: list[str]) -> str | None:
@@ -540,8 +540,9 @@ def _scalar_advice(event: GraphBreakEvent, following: list[str] | None = None) -
     kept = _bookkeeping(code, following or [])
     if kept is not None:
         return kept
-    if _returns_item(code):
-        return SCALAR_RETURNED_ADVICE.format(code=code.split("  #")[0].strip())
+    statement = event.site.statement if event.site else ""
+    if _returns_item(statement):
+        return SCALAR_RETURNED_ADVICE.format(code=statement)
     if not _CONTROL_FLOW.search(code):
         logged = _LOGGED.match(code)
         if logged is not None:
