@@ -602,6 +602,10 @@ def break_advice(
     text = f"{event.gb_type}\n{event.explanation}\n{event.reason}"
     if "Tensor.requires_grad_()" in event.gb_type:
         return OwnFix(REQUIRES_GRAD_ADVICE)
+    where = f"{event.site.function if event.site else ''}\n{text}"
+    setup = next((call for pattern, call in _SETUP_CALLS if pattern in where), None)
+    if setup is not None:
+        return OwnFix(SETUP_ADVICE.format(call=setup))
     if _RNN.search(text):
         return OwnFix(RNN_ADVICE)
     if _PACKING.search(text):
@@ -611,6 +615,20 @@ def break_advice(
     return BREAK_ADVICE.get(category, BREAK_ADVICE["other"])
 
 
+# One-time setup that Dynamo cannot trace, found inside a compiled function: what torch's text
+# says, and the call the user wrote.
+_SETUP_CALLS = (
+    ("copy.deepcopy", "copy.deepcopy"),
+    ("construct_stacked_leaf", "torch.func.stack_module_state"),
+    ("`torch.nn.Parameter()` constructor", "nn.Parameter (a module's .to() makes new ones)"),
+)
+SETUP_ADVICE = (
+    "`{call}` inside the compiled function is one-time setup (copying a module, stacking an "
+    "ensemble's weights) that Dynamo cannot trace, and it runs, and splits the graph, on "
+    "every call. Do it once, outside, and pass the result in (the stacked parameters, the "
+    "copied template): the compiled function then holds only the per-call tensor work. Redo "
+    "the setup where its inputs change (an ensemble that keeps training restacks)."
+)
 REQUIRES_GRAD_ADVICE = (
     "Dynamo does not trace changing a tensor's requires_grad (`requires_grad_`, a module's "
     "`requires_grad_(False)` to freeze it): the compiled function splits at each call. Change "

@@ -49,6 +49,15 @@ ZERO_GRAD = (
     "`dont_skip_tracing` hint would trace a loop over every parameter into the graph instead."
 )
 
+GRAD_SCALER = (
+    "Dynamo does not trace torch.amp.GradScaler (`{method}` is marked skipped), so each of "
+    "its calls inside the compiled function splits it, and tracing into it (torch's "
+    "`dont_skip_tracing` hint) brings more breaks. Call `scaler.scale(loss).backward()`, "
+    "`scaler.step(opt)` and `scaler.update()` outside the compiled function, which returns the "
+    "loss. Under bfloat16 autocast the scaler is not needed at all (bfloat16 has float32's "
+    "range; loss scaling is for float16): drop it."
+)
+
 TORCH_ASKS = (
     "PyTorch's own code asks for this break ({code} in {path}); it is not yours to remove. "
     "If it is hot and splits your graph, call that torch API outside the compiled function."
@@ -74,6 +83,7 @@ HF_USE_CACHE = (
     "the break."
 )
 
+_GRAD_SCALER = lazy_compile(r"GradScaler\.\w+")
 _DEFAULT_LOSS = lazy_compile(r"default loss: `(\w+?)Loss`")
 _TORCH_FILE = lazy_compile(r"(?:^|/)(torch/[\w/]+\.py)$")
 
@@ -87,6 +97,9 @@ def known_break(
     path = path.replace("\\", "/")
     if path.endswith("torch/optim/optimizer.py") and function == "_use_grad":
         return KnownBreak(OPTIMIZER_STEP, True)
+    scaler = _GRAD_SCALER.search(event.reason)
+    if "marked as skipped" in event.reason and scaler is not None:
+        return KnownBreak(OwnFix(GRAD_SCALER.format(method=scaler[0])), False)
     if "marked as skipped" in event.reason and "`Optimizer.zero_grad`" in event.reason:
         return KnownBreak(OwnFix(ZERO_GRAD), False)  # at the user's own `opt.zero_grad()`
     if "marked as skipped" in event.reason and "torch/optim/lr_scheduler.py" in event.reason:

@@ -41,6 +41,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     unfreezing_params,
 )
 from pt2doctor.analysis.text import counted, id_ranges
+from pt2doctor.trace.messages import is_user_file
 from pt2doctor.trace.records import ParseStats
 from pt2doctor.trace.types import SourceLine
 
@@ -470,9 +471,12 @@ def find_findings(
 
 
 def _package(file: str | None) -> str | None:
-    """The installed package a file is in (``transformers``), None for the user's own."""
+    """The installed package a file is in (``transformers``; ``<stdlib>`` for the standard
+    library's), None for the user's own."""
     where = library_path(file) if file else None
-    return None if where is None else where.split("/")[0]
+    if where is None:
+        return "<stdlib>" if file and not is_user_file(file) else None
+    return where.split("/")[0]
 
 
 def _group_under_breaks(
@@ -511,10 +515,10 @@ def _group_under(
         if (own.cause is None
             and own.code == "recompiles"
             and ((own.severity == "info"
-                  and ((frame.file, frame.function) in stack
-                       or (explanation.split_off and package
-                           and _package(frame.file) == package)
-                       or resumes(frame)))
+                  and ((frame.file, frame.function) in stack or resumes(frame)))
+                 # a library's frame the break split off (Dynamo compiled it on its own, with
+                 # what the library made): its recompiles are the break's, whatever they are
+                 or (explanation.split_off and package and _package(frame.file) == package)
                  # a warning has a fix of its own, unless it recompiles only on what the
                  # break handed over (a resume frame recompiling on an argument of the
                  # function, `decay`, does so with the break removed too)

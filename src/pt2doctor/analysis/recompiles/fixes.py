@@ -129,11 +129,13 @@ def _specialized_again(row: Varying, explanation: FrameExplanation) -> Fix | Non
     if row.dynamic or row.kind != "value":
         return None
     base = next((other for other in explanation.outlook.varying if other.dynamic
-                 and other is not row and other.kind == "value"
+                 and other is not row and other.kind in ("value", "size")
                  and re.search(rf"(?<![\w.]){re.escape(other.source)}(?![\w(])", row.source)),
                 None)  # fmt: skip
     if base is None:
         return None
+    if base.kind == "size":
+        return _float_of_size(row, base, _first_change(explanation, row.source))
     first = _first_change(explanation, base.source)
     line = first.installed_at if first is not None else None
     where = (
@@ -148,6 +150,26 @@ def _specialized_again(row: Varying, explanation: FrameExplanation) -> Fix | Non
         f"constant again where the compiled code needs a plain number{where}: every new value "
         f"compiles again. Pass it as a 0-d tensor (`torch.tensor({base.source})`) and use it "
         f"in tensor arithmetic{where_to}, traced, with no guard on its value."
+    )
+
+
+def _float_of_size(row: Varying, base: Varying, change: SourceChange | None) -> Fix:
+    """A float computed from a dynamic size (``w0 / sqrt(N)`` for F.interpolate's
+    ``scale_factor``) made a constant again: the size serves every value, the float does not
+    (tests/programs/real/blind/vit_multires.py: 5 graphs -> 2 with ``size=``)."""
+    line = change.installed_at if change is not None else None
+    where = (f" (`{line.statement}`, line {line.line})"
+             if line is not None and line.statement else "")  # fmt: skip
+    scale = line is not None and "interpolate(" in line.statement
+    how = ("pass F.interpolate the target size instead of a scale_factor (`size=(h, w)`, "
+           "ints from the shape, which stay symbolic)" if scale else "compute what the code "
+           "needs from the ints of the shape (they stay symbolic), or as a tensor")  # fmt: skip
+    return Fix(
+        f"{base.source} became dynamic, but `{row.source}`, a float computed from it, is made "
+        f"a constant where the compiled code needs a plain number{where}: each new size "
+        f"compiles again, until the recompile limit. Keep floats out of it: {how}; one "
+        "variant then serves every size (a different rounding of the float can change the "
+        "result in the last digits)."
     )
 
 
@@ -904,6 +926,24 @@ def _constant_fix(
             ".fill_()), so one variant serves every value; a torch function that takes a "
             "Python number (F.dropout's p) then needs your own tensor version of it."
         )
+    line = change.installed_at if change is not None else None
+    if (
+        all(_INT.fullmatch(value) for value in row.values)
+        and row.expr is not None
+        and row.expr.root not in ("self", "kwargs")
+        and line is not None
+        and _used_as_size(row.source, line.statement)
+    ):
+        # Not an argument (an int argument goes dynamic after one recompile): a global, or
+        # what the code reaches through one, baked in at every value.
+        return Fix(
+            f"{row.source} is an int the compiled code reads from a global"
+            f"{f' (read{read})' if read else ''}, and Dynamo bakes such an int into each "
+            f"variant at every value ({_values(row)} so far), where an int passed in as an "
+            "argument becomes dynamic after one recompile. Pass it in as an argument of the "
+            "compiled function: one more variant, then it serves every value. (A tensor "
+            "does not serve where the int is a size: topk's k, arange's end, a view.)"
+        )
     keyword = _number_keyword(row, change)
     number = (
         f" Where it feeds an argument that takes a Python number (`{keyword}=` here), compute "
@@ -918,6 +958,21 @@ def _constant_fix(
         f"{f' (read{read})' if read else ''}: {_values(row)} so far. Pass it as a tensor, or "
         f"keep it out of the compiled function, so one variant serves every value.{number}"
     )
+
+
+_SIZE_CALL = (
+    r"\b(?:topk|kthvalue|arange|range|view|reshape|repeat|expand|zeros|ones|empty"
+    r"|full|randn|rand|randint|narrow|split|chunk|unfold|tile)\("
+)
+
+
+def _used_as_size(source: str, code: str) -> bool:
+    """The int is a size where it is read: an argument of a call that takes sizes (topk's k,
+    arange's end, a view), or a slice bound. A tensor cannot stand there."""
+    name = re.escape(source).replace("'", "['\"]")
+    sized_call = re.search(rf"{_SIZE_CALL}[^()]*(?:\([^()]*\)[^()]*)*{name}", code)
+    sliced = re.search(rf"\[[^\]]*(?::\s*{name}|{name}\s*:)[^\]]*\]", code)
+    return sized_call is not None or sliced is not None
 
 
 def _number_keyword(row: Varying, change: SourceChange | None) -> str | None:
@@ -1138,8 +1193,8 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
             continue
         again = _specialized_again(row, explanation)
         if again is not None:
-            if again not in fixes:
-                fixes.append(again)
+            if again not in fixes:  # first: it is why new values keep compiling
+                fixes.insert(0, again)
             continue
         if row.dynamic and row.kind == "size":
             # The inputs that took the same sizes share this one fix (and symbol).

@@ -39,6 +39,7 @@ from pt2doctor.analysis.recompiles.ledger import FrameEntry, produced_code
 from pt2doctor.analysis.recompiles.sources import UserExpr, human_source
 from pt2doctor.analysis.recompiles.variant_values import guard_values, value_of
 from pt2doctor.analysis.text import counted, id_ranges
+from pt2doctor.trace.messages import is_user_file
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import CompileRecord, SourceLine
 
@@ -191,7 +192,8 @@ def attach_compile_calls(
         found = named or (calls if len(calls) == 1 else [])
         # torch's own wrappers (a compiled module's entry) are the call's frame, not split off.
         package = library_path(str(frame.file)) if frame.file else None
-        library = package is not None and not package.startswith("torch/")
+        stdlib = package is None and bool(frame.file) and not is_user_file(str(frame.file))
+        library = stdlib or (package is not None and not package.startswith("torch/"))
         explanation.split_off = bool(calls) and library and not named and not frame.is_resume
         explanation.compile_call = found[0] if len(found) == 1 else None
         instances = [
