@@ -1113,3 +1113,77 @@ def test_a_warmup_input_made_under_inference_mode_is_named(doctor_run: Any) -> N
     assert ("ids", "inference") in changes and all(kind != "dispatch_keys" for _, kind in changes)
     fixed = _ninth_fixed(doctor_run, done, "serve_finetune_fixed")
     assert compiles(fixed.run_dir) < compiles(done.run_dir)
+
+
+# --- eleventh batch (TRUTH.md 63-71) ---------------------------------------------------------
+
+
+def test_a_scale_factor_computed_from_the_size_is_told_to_pass_size(doctor_run: Any) -> None:
+    """TRUTH.md 63: a ViT's position embeddings interpolated with a float ``scale_factor`` made
+    from the image size: the size goes dynamic, the float is made a constant again, every new
+    resolution compiles. The first fix passes ``size=``; the author's fix (``size=(h0, w0)``)
+    compiles fewer graphs (its logits move in the last digits, its predictions do not)."""
+    report, done = _ninth(doctor_run, "vit_multires")
+    advice = _finding(report, "recompiles")["advice"]
+    assert advice.startswith("img.shape[3] became dynamic, but")
+    assert "instead of a scale_factor (`size=(h, w)`" in advice
+    fixed = doctor_run("blind_vit_multires_fixed", list(EAGER), "../real/blind/vit_multires_fixed",
+                       env=FOURTH)  # fmt: skip
+    assert graphs(fixed.run_dir) < graphs(done.run_dir)
+
+
+def test_ensemble_setup_inside_the_compiled_function_is_moved_out(doctor_run: Any) -> None:
+    """TRUTH.md 64: ``stack_module_state`` and ``copy.deepcopy(...).to("meta")`` inside the
+    compiled function: setup that breaks the graph on every call, and a standard-library
+    frame (copyreg) that recompiles under the deepcopy. Both breaks get the setup fix, the
+    stdlib frame is shown under its break, not as a finding pointing into Python's source;
+    the author's fix (setup once, outside) prints the same predictions with no break."""
+    report, done = _ninth(doctor_run, "mlp_ensemble")
+    for code in ("stack_module_state(models)", "copy.deepcopy(models[0])"):
+        # A break inside library code is titled with the user's line that reached it.
+        where = f"Graph break at {BLIND / 'mlp_ensemble.py'}:{line_of('mlp_ensemble', code)} "
+        (site, *_) = [f for f in report["findings"]
+                      if f["code"] == "graph_break" and f["title"].startswith(where)]  # fmt: skip
+        assert "one-time setup" in site["advice"] and "dont_skip_tracing" not in site["advice"]
+    own = [f for f in report["findings"] if f["code"] == "recompiles"]
+    assert all(f.get("cause") for f in own)  # under the deepcopy's break
+    assert not any("copyreg" in item["title"] for item in report["plan"])
+    fixed = _ninth_fixed(doctor_run, done, "mlp_ensemble_fixed")
+    assert break_sites(fixed.run_dir) == 0 < break_sites(done.run_dir)
+
+
+def test_a_grad_scaler_inside_the_compiled_step_is_called_outside(doctor_run: Any) -> None:
+    """TRUTH.md 65: GradScaler's scale/step/update inside the compiled bf16 step: each is a break
+    (marked skipped); tracing into them (torch's hint) made it worse, the author measured.
+    The fix calls them outside and drops the scaler under bfloat16, as the author's fix does
+    (the same losses, no break in the user's code)."""
+    report, done = _ninth(doctor_run, "amp_scaler_train")
+    site = _site(report, line_of("amp_scaler_train", "scaler.scale(loss).backward()"))
+    assert "outside the compiled function" in site["advice"]
+    assert (
+        "bfloat16" in site["advice"]
+        and "Apply `@torch._dynamo.dont_skip_tracing`" not in (site["advice"])
+    )
+    fixed = _ninth_fixed(doctor_run, done, "amp_scaler_train_fixed")
+    assert break_sites(fixed.run_dir) < break_sites(done.run_dir)
+
+
+def test_a_global_int_used_as_topk_k_is_passed_as_an_argument(doctor_run: Any) -> None:
+    """TRUTH.md 70: ``torch.topk(scores, EVAL_CFG["k"])`` with k from a global dict: every k
+    a variant, the limit hit. A tensor cannot be topk's k: the fix passes k as an argument
+    (the author's: 8 graphs -> 3, the same metrics)."""
+    report, done = _ninth(doctor_run, "retrieval_eval")
+    advice = _finding(report, "recompiles")["advice"]
+    assert "Pass it in as an argument" in advice and "Pass it as a tensor" not in advice
+    fixed = _ninth_fixed(doctor_run, done, "retrieval_eval_fixed")
+    assert graphs(fixed.run_dir) < graphs(done.run_dir)
+
+
+def test_padding_to_a_multiple_of_eight_under_dynamic_shapes_asks_nothing(
+    doctor_run: Any,
+) -> None:
+    """TRUTH.md 71: ``math.ceil(L / 8) * 8`` under dynamic=True is traced symbolically: one
+    graph over 40 lengths, nothing to act on (the false-alarm check)."""
+    report, _ = _ninth(doctor_run, "pad8_seq")
+    assert report["plan"] == []
+    assert not [f for f in report["findings"] if f["severity"] != "info"]
