@@ -697,7 +697,8 @@ def _per_instance_flags_fix(pattern: str, rows: list[Varying],
     return Fix(
         f"`{leaf}` of each of the {owner} ({pattern}) is a Python value the compiled code "
         f"reads{said}{where}: Dynamo guards every instance's value, so each combination is a "
-        f"graph of its own, up to {2**count}, past the recompile limit "
+        f"graph of its own, up to {2**count if count <= 16 else f'2^{count}'}, past the "
+        "recompile limit "
         f"({explanation.outlook.recompile_limit}). Make the switch a tensor: a 0-d buffer "
         f"(`self.register_buffer('gate', torch.ones(()), persistent=False)`) multiplied into "
         f"what `{leaf}` turns on, instead of branching on it, set with "
