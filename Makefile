@@ -39,7 +39,7 @@ demo: $(STAMP) ## `pt2doctor run` on a serving loop, then `check` of a transform
 
 test: $(STAMP) ## run the test suite (unit + real torch.compile runs: several minutes)
 	@$(BYTECODE) >/dev/null
-	$(PY) -m pytest -n 2 --dist worksteal -q -m "not failure_matrix"
+	$(PY) -m pytest -n 2 --dist worksteal -q -m "not failure_matrix" --durations=25
 
 test-matrix: $(STAMP) ## the failure corpus ablated from each program's own folder too (~2 min; CI runs it after test)
 	@$(BYTECODE) >/dev/null
