@@ -216,7 +216,9 @@ def test_ddps_own_wrapper_break_splits_nothing(tmp_path: Path) -> None:
     assert sites["with_item_break"]["splits_nothing"] is False
     severity = {
         function: next(
-            f["severity"] for f in report["findings"] if f" in {function} (" in f["title"]
+            f["severity"]
+            for f in report["findings"]
+            if f["code"] == "graph_break" and f["subject"].get("function") == function
         )
         for function in ("__init__", "with_item_break")
     }
