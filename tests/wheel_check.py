@@ -55,6 +55,10 @@ def main() -> None:
     reports = ROOT / "tests" / "data" / "reports"
     done = pt2doctor("diff", str(reports / "demo_eager.json"), str(reports / "hostile.json"))
     assert done.returncode in (0, 1), done.stderr
+    # A stored report.json rendered again (report/document.py reads it back).
+    again = pt2doctor("report", str(reports / "demo_eager.json"), "--format", "md")
+    golden = ROOT / "tests" / "golden" / "demo_eager.md"
+    assert again.returncode == 0 and again.stdout == golden.read_text(), again.stderr
     if log.is_file():  # the metrics extra is not installed either: one line, exit 2
         metrics = pt2doctor("report", "--follow", str(log), "--until-exit", "999999",
                             "--metrics-textfile", str(work / "m.prom"))  # fmt: skip
@@ -62,7 +66,10 @@ def main() -> None:
     refused = pt2doctor("run", "--", sys.executable, "-c", "pass")
     assert refused.returncode == 2, refused
     assert refused.stderr.strip().count("\n") == 0 and "pt2doctor[run]" in refused.stderr
-    print(f"wheel without torch: report on {', '.join(said)}; diff; run refused in one line")
+    print(
+        f"wheel without torch: report on {', '.join(said)}; a stored report.json rendered "
+        "again; diff; run refused in one line"
+    )
 
 
 if __name__ == "__main__":
