@@ -12,7 +12,7 @@ from pt2doctor.analysis.findings.verdicts import (
     tried_advice,
     verdict,
 )
-from pt2doctor.analysis.recompiles.fixes import Fix, FixApplication
+from pt2doctor.analysis.recompiles.fix_model import Fix, FixApplication
 
 
 def _outcome(**numbers: int) -> Outcome:

@@ -18,9 +18,9 @@ import re
 
 from pt2doctor.analysis.findings.model import Finding
 from pt2doctor.analysis.findings.trace_findings import compile_subject, frame_where
-from pt2doctor.analysis.recompiles.fixes import number_keyword_rewrite
 from pt2doctor.analysis.recompiles.ledger import FrameEntry, Ledger
 from pt2doctor.analysis.recompiles.outlook import FrameExplanation, VariantRow
+from pt2doctor.analysis.recompiles.value_fixes import number_keyword_rewrite
 from pt2doctor.analysis.text import counted
 from pt2doctor.trace.messages import is_user_file
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pt2doctor.analysis.findings.codes import SPECS, Code, Severity
 
 if TYPE_CHECKING:
-    from pt2doctor.analysis.recompiles.fixes import Fix
+    from pt2doctor.analysis.recompiles.fix_model import Fix
     from pt2doctor.trace.types import SourceLine
 
 SubjectKind = Literal["frame", "compile", "site", "lines", "op", "region", "rank", "program", "log"]

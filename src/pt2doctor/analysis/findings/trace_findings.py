@@ -20,12 +20,9 @@ from pt2doctor.analysis.findings.codes import SEVERITIES, Severity
 from pt2doctor.analysis.findings.model import LOG, Finding, Subject
 from pt2doctor.analysis.paths import library_path, short_library_path
 from pt2doctor.analysis.recompiles.changes import LAYOUT_KINDS
+from pt2doctor.analysis.recompiles.fix_model import CARRIED, Fix
 from pt2doctor.analysis.recompiles.fixes import (
-    CARRIED,
-    Fix,
     hf_generate_pattern,
-    learning_rate_sources,
-    list_arguments,
     partial_batch_fix,
     recompile_candidates,
     user_specialized,
@@ -40,6 +37,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     settled,
     unfreezing_params,
 )
+from pt2doctor.analysis.recompiles.value_fixes import learning_rate_sources, list_arguments
 from pt2doctor.analysis.text import counted, id_ranges
 from pt2doctor.trace.messages import is_user_file
 from pt2doctor.trace.records import ParseStats

@@ -1,0 +1,213 @@
+"""Fixes for what a frame's variants are made of besides values and sizes: flags and states
+(train/eval, grad mode, per-instance switches, inference tensors), dtypes, memory layouts,
+module hooks, an optimizer's state made at its first step."""
+
+from __future__ import annotations
+
+from pt2doctor.analysis.recompiles.fix_model import Fix, and_words, changes_of
+from pt2doctor.analysis.recompiles.outlook import (
+    FrameExplanation,
+    Varying,
+    flag_states,
+    instances_of,
+)
+from pt2doctor.analysis.text import counted
+from pt2doctor.trace.patterns import lazy_compile
+
+_HOOK_DICTS = ("._forward_hooks", "._forward_pre_hooks", "._backward_hooks",
+               "._backward_pre_hooks")  # fmt: skip
+
+
+HOOKS_CHANGED = "The module hooks changed between calls"
+
+
+HOOKS_FIX = (
+    "Dynamo guards here on how many hooks a module has, not on which: each set of hooks "
+    "compiles a variant, and a graph keeps running the hooks it traced. Register the hooks "
+    "once, before the first compiled call, and switch what they do with a flag they read (see "
+    "the hook_changed_after_compile finding)."
+)
+
+
+INFERENCE_TENSOR_FIX = (
+    "{names} arrived as an inference tensor (made under `torch.inference_mode()`) and as a "
+    "normal tensor (made outside it): Dynamo guards the difference, so each kind compiles its "
+    "own variant, and a variant compiled for one never serves the other (a warmup input made "
+    "under inference_mode does not warm up requests made outside it). Make the inputs alike: "
+    "all inside `torch.inference_mode()` or all outside it (the warmup input made the way "
+    "requests are)."
+)
+
+
+OPTIMIZER_STATE_FIX = (
+    "Nothing to fix: the optimizer makes its per-parameter state (momentum buffers, Adam's "
+    "moments) at its first step, so the compiled step compiles once more after it, and that "
+    "variant serves every later step. Pre-warm with one step before timing or serving."
+)
+
+
+def per_instance_flags_fix(pattern: str, rows: list[Varying],
+                            explanation: FrameExplanation) -> Fix:  # fmt: skip
+    """A flag of every instance of a module, set one instance at a time (LoRA adapters
+    switched per layer): every combination is a graph. A tensor gate serves them all."""
+    count = instances_of(rows)
+    leaf = pattern.rpartition(".")[2]
+    store = next((explanation.stores[row.source] for row in rows
+                  if row.source in explanation.stores), None)  # fmt: skip
+    read = next((change.installed_at for change in changes_of(explanation)
+                 if change.expr.pattern == pattern and change.installed_at is not None
+                 and change.installed_at.statement), None)  # fmt: skip
+    owner = f"{count} {store['module']} modules" if store and store.get("module") else (
+        f"{count} modules")  # fmt: skip
+    said = f" (`{read.statement}`, line {read.line})" if read is not None else ""
+    where = (f", set per instance at line {store['line']} (`{store['code']}`)"
+             if store and store.get("code") else "")  # fmt: skip
+    return Fix(
+        f"`{leaf}` of each of the {owner} ({pattern}) is a Python value the compiled code "
+        f"reads{said}{where}: Dynamo guards every instance's value, so each combination is a "
+        f"graph of its own, up to {2**count if count <= 16 else f'2^{count}'}, past the "
+        "recompile limit "
+        f"({explanation.outlook.recompile_limit}). Make the switch a tensor: a 0-d buffer "
+        f"(`self.register_buffer('gate', torch.ones(()), persistent=False)`) multiplied into "
+        f"what `{leaf}` turns on, instead of branching on it, set with "
+        f"`.gate.fill_(1.0 if on else 0.0)`: one graph serves every combination (the branch's "
+        "ops run, times zero, when it is off). A higher recompile limit only compiles more "
+        "of the combinations."
+    )
+
+
+def hooks_of(row: Varying) -> str | None:
+    """The module whose hooks the row's length counts (``self.layer1``), else None."""
+    of = row.expr.length_of if row.expr is not None else None
+    if of is None:
+        return None
+    return next((of[: -len(name)] for name in _HOOK_DICTS if of.endswith(name)), None)
+
+
+def unfreezing_fix(rows: list[Varying], variants: int) -> str:
+    owners = sorted({row.source.rpartition(".")[0] or row.source for row in rows})
+    shown = ", ".join(owners[:3]) + (f" and {len(owners) - 3} more" if len(owners) > 3 else "")
+    return (
+        f"The parameters of {shown} went from requires_grad=False to True during the run (a "
+        "gradual unfreezing): requires_grad is guarded, so each stage compiles its own forward "
+        f"(and backward): {variants} variants, one per stage, each compiled once. To compile "
+        "once, leave requires_grad=True on every parameter and freeze by dropping the frozen "
+        "ones' gradients after backward (`p.grad = None` for each frozen p, in a set you shrink "
+        "where you now set requires_grad to True): optimizers skip a parameter whose grad is "
+        "None, as they skip a frozen one, so the updates are the same. The backward then also "
+        "computes the frozen gradients; anything that reads every gradient before you drop "
+        "them (clip_grad_norm_ over model.parameters(), gradient logging) must run after."
+    )
+
+
+def flags_fix(flags: list[Varying], variants: int, dynamic: int) -> str:
+    """Pre-warm each state. When values that became dynamic made more variants than the flags
+    have states, say so: "6 variants, one per state" was wrong for 2 flags (4 states)."""
+    names = ", ".join(f"{row.source} = {' / '.join(row.values)}" for row in flags)
+    states = []
+    if any(".training" in row.source for row in flags):
+        states.append("model.train() / model.eval()")
+    if any(row.kind == "grad_mode" for row in flags):
+        states.append("grad on / torch.no_grad()")
+    how = f" ({', '.join(states)})" if states else ""
+    most = flag_states(flags)
+    typed = [row for row in flags if row.kind == "type" and row.source.isidentifier()
+             and "Tensor" in row.values]  # fmt: skip
+    if typed and len(typed) == len(flags) and not dynamic:
+        # An argument that arrives as a tensor and as a container (two loaders, two callers).
+        row = typed[0]
+        others = [value for value in row.values if value != "Tensor"]
+        return (
+            f"{row.source} arrives as a Tensor and as a {and_words(others)}: Dynamo guards an "
+            f"argument's type, so each compiles its own variant ({variants} here, each reused, "
+            "cheap while the types stay few; a container's keys are guarded too, so each new "
+            "layout adds one). To compile once, give the compiled call one type: unpack the "
+            f"{others[0]} (or wrap the tensor in one) before the call, outside the compiled code."
+        )
+    if dynamic and variants > most:
+        return (
+            f"{names}: at most {most} states by design{how}; the other variants came from "
+            f"{counted(dynamic, 'value')} that became dynamic after one static compile. Pre-warm them: "
+            "call the compiled code once in each state, and twice with different values of "
+            "what became dynamic, before timing or serving."
+        )
+    optional = [row.source for row in flags if row.kind == "none" and row.source.isidentifier()]
+    one = (
+        f" For one graph, pass {and_words(optional)} as a tensor every time (a mask of all False "
+        "where there is nothing to mask), if the code gives that the same meaning as None."
+        if optional and len(optional) == len(flags)
+        else ""
+    )
+    return (
+        f"{names}: {variants} variants by design, one per state{how}. Pre-warm them: call the "
+        f"compiled code once in each state before timing or serving.{one}"
+    )
+
+
+_DTYPE_NAMES = {"Float": "float32", "Half": "float16", "Double": "float64",
+                "BFloat16": "bfloat16", "Long": "int64", "Int": "int32", "Bool": "bool"}  # fmt: skip
+
+
+def _dtype_name(value: str) -> str:
+    """``float32`` for ``Float`` or ``torch.float32``."""
+    return _DTYPE_NAMES.get(value, value.removeprefix("torch."))
+
+
+def dtype_fix(rows: list[Varying]) -> str:
+    """An input that arrives in several dtypes: one dtype where it is made, else pre-warm. A
+    model whose own parameters changed dtype was converted (``model.to(torch.bfloat16)``):
+    autocast instead, which keeps the weights."""
+    names = ", ".join(
+        f"{row.source} as {' / '.join(_dtype_name(v) for v in row.values)}" for row in rows
+    )
+    converted = [row for row in rows if row.source.startswith("self.")]
+    if converted:
+        dtypes = " / ".join(_dtype_name(v) for v in converted[0].values)
+        return (
+            f"{names}: the model itself was converted ({dtypes}: `model.to(dtype)` or "
+            "`.half()`), so each dtype compiles its own variant (by design; pre-warm each). "
+            "A model converted to a lower precision keeps its rounded weights when converted "
+            "back (training then goes on from them): to evaluate in lower precision, leave the "
+            "model in float32 "
+            "and run the evaluation under `torch.autocast(device_type, dtype=...)` instead (the "
+            "weights stay as they are; matmuls and convolutions run in the lower precision)."
+        )
+    first = rows[0]
+    target = _dtype_name(first.values[0])
+    return (
+        f"{names}: each dtype compiles its own variant, and the compiled code computes in the "
+        "dtype it is given. Give it one dtype where it is made or loaded (the data pipeline: "
+        f"`{first.source}.to(torch.{target})` before the call, or a dtype the loader always "
+        "returns): one variant serves every batch. Otherwise pre-warm each dtype before "
+        "timing or serving."
+    )
+
+
+_CHANNEL_STRIDE = lazy_compile(r"^(?P<tensor>.+)\.stride\(\)\[1\]$")
+
+
+def layout_fix(rows: list[Varying], strides: list[Varying]) -> str:
+    """``rows``: the strides that stayed static (named); ``strides``: every stride that changed,
+    the channel dim's too (automatic dynamic makes it dynamic: 1 → 4096, while the others,
+    multiples of it, stay static), which tells a channels_last layout."""
+    names = ", ".join(f"{row.source}: {' → '.join(row.values)}" for row in rows)
+    one = len({row.source.partition(".stride()")[0] for row in rows}) == 1
+    channels_last = next(
+        (match["tensor"] for row in strides
+         if (match := _CHANNEL_STRIDE.match(row.source)) and "1" in row.values),
+        None,
+    )  # fmt: skip
+    convert = (
+        f"`{channels_last} = {channels_last}.contiguous(memory_format=torch.channels_last)` "
+        "(one of them is channels_last: stride 1 on the channel dim) or `.contiguous()`, "
+        "whichever the model wants"
+        if channels_last
+        else "`.contiguous()`"
+    )
+    return (
+        f"{names} changed at the same sizes: the tensor{'' if one else 's'} came with another "
+        "memory layout (a permuted, transposed or sliced view, or made by another compiled "
+        "graph), and each layout compiles its own variant; marking the sizes dynamic does not "
+        f"help. Give {'it' if one else 'them'} one layout where {'it is' if one else 'they are'} "
+        f"made or stored (the data pipeline), {convert}; or pre-warm both layouts."
+    )
