@@ -7,7 +7,10 @@ divergence is planted in block 7 by construction. Written as a case file, it is 
 `pt2doctor ablate CASE --cell ... --no-verify-repro` (compiler_bisector on, as by default).
 The numerics stage's own time comes from its worker's events (first to last); the rest of
 ablate is the total minus that. Then, each in a fresh process: the model run eagerly once
-(peak RSS), compiled once (peak RSS: Inductor's own footprint), and `compare_modules` on it (wall time and peak RSS), at --blocks and at half
+(peak RSS), compiled once (peak RSS: Inductor's own footprint), and `compare_modules` on it
+(wall time and peak RSS: the larger of its process's and its largest forked child's, as
+``getrusage`` gives them; a forked child's RSS counts the pages it shares with its parent),
+at --blocks and at half
 as many blocks (how the search grows with depth: it compiles the path's siblings, so linear
 in depth at one width).
 
@@ -112,7 +115,8 @@ else:
     import pt2doctor
     found = pt2doctor.compare_modules(model, x)
 print(json.dumps({"seconds": time.monotonic() - start,
-                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "peak_mb": max(resource.getrusage(who).ru_maxrss / 1024
+                                 for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)),
                   "culprit": found and found.culprit, "compiled": found and len(found.checked),
                   "recorded_mb": found and found.recorded_bytes / 2**20,
                   "params_mb": sum(p.numel() * 4 for p in model.parameters()) / 2**20}))
@@ -182,6 +186,8 @@ def main() -> int:
         compiled = _probe(case, "compiled", folder, batch, seq)
         found = _probe(case, "compare", folder, batch, seq)
         one = batch * seq * 4 * args.width * 4 / 2**20  # the largest recorded tensor (the MLP's)
+        # One descent level: the blocks' inputs and outputs, float32 and float64.
+        level = args.blocks * 2 * (4 + 8) * batch * seq * args.width / 2**20
         print(f"memory, input {batch}x{seq}x{args.width}: the recordings are "
               f"{found['recorded_mb']:.0f} MB in all (spilled); peak RSS eager "
               f"{eager['peak_mb']:.0f} MB, compiled {compiled['peak_mb']:.0f} MB, compare_modules "
@@ -189,6 +195,11 @@ def main() -> int:
               f"compiled run (the fp64 model copy is {2 * found['params_mb']:.0f} MB; one module's "
               f"recording is at most ~{3 * 2 * one:.0f} MB: in, out, fp64 in and out); found "
               f"{found['culprit']}")  # fmt: skip
+        bound = eager["peak_mb"] + level
+        print(f"the issue's bound, the eager run's peak plus one descent level's recordings "
+              f"({level:.0f} MB): {bound:.0f} MB; compare_modules (its process or its largest "
+              f"forked child) {found['peak_mb']:.0f} MB: "
+              f"{'met' if found['peak_mb'] <= bound else 'NOT met'}")  # fmt: skip
     return 0
 
 

@@ -99,7 +99,10 @@ def test_a_user_pass_bug_is_found_cleared_by_the_pass_off_and_reproduced_alone(
     torch.manual_seed(0)
     model, x = models.Net().eval(), torch.randn(8, 16)
     with inductor_config.patch(post_grad_custom_post_pass=models.shift_relu_pass):
-        found = pt2doctor.compare_modules(model, x, repro_dir=tmp_path / "repro")
+        # Each compile in a forked child (as with large recordings): the pass the parent
+        # set is the child's too, and the knob that switches it off reaches the child.
+        found = pt2doctor.compare_modules(model, x, repro_dir=tmp_path / "repro", isolate=True)
+        assert found.notes and "forked child" in found.notes[0]
         with torch.no_grad():  # the truth: act alone, with the pass, on its eager input
             h = model.blocks[1](model.blocks[0](x))
             h = model.blocks[2].ff.up(model.blocks[2].norm(h))
@@ -355,3 +358,33 @@ def test_checks_failing_training_cell_points_to_the_module_whose_backward_leaves
     assert where["source"] == f"{models.__file__}:{forward}"
     assert where_note(where) == (f"backward (its gradients) leaves eager at squash (Squash, "
                                  f"models.py:{forward}) in its own code")  # fmt: skip
+
+
+def test_compiles_made_in_forked_children_find_what_compiles_made_here_find(
+    tmp_path: Path,
+) -> None:
+    """``isolate=True`` (the default for large recordings): every compile of the search runs
+    in a child process, which the backend sees as another pid; the search and its verdicts
+    are the ones the in-process search gives, and this process compiled nothing."""
+    import os
+
+    pids = tmp_path / "pids"
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        with pids.open("a") as out:
+            out.write(f"{os.getpid()}\n")
+        compile_fx: Any = torch._dynamo.lookup_backend("relu_accuracy_error_TESTING_ONLY")
+        return compile_fx(gm, example_inputs)
+
+    torch.manual_seed(0)
+    model, x = models.Net().eval(), torch.randn(8, 16)
+    here = pt2doctor.compare_modules(model, x, backend=backend, isolate=False)
+    assert set(pids.read_text().split()) == {str(os.getpid())}
+    pids.unlink()
+    forked = pt2doctor.compare_modules(model, x, backend=backend, isolate=True)
+    compiled_in = pids.read_text().split()
+    assert str(os.getpid()) not in compiled_in and len(set(compiled_in)) > 3
+    assert forked.culprit == here.culprit == "blocks.2.ff.act"
+    assert forked.notes and "forked child with one CPU thread" in forked.notes[0]
+    forked.notes = here.notes = []
+    assert forked.as_dict() == here.as_dict()

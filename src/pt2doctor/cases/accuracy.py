@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,11 +77,28 @@ def flatten_tensors(value: Any, prefix: str = "output") -> list[tuple[str, Any]]
     return found
 
 
+CHUNK = 1 << 20
+"""Elements compared at a time: a large output is compared in slices, so the float64
+temporaries of a comparison stay a few MB whatever the tensor's size (a tensor up to this
+size is compared in one piece, as before)."""
+
+
+def _slices(*tensors: Any) -> Iterator[tuple[Any, ...]]:
+    """The tensors flattened and cut into ``CHUNK``-element slices, side by side."""
+    return zip(*(t.reshape(-1).split(CHUNK) for t in tensors), strict=True)
+
+
 def _rmse(reference: Any, result: Any) -> float:
     import torch
 
-    diff = reference.double() - result.double()
-    return float(torch.sqrt(torch.mean(diff * diff)).item()) if diff.numel() else 0.0
+    if reference.numel() <= CHUNK:
+        diff = reference.double() - result.double()
+        return float(torch.sqrt(torch.mean(diff * diff)).item()) if diff.numel() else 0.0
+    total = 0.0
+    for ours, theirs in _slices(reference, result):
+        diff = ours.double() - theirs.double()
+        total += float((diff * diff).sum().item())
+    return math.sqrt(total / reference.numel())
 
 
 def _multiplier(result: Any, fp64: Any, tol: float) -> float:
@@ -92,16 +110,19 @@ def _multiplier(result: Any, fp64: Any, tol: float) -> float:
 
 
 def _errors(eager: Any, compiled: Any, tol: float) -> tuple[float, float]:
+    """The largest absolute and relative differences (a NaN counts as infinite), slice by
+    slice (``CHUNK``): a maximum does not depend on the order it is taken in."""
+    worst_abs = worst_rel = 0.0
     if eager.numel() == 0:
-        return 0.0, 0.0
-    diff = (eager.double() - compiled.double()).abs()
-    diff = diff.nan_to_num(nan=math.inf)
-    scale = eager.double().abs()
-    significant = scale > tol  # relative error is meaningless next to zero
-    max_rel = (
-        float((diff[significant] / scale[significant]).max().item()) if significant.any() else 0.0
-    )
-    return float(diff.max().item()), max_rel
+        return worst_abs, worst_rel
+    for ours, theirs in _slices(eager, compiled):
+        diff = (ours.double() - theirs.double()).abs().nan_to_num(nan=math.inf)
+        scale = ours.double().abs()
+        significant = scale > tol  # relative error is meaningless next to zero
+        if significant.any():
+            worst_rel = max(worst_rel, float((diff[significant] / scale[significant]).max()))
+        worst_abs = max(worst_abs, float(diff.max().item()))
+    return worst_abs, worst_rel
 
 
 def compare_tensor(

@@ -31,7 +31,9 @@ with them, and says whether the failure still showed. Gradients: cases/gradients
 
 Memory: each recorded value is written to a temporary file as it is recorded and read back
 only while its module is compared (``_Spill``), so the search holds one module's recording at
-a time beside the model; the fp64 copy of the model is dropped once it has run.
+a time beside the model; the fp64 copy of the model is dropped once it has run. Where the
+recordings are large (``isolate``), each compile is made in a forked child (cases/forked.py),
+so what twenty Inductor compiles leave behind in a process is not added to the peak.
 ``torch.compiler.reset()`` is called before each compile made here, so that compiles of many
 instances of one class do not reach the recompile limit (and silently run eagerly).
 """
@@ -41,6 +43,7 @@ from __future__ import annotations
 import copy
 import inspect
 import itertools
+import math
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -49,17 +52,23 @@ from pathlib import Path
 from typing import Any
 
 from pt2doctor.cases.accuracy import (
+    CHUNK,
     TensorComparison,
     _rmse,
     compare_tensor,
     default_tolerance,
     flatten_tensors,
 )
+from pt2doctor.cases.forked import can_fork, in_child, trim_heap
 
 KNOBS = (("emulate_precision_casts", True), ("fallback_random", True))
 """Inductor config knobs tried at the culprit (each as ``name=value``)."""
 MATMUL_PRECISION = "float32_matmul_precision='highest'"
 SEED = 0
+ISOLATE_ABOVE_BYTES = 256 * 2**20
+"""Recordings from which each compile of the search is made in a forked child by default
+(cases/forked.py): below, the few MB each compile leaves behind do not matter and a child's
+cold start (~0.2 s) would."""
 """The seed every whole-model run starts from (eager, fp64, compiled)."""
 
 
@@ -262,6 +271,8 @@ class _Spill:
             path.unlink(missing_ok=True)
             return kept
         self.recorded_bytes += sum(t.numel() * t.element_size() for _, t in flatten_tensors(kept))
+        del kept
+        trim_heap()
         return _Spilled(path)
 
     @staticmethod
@@ -308,8 +319,10 @@ def _recording(
     backward: bool = False,
     spill: _Spill | None = None,
     only: set[str] | None = None,
+    inputs: bool = True,
 ) -> Iterator[None]:
-    """Each submodule's first call: its inputs (pre-hook, in call order), output, and with
+    """Each submodule's first call: its inputs (pre-hook, in call order; without ``inputs``
+    only the order), output, and with
     ``rng`` the generators' state (not in a compiled run: Dynamo cannot trace reading it);
     with ``backward``, instead of the output, the gradient arriving at it (a full backward
     hook: cases/gradients.py). With ``spill``, each value goes to its file as it is recorded
@@ -321,7 +334,10 @@ def _recording(
         def hook(module: Any, args: Any, kwargs: Any) -> None:
             if name not in calls:
                 state = _rng_state() if rng else None
-                calls[name] = _Call(len(calls), keep(args), keep(kwargs), rng=state)
+                if inputs:
+                    calls[name] = _Call(len(calls), keep(args), keep(kwargs), rng=state)
+                else:
+                    calls[name] = _Call(len(calls), None, None, rng=state)
 
         return hook
 
@@ -385,6 +401,10 @@ def _rmse_of(value: Any, reference: Any) -> float | None:
              if k in theirs and t.is_floating_point() and t.shape == theirs[k].shape]  # fmt: skip
     if not pairs or not sum(t.numel() for t, _ in pairs):
         return None
+    count = sum(t.numel() for t, _ in pairs)
+    if count > CHUNK:  # large: squared errors summed tensor by tensor, slice by slice
+        squares = sum(_rmse(r, t) ** 2 * t.numel() for t, r in pairs)
+        return float(f"{math.sqrt(squares / count):.4g}")
     mine = torch.cat([t.flatten().double() for t, _ in pairs])
     reference_values = torch.cat([r.flatten().double() for _, r in pairs])
     return float(f"{_rmse(reference_values, mine):.4g}")
@@ -414,16 +434,19 @@ def compare_modules(
     compile_fn: Callable[[Any], Callable[..., Any]] | None = None,
     repro_dir: str | Path | None = None,
     try_knobs: bool | None = None,
+    isolate: bool | None = None,
     **kwargs: Any,
 ) -> Comparison:
     """Where ``torch.compile(model, backend=backend)`` leaves eager's numbers on
     ``model(*args, **kwargs)`` (see the module's doc). ``model`` is not changed.
     ``compile_fn``: how to compile a module instead (a check variant's settings).
     ``repro_dir``: where to write a standalone repro of the culprit. ``try_knobs``: try
-    the numerics knobs at the culprit (default: when compiling with Inductor by name)."""
+    the numerics knobs at the culprit (default: when compiling with Inductor by name).
+    ``isolate``: make each compile in a forked child (cases/forked.py); default: when the
+    recordings reach ``ISOLATE_ABOVE_BYTES``, where memory is what limits the search."""
     with _Spill() as spill:
         return _compare(model, args, kwargs, backend, tolerance, compile_fn, repro_dir,
-                        try_knobs, spill)  # fmt: skip
+                        try_knobs, isolate, spill)  # fmt: skip
 
 
 def _compare(
@@ -435,6 +458,7 @@ def _compare(
     compile_fn: Callable[[Any], Callable[..., Any]] | None,
     repro_dir: str | Path | None,
     try_knobs: bool | None,
+    isolate: bool | None,
     spill: _Spill,
 ) -> Comparison:
     import torch
@@ -442,7 +466,11 @@ def _compare(
     def compile_(module: Any) -> Callable[..., Any]:
         return compile_fn(module) if compile_fn is not None else _compile(module, backend)
 
-    from pt2doctor.torchcompat.inductor import inductor_config_patch
+    from pt2doctor.torchcompat.inductor import (
+        inductor_config_patch,
+        preload_compiler,
+        warm_inductor_cpu,
+    )
 
     dtypes = {str(t.dtype).removeprefix("torch.") for _, t in flatten_tensors((args, kwargs))
               if t.is_floating_point()}  # fmt: skip
@@ -462,30 +490,46 @@ def _compare(
         with _recording(reference, fp64_calls, rng=False, spill=spill):
             fp64_out = reference(*_fp64(args), **_fp64(kwargs))
         del reference  # only its recordings are needed from here
+    fork = isolate if isolate is not None else spill.recorded_bytes >= ISOLATE_ABOVE_BYTES
+    if fork and can_fork():  # each compile in a child of its own: the compiler loaded once
+        preload_compiler()
+        warm_inductor_cpu()
+
+    def whole_compiled() -> Any:
         _reset()
-        torch.manual_seed(SEED)
-        compiled_out = compile_(model)(*args, **kwargs)
+        with torch.no_grad():
+            torch.manual_seed(SEED)
+            return compile_(model)(*args, **kwargs)
+
+    compiled_out = in_child(whole_compiled, fork)
     whole = _worst("output", eager_out, compiled_out, fp64_out, tol)
     result = Comparison(name_of, tol, not whole.passed, whole.as_dict())
     result.recorded_bytes = spill.recorded_bytes
+    if fork and can_fork():
+        result.notes.append(f"each compile was made in a forked child with one CPU thread "
+                            f"(the recordings are {spill.recorded_bytes / 2**20:.0f} MB: "
+                            f"memory, not time, limits this search)")  # fmt: skip
     if whole.passed:
         return result
     modules = dict(model.named_modules())
     called = set(eager_calls)
 
     def alone(name: str, patch: dict[str, Any] | None = None) -> ModuleCheck:
-        call, module = eager_calls[name].loaded(), modules[name]
-        _reset()
-        patch = dict(patch or {})
-        precision = patch.pop("float32_matmul_precision", None)
-        with torch.no_grad(), inductor_config_patch(**patch), _matmul_precision(precision):
-            compiled = compile_(module)
-            _set_rng_state(call.rng)
-            out = compiled(*call.args, **call.kwargs)
-        reference = _Spill.load(fp64_calls[name].output)
-        worst = _worst(name, call.output, out, reference, tol)
-        return ModuleCheck(name, type(module).__name__, not worst.passed, worst.as_dict(),
-                           _rmse_of(call.output, reference), _rmse_of(out, reference))  # fmt: skip
+        def compiled_and_compared() -> ModuleCheck:
+            call, module = eager_calls[name].loaded(), modules[name]
+            _reset()
+            knobs = dict(patch or {})
+            precision = knobs.pop("float32_matmul_precision", None)
+            with torch.no_grad(), inductor_config_patch(**knobs), _matmul_precision(precision):
+                compiled = compile_(module)
+                _set_rng_state(call.rng)
+                out = compiled(*call.args, **call.kwargs)
+            reference = _Spill.load(fp64_calls[name].output)
+            worst = _worst(name, call.output, out, reference, tol)
+            return ModuleCheck(name, type(module).__name__, not worst.passed, worst.as_dict(),
+                               _rmse_of(call.output, reference), _rmse_of(out, reference))  # fmt: skip
+
+        return in_child(compiled_and_compared, fork)
 
     def own_code(name: str, children: list[str]) -> bool:
         """Whether ``name`` still fails compiled with each of ``children``'s forward left
@@ -537,9 +581,11 @@ def _compare(
             if passes and result.cleared_by is None:
                 result.cleared_by, result.cleared_because = knob, _meaning(knob)
     if result.cleared_by is None:  # (with backend eager too: the graph's custom ops)
-        result.dynamo_only, result.custom_ops = _dynamo_alone(
-            modules[node], eager_calls[node].loaded(), fp64_calls[node].loaded(), tol
-        )
+        result.dynamo_only, result.custom_ops = in_child(
+            lambda: _dynamo_alone(modules[node], eager_calls[node].loaded(),
+                                  fp64_calls[node].loaded(), tol),
+            fork,
+        )  # fmt: skip
     if repro_dir is not None:
         from pt2doctor.cases.numerics_repro import write_repro
         from pt2doctor.torchcompat.inductor import compiler_hooks
@@ -556,9 +602,10 @@ def _compare(
                 f"the backend {name_of} is a function: the repro compiles with inductor"
             )
     shown = {""} | {step.name for step in result.path} | {check.name for check in result.checked}
-    result.inherited, result.hooks_kept_failure = _inherited(
-        model, compile_, args, kwargs, eager_calls, fp64_calls, tol, shown,
-        (eager_out, fp64_out),
+    result.inherited, result.hooks_kept_failure = in_child(
+        lambda: _inherited(model, compile_, args, kwargs, eager_calls, fp64_calls, tol, shown,
+                           (eager_out, fp64_out)),
+        fork,
     )  # fmt: skip
     if result.hooks_kept_failure is False:
         result.notes.append("with the recording hooks on, the whole model passed: the hooks "
@@ -588,7 +635,7 @@ def _inherited(
 
     compiled_calls: dict[str, _Call] = {}
     _reset()
-    with torch.no_grad(), _recording(model, compiled_calls, rng=False, only=only):
+    with torch.no_grad(), _recording(model, compiled_calls, rng=False, only=only, inputs=False):
         torch.manual_seed(SEED)
         out = compile_(model)(*args, **kwargs)
     rows = []
@@ -599,6 +646,7 @@ def _inherited(
         worst = _worst(name, _Spill.load(call.output), seen.output,
                        _Spill.load(fp64_calls[name].output), tol)  # fmt: skip
         rows.append({"module": name, "passed": worst.passed, **worst.as_dict()})
+        trim_heap()  # the module's eager and fp64 outputs, read back, are let go
     kept = not _worst("output", outputs[0], out, outputs[1], tol).passed
     return rows, kept
 

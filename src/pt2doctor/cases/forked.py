@@ -1,0 +1,111 @@
+"""Run one compile-and-compare in a forked child, so the memory it takes goes away with it.
+
+Each Inductor compile grows a process by a few MB that never comes back (its caches, the
+loaded kernels, the allocator's fragments); a search that compiles twenty modules in one process
+ends hundreds of MB above what it holds. ``in_child(fn)`` forks, runs ``fn()`` in the child,
+sends its result (pickled) back over a pipe and lets the child exit: the parent stays at what
+it held before, and the peak is one compile's over it.
+
+The child runs torch with one intra-op thread. The OpenMP runtime torch's CPU build uses does
+not survive a fork once the parent has used its thread pool (an eager op in the child then
+waits forever on threads that are not there); one thread needs no pool. Inductor's CPU kernels
+specialize on the thread count, and their cache key includes it, so a child's kernels are never
+served to a multi-threaded process. What changes is the order of a parallel reduction, far
+below any tolerance the comparison uses.
+
+Where a fork cannot be used, ``fn()`` runs here as before: no ``os.fork`` (Windows), CUDA
+initialized (a forked child cannot use it), or ``PT2DOCTOR_NUMERICS_IN_PROCESS=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import traceback
+from collections.abc import Callable
+from typing import TypeVar
+
+from pt2doctor.torchcompat.inductor import inductor_config_patch
+
+T = TypeVar("T")
+
+IN_PROCESS_ENV = "PT2DOCTOR_NUMERICS_IN_PROCESS"
+
+
+class ChildFailed(RuntimeError):
+    """The child raised an exception that could not be sent back as itself (its traceback
+    text is the message), or died without a result."""
+
+
+def can_fork() -> bool:
+    """Whether ``in_child`` forks here (see the module's doc)."""
+    if not hasattr(os, "fork") or os.environ.get(IN_PROCESS_ENV) == "1":
+        return False
+    import torch
+
+    initialized: Callable[[], bool] = getattr(torch.cuda, "is_initialized")  # noqa: B009
+    return not initialized()
+
+
+def in_child(fn: Callable[[], T], fork: bool = True) -> T:
+    """``fn()``, run in a forked child where ``fork`` and it can be (else here); its
+    exception re-raised."""
+    if not fork or not can_fork():
+        return fn()
+    trim_heap()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(read)
+        code = 0
+        try:
+            import torch
+
+            torch.set_num_threads(1)
+            with inductor_config_patch(compile_threads=1):  # no pool of compile workers
+                payload = pickle.dumps(("ok", fn()))
+        except BaseException as error:
+            code = 1
+            try:
+                payload = pickle.dumps(("raised", error))
+            except Exception:  # an exception that does not pickle: its text
+                payload = pickle.dumps(("text", traceback.format_exc()))
+        try:
+            with os.fdopen(write, "wb") as pipe:
+                pipe.write(payload)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        raise ChildFailed(f"the forked child exited without a result (wait status {status})")
+    kind, value = pickle.loads(data)
+    if kind == "ok":
+        return value  # type: ignore[no-any-return]
+    if kind == "raised":
+        raise value
+    raise ChildFailed(value)
+
+
+def trim_heap() -> None:
+    """Give the heap's free pages back to the system before forking (glibc's
+    ``malloc_trim``): the child starts from what the parent holds, not from what it once
+    held. Elsewhere a no-op."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        trim = getattr(libc, "malloc_trim", None)
+        if trim is not None:
+            trim(0)
+    except OSError:
+        pass
