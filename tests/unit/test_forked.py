@@ -46,3 +46,10 @@ def test_without_fork_it_runs_here(monkeypatch: pytest.MonkeyPatch) -> None:
     assert in_child(os.getpid, fork=False) == os.getpid()
     monkeypatch.setenv(IN_PROCESS_ENV, "1")
     assert in_child(os.getpid) == os.getpid()
+
+
+def test_a_child_that_never_answers_is_stopped() -> None:
+    import time
+
+    with pytest.raises(ChildFailed, match="no result in 1 s"):
+        in_child(lambda: time.sleep(60), timeout=1)

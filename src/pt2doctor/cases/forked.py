@@ -33,6 +33,10 @@ T = TypeVar("T")
 IN_PROCESS_ENV = "PT2DOCTOR_NUMERICS_IN_PROCESS"
 
 
+CHILD_TIMEOUT = 1800.0
+"""Seconds a child may take (one compile and its comparison): past it, it is stopped."""
+
+
 class ChildFailed(RuntimeError):
     """The child raised an exception that could not be sent back as itself (its traceback
     text is the message), or died without a result."""
@@ -48,9 +52,9 @@ def can_fork() -> bool:
     return not initialized()
 
 
-def in_child(fn: Callable[[], T], fork: bool = True) -> T:
+def in_child(fn: Callable[[], T], fork: bool = True, timeout: float = CHILD_TIMEOUT) -> T:
     """``fn()``, run in a forked child where ``fork`` and it can be (else here); its
-    exception re-raised."""
+    exception re-raised. A child silent for ``timeout`` seconds is killed (``ChildFailed``)."""
     if not fork or not can_fork():
         return fn()
     trim_heap()
@@ -81,9 +85,10 @@ def in_child(fn: Callable[[], T], fork: bool = True) -> T:
         finally:
             os._exit(code)
     os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        data = pipe.read()
+    data = _read_all(read, pid, timeout)
     _, status = os.waitpid(pid, 0)
+    if data is None:
+        raise ChildFailed(f"the forked child gave no result in {timeout:.0f} s and was stopped")
     if not data:
         raise ChildFailed(f"the forked child exited without a result (wait status {status})")
     kind, value = pickle.loads(data)
@@ -109,3 +114,27 @@ def trim_heap() -> None:
             trim(0)
     except OSError:
         pass
+
+
+def _read_all(fd: int, pid: int, timeout: float) -> bytes | None:
+    """Everything the child writes to ``fd`` until it closes it, or None (the child killed)
+    when ``timeout`` seconds pass first."""
+    import select
+    import signal
+    import time
+
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            ready = select.select([fd], [], [], max(left, 0))[0] if left > 0 else []
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                return None
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
