@@ -19,6 +19,7 @@ initialized (a forked child cannot use it), or ``PT2DOCTOR_NUMERICS_IN_PROCESS=1
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import sys
@@ -100,20 +101,28 @@ def in_child(fn: Callable[[], T], fork: bool = True, timeout: float = CHILD_TIME
 
 
 def trim_heap() -> None:
-    """Give the heap's free pages back to the system before forking (glibc's
-    ``malloc_trim``): the child starts from what the parent holds, not from what it once
-    held. Elsewhere a no-op."""
+    """Give the heap's free pages back to the system (glibc's ``malloc_trim``): after a
+    large value is let go, and before forking, so that the child starts from what the parent
+    holds, not from what it once held. Elsewhere a no-op."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """libc's ``malloc_trim``, looked up once (``find_library`` runs ``ldconfig``: ~1 ms a
+    call), or None where the C library has none."""
     import ctypes
     import ctypes.util
 
     name = ctypes.util.find_library("c")
     try:
         libc = ctypes.CDLL(name) if name else None
-        trim = getattr(libc, "malloc_trim", None)
-        if trim is not None:
-            trim(0)
     except OSError:
-        pass
+        return None
+    trim: Callable[[int], int] | None = getattr(libc, "malloc_trim", None)
+    return trim
 
 
 def _read_all(fd: int, pid: int, timeout: float) -> bytes | None:

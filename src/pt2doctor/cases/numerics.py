@@ -65,11 +65,11 @@ KNOBS = (("emulate_precision_casts", True), ("fallback_random", True))
 """Inductor config knobs tried at the culprit (each as ``name=value``)."""
 MATMUL_PRECISION = "float32_matmul_precision='highest'"
 SEED = 0
+"""The seed every whole-model run starts from (eager, fp64, compiled)."""
 ISOLATE_ABOVE_BYTES = 256 * 2**20
 """Recordings from which each compile of the search is made in a forked child by default
 (cases/forked.py): below, the few MB each compile leaves behind do not matter and a child's
 cold start (~0.2 s) would."""
-"""The seed every whole-model run starts from (eager, fp64, compiled)."""
 
 
 @dataclass(slots=True)
@@ -399,9 +399,9 @@ def _rmse_of(value: Any, reference: Any) -> float | None:
     ours, theirs = dict(flatten_tensors(value)), dict(flatten_tensors(reference))
     pairs = [(t, theirs[k]) for k, t in ours.items()
              if k in theirs and t.is_floating_point() and t.shape == theirs[k].shape]  # fmt: skip
-    if not pairs or not sum(t.numel() for t, _ in pairs):
-        return None
     count = sum(t.numel() for t, _ in pairs)
+    if not count:
+        return None
     if count > CHUNK:  # large: squared errors summed tensor by tensor, slice by slice
         squares = sum(_rmse(r, t) ** 2 * t.numel() for t, r in pairs)
         return float(f"{math.sqrt(squares / count):.4g}")
@@ -491,7 +491,8 @@ def _compare(
             fp64_out = reference(*_fp64(args), **_fp64(kwargs))
         del reference  # only its recordings are needed from here
     fork = isolate if isolate is not None else spill.recorded_bytes >= ISOLATE_ABOVE_BYTES
-    if fork and can_fork():  # each compile in a child of its own: the compiler loaded once
+    fork = fork and can_fork()
+    if fork:  # each compile in a child of its own: the compiler loaded here once
         preload_compiler()
         warm_inductor_cpu()
 
@@ -505,7 +506,7 @@ def _compare(
     whole = _worst("output", eager_out, compiled_out, fp64_out, tol)
     result = Comparison(name_of, tol, not whole.passed, whole.as_dict())
     result.recorded_bytes = spill.recorded_bytes
-    if fork and can_fork():
+    if fork:
         result.notes.append(f"each compile was made in a forked child with one CPU thread "
                             f"(the recordings are {spill.recorded_bytes / 2**20:.0f} MB: "
                             f"memory, not time, limits this search)")  # fmt: skip
