@@ -246,6 +246,12 @@ def test_a_computed_float_baked_into_the_graph_is_why_a_full_cache_dir_misses(
     assert finding["subject"]["line"] in (marker_in(program, "stats"),
                                           marker_in(program, "stats") + 1)  # fmt: skip
     assert {"self.mean", "self.std"} <= set(finding["title"].replace(",", "").split())
+    # The evidence: the value the first start baked, which pt2doctor remembered, differs.
+    first_mean = first["cold_start"]["baked_constants"]
+    (mean_key,) = [key for key in first_mean if key.endswith("| self.mean")]
+    assert second["cold_start"]["baked_constants"][mean_key] != first_mean[mean_key]
+    assert any(f"the previous start with this cache dir baked {first_mean[mean_key]}" in line
+               for line in finding["evidence"])  # fmt: skip
     assert "register_buffer" in finding["advice"]
     fixed_env = {"PT2D_AS_BUFFER": "1"}
     fixed_cache = tmp_path / "fixed-cache"
@@ -255,6 +261,28 @@ def test_a_computed_float_baked_into_the_graph_is_why_a_full_cache_dir_misses(
     assert hits and set(hits) == {"fx_graph_cache_hit"}, hits
     assert fixed["cold_start"]["state"] == "warm"
     assert not [f for f in fixed["findings"] if f["code"] == "cache_key_constant"]
+
+
+def test_a_float_baked_the_same_at_every_start_is_no_cache_key_constant(
+    tmp_path: Path, vec_isa_trusted: None
+) -> None:
+    """run_baked_stats.py with a fixed seed (PT2D_SEEDED=1, the fix's other half): its mean
+    and std look computed (many digits) but are the same at every start. Its first start in a
+    cache dir another program filled misses every lookup and names no constant (there is no
+    evidence that one changes: a config's head_dim ** -0.5 or math.pi looks the same); its
+    second start hits, with the same floats baked."""
+    other = tmp_path / "cache"
+    _run(tmp_path / "other", other, "run_cold_start")
+    seeded = {"PT2D_SEEDED": "1"}
+    first = _run(tmp_path / "first", other, "run_baked_stats", **seeded)
+    assert first["cold_start"]["state"] == "cold"
+    assert first["cold_start"]["cache_dir_at_start"]["fx_graph"] > 0
+    baked = first["cold_start"]["baked_constants"]
+    assert [key for key in baked if key.endswith("| self.mean")]
+    assert not [f for f in first["findings"] if f["code"] == "cache_key_constant"]
+    second = _run(tmp_path / "second", other, "run_baked_stats", **seeded)
+    assert second["cold_start"]["state"] == "warm"
+    assert second["cold_start"]["cache_dir_at_start"]["constants_before"] == baked
 
 
 def _max_error(run_dir: Path) -> float:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pt2doctor import torchcompat
+from pt2doctor.capture.baked import previous_constants, program_key
 from pt2doctor.rundir import COUNTERS_DIR, PROBES_FILE
 
 # A crash loses at most this much heat; a snapshot costs a few dict copies and one write.
@@ -237,4 +238,8 @@ def install_torch_probes(recorder: ProbeRecorder) -> None:
     # empty dir (analysis/coldstart).
     entries = torchcompat.cache_dir_entries()
     if entries is not None:
-        recorder.event("cache_dir", **entries)
+        # ...and the floats the last start of this program baked into its graphs, to compare
+        # with this start's (capture/baked.py, cache_key_constant).
+        program = program_key()
+        before = previous_constants(str(entries["dir"]), program)
+        recorder.event("cache_dir", **entries, program=program, constants_before=before)

@@ -6,13 +6,14 @@ the torchrun options below pass through unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
 
+from pt2doctor.capture.baked import remember_constants
 from pt2doctor.capture.launch import Launch
 from pt2doctor.capture.options import RunOptions, flagged
 from pt2doctor.capture.profile import DEFAULT_CALLS
@@ -186,6 +187,16 @@ def run_command(
         if not made:
             console.print("[dim]pt2doctor: no fix in the report is one it can apply itself")
     console.rule("[bold]pt2doctor")
-    render_run_dir(options.out, json_path, fmt, redact, use_tlparse, collective_timeout)
+    report = render_run_dir(options.out, json_path, fmt, redact, use_tlparse, collective_timeout)
+    _remember_baked_constants(report)
     returned = manifest["returned"]
     return int(returned)
+
+
+def _remember_baked_constants(report: Mapping[str, Any]) -> None:
+    """The floats this start baked into its graphs, kept in its cache dir for the next start's
+    ``cache_key_constant`` (capture/baked.py)."""
+    cold = report.get("cold_start") or {}
+    at_start = cold.get("cache_dir_at_start") or {}
+    if at_start.get("dir") and at_start.get("program"):
+        remember_constants(at_start["dir"], at_start["program"], cold.get("baked_constants") or {})

@@ -3,7 +3,8 @@
 graph as constants, so every process builds a different graph, and its FX graph cache key
 never matches the entries an earlier start wrote. The second start against a full cache dir
 misses everything, as the first did against an empty one. ``PT2D_AS_BUFFER=1`` applies the
-fix pt2doctor prints: the statistics are buffers, inputs of the graph, not constants."""
+fix pt2doctor prints: the statistics are buffers, inputs of the graph, not constants.
+``PT2D_SEEDED=1`` applies its other half: a fixed seed, so the same floats at every start."""
 
 import os
 
@@ -26,6 +27,8 @@ class Normalize(nn.Module):
         return torch.tanh(self.proj((x - self.mean) / self.std))
 
 
+if os.environ.get("PT2D_SEEDED") == "1":
+    torch.manual_seed(0)
 model = Normalize(torch.randn(256, 16)).eval()  # no seed: other statistics at every start
 compiled = torch.compile(model)
 with torch.no_grad():

@@ -17,16 +17,14 @@ from pt2doctor.analysis.coldstart.caches import (
 )
 from pt2doctor.analysis.coldstart.explain import (
     INDUCTOR_CACHES,
+    baked_constants,
     cache_state,
     cold_start_phases,
     cold_start_section,
 )
 from pt2doctor.analysis.findings.model import PROGRAM, Finding, Subject
-from pt2doctor.analysis.recompiles.frame_names import display_name
 from pt2doctor.analysis.recompiles.ledger import Ledger
-from pt2doctor.analysis.recompiles.variant_values import guard_values
 from pt2doctor.analysis.text import counted, id_ranges
-from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import Run
 
 if TYPE_CHECKING:
@@ -171,10 +169,6 @@ def cache_bypass_findings(run: Run, ledger: Ledger) -> list[Finding]:
     return findings
 
 
-_FLOAT = lazy_compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")
-COMPUTED_DIGITS = 8
-"""A float with this many significant digits was computed (a mean, a std), not typed: a
-typed constant (0.5, 1e-05) is the same at every start."""
 KEY_CONSTANT_FIX = (
     "Keep {names} out of the graph's constants: store {them} as a tensor (`self."
     "register_buffer('{attr}', torch.tensor(...))`, or a 0-d tensor attribute), so the graph "
@@ -183,55 +177,41 @@ KEY_CONSTANT_FIX = (
 )
 
 
-def _significant_digits(text: str) -> int:
-    mantissa = text.lstrip("-").split("e")[0].replace(".", "").lstrip("0")
-    return len(mantissa)
-
-
-def _baked_floats(entry: Any) -> list[tuple[str, str]]:
-    """(the user's expression, value) of each float Dynamo specialized with an equality guard
-    (recompiles/variant_values.py guard_values) in a compile whose FX graph lookup missed: the
-    value is a constant of the graph, so of its cache key. Only computed-looking values
-    (COMPUTED_DIGITS)."""
-    event = worst_events(entry.record).get("fx_graph")
-    if event is None or event.status != "miss":
-        return []
-    return [
-        (expr.text, value)
-        for expr, value in guard_values(entry.record).items()
-        if _FLOAT.fullmatch(value) and _significant_digits(value) >= COMPUTED_DIGITS
-    ]
-
-
 def cache_key_constant_findings(run: Run, ledger: Ledger) -> list[Finding]:
     """``cache_key_constant``: every FX graph lookup missed although the cache dir held
-    compiled graphs at start, and the graphs bake in a computed Python float that Dynamo
-    guards by value (``L['self'].mean == 0.0274...``): a value drawn at start-up (an unseeded
-    sample's statistics) makes a new graph, and a new key, at every start. The attribute is
-    named as the user knows it, with the user's line that stored it where the probes saw it."""
+    compiled graphs at start, and a Python float the graphs bake in (Dynamo guards it by
+    value: ``L['self'].mean == 0.0274...``) differs from the value the previous start of this
+    program baked (capture/baked.py): a value drawn at start-up (an unseeded sample's
+    statistics) makes a new graph, and a new key, at every start. Evidence, not the look of
+    the number: ``math.pi`` or a config's ``head_dim ** -0.5`` bakes the same value at every
+    start and is never named. The attribute is named as the user knows it, with the user's
+    line that stored it where the probes saw it."""
     probes = run.probes
-    held = (probes.cache_dir_at_start or {}).get("fx_graph") if probes else None
-    if not held or cache_state(ledger).state != "cold":
+    at_start = (probes.cache_dir_at_start or {}) if probes else {}
+    held, before = at_start.get("fx_graph"), at_start.get("constants_before")
+    if not held or not isinstance(before, dict) or cache_state(ledger).state != "cold":
+        return []
+    changed = {
+        key: (before[key], value)
+        for key, value in baked_constants(ledger, missed_only=True).items()
+        if before.get(key) not in (None, value)
+    }
+    if not changed:
         return []
     stores = [] if probes is None else probes.attribute_stores
-    baked: dict[str, tuple[str, str]] = {}
-    for frame in ledger.frames:
-        for entry in frame.compiles:
-            for source, value in _baked_floats(entry):
-                baked.setdefault(source, (value, display_name(frame)))
-    if not baked:
-        return []
-    names = list(baked)
-    lines, first = [], None
-    for source, (value, frame_shown) in baked.items():
+    names, lines, first = [], [], None
+    for key, (was, value) in changed.items():
+        frame_shown, source = key.rsplit(" | ", 1)
+        names.append(source)
         attr = source.rsplit(".", 1)[-1] if "." in source else None
         store = next((s for s in stores if attr and s.get("attr") == attr), None)
         where = ""
         if store and store.get("file"):
             where = f", set at {store['file']}:{store.get('line')}: `{store.get('code')}`"
             first = first or store
-        lines.append(f"{source} == {value} is a constant of {frame_shown}'s "
-                     f"graph (Dynamo guards it by value){where}")  # fmt: skip
+        lines.append(f"{source} == {value} is a constant of {frame_shown}'s graph (Dynamo "
+                     f"guards it by value); the previous start with this cache dir baked "
+                     f"{was}{where}")  # fmt: skip
     lines.append(f"the cache dir held {counted(int(held), 'compiled graph')} at start; every "
                  "FX graph lookup of this run missed")  # fmt: skip
     attr = names[0].rsplit(".", 1)[-1]
@@ -241,8 +221,8 @@ def cache_key_constant_findings(run: Run, ledger: Ledger) -> list[Finding]:
         subject = Subject("lines", names[0], first["file"], first.get("line"),
                           first.get("function"))  # fmt: skip
     title = (f"{', '.join(names)} {'are' if len(names) > 1 else 'is'} baked into the graph as "
-             f"{'constants' if len(names) > 1 else 'a constant'}: a value that changes between "
-             "starts changes the cache key, and every start compiles cold")  # fmt: skip
+             f"{'constants' if len(names) > 1 else 'a constant'} whose value changed since "
+             "the previous start: a new cache key, so every start compiles cold")  # fmt: skip
     advice = KEY_CONSTANT_FIX.format(names=", ".join(f"`{n}`" for n in names), them=them,
                                      attr=attr)  # fmt: skip
     return [Finding("warning", "cache_key_constant", title, advice, lines, subject,

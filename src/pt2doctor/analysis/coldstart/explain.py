@@ -21,8 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pt2doctor.analysis.coldstart.caches import worst_events
+from pt2doctor.analysis.recompiles.frame_names import display_name
 from pt2doctor.analysis.recompiles.ledger import CompileEntry, Ledger, compile_phases
+from pt2doctor.analysis.recompiles.variant_values import guard_values
 from pt2doctor.analysis.text import counted
+from pt2doctor.trace.patterns import lazy_compile
 
 # Phases in the order a compile runs them, with the words the report uses.
 PHASE_LABELS = {
@@ -50,8 +53,9 @@ ADVICE_PERSISTENT_DIR = (
 )
 ADVICE_KEYS_CHANGED = (
     "The cache dir held compiled graphs, and none had this run's keys: another program (or "
-    "another torch) filled it, or something in the key changes from start to start. A constant the graph bakes in (a Python float "
-    "computed at start-up) is named in the findings where the run shows it; otherwise "
+    "another torch) filled it, or something in the key changes from start to start. A Python "
+    "float the graph bakes in is named in the findings when its value differs from the one "
+    "the previous `pt2doctor run` of this program with this cache dir baked; otherwise "
     "`pt2doctor diff` of the run that filled the cache against this one names the key "
     "components that differ."
 )
@@ -293,6 +297,26 @@ def _advice(ledger: Ledger, state: CacheState, cold_s: float, warm_s: float,
     return advice
 
 
+_FLOAT = lazy_compile(r"-?(?:\d+\.\d*(?:e[-+]?\d+)?|\d+e[-+]?\d+|inf|nan)")
+
+
+def baked_constants(ledger: Ledger, missed_only: bool = False) -> dict[str, str]:
+    """``{"frame | expression": value}``: each Python float Dynamo specialized with an equality
+    guard (recompiles/variant_values.py guard_values), so a constant of the graph and of its
+    cache key; ``missed_only``: of compiles whose FX graph lookup missed. ``pt2doctor run``
+    remembers them in the cache dir for the next start (capture/baked.py)."""
+    found: dict[str, str] = {}
+    for frame in ledger.frames:
+        for entry in frame.compiles:
+            event = worst_events(entry.record).get("fx_graph")
+            if missed_only and (event is None or event.status != "miss"):
+                continue
+            for expr, value in guard_values(entry.record).items():
+                if _FLOAT.fullmatch(value):
+                    found.setdefault(f"{display_name(frame)} | {expr.text}", value)
+    return found
+
+
 def cold_start_section(
     ledger: Ledger, wall_s: float | None, at_start: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -328,4 +352,5 @@ def cold_start_section(
         "warm_estimate_s": round(warm_s, 6),
         "advice": _advice(ledger, state, compile_s, warm_s, reasons, at_start),
         "cache_dir_at_start": at_start,
+        "baked_constants": baked_constants(ledger),
     }

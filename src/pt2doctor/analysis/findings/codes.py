@@ -174,8 +174,10 @@ SPECS: dict[Code, CodeSpec] = dict(
               "line that defined it)"),
         _spec("cache_key_constant", "cold start", "performance", "warning",
               "every FX graph lookup missed against a cache dir that held compiled graphs, "
-              "and the graphs bake in a computed Python float Dynamo guards by value (an "
-              "unseeded statistic): named with the line that stored it, and kept as a tensor"),
+              "and a Python float the graphs bake in (Dynamo guards it by value) differs "
+              "from the value the previous `pt2doctor run` of the program with that cache "
+              "dir baked (an unseeded statistic): named with the line that stored it, and "
+              "kept as a tensor. A float the same at every start is never named"),
         _spec("autograd_in_inference", "profile", "performance", "warning",
               "compiled graphs ran through `CompiledFunction` and no backward ran"),
         _spec("overhead_bound", "profile", "performance", "warning",
