@@ -239,9 +239,37 @@ def test_dynamic_padding_marks_every_tensor_that_shares_the_length(
     assert "torch._dynamo.maybe_mark_dynamic(batch['input_ids'], 1) and " \
         "torch._dynamo.maybe_mark_dynamic(batch['attention_mask'], 1)" in fix  # fmt: skip
     assert "one left static pins it" in fix
+    assert f"at {program.name}:" in fix  # the line that passes them
     assert [f["variants"] for f in report["frames"] if f["variants"] > 1] == [2]
     assert tried_graphs(run)[0] == 1  # the fix, applied (--try-fixes: both marks)
     assert _graphs(program, "--mark-ids", env=run_env)[0] == 2  # one left static pins it
+
+
+def test_a_tensor_passed_by_keyword_is_marked_by_the_name_the_calling_line_gives_it(
+    doctor_run: Any, run_env: dict[str, str]
+) -> None:
+    """GPT-2 called ``compiled(input_ids=ids)`` on prompts of four lengths: Dynamo sees
+    ``kwargs['input_ids']`` (transformers' wrapper). The fix names ``ids`` and the calling
+    line, the mark as the program would write it; applied as printed (``--mark``) and by
+    ``--try-fixes``, one graph, and the logits' checksum is the unfixed run's."""
+    pytest.importorskip("transformers")
+    program = REAL / "gpt2_keyword_lengths.py"
+    run = corpus_run(doctor_run, "real_gpt2_keyword")
+    report = _report(run)
+    (fix,) = [f for f in _fixes(report) if "maybe_mark_dynamic" in f]
+    assert "torch._dynamo.maybe_mark_dynamic(ids, 1)" in fix
+    assert f"at {program.name}:{marker_in(program, 'call')} " in fix
+    assert "batch[" not in fix
+    checksum = re.compile(r"^checksum: (\S+)$", re.M)
+    before = checksum.search((run.run_dir / "stdout.log").read_text())
+    assert before and tried_graphs(run)[0] == 1
+    tried = checksum.search((run.run_dir / "tries" / "1" / "stdout.log").read_text())
+    assert tried and float(tried[1]) == pytest.approx(float(before[1]), rel=1e-5)
+    done = subprocess.run([sys.executable, str(program), "--mark"], env=run_env, text=True,
+                          capture_output=True, timeout=300, check=False)  # fmt: skip
+    marked = checksum.search(done.stdout)
+    assert "graphs: 1" in done.stdout and marked
+    assert float(marked[1]) == pytest.approx(float(before[1]), rel=1e-5)
 
 
 def test_generate_with_the_default_cache_is_bounded_and_the_static_cache_compiles_fewer(
@@ -422,6 +450,7 @@ CORPUS = {  # key: (pt2doctor run flags, program): one run per key, shared by th
     "real_partial_batch": ((), "../real/partial_batch"),
     "real_generate_static": ((), "../real/llama_generate_static"),
     "real_bert_padding": (TRY_ONE, "../real/bert_dynamic_padding"),
+    "real_gpt2_keyword": (TRY_ONE, "../real/gpt2_keyword_lengths"),
     "real_finetune_eval": (("--try-fixes", "3"), "../real/llama_finetune_eval"),
     "real_generate_dynamic": ((), "../real/gpt2_generate_dynamic"),
     "real_t5_generate": ((), "../real/t5_generate"),

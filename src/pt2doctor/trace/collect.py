@@ -34,7 +34,7 @@ from pt2doctor.trace.guard_tree import (
     parse_cpp_guards,
     self_type,
 )
-from pt2doctor.trace.messages import innermost_user_frame, parse_graph_break
+from pt2doctor.trace.messages import innermost_user_frame, is_user_file, parse_graph_break
 from pt2doctor.trace.reader import rank_from_filename, read_records, stream_names
 from pt2doctor.trace.records import CompileId, ParseStats, TraceRecord
 from pt2doctor.trace.types import (
@@ -204,6 +204,16 @@ def _caller(stack: list[Any]) -> dict[str, Any] | None:
     return None
 
 
+def _call_site(stack: list[Any]) -> SourceLine | None:
+    """The innermost frame of the user's own code below the compiled one (a file outside
+    torch, installed packages and the standard library)."""
+    for frame in reversed(stack[:-1]):
+        filename = frame.get("filename") if isinstance(frame, dict) else None
+        if isinstance(filename, str) and filename and is_user_file(filename):
+            return _frame_line(frame)
+    return None
+
+
 def _on_dynamo_start(col: _Collector, record: TraceRecord) -> None:
     entry = col.compile_for(record)
     stack = record.meta.get("stack") if isinstance(record.meta, dict) else None
@@ -217,6 +227,7 @@ def _on_dynamo_start(col: _Collector, record: TraceRecord) -> None:
         caller = _caller(stack)
         if caller is not None:
             entry.caller = _frame_line(caller)
+        entry.call_site = _call_site(stack)
 
 
 def _on_output_graph(col: _Collector, record: TraceRecord) -> None:

@@ -131,6 +131,7 @@ class CompileRecord:
         "built",
         "cache",
         "cache_events",
+        "call_site",
         "caller",
         "compile_id",
         "compile_time_s",
@@ -172,6 +173,9 @@ class CompileRecord:
     line: int | None
     caller: SourceLine | None
     """The frame that called the compiled one (``dynamo_start``'s stack, one up)."""
+    call_site: SourceLine | None
+    """The innermost line of the user's own code on the way to the compiled frame
+    (``out = model(input_ids=ids)``): where a fix that marks an input is written."""
     self_type: str | None
     """The class of the frame's ``self`` (``pkg.mod.Cls``), from the guard tree."""
     first_arg_type: str | None
@@ -227,6 +231,7 @@ class CompileRecord:
         line: int | None = None,
         caller: SourceLine | None = None,
         self_type: str | None = None,
+        call_site: SourceLine | None = None,
         attempts: int = 1,
         start_time: float | None = None,
         compile_time_s: float | None = None,
@@ -258,6 +263,7 @@ class CompileRecord:
         self.file = file
         self.line = line
         self.caller = caller
+        self.call_site = call_site
         self.self_type = self_type
         self.first_arg_type = first_arg_type
         self.attempts = attempts

@@ -26,6 +26,8 @@ installed torch. Measured on torch 2.13 with ``backend="eager"``:
 
 from __future__ import annotations
 
+import ast
+from pathlib import PurePosixPath
 from typing import Any
 
 from pt2doctor.analysis.paths import library_path
@@ -147,25 +149,29 @@ HF_ENCODER_DECODER_FIX = (
 _HF_FIXES = {"decoder": HF_GENERATE_FIX, "encoder_decoder": HF_ENCODER_DECODER_FIX}
 
 
-def _dynamic_size_fix(rows: list[Varying]) -> Fix | None:
+def _dynamic_size_fix(rows: list[Varying], call_site: SourceLine | None = None) -> Fix | None:
     """One mark fix for every input dim that took the same sizes (they share one symbol: marking
     one alone changes nothing while another pins it). Only inputs the user passes: a tensor
     made inside the model cannot be marked, and ``kwargs['x']`` is the tensor passed as x=.
     When the first call had size 0 or 1, the mark alone changes nothing (0/1 specialization):
     that is said first, and the fix adds ``backed_size_oblivious``."""
-    found = [_input_dim(row) for row in rows]
+    found = [_input_dim(row, call_site) for row in rows]
     if None in found:
         return None
     marks = [mark for mark in found if mark is not None]
     sources = ", ".join(row.source for row in rows)
     calls = " and ".join(f"torch._dynamo.maybe_mark_dynamic({t}, {dim})" for t, dim, _, _ in marks)
     keywords = [name for _, _, keyword, name in marks if keyword]
-    what = (
-        f"every tensor you pass as {' and '.join(f'{k}=' for k in keywords)} before the first "
-        f"call: {calls} (for model(**batch))"
-        if keywords
-        else f"the input before the first call: {calls}"
-    )
+    passed = " and ".join(f"{k}=" for k in keywords)
+    at = _passed_at(call_site, keywords)
+    if keywords and at:
+        what = f"the tensor{'s' if len(keywords) > 1 else ''} you pass as {passed} at {at} before the first call: {calls}"
+    elif keywords:
+        what = (
+            f"every tensor you pass as {passed} before the first call: {calls} (for model(**batch))"
+        )
+    else:
+        what = f"the input before the first call: {calls}"
     shared = (
         " They took the same sizes and share one dynamic size: mark all of them (one left static "
         "pins it)."
@@ -222,15 +228,48 @@ def _marks_save_a_recompile(explanation: FrameExplanation, rows: list[Varying]) 
     )
 
 
-def _input_dim(row: Varying) -> tuple[str, int, bool, str] | None:
+def _keyword_passed(call_site: SourceLine | None, name: str) -> str | None:
+    """What the user's calling line passes as ``name=`` (``ids`` in ``model(input_ids=ids)``,
+    ``batch['input_ids']`` in ``model(**batch)``), when the line parses and says so once."""
+    code = (call_site.code or "").strip() if call_site is not None else ""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    passed = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for keyword in node.keywords:
+                if keyword.arg == name:
+                    passed.add(ast.unparse(keyword.value))
+                elif keyword.arg is None and isinstance(keyword.value, ast.Name):
+                    passed.add(f"{keyword.value.id}['{name}']")
+    return passed.pop() if len(passed) == 1 else None
+
+
+def _passed_at(call_site: SourceLine | None, keywords: list[str]) -> str | None:
+    """``gpt2_serve.py:12`` when the calling line passes every keyword in ``keywords``."""
+    if call_site is None or not keywords or call_site.line is None:
+        return None
+    if any(_keyword_passed(call_site, name) is None for name in keywords):
+        return None
+    return f"{PurePosixPath(call_site.file or '?').name}:{call_site.line}"
+
+
+def _input_dim(
+    row: Varying, call_site: SourceLine | None = None
+) -> tuple[str, int, bool, str] | None:
     """The input dim ``row`` is, as a mark names it: (what the user writes, dim, passed by
-    keyword, argument name); ``kwargs['x']`` is ``batch['x']``, the tensor passed as x=. None
-    when ``row`` is not a dim of a tensor the user passes."""
+    keyword, argument name); ``kwargs['x']`` is what the user's calling line passes as x=
+    (``ids``), or ``batch['x']`` when the line does not say. None when ``row`` is not a dim of
+    a tensor the user passes."""
     expr = row.expr
     if expr is None or expr.dim is None or not expr.direct:
         return None
     name = expr.argument
-    return (f"batch['{name}']" if expr.keyword else name, expr.dim, expr.keyword, name)
+    if not expr.keyword:
+        return (name, expr.dim, False, name)
+    return (_keyword_passed(call_site, name) or f"batch['{name}']", expr.dim, True, name)
 
 
 def _mark_trial(row: Varying) -> FixApplication | None:
@@ -620,7 +659,7 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
             if explanation.split_off and same[0] is row and not fixes:
                 fix = Fix(_split_off_fix(same))
             elif not fixes and same[0] is row and _marks_save_a_recompile(explanation, same):
-                fix = _dynamic_size_fix(same)
+                fix = _dynamic_size_fix(same, explanation.call_site)
         elif row.kind in LAYOUT_KINDS and not row.dynamic and outlook.bounded is not False:
             fix = None  # the layout fix below names every stride that changed
         elif row.recurs and not row.dynamic and row.kind not in FLAG_KINDS:

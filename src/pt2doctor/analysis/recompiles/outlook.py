@@ -158,6 +158,9 @@ class FrameExplanation:
     stores: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Varying source -> the user's line that stores its attribute (``m.p = p``), when a
     run's probes saw one (attach_attribute_stores)."""
+    call_site: SourceLine | None = None
+    """The user's line that called the frame (``out = model(input_ids=ids).logits``), from
+    the first compile's stack: the fix that marks an input names the tensor passed there."""
 
 
 def attach_attribute_stores(
@@ -594,7 +597,10 @@ def explain_frame(
             "step, its two variants by design"
         )
         look = Outlook(True, reason, look.varying, None, look.recompile_limit)
-    return FrameExplanation(kept, refused_item, rows, look, after_warmup, cache_class)
+    call_site = next((e.record.call_site for e in frame.compiles if e.record.call_site), None)
+    return FrameExplanation(
+        kept, refused_item, rows, look, after_warmup, cache_class, call_site=call_site
+    )
 
 
 _SELF_SHAPE = re.compile(r"^self\.(?P<attr>[\w.]+)\.shape\[\d+\]$")
