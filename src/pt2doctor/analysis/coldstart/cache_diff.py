@@ -80,6 +80,10 @@ def _detail(components: list[dict[str, Any]], same_key: bool) -> str:
     return f"key components differ: {named}{more}"
 
 
+GRAPH_COMPONENT = "gm"
+"""The FX graph cache key's component that is the graph itself."""
+
+
 def _cause(place: str, cache: str, a: Report, b: Report, rows: tuple[Any, Any]) -> Change | None:
     before, after = rows[0]["caches"][cache], rows[1]["caches"][cache]
     if {before["status"], after["status"]} == {"bypass", "hit"}:
@@ -100,15 +104,26 @@ def _cause(place: str, cache: str, a: Report, b: Report, rows: tuple[Any, Any]) 
             full_components(rows[1], shared_b, "fx_graph"),
         )
     same_key = before["key"] is not None and before["key"] == after["key"]
+    # B compiles another graph (the code changed): a new key, so a miss, is what the edit costs
+    # once, not something that went wrong.
+    new_graph = any(c["name"] == GRAPH_COMPONENT for c in components)
+    detail = (
+        _detail(components, same_key)
+        if after["status"] == "miss"
+        else "B hit" + (" the entry A wrote (same key)" if same_key else "")
+    )
+    if new_graph and after["status"] == "miss":
+        detail = (
+            "B compiles another graph than A (the code changed), so its key is new: a miss "
+            "the change costs once, nothing to fix"
+        )
     return CacheMissCause(
         "cache_miss_cause",
         f"{place} {cache}",
         before["status"],
         after["status"],
-        regression=before["status"] == "hit" and after["status"] == "miss",
-        detail=_detail(components, same_key)
-        if after["status"] == "miss"
-        else "B hit" + (" the entry A wrote (same key)" if same_key else ""),
+        regression=before["status"] == "hit" and after["status"] == "miss" and not new_graph,
+        detail=detail,
         components=components,
     )
 

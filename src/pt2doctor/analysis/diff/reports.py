@@ -70,6 +70,7 @@ def _keyed_frames(report: Report) -> dict[str, dict[str, Any]]:
 
 
 _RESUME_LINE = re.compile(r"_at_\d+$")
+_RESUME_PREFIX = "torch_dynamo_resume_in_"
 
 
 def _site_identity(site: dict[str, Any]) -> tuple[str, str, str]:
@@ -254,6 +255,27 @@ def _per_call(report: Report) -> dict[str, float]:
     return {key: seconds / calls for key, (seconds, calls) in totals.items()}
 
 
+def _hits(report: Report) -> tuple[int, int]:
+    """(cache lookups that hit, lookups) of a run's compiles."""
+    lookups = (report.get("cold_start") or {}).get("lookups") or {}
+    return int(lookups.get("hit") or 0), sum(int(n or 0) for n in lookups.values())
+
+
+def _not_comparable(changes: list[Change], why: str) -> list[Change]:
+    """The time changes, none a regression: ``why`` the two times measure different things."""
+    return [Change(c.kind, c.subject, c.before, c.after, False, f"{c.detail}; {why}")
+            for c in changes]  # fmt: skip
+
+
+def _breaks_by_function(report: Report) -> dict[tuple[str, str], set[tuple[str, str, str]]]:
+    """(file name, function) -> the graph-break sites in it, by identity (no line)."""
+    found: dict[tuple[str, str], set[tuple[str, str, str]]] = {}
+    for row in report["graph_breaks"]:
+        identity = _site_identity(row["site"])
+        found.setdefault(identity[:2], set()).add(identity)
+    return found
+
+
 def _timing_changes(a: Report, b: Report, noise: Noise) -> list[Change]:
     changes = time_change(
         "compile_time_s",
@@ -263,11 +285,42 @@ def _timing_changes(a: Report, b: Report, noise: Noise) -> list[Change]:
         noise.compile_s,
         noise,
     )
+    hits = (_hits(a), _hits(b))
+    if changes and hits[0][0] * hits[1][1] != hits[1][0] * hits[0][1]:
+        changes = _not_comparable(changes, (
+            f"A's compiles hit the cache {hits[0][0]} of {hits[0][1]} times, B's {hits[1][0]} "
+            f"of {hits[1][1]}: the compile times of starts with other cache states are not "
+            "comparable (run both with an empty TORCHINDUCTOR_CACHE_DIR)"))  # fmt: skip
     before, after = _per_call(a), _per_call(b)
     for key in sorted(before.keys() & after.keys()):
         changes += time_change("time_per_call_s", key, round(before[key], 6),
-                                round(after[key], 6), noise.per_call_s, noise)  # fmt: skip
+                               round(after[key], 6), noise.per_call_s, noise)  # fmt: skip
     return changes
+
+
+_GRAPH_PLACE = re.compile(r"(\S+) \(([^():]+):\d+\)")
+EXTENT_CHANGED = (
+    "not comparable: the graph breaks in this function differ between A and B, so its "
+    "compiled graphs cover other code (what ran eagerly in one is compiled in the other)"
+)
+_BY_EXTENT = frozenset({"time_per_call_s", "kernels", "graph_ops"})
+
+
+def _by_extent(changes: list[Change], a: Report, b: Report) -> list[Change]:
+    """A graph's time per call, kernels or ops, not a regression where the graph breaks of
+    its function differ between A and B: a break fixed makes the graph cover code that ran
+    eagerly, so it does more, and the program less (EXTENT_CHANGED)."""
+    breaks = (_breaks_by_function(a), _breaks_by_function(b))
+    kept = []
+    for change in changes:
+        place = _GRAPH_PLACE.search(change.subject) if change.kind in _BY_EXTENT else None
+        if place is not None and change.regression:
+            function = _RESUME_LINE.sub("", place[1]).removeprefix(_RESUME_PREFIX)
+            where = (place[2], function)
+            if breaks[0].get(where, set()) != breaks[1].get(where, set()):
+                (change,) = _not_comparable([change], EXTENT_CHANGED)
+        kept.append(change)
+    return kept
 
 
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
@@ -311,6 +364,7 @@ def diff_reports(a: Report, b: Report, noise: Noise | None = None,
     diff.changes += cache_miss_causes(a, b)
     diff.changes += graph_changes(a, b)
     diff.changes += profile_changes(a, b, noise)
+    diff.changes = _by_extent(diff.changes, a, b)
     failures = (a["summary"]["failures"], b["summary"]["failures"])
     if failures[0] != failures[1]:
         diff.changes.append(
