@@ -23,9 +23,8 @@ class Pool(nn.Module):
             keep = torch.arange(x.shape[1])[None, :] < lengths[:, None]
             pooled = (h * keep[..., None]).sum(1) / lengths[:, None]
         else:
-            pooled = torch.stack(
-                [h[i, :n].mean(0) for i, n in enumerate(lengths.tolist())]
-            )  # MARK:break
+            sizes = lengths.tolist()  # MARK:break
+            pooled = torch.stack([h[i, :n].mean(0) for i, n in enumerate(sizes)])
         return self.head(pooled)
 
 
