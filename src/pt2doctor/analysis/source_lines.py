@@ -32,3 +32,23 @@ def following_code(site: SourceLine | None, limit: int = 15) -> list[str]:
         if len(found) >= limit:
             break
     return found
+
+
+def parameters_at(file: str | None, line: int | None) -> frozenset[str] | None:
+    """The parameter names of the innermost function of ``file`` around ``line`` (a graph
+    break's line: the function the code after it resumes); None when the file cannot be read
+    or no function holds the line."""
+    if not file or line is None:
+        return None
+    try:
+        tree = ast.parse(Path(file).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return None
+    around = [node for node in ast.walk(tree)
+              if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+              and node.lineno <= line <= (node.end_lineno or node.lineno)]  # fmt: skip
+    if not around:
+        return None
+    args = max(around, key=lambda node: node.lineno).args
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    return frozenset(arg.arg for arg in every if arg is not None)

@@ -157,7 +157,15 @@ class _Collector:
         if entry is None:
             entry = CompileRecord(compile_id=cid.compile, stream=record.stream, rank=record.rank)
             self.compiles[key] = entry
-        entry.attempts = max(entry.attempts, cid.attempt + 1)
+        if cid.attempt + 1 > entry.attempts:
+            if entry.symbols or entry.specializations:
+                # Dynamo restarted the analysis (a graph break found, a speculation failed):
+                # the shape env starts again, and what the dropped attempt made dynamic or
+                # specialized is not what the compile it made guards on.
+                entry.symbols = {}
+                entry.specializations = []
+                entry.specialization_stacks = {}
+            entry.attempts = cid.attempt + 1
         return entry
 
     def run(self, sources: list[str], stats: ParseStats) -> Run:

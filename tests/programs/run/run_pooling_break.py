@@ -3,7 +3,8 @@ graph break, and the code after it compiled per batch size), the way a blind-wri
 did. ``PT2D_FIXED=1`` is the fix, a masked mean in the graph: the break is gone, and the
 graph of ``forward`` now covers the pooling A ran eagerly, so it has more kernels and more
 time per call, and the program less (tests/integration/test_diff_extent.py). Prints a
-checksum of the outputs, the same both ways."""
+checksum of the outputs, the same both ways. ``PT2D_BATCHES`` sets the batch sizes: nine
+distinct ones take the code after the break past the recompile limit."""
 
 import os
 
@@ -33,7 +34,8 @@ model = Pool().eval()
 compiled = torch.compile(model)
 total = 0.0
 with torch.no_grad():
-    for batch in (2, 3, 4, 3, 2):
+    batches = os.environ.get("PT2D_BATCHES", "2,3,4,3,2")  # a server's batch sizes
+    for batch in map(int, batches.split(",")):
         lengths = torch.randint(2, 9, (batch,))
         x = torch.randn(batch, 8, 16)
         total += float(compiled(x, lengths).sum())

@@ -22,6 +22,7 @@ from pt2doctor.analysis.paths import library_path, short_library_path
 from pt2doctor.analysis.recompiles.changes import LAYOUT_KINDS
 from pt2doctor.analysis.recompiles.fix_model import CARRIED, Fix
 from pt2doctor.analysis.recompiles.fixes import (
+    handed_over,
     hf_generate_pattern,
     partial_batch_fix,
     recompile_candidates,
@@ -539,10 +540,9 @@ def _only_carried(explanation: FrameExplanation) -> bool:
     break updates with them (``confusion[8][1]`` after ``for t, p in zip(y.tolist(), ...):
     confusion[t][p] += 1``): the break's fix removes the recompiles, limit and all."""
     varying = explanation.outlook.varying
-    carried = [row for row in varying if CARRIED in row.source]
-    return bool(carried) and all(
-        CARRIED in row.source or _container_element(row) for row in varying
-    )
+    carried = [row for row in varying
+               if CARRIED in row.source or handed_over(explanation, row)]  # fmt: skip
+    return bool(carried) and all(row in carried or _container_element(row) for row in varying)
 
 
 def _container_element(row: Varying) -> bool:

@@ -606,6 +606,40 @@ _PLAIN_NAME = lazy_compile(r"[A-Za-z_]\w*")
 _FLOAT = lazy_compile(r"-?\d+\.\d*(?:e[-+]?\d+)?")
 
 
+def handed_over(explanation: FrameExplanation, row: Varying) -> bool:
+    """``row`` is a value the code before a graph break hands to the code after it (what the
+    break left on the stack, an argument of the resume function that is no parameter of the
+    function it continues, or a dim of one): no line of the user's can mark or change it where it enters that frame. A
+    parameter (``decay``) is the caller's value: it recompiles with the break removed too."""
+    parameters = explanation.resumed_parameters
+    if explanation.resume_line is None or row.kind == "object_identity":
+        return False  # a bound method left on the stack has a fix of its own
+    if CARRIED in row.source:
+        return True
+    return (
+        parameters is not None
+        and row.expr is not None
+        and row.expr.direct
+        and not row.expr.keyword
+        and row.expr.argument not in parameters
+    )
+
+
+def _handed_over_fix(explanation: FrameExplanation, rows: list[Varying]) -> Fix:
+    sources = ", ".join(row.source for row in rows[:3])
+    if len(rows) > 3:
+        sources += f" and {len(rows) - 3} more"
+    are = "are values" if len(rows) > 1 else "is a value"
+    them = "them" if len(rows) > 1 else "it"
+    return Fix(
+        f"{sources} {are} that the code before the graph break at line "
+        f"{explanation.resume_line} hands to the code after it: Dynamo compiles that code as a "
+        f"frame of its own, with {them} as its inputs, so no mark in your code reaches {them}, "
+        "and each new value compiles it again. Removing the break removes this too: see its "
+        "finding."
+    )
+
+
 def recompile_fixes(explanation: FrameExplanation) -> list[str]:
     """The fixes for one frame as text (:func:`recompile_candidates`)."""
     return [fix.text for fix in recompile_candidates(explanation)]
@@ -630,10 +664,15 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
             "call (`torch._dynamo.maybe_mark_dynamic`)."
         ))  # fmt: skip
     fix: Fix | None
+    handed = [row for row in outlook.varying if handed_over(explanation, row)]
+    if handed:
+        fixes.append(_handed_over_fix(explanation, handed))
     for row in outlook.varying:
         change = first_change(explanation, row.source)
         if branch is not None and "<=" in row.source:
             continue  # the branch's fix above
+        if row in handed:
+            continue
         hooked = hooks_of(row)
         if hooked is not None:
             if not any(fix.text.startswith(HOOKS_CHANGED) for fix in fixes):

@@ -35,9 +35,10 @@ from pt2doctor.analysis.recompiles.changes import (
     nearest_changes,
 )
 from pt2doctor.analysis.recompiles.guards import BRANCH_LINE
-from pt2doctor.analysis.recompiles.ledger import FrameEntry, produced_code
+from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FrameEntry, produced_code
 from pt2doctor.analysis.recompiles.sources import UserExpr, human_source
 from pt2doctor.analysis.recompiles.variant_values import guard_values, value_of
+from pt2doctor.analysis.source_lines import parameters_at
 from pt2doctor.analysis.text import counted, id_ranges
 from pt2doctor.trace.messages import is_user_file
 from pt2doctor.trace.patterns import lazy_compile
@@ -158,6 +159,12 @@ class FrameExplanation:
     stores: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Varying source -> the user's line that stores its attribute (``m.p = p``), when a
     run's probes saw one (attach_attribute_stores)."""
+    resume_line: int | None = None
+    """For the code after a graph break (a resume function), the break's line."""
+    resumed_parameters: frozenset[str] | None = None
+    """The parameters of the function the resume function continues (None: unknown): an
+    argument of the resume function that is one of them is the caller's value, not a local
+    the break hands over."""
     call_site: SourceLine | None = None
     """The user's line that called the frame (``out = model(input_ids=ids).logits``), from
     the first compile's stack: the fix that marks an input names the tensor passed there."""
@@ -486,10 +493,15 @@ def outlook(
     explained: list[RecompileExplanation],
     limit: int,
     recurring: AbstractSet[str] = frozenset(),
+    dynamic_at_last: AbstractSet[str] = frozenset(),
 ) -> Outlook:
     """Is the frame's variant set bounded, and when will the recompile limit be hit?
-    ``recurring``: the sources whose values came back (:func:`recurring_sources`)."""
+    ``recurring``: the sources whose values came back (:func:`recurring_sources`);
+    ``dynamic_at_last``: the patterns the frame's last variant serves dynamic (a size that
+    shares its symbol with one whose guard failed goes dynamic with it, unnamed)."""
     varying = _varying(explained, recurring)
+    for row in varying:
+        row.dynamic = row.dynamic or row.pattern in dynamic_at_last
     unbounded = [v for v in varying if _unbounded(v)]
     if unbounded:
         names = _some([v.source for v in unbounded])
@@ -586,7 +598,9 @@ def explain_frame(
         if produced_code(entry.record)
     ]
     recurring = recurring_sources(rows, frame_calls or {})
-    look = outlook(frame, explained, recompile_limit_of(frame, environment), recurring)
+    last = next((r.compile_id for r in reversed(rows)), None)
+    look = outlook(frame, explained, recompile_limit_of(frame, environment), recurring,
+                   dynamic.get(last, set()) if last else set())  # fmt: skip
     cache_class = next(
         (e.record.hf_cache_class for e in frame.compiles if e.record.hf_cache_class), None
     )
@@ -598,9 +612,12 @@ def explain_frame(
         )
         look = Outlook(True, reason, look.varying, None, look.recompile_limit)
     call_site = next((e.record.call_site for e in frame.compiles if e.record.call_site), None)
+    resume = RESUME_NAME.match(frame.function or "")
     return FrameExplanation(
-        kept, refused_item, rows, look, after_warmup, cache_class, call_site=call_site
-    )
+        kept, refused_item, rows, look, after_warmup, cache_class, call_site=call_site,
+        resume_line=int(resume.group(2)) if resume else None,
+        resumed_parameters=parameters_at(frame.file, int(resume.group(2))) if resume else None,
+    )  # fmt: skip
 
 
 _SELF_SHAPE = re.compile(r"^self\.(?P<attr>[\w.]+)\.shape\[\d+\]$")
