@@ -1,6 +1,6 @@
 """The code after a graph break, compiled per batch size, on a real (eager-backend) run of
 tests/programs/run/run_pooling_break.py with twelve batches of nine sizes: the frame Dynamo
-compiles after ``lengths.tolist()`` recompiles on what the break hands it (``h``, the list)
+compiles after ``lengths.tolist()`` recompiles on what the break hands it (``h``, ``rows``)
 until the recompile limit. No mark in the user's code reaches those values, so the fix is the
 break's: the limit and the recompiles are filed under it, and no fix marks ``h``, a local the
 user never passes. ``lengths.shape[0]``, specialized only in an analysis Dynamo restarted at
@@ -48,3 +48,9 @@ def test_what_a_break_hands_over_is_the_breaks_to_fix(tmp_path: Path) -> None:
     evidence = [e for f in report["findings"] for e in f["evidence"] if "lengths.shape[0]" in e]
     assert evidence and all("(now dynamic)" in e for e in evidence if " → " in e), evidence
     assert not any("made static" in f["title"] for f in report["findings"])
+    # The break's own fix: a mask over the lengths, as run_pooling_break.py's PT2D_FIXED
+    # applies it (tests/integration/test_diff_extent.py: the same checksum, no break).
+    assert "keep = torch.arange(h.shape[1], device=h.device)[None, :] < lengths[:, None]" \
+        in brk["advice"]  # fmt: skip
+    assert "(h * keep[..., None]).sum(1) / lengths[:, None]" in brk["advice"]
+    assert "bookkeeping" not in brk["advice"]

@@ -20,12 +20,14 @@ class Pool(nn.Module):
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         h = torch.relu(self.proj(x))
-        if os.environ.get("PT2D_FIXED") == "1":
-            keep = torch.arange(x.shape[1])[None, :] < lengths[:, None]
+        if os.environ.get("PT2D_FIXED") == "1":  # the fix pt2doctor prints, as printed
+            keep = torch.arange(h.shape[1], device=h.device)[None, :] < lengths[:, None]
             pooled = (h * keep[..., None]).sum(1) / lengths[:, None]
         else:
-            sizes = lengths.tolist()  # MARK:break
-            pooled = torch.stack([h[i, :n].mean(0) for i, n in enumerate(sizes)])
+            rows = []
+            for i, n in enumerate(lengths.tolist()):  # MARK:break
+                rows.append(h[i, :n].mean(0))
+            pooled = torch.stack(rows)
         return self.head(pooled)
 
 

@@ -478,6 +478,32 @@ def _whole_item(value: str) -> bool:
     )
 
 
+LENGTHS_LOOP_ADVICE = (
+    "The values read here are lengths that cut a tensor, one row at a time (`{store}`): "
+    "the loop runs in Python with one step per row, so the code after the break is compiled "
+    "again for each new count of rows, until the recompile limit, and then it runs eagerly. "
+    "Keep the whole tensor and mask the positions past each length instead: "
+    "`keep = torch.arange({tensor}.shape[1], device={tensor}.device)[None, :] < "
+    "{lengths}[:, None]`, then reduce with the mask (a mean over each row's first n "
+    "positions is `({tensor} * keep[..., None]).sum(1) / {lengths}[:, None]`; a sum drops "
+    "the division, a max uses `{tensor}.masked_fill(~keep[..., None], float('-inf'))`): no "
+    ".tolist(), no break, one graph for every batch."
+)
+_READ_OF = lazy_compile(r"(?:enumerate|zip)?\(?\s*(?P<tensor>[\w.]+)\.tolist\(\)")
+
+
+def _lengths_loop(loop: re.Match[str], line: str, used: set[str]) -> str | None:
+    """The loop's body slices a tensor by a value it read (``x[i, :n]``): lengths that cut
+    rows, whose fix is a mask (LENGTHS_LOOP_ADVICE), not bookkeeping."""
+    for name in used:
+        cut = re.search(rf"(?P<tensor>[A-Za-z_]\w*)\[[^\]]*:\s*{name}\b", line)
+        read = _READ_OF.search(loop["values"])
+        if cut is not None and read is not None:
+            return LENGTHS_LOOP_ADVICE.format(store=line.strip(), tensor=cut["tensor"],
+                                              lengths=read["tensor"])  # fmt: skip
+    return None
+
+
 def _bookkeeping(code: str, following: list[str]) -> str | None:
     """``for t, p in zip(y.tolist(), preds.tolist()): confusion[t][p] += 1``: a tensor's
     values read in Python and stored, by the loop's body, in a Python object (a list's
@@ -490,7 +516,7 @@ def _bookkeeping(code: str, following: list[str]) -> str | None:
         used = set(_NAMES.findall(line)) & names
         stored = re.search(r"\w+(?:\[[^\]]+\])+\s*[-+*/]?=(?!=)|\.append\(|\.add\(", line)
         if used and stored is not None:
-            return BOOKKEEPING_ADVICE.format(store=line.strip())
+            return _lengths_loop(loop, line, used) or BOOKKEEPING_ADVICE.format(store=line.strip())
     return None
 
 
