@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,3 +55,44 @@ def test_what_a_break_hands_over_is_the_breaks_to_fix(tmp_path: Path) -> None:
         in brk["advice"]  # fmt: skip
     assert "(h * keep[..., None]).sum(1) / lengths[:, None]" in brk["advice"]
     assert "bookkeeping" not in brk["advice"]
+
+
+GAVE_UP = PROGRAM.with_name("run_gave_up.py")
+
+
+def _eager_run(run_dir: Path, program: Path, **env: str) -> dict[str, Any]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_", "PT2D_"))}
+    environ.update(env)
+    done = subprocess.run(
+        [sys.executable, "-m", "pt2doctor", "run", "--out", str(run_dir), "--",
+         sys.executable, str(program)],
+        env=environ, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report: dict[str, Any] = json.loads((run_dir / "report.json").read_text())
+    return report
+
+
+def test_a_recompile_dynamo_gave_up_on_is_a_finding_at_the_line_it_could_not_trace(
+    tmp_path: Path,
+) -> None:
+    """run_gave_up.py: the float an f-string formats goes dynamic on the recompile, and Dynamo
+    gives up on it (BUILD_STRING). The run's one failure has its finding, at the f-string's
+    line, with the fix; applied (PT2D_FIXED=1), no failure, no break, the same checksum."""
+    report = _eager_run(tmp_path / "plain", GAVE_UP)
+    assert report["summary"]["failures"] == 1
+    (finding,) = [f for f in report["findings"] if f["code"] == "frame_skipped"]
+    assert finding["severity"] == "warning" and finding["facts"]["partial"] is True
+    assert "Dynamo gave up on that recompile" in finding["title"]
+    assert (finding["subject"]["file"], finding["subject"]["line"]) == (
+        str(GAVE_UP),
+        marker_in(GAVE_UP, "log"),
+    )
+    assert any("BUILD_STRING" in line for line in finding["evidence"])
+    assert "torch.compiler.is_compiling()" in finding["advice"]
+    fixed = _eager_run(tmp_path / "fixed", GAVE_UP, PT2D_FIXED="1")
+    assert fixed["summary"]["failures"] == 0 and fixed["summary"]["graph_breaks"] == 0
+    assert not [f for f in fixed["findings"] if f["code"] == "frame_skipped"]
+    checksum = [(tmp_path / name / "stdout.log").read_text().splitlines()[-1]
+                for name in ("plain", "fixed")]  # fmt: skip
+    assert checksum[0].startswith("checksum: ") and checksum[0] == checksum[1]

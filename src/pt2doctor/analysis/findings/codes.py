@@ -115,9 +115,11 @@ SPECS: dict[Code, CodeSpec] = dict(
         _spec("recompile_limit_hit", "trace", "recompiles", "error",
               "a frame reached torch._dynamo.config.recompile_limit and runs eagerly for every "
               "new variant; shares `cause` with the frame's `recompiles`"),
-        _spec("frame_skipped", "trace", "graph breaks", "error",
+        _spec("frame_skipped", "trace", "graph breaks", "error|warning",
               "Dynamo skipped a whole frame (it runs eagerly); a known library break's fix "
-              "when one caused it"),
+              "when one caused it. `warning` (`facts.partial`): Dynamo gave up on one "
+              "recompile of a frame it had compiled, and the inputs that needed it run "
+              "eagerly; the line it could not trace"),
         _spec("recompiles", "trace", "recompiles", "info|warning|error",
               "a frame recompiled: `info` when its variant set is bounded, `warning` when it "
               "is unbounded or unknown, `error` at the limit; the fixes are written for this "

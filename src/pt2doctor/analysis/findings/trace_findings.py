@@ -311,6 +311,46 @@ def _skipped_frame_advice(frame: FrameEntry, sites: list[GraphBreakSite]) -> str
     return SKIPPED_FRAME_ADVICE
 
 
+GAVE_UP_ADVICE = (
+    "Dynamo could not trace{where} with the inputs of this recompile and ran the frame "
+    "eagerly instead, with no compiled variant for them. Make that line traceable or keep it "
+    "out of the compiled code (a print or a log line: behind "
+    "`if not torch.compiler.is_compiling():`, or after the compiled call)."
+)
+
+
+def _given_up_findings(frame: FrameEntry) -> list[Finding]:
+    """``frame_skipped`` (warning) for a recompile Dynamo gave up on (Unsupported) in a frame
+    whose earlier compiles made code: the frame is not skipped, but the inputs that needed
+    the new variant run eagerly; the count of failures said so with no finding."""
+    if frame.skipped:
+        return []
+    found = []
+    for entry in frame.compiles:
+        record = entry.record
+        if record.fail_type != "Unsupported" or entry is frame.refused:
+            continue
+        reason = (record.fail_reason or "").strip().splitlines()
+        raised = record.raised_in
+        where = ""
+        evidence = [f"compile {entry.compile_id}: {reason[0] if reason else record.fail_type}"]
+        if raised is not None and raised.file:
+            where = f" {os.path.basename(raised.file)}:{raised.line}"
+            if raised.code:
+                where += f" (`{raised.code.strip()}`)"
+            evidence.append(f"raised at {raised.file}:{raised.line}")
+        title = (f"{frame_where(frame)} runs eagerly for the inputs of compile "
+                 f"{entry.compile_id}: Dynamo gave up on that recompile")  # fmt: skip
+        subject = frame_subject(frame)
+        if raised is not None and raised.file:
+            subject = Subject("lines", frame_where(frame), raised.file, raised.line,
+                              raised.function)  # fmt: skip
+        found.append(Finding("warning", "frame_skipped", title,
+                             GAVE_UP_ADVICE.format(where=where or " this frame"), evidence,
+                             subject, facts={"partial": True}))  # fmt: skip
+    return found
+
+
 def _frame_findings(
     frame: FrameEntry, explanation: FrameExplanation, sites: list[GraphBreakSite]
 ) -> list[Finding]:
@@ -343,6 +383,7 @@ def _frame_findings(
                 frame_subject(frame),
             )
         )
+    findings += _given_up_findings(frame)
     recompiles = _recompile_finding(frame, explanation)
     if recompiles is not None:
         if frame.limit_hit:  # the limit hit is what the recompiles led to: one cause
