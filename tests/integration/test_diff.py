@@ -87,3 +87,29 @@ def test_diff_rejects_a_json_that_is_not_a_report(tmp_path, capsys):
     bogus.write_text('{"hello": 1}')
     assert main(["diff", str(bogus), str(bogus)]) == 2
     assert "not a pt2doctor report.json" in capsys.readouterr().err
+
+
+def test_a_fixed_copy_under_another_name_is_diffed_as_the_same_program(
+    runs, capsys, tmp_path, run_env, programs_dir
+):
+    """The user copies run_diff.py to run_diff_fixed.py (two blank lines added at the top:
+    every line moves) and changes nothing else: its run against A is the same program, so
+    no break site is new, no frame new, nothing regressed."""
+    import subprocess
+    import sys
+
+    a, _ = runs
+    copy = tmp_path / "run_diff_fixed.py"
+    copy.write_text("\n\n" + (programs_dir / "run" / "run_diff.py").read_text())
+    done = subprocess.run(
+        [sys.executable, "-m", "pt2doctor", "run", "--out", str(tmp_path / "b"), *EAGER, "--",
+         sys.executable, str(copy)],
+        env=run_env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    rc, out = _diff(capsys, str(a.run_dir), str(tmp_path / "b"), "--format", "json", *QUIET)
+    assert rc == 0
+    changes = json.loads(out)["changes"]
+    assert not [c for c in changes if c["kind"] in ("new_break_site", "removed_break_site")]
+    assert not [c for c in changes if c["regression"]], changes
+    assert not [c for c in changes if c["kind"] == "frame"], changes

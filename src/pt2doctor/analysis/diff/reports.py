@@ -88,8 +88,9 @@ def _matched(
     after: dict[str, dict[str, Any]],
     identity: Callable[[dict[str, Any]], Any],
 ) -> dict[str, str]:
-    """after key -> before key: the same key, else the one unmatched entry on each side with
-    the same identity (the code moved, e.g. lines added above it)."""
+    """after key -> before key: the same key, else the unmatched entries with the same
+    identity (the code moved, e.g. lines added above it), in order, when each side has as
+    many of them (one and one; two resume frames of one break and two)."""
     pairs = {key: key for key in after if key in before}
     left = [key for key in before if key not in pairs.values()]
     for key in (key for key in after if key not in pairs):
@@ -99,7 +100,7 @@ def _matched(
             for new in after
             if new not in pairs and identity(after[new]) == identity(after[key])
         ]
-        if len(same) == 1 and len(rivals) == 1:
+        if same and len(same) == len(rivals):
             pairs[key] = same[0]
             left.remove(same[0])
     return pairs
@@ -348,6 +349,47 @@ def environment_changes(a: Report, b: Report) -> list[Change]:
     return changes
 
 
+def _script(report: Report) -> str | None:
+    """The file name of the Python script a run ran (``python train.py``), None otherwise."""
+    command = (report.get("run") or {}).get("command") or []
+    scripts = [arg for arg in command[1:] if isinstance(arg, str) and arg.endswith(".py")]
+    return file_name(scripts[0]) if scripts else None
+
+
+def _files(value: Any) -> set[str]:
+    if isinstance(value, dict):
+        found = {file_name(value["file"])} if isinstance(value.get("file"), str) else set()
+        return found.union(*(_files(item) for item in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_files(item) for item in value))
+    return set()
+
+
+def _renamed(value: Any, old: str, new: str) -> Any:
+    """``value`` with every ``file`` whose name is ``old`` named ``new`` (same folder)."""
+    if isinstance(value, dict):
+        out = {key: _renamed(item, old, new) for key, item in value.items()}
+        path = value.get("file")
+        if isinstance(path, str) and file_name(path) == old:
+            out["file"] = path[: len(path) - len(old)] + new
+        return out
+    if isinstance(value, list):
+        return [_renamed(item, old, new) for item in value]
+    return value
+
+
+def as_b_script(a: Report, b: Report) -> Report:
+    """A, with its script named as B's where the two runs ran the same program under two
+    names (``train.py``, then a fixed copy ``train_fixed.py``): sites and frames are matched by
+    file name, so otherwise every one of them would be new in B and gone from A. Unchanged
+    when the names are the same, either is unknown, or B's name is a file A has too."""
+    names = (_script(a), _script(b))
+    if None in names or names[0] == names[1] or names[1] in _files(a):
+        return a
+    renamed: Report = _renamed(a, str(names[0]), str(names[1]))
+    return renamed
+
+
 def diff_reports(a: Report, b: Report, noise: Noise | None = None,
                  names: tuple[str, str] = ("A", "B")) -> Diff:  # fmt: skip
     """Every difference from report ``a`` to report ``b`` that matters, regressions marked."""
@@ -357,6 +399,7 @@ def diff_reports(a: Report, b: Report, noise: Noise | None = None,
 
     noise = noise or Noise()
     diff = Diff(*names)
+    a = as_b_script(a, b)
     diff.changes += _break_changes(a, b)
     diff.changes += _frame_changes(a, b)
     diff.changes += _timing_changes(a, b, noise)
