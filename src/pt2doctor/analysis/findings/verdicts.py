@@ -221,7 +221,49 @@ def tried_row(
     if changed is not None:
         row["results_changed"] = changed
         row["summary"] = f"{row['summary']}; {changed}"
+        drawn = random_line(found.run)
+        if drawn is not None:
+            more = (after.limit_hits < before.limit_hits
+                    or after.graph_breaks != before.graph_breaks)  # fmt: skip
+            row["summary"] += RANDOM_DRAWN.format(
+                line=drawn, more=" and this fix compiles calls that ran eagerly before," if more
+                else ","
+            )  # fmt: skip
     return row
+
+
+RANDOM_DRAWN = (
+    "; its graphs draw random numbers ({line}): compiled code draws them with Inductor's "
+    "generator, not eager's,{more} so other numbers are expected; to compare the results, "
+    "re-run both with torch._inductor.config.fallback_random = True"
+)
+_RANDOM_CODE = re.compile(
+    r"\btorch\.(?:rand|randn|randint|randperm|rand_like|randn_like|randint_like|bernoulli|"
+    r"normal|multinomial|poisson)\(|\.(?:bernoulli_|uniform_|normal_|random_|exponential_)\(|"
+    r"\bdropout\w*\("
+)
+_RANDOM_KERNEL = re.compile(r"(?:^|_)(?:rand|randn|bernoulli|native_dropout)(?:_|$)")
+
+
+def random_line(run: Run) -> str | None:
+    """Where a run's compiled graphs draw random numbers: the first user line whose code calls
+    a random function (``train.py:22: `keep = (torch.rand(...``), or the first generated
+    kernel with a random op in its name; None when none does."""
+    kernel = None
+    for record in run.compiles:
+        built = record.built
+        if built is None:
+            continue
+        for line in built.graph.lines if built.graph is not None else []:
+            if _RANDOM_CODE.search(line.code):
+                code = line.code.split("  #", 1)[0].strip()
+                return f"{line.file.rsplit('/', 1)[-1]}:{line.line}: `{code}`"
+        for graph in built.inductor_graphs:
+            launches = graph.code.launches if graph.code is not None else []
+            kernel = kernel or next(
+                (k.name for k in launches if _RANDOM_KERNEL.search(k.name)), None
+            )
+    return f"kernel {kernel}" if kernel else None
 
 
 def attach_tries(
@@ -260,7 +302,13 @@ def tried_advice(finding: Finding, rows: list[tuple[int, dict[str, Any]]]) -> st
         if row["verdict"] != "helped"
     ]
     failed = {index for index, row in rows if row["verdict"] != "helped"}
-    rest = [(i, fix.text) for i, fix in enumerate(finding.fixes) if i not in failed]
+    # A setting a failed try applied, said again by another fix (Dynamo's hint repeats it):
+    # not a next step.
+    settings = {f"{str(name).rsplit('.', 1)[-1]} = {value}"
+                for _, row in rows if row["verdict"] != "helped"
+                for name, value in dict(row["trial"].get("config") or {}).items()}  # fmt: skip
+    rest = [(i, fix.text) for i, fix in enumerate(finding.fixes)
+            if i not in failed and not any(setting in fix.text for setting in settings)]  # fmt: skip
     if not any(row["verdict"] == "helped" for _, row in rows):
         after = [i for i, _ in rest if i > max(failed)]  # the candidate after the last tried
         if after:
