@@ -16,8 +16,11 @@ MAX_FRAMES = 20
 
 
 def _frame_label(row: dict[str, Any]) -> str:
+    """``Model.forward (file.py:12)``: the frame as the report names it; a wrapper's is
+    ``GPT2LMHeadModel.forward (through transformers' wrapper at ...)`` as it stands."""
     name = str(row.get("file") or "").rsplit("/", 1)[-1]
-    label = f"{row.get('function')} ({name}:{row.get('line')})"
+    shown = str(row.get("display_name") or row.get("function"))
+    label = shown if "(through " in shown else f"{shown} ({name}:{row.get('line')})"
     return label if len(label) <= 60 else label[:59] + "…"
 
 

@@ -212,6 +212,7 @@ def _frame_rows(ledger: Ledger) -> list[dict[str, Any]]:
         rows.append(
             {
                 "function": frame.function,
+                "display_name": display_name(frame),
                 "file": frame.file,
                 "line": frame.line,
                 "stream": frame.stream,
