@@ -54,3 +54,25 @@ def gone_within(pid: int, seconds: float = 10) -> bool:
         if state in ("Z", "X") or time.monotonic() >= deadline:
             return state in ("Z", "X")
         time.sleep(0.05)
+
+
+def doctor_report(
+    run_dir: Path, program: Path, *flags: str, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """``pt2doctor run --out RUN_DIR FLAGS -- python PROGRAM`` in a real subprocess, with the
+    test's environment less TORCH_* and PT2D_* (a program's switches) plus ``env``: its
+    report.json (the run must exit 0)."""
+    import os
+    import subprocess
+    import sys
+
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_", "PT2D_"))}
+    environ.update(env or {})
+    done = subprocess.run(
+        [sys.executable, "-m", "pt2doctor", "run", "--out", str(run_dir), *flags, "--",
+         sys.executable, str(program)],
+        env=environ, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report: dict[str, Any] = json.loads((run_dir / "report.json").read_text())
+    return report

@@ -8,16 +8,11 @@ the break, is dynamic in the compile it kept."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from oracles import marker_in
+from oracles import doctor_report, marker_in
 
 pytestmark = pytest.mark.torch_run
 
@@ -26,15 +21,8 @@ BATCHES = "1,2,3,4,6,8,5,7,9,10,2,3"
 
 
 def test_what_a_break_hands_over_is_the_breaks_to_fix(tmp_path: Path) -> None:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_", "PT2D_"))}
-    environ["PT2D_BATCHES"] = BATCHES
-    done = subprocess.run(
-        [sys.executable, "-m", "pt2doctor", "run", "--backend", "eager", "--out",
-         str(tmp_path / "run"), "--", sys.executable, str(PROGRAM)],
-        env=environ, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    report = doctor_report(tmp_path / "run", PROGRAM, "--backend", "eager",
+                           env={"PT2D_BATCHES": BATCHES})  # fmt: skip
     line = marker_in(PROGRAM, "break")
     (limit,) = [f for f in report["findings"] if f["code"] == "recompile_limit_hit"]
     (brk,) = [f for f in report["findings"] if f["code"] == "graph_break"]
@@ -60,26 +48,13 @@ def test_what_a_break_hands_over_is_the_breaks_to_fix(tmp_path: Path) -> None:
 GAVE_UP = PROGRAM.with_name("run_gave_up.py")
 
 
-def _eager_run(run_dir: Path, program: Path, **env: str) -> dict[str, Any]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_", "PT2D_"))}
-    environ.update(env)
-    done = subprocess.run(
-        [sys.executable, "-m", "pt2doctor", "run", "--out", str(run_dir), "--",
-         sys.executable, str(program)],
-        env=environ, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    report: dict[str, Any] = json.loads((run_dir / "report.json").read_text())
-    return report
-
-
 def test_a_recompile_dynamo_gave_up_on_is_a_finding_at_the_line_it_could_not_trace(
     tmp_path: Path,
 ) -> None:
     """run_gave_up.py: the float an f-string formats goes dynamic on the recompile, and Dynamo
     gives up on it (BUILD_STRING). The run's one failure has its finding, at the f-string's
     line, with the fix; applied (PT2D_FIXED=1), no failure, no break, the same checksum."""
-    report = _eager_run(tmp_path / "plain", GAVE_UP)
+    report = doctor_report(tmp_path / "plain", GAVE_UP)
     assert report["summary"]["failures"] == 1
     (finding,) = [f for f in report["findings"] if f["code"] == "frame_skipped"]
     assert finding["severity"] == "warning" and finding["facts"]["partial"] is True
@@ -90,7 +65,7 @@ def test_a_recompile_dynamo_gave_up_on_is_a_finding_at_the_line_it_could_not_tra
     )
     assert any("BUILD_STRING" in line for line in finding["evidence"])
     assert "torch.compiler.is_compiling()" in finding["advice"]
-    fixed = _eager_run(tmp_path / "fixed", GAVE_UP, PT2D_FIXED="1")
+    fixed = doctor_report(tmp_path / "fixed", GAVE_UP, env={"PT2D_FIXED": "1"})
     assert fixed["summary"]["failures"] == 0 and fixed["summary"]["graph_breaks"] == 0
     assert not [f for f in fixed["findings"] if f["code"] == "frame_skipped"]
     checksum = [(tmp_path / name / "stdout.log").read_text().splitlines()[-1]

@@ -8,7 +8,6 @@ break gone is the change. The other way, the break is new: a regression."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from oracles import marker_in
+from oracles import doctor_report, marker_in
 
 pytestmark = pytest.mark.torch_run
 
@@ -24,14 +23,7 @@ PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "run" / "run_poolin
 
 
 def _run(run_dir: Path, cache: Path, **env: str) -> str:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_", "PT2D_"))}
-    environ.update(TORCHINDUCTOR_CACHE_DIR=str(cache), **env)
-    done = subprocess.run(
-        [sys.executable, "-m", "pt2doctor", "run", "--out", str(run_dir), "--",
-         sys.executable, str(PROGRAM)],
-        env=environ, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
+    doctor_report(run_dir, PROGRAM, env={"TORCHINDUCTOR_CACHE_DIR": str(cache), **env})
     return (run_dir / "stdout.log").read_text()
 
 

@@ -8,14 +8,13 @@ tried setting, is not offered as the next step."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from oracles import marker_in
+from oracles import doctor_report, marker_in
 
 pytestmark = pytest.mark.torch_run
 
@@ -33,13 +32,7 @@ def test_a_try_that_moves_random_draws_into_compiled_code_says_so(
     tmp_path: Path, run_env: dict[str, str], vec_isa_trusted: None
 ) -> None:
     environ = {k: v for k, v in run_env.items() if not k.startswith("PT2D_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "pt2doctor", "run", "--try-fixes", "1", "--out",
-         str(tmp_path / "run"), "--", sys.executable, str(PROGRAM)],
-        env=environ, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    report = doctor_report(tmp_path / "run", PROGRAM, "--try-fixes", "1")
     (limit,) = [f for f in report["findings"] if f["code"] == "recompiles"]
     tried = limit["tried"]
     assert tried["verdict"] == "unsafe" and "allow_unspec_int_on_nn_module" in tried["fix"]
