@@ -285,6 +285,29 @@ def test_a_float_baked_the_same_at_every_start_is_no_cache_key_constant(
     assert second["cold_start"]["cache_dir_at_start"]["constants_before"] == baked
 
 
+def test_a_branch_both_variants_guard_is_no_stale_constant(
+    tmp_path: Path, vec_isa_trusted: None
+) -> None:
+    """run_accum_branch.py: the code after ``loss.backward()`` branches on ``(step + 1) % 2``
+    with ``step`` dynamic. One variant guards the expression ``== 0``, the next ``!= 0`` and
+    comes from the FX graph cache: each guards its side, so no stale_cache_constant (the
+    rule read the second as dropping the guard, an error on a correct program). The truth:
+    the program's checksum is the same with the compile caches off."""
+    report = _run(tmp_path / "run", tmp_path / "cache", "run_accum_branch")
+    served = [c for c in report["compiles"] if c["function"].startswith("torch_dynamo_resume")
+              and (c.get("cache") or {}).get("fx_graph") == "hit"]  # fmt: skip
+    assert served, "no variant came from the FX graph cache: the case is not exercised"
+    assert not [f for f in report["findings"] if f["code"] == "stale_cache_constant"]
+    off = subprocess.run(
+        [sys.executable, str(PROGRAMS / "run_accum_branch.py")], capture_output=True, text=True,
+        env={**os.environ, "TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
+             "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache-off")},
+        timeout=TIMEOUT_S, check=False,
+    )  # fmt: skip
+    checksum = (tmp_path / "run" / "stdout.log").read_text().splitlines()[-1]
+    assert checksum.startswith("checksum: ") and checksum in off.stdout.splitlines()
+
+
 def _max_error(run_dir: Path) -> float:
     """What the program measured itself: its compiled update against the same update eager."""
     line = next(line for line in (run_dir / "stdout.log").read_text().splitlines()

@@ -47,6 +47,22 @@ def _lost(earlier: VariantRow, later: VariantRow) -> list[tuple[str, str, str]]:
     return lost
 
 
+_LOCAL = re.compile(r"\bL\['(\w+)'\]")
+
+
+def _guarded(frame: FrameEntry, compile_id: str, expression: str) -> bool:
+    """Whether compile ``compile_id`` guards ``expression`` in any form (``((1 + L['step'])
+    % 2) != 0`` guards ``(1 + step) % 2``: the variant serves the other side of a branch, and
+    its table shows no value for it)."""
+    wanted = expression.replace(" ", "")
+    for entry in frame.compiles:
+        if entry.compile_id == compile_id:
+            codes = (_LOCAL.sub(r"\1", guard.code or "").replace(" ", "")
+                     for guard in entry.record.guards or [])  # fmt: skip
+            return any(wanted in code for code in codes)
+    return False
+
+
 def _finding(
     frame: FrameEntry, explanation: FrameExplanation, earlier: VariantRow, later: VariantRow,
     lost: tuple[str, str, str], caches: list[str],
@@ -105,7 +121,7 @@ def stale_constant_findings(ledger: Ledger, explanations: list[FrameExplanation]
                 if not hits.get(later.compile_id):
                     continue
                 for lost in _lost(earlier, later):
-                    if lost[0] not in seen:
+                    if lost[0] not in seen and not _guarded(frame, later.compile_id, lost[0]):
                         seen.add(lost[0])
                         findings.append(_finding(frame, explanation, earlier, later, lost,
                                                  hits[later.compile_id]))  # fmt: skip
