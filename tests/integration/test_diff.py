@@ -113,3 +113,26 @@ def test_a_fixed_copy_under_another_name_is_diffed_as_the_same_program(
     assert not [c for c in changes if c["kind"] in ("new_break_site", "removed_break_site")]
     assert not [c for c in changes if c["regression"]], changes
     assert not [c for c in changes if c["kind"] == "frame"], changes
+
+
+def test_a_site_that_moves_onto_a_fixed_sites_line_is_matched_by_its_code(
+    capsys, tmp_path, programs_dir
+):
+    """run_two_breaks.py with its first break deleted (the fix): the second break moves up
+    onto the first's line number. The diff says the first is gone and nothing is new; the
+    same line number with other code is not the same site."""
+    from oracles import doctor_report
+
+    program = programs_dir / "run" / "run_two_breaks.py"
+    first = marker_in(program, "first")
+    fixed = tmp_path / "fixed" / program.name
+    fixed.parent.mkdir()
+    lines = program.read_text().splitlines(keepends=True)
+    fixed.write_text("".join(lines[: first - 1] + lines[first:]))
+    doctor_report(tmp_path / "a", program)
+    doctor_report(tmp_path / "b", fixed)
+    rc, out = _diff(capsys, str(tmp_path / "a"), str(tmp_path / "b"), "--format", "json", *QUIET)
+    assert rc == 0
+    sites = [(c["kind"], c["subject"]) for c in json.loads(out)["changes"]
+             if c["kind"].endswith("break_site")]  # fmt: skip
+    assert sites == [("removed_break_site", f"{program.name}:{first} step")]

@@ -199,7 +199,22 @@ def graph_changes(a: Report, b: Report) -> list[Change]:
             unrolled_a.get(old["compile_id"], set()),
             unrolled_b.get(new["compile_id"], set()),
         )
+        dynamic = (_dynamic_sources(old), _dynamic_sources(new))
         for change in (_ops_change(subject, old, new, lines), _kernels_change(subject, old, new)):
+            if change is not None and change.regression and dynamic[0] != dynamic[1]:
+                change = Change(change.kind, change.subject, change.before, change.after, False,
+                                f"{change.detail}; {OTHER_SHAPES}")  # fmt: skip
             if change is not None:
                 changes.append(change)
     return changes
+
+
+OTHER_SHAPES = (
+    "not comparable: the two graphs at this place are compiled for other dynamic sizes (one "
+    "specialized where the other is dynamic: another variant, and a graph with dynamic sizes "
+    "also builds its backward ahead of time)"
+)
+
+
+def _dynamic_sources(row: Mapping[str, Any]) -> frozenset[str]:
+    return frozenset(str(s.get("source")) for s in row.get("dynamic_symbols") or [])

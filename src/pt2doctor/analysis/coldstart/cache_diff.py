@@ -80,8 +80,14 @@ def _detail(components: list[dict[str, Any]], same_key: bool) -> str:
     return f"key components differ: {named}{more}"
 
 
-GRAPH_COMPONENT = "gm"
-"""The FX graph cache key's component that is the graph itself."""
+GRAPH_COMPONENTS = ("gm", "example_inputs[", "fx_kwargs[static_input_idxs]")
+"""The FX graph cache key's components that are the graph itself and its inputs: one that
+differs at a place means B compiled another graph there (its code, or another variant at
+that rank), not that something broke the cache."""
+
+
+def _is_graph(name: str) -> bool:
+    return name.startswith(GRAPH_COMPONENTS)
 
 
 def _cause(place: str, cache: str, a: Report, b: Report, rows: tuple[Any, Any]) -> Change | None:
@@ -106,7 +112,7 @@ def _cause(place: str, cache: str, a: Report, b: Report, rows: tuple[Any, Any]) 
     same_key = before["key"] is not None and before["key"] == after["key"]
     # B compiles another graph (the code changed): a new key, so a miss, is what the edit costs
     # once, not something that went wrong.
-    new_graph = any(c["name"] == GRAPH_COMPONENT for c in components)
+    new_graph = any(_is_graph(c["name"]) for c in components)
     detail = (
         _detail(components, same_key)
         if after["status"] == "miss"
@@ -114,8 +120,8 @@ def _cause(place: str, cache: str, a: Report, b: Report, rows: tuple[Any, Any]) 
     )
     if new_graph and after["status"] == "miss":
         detail = (
-            "B compiles another graph than A (the code changed), so its key is new: a miss "
-            "the change costs once, nothing to fix"
+            "B compiles another graph than A here (its code or its inputs differ), so its key "
+            "is new: a miss the change costs once, nothing to fix"
         )
     return CacheMissCause(
         "cache_miss_cause",

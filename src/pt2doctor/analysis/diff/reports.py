@@ -88,10 +88,13 @@ def _matched(
     after: dict[str, dict[str, Any]],
     identity: Callable[[dict[str, Any]], Any],
 ) -> dict[str, str]:
-    """after key -> before key: the same key, else the unmatched entries with the same
+    """after key -> before key: the same key with the same identity, else the unmatched entries with the same
     identity (the code moved, e.g. lines added above it), in order, when each side has as
     many of them (one and one; two resume frames of one break and two)."""
-    pairs = {key: key for key in after if key in before}
+    # The same key is the same entry only when it is the same code (a line deleted above
+    # moves another site onto this line).
+    pairs = {key: key for key in after
+             if key in before and identity(before[key]) == identity(after[key])}  # fmt: skip
     left = [key for key in before if key not in pairs.values()]
     for key in (key for key in after if key not in pairs):
         same = [old for old in left if identity(before[old]) == identity(after[key])]
