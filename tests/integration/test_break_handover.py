@@ -71,3 +71,25 @@ def test_a_recompile_dynamo_gave_up_on_is_a_finding_at_the_line_it_could_not_tra
     checksum = [(tmp_path / name / "stdout.log").read_text().splitlines()[-1]
                 for name in ("plain", "fixed")]  # fmt: skip
     assert checksum[0].startswith("checksum: ") and checksum[0] == checksum[1]
+
+
+BATCH_OF_ONE = PROGRAM.with_name("run_batch_of_one.py")
+
+
+def test_a_batch_of_one_after_the_batch_went_dynamic_is_its_own_variant_by_design(
+    tmp_path: Path,
+) -> None:
+    """run_batch_of_one.py: batches 4, 8, 1. The third variant's failed guard is
+    ``2 <= x.size()[0]``: the batch was dynamic and a batch of 1 came. The report calls it a
+    size change to 0 or 1, bounded, with the fix naming the tensor the line passes; applied
+    as printed (PT2D_FIXED=1), one graph and the same checksum."""
+    report = doctor_report(tmp_path / "plain", BATCH_OF_ONE)
+    (finding,) = [f for f in report["findings"] if f["code"] == "recompiles"]
+    assert finding["severity"] == "info"
+    assert any("size dynamic → 0 or 1" in line for line in finding["evidence"])
+    assert "torch._dynamo.decorators.mark_unbacked(x, 0)" in finding["advice"]
+    plain = (tmp_path / "plain" / "stdout.log").read_text().splitlines()
+    doctor_report(tmp_path / "fixed", BATCH_OF_ONE, env={"PT2D_FIXED": "1"})
+    fixed = (tmp_path / "fixed" / "stdout.log").read_text().splitlines()
+    assert plain[-2] == "graphs: 3" and fixed[-2] == "graphs: 1"
+    assert plain[-1].startswith("checksum: ") and plain[-1] == fixed[-1]

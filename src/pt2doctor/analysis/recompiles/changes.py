@@ -204,8 +204,18 @@ def _global_change(failure: FailedGuard) -> SourceChange:
     return SourceChange(named_value(_GLOBAL_NAMES.get(category, category)), category, old, new)
 
 
+_AT_LEAST_TWO = lazy_compile(r"2 <= (?P<dim>\S+\.size\(\)\[\d+\])(?: <= \d+)?")
+ZERO_ONE = "0 or 1"
+"""The new value of a dynamic size whose ``2 <= size`` guard failed: Dynamo compiles sizes 0
+and 1 on their own (0/1 specialization), whichever came."""
+
+
 def _text_change(failure: FailedGuard, new_values: dict[str, str]) -> SourceChange:
     text = failure.text.strip()
+    small = _AT_LEAST_TWO.fullmatch(text)
+    if small is not None:  # a dynamic size got 0 or 1: specialized, a variant of its own
+        expr = user_expr(small["dim"])
+        return SourceChange(expr, "size", "dynamic", new_values.get(expr.text) or ZERO_ONE)
     length = _LENGTH.fullmatch(text) or _LENGTH_IS.fullmatch(text)
     if length is not None:  # a dict or list of another length (kwargs with one key more)
         source = length_of(user_expr(length["of"]))

@@ -31,7 +31,12 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from pt2doctor.analysis.paths import library_path
-from pt2doctor.analysis.recompiles.changes import FLAG_KINDS, LAYOUT_KINDS, SourceChange
+from pt2doctor.analysis.recompiles.changes import (
+    FLAG_KINDS,
+    LAYOUT_KINDS,
+    ZERO_ONE,
+    SourceChange,
+)
 from pt2doctor.analysis.recompiles.fix_model import (
     CARRIED,
     INT,
@@ -245,6 +250,21 @@ def _keyword_passed(call_site: SourceLine | None, name: str) -> str | None:
                 elif keyword.arg is None and isinstance(keyword.value, ast.Name):
                     passed.add(f"{keyword.value.id}['{name}']")
     return passed.pop() if len(passed) == 1 else None
+
+
+def _positional_passed(call_site: SourceLine | None, index: int) -> str | None:
+    """The name the user's calling line passes as positional argument ``index`` (``x`` in
+    ``float(compiled(x).sum())``): the one plain name at that position among the line's calls,
+    None when there is none or more than one."""
+    code = (call_site.code or "").strip() if call_site is not None else ""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    passed = [node.args[index] for node in ast.walk(tree)
+              if isinstance(node, ast.Call) and len(node.args) > index]  # fmt: skip
+    names = {arg.id for arg in passed if isinstance(arg, ast.Name)}
+    return names.pop() if len(names) == 1 else None
 
 
 def _passed_at(call_site: SourceLine | None, keywords: list[str]) -> str | None:
@@ -640,6 +660,26 @@ def _handed_over_fix(explanation: FrameExplanation, rows: list[Varying]) -> Fix:
     )
 
 
+def _zero_one_fix(row: Varying, explanation: FrameExplanation) -> Fix:
+    """A dynamic size that got 0 or 1: its own variant by design (0/1 specialization)."""
+    found = _input_dim(row, explanation.call_site)
+    expr = row.expr
+    if found is None and expr is not None and expr.dim is not None and expr.argument == "args":
+        # a module called positionally (``compiled(x)``): args[i] is what the line passes
+        passed = _positional_passed(explanation.call_site, expr.indices[0])
+        found = None if passed is None else (passed, expr.dim, False, passed)
+    unbacked = (f"torch._dynamo.decorators.mark_unbacked({found[0]}, {found[1]})" if found
+                else "torch._dynamo.decorators.mark_unbacked(tensor, dim)")  # fmt: skip
+    return Fix(
+        f"{row.source} was dynamic, then a call came with size 0 or 1: Dynamo compiles sizes 0 "
+        "and 1 on their own (0/1 specialization), so that call has a variant of its own. It "
+        "is one more, bounded: warm it up with one call of that size before serving. To serve "
+        f"it with the dynamic variant instead, mark the dim unbacked before the first call, "
+        f"`{unbacked}` (no 0/1 specialization: the code must not branch on that size), or set "
+        "torch.fx.experimental._config.backed_size_oblivious = True."
+    )
+
+
 def recompile_fixes(explanation: FrameExplanation) -> list[str]:
     """The fixes for one frame as text (:func:`recompile_candidates`)."""
     return [fix.text for fix in recompile_candidates(explanation)]
@@ -672,6 +712,9 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
         if branch is not None and "<=" in row.source:
             continue  # the branch's fix above
         if row in handed:
+            continue
+        if row.kind == "size" and row.values[-1:] == [ZERO_ONE]:
+            fixes.append(_zero_one_fix(row, explanation))
             continue
         hooked = hooks_of(row)
         if hooked is not None:

@@ -29,6 +29,7 @@ from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.changes import (
     FLAG_KINDS,
     LAYOUT_KINDS,
+    ZERO_ONE,
     SourceChange,
     dynamic_exprs,
     kind_words,
@@ -380,6 +381,8 @@ def _to_one(row: Varying) -> bool:
     """A size that changed once, to or from 1 (a prompt, then one token at a time): Dynamo
     always specializes sizes 0 and 1, so the size-1 calls are one variant of their own and the
     other size still goes dynamic if it changes (bounded)."""
+    if row.kind == "size" and row.values[-1:] == [ZERO_ONE]:  # dynamic, then 0 or 1
+        return True
     return (row.kind == "size" and not row.dynamic and row.changes < 2
             and len(row.values) == 2 and bool({"0", "1"} & set(row.values)))  # fmt: skip
 
@@ -476,8 +479,10 @@ def _bounded_reason(varying: list[Varying], variants: int) -> str:
                      "variant before, one after")  # fmt: skip
     if ones:
         names = ", ".join(f"{v.source}: {' → '.join(v.values)}" for v in ones)
-        parts.append(f"a size of {'1' if any('1' in v.values for v in ones) else '0'} ({names}) "
-                     "is its own variant (Dynamo specializes sizes 0 and 1)")  # fmt: skip
+        size = ("0 or 1" if any(ZERO_ONE in v.values for v in ones)
+                else "1" if any("1" in v.values for v in ones) else "0")  # fmt: skip
+        parts.append(f"a size of {size} ({names}) is its own variant (Dynamo specializes "
+                     "sizes 0 and 1)")  # fmt: skip
     return f"{variants} variants: " + "; ".join(parts) if parts else f"{variants} variants"
 
 
