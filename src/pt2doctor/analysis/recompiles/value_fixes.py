@@ -213,8 +213,23 @@ def _number_keyword(row: Varying, change: SourceChange | None) -> str | None:
     return found.group(1) if paren and found else None
 
 
+_MOMENTUM = lazy_compile(r"param_groups\[\d+\]\[['\"](?:betas['\"]\]\[0\]|momentum['\"]\])$")
+MOMENTUM_FIX = (
+    "{source} is the momentum, a Python float that a scheduler which cycles momentum "
+    "(OneCycleLR and CyclicLR do by default, `cycle_momentum=True`) writes anew at every "
+    "step, as a new tuple of floats (a tensor momentum would be replaced too), and the "
+    "compiled optimizer step guards on its value. To keep the results as they are, run the "
+    "optimizer step outside the compiled function (compile the forward and backward only). "
+    "Creating the scheduler with `cycle_momentum=False` also removes the recompiles, but it "
+    "changes the training: the momentum then stays at the optimizer's own value."
+)
+
+
 def learning_rate_fix(row: Varying) -> Fix | None:
-    """A float learning rate guarded by a compiled optimizer step: the tensor lr fix."""
+    """A float learning rate guarded by a compiled optimizer step: the tensor lr fix; a
+    momentum a scheduler cycles: ``cycle_momentum=False``."""
+    if _MOMENTUM.search(row.source) and not row.dynamic:
+        return Fix(MOMENTUM_FIX.format(source=row.source))
     if not _LEARNING_RATE.search(row.source):
         return None
     return Fix(LR_TENSOR_FIX.format(source=row.source))
