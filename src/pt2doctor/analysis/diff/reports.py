@@ -381,7 +381,7 @@ def _renamed(value: Any, old: str, new: str) -> Any:
     return value
 
 
-def as_b_script(a: Report, b: Report) -> Report:
+def _as_b_script(a: Report, b: Report) -> Report:
     """A, with its script named as B's where the two runs ran the same program under two
     names (``train.py``, then a fixed copy ``train_fixed.py``): sites and frames are matched by
     file name, so otherwise every one of them would be new in B and gone from A. Unchanged
@@ -402,7 +402,7 @@ def diff_reports(a: Report, b: Report, noise: Noise | None = None,
 
     noise = noise or Noise()
     diff = Diff(*names)
-    a = as_b_script(a, b)
+    a = _as_b_script(a, b)
     diff.changes += _break_changes(a, b)
     diff.changes += _frame_changes(a, b)
     diff.changes += _timing_changes(a, b, noise)
