@@ -671,12 +671,13 @@ def _zero_one_fix(row: Varying, explanation: FrameExplanation) -> Fix:
     unbacked = (f"torch._dynamo.decorators.mark_unbacked({found[0]}, {found[1]})" if found
                 else "torch._dynamo.decorators.mark_unbacked(tensor, dim)")  # fmt: skip
     return Fix(
-        f"{row.source} was dynamic, then a call came with size 0 or 1: Dynamo compiles sizes 0 "
-        "and 1 on their own (0/1 specialization), so that call has a variant of its own. It "
-        "is one more, bounded: warm it up with one call of that size before serving. To serve "
-        f"it with the dynamic variant instead, mark the dim unbacked before the first call, "
-        f"`{unbacked}` (no 0/1 specialization: the code must not branch on that size), or set "
-        "torch.fx.experimental._config.backed_size_oblivious = True."
+        f"Nothing to fix: {row.source} was dynamic, then a call came with size 0 or 1, and "
+        "Dynamo compiles sizes 0 and 1 on their own (0/1 specialization), so that call has a "
+        "variant of its own: one more, bounded. Warm it up with one call of that size before "
+        f"serving. `{unbacked}` before each call, on every tensor that shares the size, "
+        "serves it with the dynamic variant instead, but only in code that never needs that "
+        "size as a number: in a model that does (a Hugging Face encoder did) it compiles more "
+        "variants, not fewer, so measure before keeping it."
     )
 
 
