@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from pt2doctor.analysis.diff.change import Noise
+from pt2doctor.analysis.diff.change import Change, Noise
 from pt2doctor.analysis.diff.reports import diff_reports
 from pt2doctor.report.redact import SOURCE_REDACTED, redact_report
 
@@ -71,3 +71,22 @@ def test_redact_removes_every_source_line_and_absolute_path() -> None:
     assert redacted["graph_breaks"][0]["site"]["file"] == "examples/serving_loop.py"
     assert SOURCE_REDACTED in text  # the findings' quoted lines
     assert "redacted" not in report  # the input is left alone
+
+
+def test_time_per_call_counts_only_beyond_twice_by_default() -> None:
+    """Two runs of one unchanged program differed by up to 1.9x per call on a shared 2-core
+    machine: 1.9x is no change by default, 2.5x is a regression, and ``per_call_rel`` sets
+    the floor."""
+    a = _demo()
+
+    def slower(factor: float, noise: Noise) -> list[Change]:
+        b = copy.deepcopy(a)
+        for entry in b["compiles"]:
+            if entry["function"] == "forward" and entry["seconds_in_graph"] is not None:
+                entry["seconds_in_graph"] *= factor
+        return [c for c in diff_reports(a, b, noise).changes if c.kind == "time_per_call_s"]
+
+    assert slower(1.9, Noise(per_call_s=0)) == []
+    (change,) = slower(2.5, Noise(per_call_s=0))
+    assert change.regression
+    assert slower(1.9, Noise(per_call_s=0, per_call_rel=0.25))[0].regression

@@ -69,6 +69,10 @@ def load_report(path: Path) -> dict[str, Any]:
 )
 @click.option("--noise-call-s", type=click.FloatRange(min=0), default=Noise.per_call_s,
               show_default=True, help="Per-call time change (s) below which it is noise.")  # fmt: skip
+@click.option("--noise-call", "call_rel", type=click.FloatRange(min=0),
+              default=Noise.per_call_rel, show_default=True,
+              help="Relative per-call time change below which it is noise (1.0 = 2x: two runs "
+              "of one unchanged program differed by up to 1.9x on a shared 2-core machine).")  # fmt: skip
 def diff_command(
     a: Path,
     b: Path,
@@ -77,6 +81,7 @@ def diff_command(
     rel: float,
     noise_compile_s: float,
     noise_call_s: float,
+    call_rel: float,
 ) -> int:
     """Compare two runs A and B (run dirs, report.json files, TORCH_TRACE logs or profiler
     traces): break sites
@@ -86,7 +91,8 @@ def diff_command(
     numbers diverge. Two ablate runs: each rung's result, the failing layer, the smallest
     failing module, the module where numbers diverge. Two profiler traces: step time, device busy time, the kernel groups that moved most, syncs
     and CUDA-graph replays per step."""
-    noise = Noise(rel=rel, compile_s=noise_compile_s, per_call_s=noise_call_s)
+    noise = Noise(rel=rel, compile_s=noise_compile_s, per_call_s=noise_call_s,
+                  per_call_rel=call_rel)  # fmt: skip
     report_a, report_b = load_report(a), load_report(b)
     from pt2doctor.report.types import report_kind
 

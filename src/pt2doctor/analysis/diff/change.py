@@ -17,6 +17,10 @@ class Noise:
     rel: float = 0.25
     compile_s: float = 1.0
     per_call_s: float = 0.0005
+    per_call_rel: float = 1.0
+    """A time per call, summed by the probes with no spread, compared across two processes:
+    two runs of one unchanged program differed by up to 1.9x on a shared 2-core machine (a
+    blind-written sampler, 0.0052 → 0.0101 s), so only beyond 2x is it a change."""
 
 
 @dataclass

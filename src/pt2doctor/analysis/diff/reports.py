@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pt2doctor.analysis.diff.change import Change, Noise, file_name, time_change
@@ -296,9 +296,10 @@ def _timing_changes(a: Report, b: Report, noise: Noise) -> list[Change]:
             f"of {hits[1][1]}: the compile times of starts with other cache states are not "
             "comparable (run both with an empty TORCHINDUCTOR_CACHE_DIR)"))  # fmt: skip
     before, after = _per_call(a), _per_call(b)
+    per_call = replace(noise, rel=noise.per_call_rel)
     for key in sorted(before.keys() & after.keys()):
         changes += time_change("time_per_call_s", key, round(before[key], 6),
-                               round(after[key], 6), noise.per_call_s, noise)  # fmt: skip
+                               round(after[key], 6), noise.per_call_s, per_call)  # fmt: skip
     return changes
 
 
