@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pt2doctor.analysis.findings.model import Finding
 from pt2doctor.analysis.findings.verdicts import (
+    BOUNDED_LEFT,
     NOTHING_LEFT,
     Outcome,
     next_trial,
@@ -68,3 +69,11 @@ def test_a_fix_that_did_not_help_is_replaced_by_what_it_measured_and_the_next() 
         "Tried limit = 12: helped (…). Tried limit = 9 before it: no effect (…). Layers are "
         "constants. Or set 12."
     )
+
+
+def test_a_bounded_findings_failed_try_does_not_say_the_evidence_is_all_there_is() -> None:
+    """An info recompiles finding (bounded, by design) whose one tryable fix did nothing:
+    what is left is to pre-warm, not "no other fix here"."""
+    finding = Finding("info", "recompiles", "t", "", fixes=[Fix("Mark it.", LOW)])
+    advice = tried_advice(finding, [(0, _row(LOW, "no_effect"))])
+    assert advice == f"Tried limit = 9: no effect (…). {BOUNDED_LEFT}"

@@ -314,10 +314,15 @@ def tried_advice(finding: Finding, rows: list[tuple[int, dict[str, Any]]]) -> st
         if after:
             rest = [(i, f"Next: {text}" if i == after[0] else text) for i, text in rest]
         else:
-            rest.append((len(finding.fixes), NOTHING_LEFT))
+            bounded = finding.severity == "info" and finding.code == "recompiles"
+            rest.append((len(finding.fixes), BOUNDED_LEFT if bounded else NOTHING_LEFT))
     return " ".join(said + [text for _, text in rest])
 
 
+BOUNDED_LEFT = (
+    "Nothing else needs fixing: the variants are bounded; call the compiled code once in each "
+    "before timing or serving."
+)
 NOTHING_LEFT = (
     "No other fix here is one pt2doctor can apply: the evidence says what differs between the "
     "variants."
