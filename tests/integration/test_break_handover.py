@@ -97,3 +97,25 @@ def test_a_batch_of_one_after_the_batch_went_dynamic_is_its_own_variant_by_desig
     fixed = (tmp_path / "fixed" / "stdout.log").read_text().splitlines()
     assert plain[-2] == "graphs: 3" and fixed[-2] == "graphs: 1"
     assert plain[-1].startswith("checksum: ") and plain[-1] == fixed[-1]
+
+
+MOE = PROGRAM.with_name("run_moe_empty_check.py")
+
+
+def test_an_empty_selection_check_in_an_expert_loop_is_told_to_go(tmp_path: Path) -> None:
+    """run_moe_empty_check.py: ``if token_idx.numel() == 0: continue`` on an unbacked size,
+    inside the expert loop. Its records say "graph break in loop" first and "Data-dependent
+    branching" under it: the site is the branch, not an unsupported builtin, and the fix is
+    to drop the check (torch's "use torch.cond" left out); applied (PT2D_FIXED=1), one graph,
+    no break, the same loss."""
+    report = doctor_report(tmp_path / "plain", MOE)
+    (site,) = report["graph_breaks"]
+    assert site["site"]["line"] == marker_in(MOE, "check")
+    assert site["gb_type"] == "Data-dependent branching"
+    (finding,) = [f for f in report["findings"] if f["code"] == "graph_break"]
+    assert "drop the check" in finding["advice"] and "torch.cond" not in finding["advice"]
+    fixed = doctor_report(tmp_path / "fixed", MOE, env={"PT2D_FIXED": "1"})
+    assert fixed["summary"]["graph_breaks"] == 0 and fixed["summary"]["graphs"] == 1
+    loss = [(tmp_path / name / "stdout.log").read_text().splitlines()[-1]
+            for name in ("plain", "fixed")]  # fmt: skip
+    assert loss[0].startswith("loss: ") and loss[0] == loss[1]

@@ -555,6 +555,20 @@ def _returned_branch(code: str, following: list[str]) -> str | None:
     )
 
 
+_EMPTY_CHECK = lazy_compile(
+    r"^\s*if\s+(?:(?P<of>[\w.\[\]]+)\.numel\(\)\s*==\s*0|len\((?P<len>[\w.\[\]]+)\)\s*==\s*0"
+    r"|not\s+(?P<not>[\w.\[\]]+)\.numel\(\))(?:\s+(?:and|or)\s+.+)?\s*:"
+)
+EMPTY_CHECK_ADVICE = (
+    "`{code}` asks whether a selection made from tensor values (a mask, nonzero, where) is "
+    "empty: its size is unknown until run time, so the check is a data-dependent branch. The "
+    "code after it usually works on zero rows as well (a matmul of 0 rows gives 0 rows, "
+    "index_add_ of nothing adds nothing): drop the check, and the break with it, after "
+    "confirming that path on an empty selection. Where the code needs the size to be "
+    "non-zero, state it with torch._check({of}.numel() > 0) instead of branching."
+)
+
+
 def _scalar_advice(event: GraphBreakEvent, following: list[str] | None = None) -> str:
     code = (event.site and event.site.code) or ""
     masked = _mask_branch(code, following or [])
@@ -589,6 +603,10 @@ def _scalar_advice(event: GraphBreakEvent, following: list[str] | None = None) -
     returned = _returned_branch(code, following or [])
     if returned is not None:
         return returned
+    empty = _EMPTY_CHECK.match(code)
+    if empty is not None:
+        of = empty["of"] or empty["len"] or empty["not"]
+        return OwnFix(EMPTY_CHECK_ADVICE.format(code=code.strip(), of=of))
     return (
         "The tensor value read here decides a Python branch, so "
         "torch._dynamo.config.capture_scalar_outputs does not help. Replace the branch with "

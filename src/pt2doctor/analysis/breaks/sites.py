@@ -225,11 +225,13 @@ def graph_break_sites(ledger: Ledger) -> list[GraphBreakSite]:
     events += [("", event) for event in _resume_events(ledger, seen)]
     sites: dict[tuple[str | None, int | None, str | None], GraphBreakSite] = {}
     broke: dict[tuple[str | None, int | None, str | None], set[tuple[str, str]]] = {}
+    telling = _telling_events(events)
     for stream, event in events:
         where = event.site or SourceLine(None, None, None)
         key = (where.file, where.line, where.function)
         site = sites.get(key)
         if site is None:
+            stream, event = telling.get(key, (stream, event))
             category = categorize_break(event)
             known = known_break(where.file, where.function, event)
             site = GraphBreakSite(
@@ -268,6 +270,28 @@ def graph_break_sites(ledger: Ledger) -> list[GraphBreakSite]:
     for site in sites.values():
         site.advice = site_advice(site)
     return list(sites.values())
+
+
+_IN_LOOP = "gb7000"
+"""torch's "graph break in loop": a frame with a loop that broke is skipped; the break that
+made it has its own record at the same line, in the frame Dynamo tried next."""
+
+
+def _telling_events(
+    events: list[tuple[str, GraphBreakEvent]],
+) -> dict[tuple[str | None, int | None, str | None], tuple[str, GraphBreakEvent]]:
+    """Per site, the event that says what broke: one with a registry id that is not the loop
+    wrapper (``Data-dependent branching``, gb0170), else any that is not the loop wrapper
+    (``Could not guard on data-dependent expression``), else the first."""
+    found: dict[tuple[str | None, int | None, str | None], tuple[int, str, GraphBreakEvent]] = {}
+    for stream, event in events:
+        where = event.site or SourceLine(None, None, None)
+        key = (where.file, where.line, where.function)
+        loop = event.gb_id == _IN_LOOP or event.gb_type == "graph break in loop"
+        rank = 2 if loop else (0 if event.gb_id else 1)
+        if key not in found or rank < found[key][0]:
+            found[key] = (rank, stream, event)
+    return {key: (stream, event) for key, (_, stream, event) in found.items()}
 
 
 def _fold_into_user_lines(
