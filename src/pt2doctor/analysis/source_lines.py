@@ -5,6 +5,7 @@ break goes (analysis/breaks), the body of a loop whose count is guarded (analysi
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from pt2doctor.trace.types import SourceLine
@@ -52,3 +53,31 @@ def parameters_at(file: str | None, line: int | None) -> frozenset[str] | None:
     args = max(around, key=lambda node: node.lineno).args
     every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
     return frozenset(arg.arg for arg in every if arg is not None)
+
+
+@functools.lru_cache(maxsize=64)
+def _tree(file: str) -> ast.Module | None:
+    try:
+        return ast.parse(Path(file).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def enclosing_class(file: str | None, line: int | None, function: str | None) -> str | None:
+    """The class whose body defines ``function`` at ``line`` of ``file`` (a frame's first line:
+    its ``def`` or its first decorator), read from the user's file: a frame whose ``self``
+    the log does not type (Dynamo skipped it) is still ``MoE.forward``. None when unknown."""
+    if not file or line is None or not function:
+        return None
+    tree = _tree(file)
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name == function:
+                first = min([item.lineno, *(d.lineno for d in item.decorator_list)])
+                if line in (item.lineno, first):
+                    return node.name
+    return None

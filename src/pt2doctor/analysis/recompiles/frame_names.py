@@ -16,6 +16,8 @@ from typing import Any, NamedTuple
 
 from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.ledger import FrameEntry
+from pt2doctor.analysis.source_lines import enclosing_class
+from pt2doctor.trace.messages import is_user_file
 from pt2doctor.trace.patterns import lazy_compile
 
 # Code names generic decorators give their inner function (wrapper, wrapped_func, _inner,
@@ -89,6 +91,8 @@ def frame_name(frame: FrameEntry) -> FrameName:
         if method:
             return FrameName(method, _through(frame))
         return FrameName(function)
+    if cls is None and frame.file and is_user_file(frame.file):
+        cls = enclosing_class(frame.file, frame.line, frame.function)  # a skipped frame's
     return FrameName(f"{cls}.{function}" if cls else function)
 
 
