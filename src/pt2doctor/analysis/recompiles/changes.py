@@ -213,9 +213,11 @@ and 1 on their own (0/1 specialization), whichever came."""
 def _text_change(failure: FailedGuard, new_values: dict[str, str]) -> SourceChange:
     text = failure.text.strip()
     small = _AT_LEAST_TWO.fullmatch(text)
-    if small is not None:  # a dynamic size got 0 or 1: specialized, a variant of its own
-        expr = user_expr(small["dim"])
-        return SourceChange(expr, "size", "dynamic", new_values.get(expr.text) or ZERO_ONE)
+    new = new_values.get(user_expr(small["dim"]).text) if small is not None else None
+    if small is not None and new in (None, "0", "1"):
+        # a dynamic size got 0 or 1: specialized, a variant of its own (a new value the new
+        # compile keeps dynamic, past the upper bound, is a branch's: below)
+        return SourceChange(user_expr(small["dim"]), "size", "dynamic", new or ZERO_ONE)
     length = _LENGTH.fullmatch(text) or _LENGTH_IS.fullmatch(text)
     if length is not None:  # a dict or list of another length (kwargs with one key more)
         source = length_of(user_expr(length["of"]))
