@@ -63,7 +63,7 @@ def test_fail_on_regression_exits_1_and_names_both_values(runs, capsys):
     assert "REGRESSION recompiles of frame scaled" in text
     assert "variants 1 → 2; causes {} → {python_constant}" in text
     assert "bounded → bounded" in text  # one variant before; a flag with 2 values after
-    assert "2 regressions" in out
+    assert "2 regressions among 2 changes" in out
 
 
 def test_same_run_and_its_report_json_have_no_difference(runs, capsys):

@@ -85,9 +85,13 @@ def render_diff_terminal(diff: DiffDict, console: Console) -> None:
             f"{escape(_value(change['before']))} → {escape(_value(change['after']))}"
             + (f" [dim]({escape(change['detail'])})[/]" if change["detail"] else "")
         )
-    console.print(
-        f"\n{counted(diff['regressions'], 'regression')}, {counted(len(diff['changes']), 'change')}"
-    )
+    console.print(f"\n{_tally(diff)}")
+
+
+def _tally(diff: DiffDict) -> str:
+    """``2 regressions among 5 changes``: the regressions are some of the changes."""
+    return (f"{counted(diff['regressions'], 'regression')} among "
+            f"{counted(len(diff['changes']), 'change')}")  # fmt: skip
 
 
 def render_diff_markdown(diff: DiffDict) -> str:
@@ -112,7 +116,5 @@ def render_diff_markdown(diff: DiffDict) -> str:
         lines += ["Why the caches missed:", ""]
         lines += [f"- {md_code(c['subject'])}: {md_text(c['detail'])}" for c in causes]
         lines.append("")
-    lines.append(
-        f"{counted(diff['regressions'], 'regression')}, {counted(len(diff['changes']), 'change')}"
-    )
+    lines.append(_tally(diff))
     return "\n".join(lines) + "\n"
