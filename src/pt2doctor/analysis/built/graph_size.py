@@ -132,14 +132,15 @@ def _unrolled(entry: CompileEntry, group: list[GraphLine], total: int) -> Findin
     ops, repeats = sum(line.ops for line in group), _repeats(group[0])
     first, last = min(line.line for line in group), max(line.line for line in group)
     where = f"line {first}" if first == last else f"lines {first}-{last}"
-    code = group[0].code if len(group) == 1 else f"{group[0].code} ..."
+    head = min(group, key=lambda line: line.line)  # the code quoted is the line named
+    code = head.code if len(group) == 1 else f"{head.code} ..."
     seconds = entry.record.compile_time_s
     cost = "" if seconds is None else f", compiled in {seconds:.1f} s"
     codegen = entry.phases.get("inductor_codegen", 0.0) + entry.phases.get("cpp_triton_build", 0.0)
     if seconds is not None and codegen:
         cost += f" ({codegen:.1f} s of it Inductor codegen and kernel build)"
     big = ops >= _MANY_OPS or (seconds or 0) >= _SLOW_COMPILE_S
-    evidence = [f"{group[0].file}:{first}: {code}", f"graph {entry.compile_id}: {total} ops{cost}"]
+    evidence = [f"{head.file}:{first}: {code}", f"graph {entry.compile_id}: {total} ops{cost}"]
     share = f"{ops} of the graph's {total} ops ({ops / total:.0%})"
     subject = Subject("lines", group[0].function, group[0].file, first, group[0].function)
     if max(len(line.owners) for line in group) >= repeats:  # each copy on its own weights
