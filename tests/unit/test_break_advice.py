@@ -253,3 +253,29 @@ def test_a_by_design_site_drops_torchs_hints() -> None:
     advice = site_advice(site)
     assert "Remove the" not in advice and "gb0025" not in advice
     assert advice.endswith(known.fix)
+
+
+def _scalar_fix(code: str, following: list[str]) -> str:
+    """The advice for a data-dependent-scalar break at ``code``, the user's next lines
+    ``following``."""
+    event = GraphBreakEvent("0/0", SourceLine("/app/model.py", 7, "forward", code),
+                            "Data-dependent branching", "Data-dependent branching")  # fmt: skip
+    return break_advice("data_dependent_scalar", event, False, following)
+
+
+def test_the_lengths_loop_mask_names_the_tensor_that_gives_the_lengths_and_needs_a_row() -> None:
+    """The mask fix only for rows cut by a length (``x[i, :n]``), with the lengths taken from
+    the ``.tolist()`` at the name's place in a ``zip``; a cut of dim 0 (``x[:n]``) is not it."""
+    zipped = _scalar_fix("for ids, n in zip(a.tolist(), lengths.tolist()):",
+                         ["    out.append(x[ids, :n])"])  # fmt: skip
+    assert "lengths[:, None]" in zipped and "a[:, None]" not in zipped
+    assert "lengths that cut" not in _scalar_fix("for n in counts.tolist():",
+                                                 ["    out.append(x[:n])"])  # fmt: skip
+
+
+def test_an_empty_check_with_more_to_it_is_not_told_to_go() -> None:
+    """``if idx.numel() == 0 or idx.max() >= n:`` guards more than emptiness."""
+    plain = _scalar_fix("if token_idx.numel() == 0:", ["    continue"])
+    assert "drop the check" in plain
+    compound = _scalar_fix("if idx.numel() == 0 or idx.max() >= n:", ["    raise IndexError"])
+    assert "drop the check" not in compound

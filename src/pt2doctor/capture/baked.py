@@ -6,12 +6,14 @@ computed it looks; only a value seen to differ between two starts is named.
 
 The watched process reads the previous start's values before its first compile (capture/
 probes.py, in the ``cache_dir`` event); ``pt2doctor run`` writes this start's after the report.
-Keyed by the program (its script's absolute path), each ``{"frame | expression": value}``.
+Keyed by the program (its script's path, text hash and arguments: :func:`program_key`), each
+``{"frame | expression": value}``.
 Standard library only (the watched interpreter may lack pt2doctor's dependencies)."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sys
@@ -25,11 +27,20 @@ MAX_PROGRAMS = 200
 
 
 def program_key(argv: list[str] | None = None) -> str:
-    """The program as the next start will name it: its script's absolute path (``-m pkg``'s
-    module name; the interpreter's ``-c`` for a string)."""
+    """The program as the next start will name it: its script's absolute path, a hash of the
+    script's text and its arguments (``/w/train.py#3f2a9c01 --lr 0.1``), so that an edited
+    script or other arguments (``--scale 0.6``) are another program, whose other constants
+    are no evidence of values drawn at start-up. A ``-c`` string or ``-m`` module (argv[0]
+    is ``-c`` or a module's file) is keyed by what argv holds."""
     argv = sys.argv if argv is None else argv
     first = argv[0] if argv else ""
-    return os.path.abspath(first) if first and first not in ("-c", "-m") else first
+    if not first or first in ("-c", "-m"):
+        return " ".join(argv)
+    path = os.path.abspath(first)
+    digest = "?"
+    with contextlib.suppress(OSError):
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+    return " ".join([f"{path}#{digest}", *argv[1:]])
 
 
 def _path(cache_dir: str) -> Path:

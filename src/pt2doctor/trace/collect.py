@@ -213,12 +213,16 @@ def _caller(stack: list[Any]) -> dict[str, Any] | None:
 
 
 def _call_site(stack: list[Any]) -> SourceLine | None:
-    """The innermost frame of the user's own code below the compiled one (a file outside
-    torch, installed packages and the standard library)."""
+    """The user's line that called the compiled frame: the first frame below it that is not
+    torch's (``nn.Module.__call__``, the compile wrapper), when it is the user's own code;
+    None when a library called it (``model.generate(...)`` builds the tensors it passes)."""
     for frame in reversed(stack[:-1]):
         filename = frame.get("filename") if isinstance(frame, dict) else None
-        if isinstance(filename, str) and filename and is_user_file(filename):
-            return _frame_line(frame)
+        if not isinstance(filename, str) or not filename:
+            return None
+        if "/torch/" in filename.replace("\\", "/"):
+            continue
+        return _frame_line(frame) if is_user_file(filename) else None
     return None
 
 

@@ -489,18 +489,46 @@ LENGTHS_LOOP_ADVICE = (
     "the division, a max uses `{tensor}.masked_fill(~keep[..., None], float('-inf'))`): no "
     ".tolist(), no break, one graph for every batch."
 )
-_READ_OF = lazy_compile(r"(?:enumerate|zip)?\(?\s*(?P<tensor>[\w.]+)\.tolist\(\)")
+_TOLIST = lazy_compile(r"^\s*(?P<tensor>[\w.]+)\.tolist\(\)\s*$")
+
+
+def _read_from(loop: re.Match[str], name: str) -> str | None:
+    """The tensor whose ``.tolist()`` gives the loop's ``name``: ``lengths`` for ``n`` in
+    ``for i, n in enumerate(lengths.tolist())`` or ``for ids, n in zip(a.tolist(),
+    lengths.tolist())``; None when the loop does not say."""
+    names = [part.strip(" ()") for part in loop["names"].split(",")]
+    values = loop["values"].strip()
+    if values.startswith("enumerate(") and values.endswith(")") and names[-1:] == [name]:
+        read = _TOLIST.match(values[len("enumerate(") : -1])
+        return read["tensor"] if read else None
+    if values.startswith("zip(") and values.endswith(")") and name in names:
+        parts = [values[len("zip(") : -1][a:b] for a, b in _top_level_parts(values[4:-1])]
+        if len(parts) == len(names):
+            read = _TOLIST.match(parts[names.index(name)])
+            return read["tensor"] if read else None
+        return None
+    read = _TOLIST.match(values)
+    return read["tensor"] if read and names == [name] else None
+
+
+def _top_level_parts(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of each comma-separated part of ``text`` at its top level."""
+    commas = [index for index, char in _top_level(text) if char == ","]
+    bounds = [-1, *commas, len(text)]
+    return [(bounds[k] + 1, bounds[k + 1]) for k in range(len(bounds) - 1)]
 
 
 def _lengths_loop(loop: re.Match[str], line: str, used: set[str]) -> str | None:
-    """The loop's body slices a tensor by a value it read (``x[i, :n]``): lengths that cut
-    rows, whose fix is a mask (LENGTHS_LOOP_ADVICE), not bookkeeping."""
+    """The loop's body cuts each row of a tensor by a value it read (``x[i, :n]``, ``i`` the
+    loop's row index): lengths that cut rows, whose fix is a mask over dim 1
+    (LENGTHS_LOOP_ADVICE), not bookkeeping."""
+    names = {part.strip(" ()") for part in loop["names"].split(",")}
     for name in used:
-        cut = re.search(rf"(?P<tensor>[A-Za-z_]\w*)\[[^\]]*:\s*{name}\b", line)
-        read = _READ_OF.search(loop["values"])
-        if cut is not None and read is not None:
+        cut = re.search(rf"(?P<tensor>[A-Za-z_]\w*)\[\s*(?P<row>\w+)\s*,\s*:\s*{name}\s*\]", line)
+        lengths = _read_from(loop, name)
+        if cut is not None and cut["row"] in names - {name} and lengths is not None:
             return LENGTHS_LOOP_ADVICE.format(store=line.strip(), tensor=cut["tensor"],
-                                              lengths=read["tensor"])  # fmt: skip
+                                              lengths=lengths)  # fmt: skip
     return None
 
 
@@ -557,7 +585,7 @@ def _returned_branch(code: str, following: list[str]) -> str | None:
 
 _EMPTY_CHECK = lazy_compile(
     r"^\s*if\s+(?:(?P<of>[\w.\[\]]+)\.numel\(\)\s*==\s*0|len\((?P<len>[\w.\[\]]+)\)\s*==\s*0"
-    r"|not\s+(?P<not>[\w.\[\]]+)\.numel\(\))(?:\s+(?:and|or)\s+.+)?\s*:"
+    r"|not\s+(?P<not>[\w.\[\]]+)\.numel\(\))\s*:"
 )
 EMPTY_CHECK_ADVICE = (
     "`{code}` asks whether a selection made from tensor values (a mask, nonzero, where) is "

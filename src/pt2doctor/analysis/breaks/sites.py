@@ -231,27 +231,28 @@ def graph_break_sites(ledger: Ledger) -> list[GraphBreakSite]:
         key = (where.file, where.line, where.function)
         site = sites.get(key)
         if site is None:
-            stream, event = telling.get(key, (stream, event))
-            category = categorize_break(event)
-            known = known_break(where.file, where.function, event)
+            # the site is told by the record that says what broke; every record counts below
+            told_stream, told = telling.get(key, (stream, event))
+            category = categorize_break(told)
+            known = known_break(where.file, where.function, told)
             site = GraphBreakSite(
                 site=where,
                 category=category,
-                reason=event.reason,
-                gb_type=event.gb_type,
-                hints=event.hints,
-                user_stack=event.user_stack,
-                gb_id=event.gb_id,
+                reason=told.reason,
+                gb_type=told.gb_type,
+                hints=told.hints,
+                user_stack=told.user_stack,
+                gb_id=told.gb_id,
                 fix=known.fix
                 if known
                 else break_advice(
                     category,
-                    event,
+                    told,
                     inlined(
-                        event.site,
-                        frames.get((stream, event.compile_id), SourceLine(None, None, None)),
+                        told.site,
+                        frames.get((told_stream, told.compile_id), SourceLine(None, None, None)),
                     ),
-                    following_code(event.site) if category == "data_dependent_scalar" else None,
+                    following_code(told.site) if category == "data_dependent_scalar" else None,
                 ),
                 known=known is not None,
                 by_design=bool(known and known.by_design),

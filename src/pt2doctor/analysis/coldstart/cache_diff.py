@@ -90,6 +90,16 @@ def _is_graph(name: str) -> bool:
     return name.startswith(GRAPH_COMPONENTS)
 
 
+def _baked_changes(a: Report, b: Report) -> list[tuple[str, str, str]]:
+    """(expression, A's value, B's) of each float both runs baked into their graphs with
+    other values (``cold_start.baked_constants``): why the graph, and its key, differs when
+    the code does not."""
+    before = (a.get("cold_start") or {}).get("baked_constants") or {}
+    after = (b.get("cold_start") or {}).get("baked_constants") or {}
+    return [(key.rsplit(" | ", 1)[-1], str(value), str(after[key]))
+            for key, value in before.items() if key in after and after[key] != value][:MAX_NAMED]  # fmt: skip
+
+
 def _cause(place: str, cache: str, a: Report, b: Report, rows: tuple[Any, Any]) -> Change | None:
     before, after = rows[0]["caches"][cache], rows[1]["caches"][cache]
     if {before["status"], after["status"]} == {"bypass", "hit"}:
@@ -113,11 +123,17 @@ def _cause(place: str, cache: str, a: Report, b: Report, rows: tuple[Any, Any]) 
     # B compiles another graph (the code changed): a new key, so a miss, is what the edit costs
     # once, not something that went wrong.
     new_graph = any(_is_graph(c["name"]) for c in components)
+    baked = _baked_changes(a, b) if new_graph else []
+    new_graph = new_graph and not baked  # the same code baking another float: the cause
     detail = (
         _detail(components, same_key)
         if after["status"] == "miss"
         else "B hit" + (" the entry A wrote (same key)" if same_key else "")
     )
+    if baked and after["status"] == "miss":
+        named = ", ".join(f"{k}: {x} → {y}" for k, x, y in baked)
+        detail = (f"B's graph bakes other values than A's ({named}): a float that changes between "
+                  f"starts changes the key (cache_key_constant); {detail}")  # fmt: skip
     if new_graph and after["status"] == "miss":
         detail = (
             "B compiles another graph than A here (its code or its inputs differ), so its key "

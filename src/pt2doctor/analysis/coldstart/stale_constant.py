@@ -54,12 +54,14 @@ def _guarded(frame: FrameEntry, compile_id: str, expression: str) -> bool:
     """Whether compile ``compile_id`` guards ``expression`` in any form (``((1 + L['step'])
     % 2) != 0`` guards ``(1 + step) % 2``: the variant serves the other side of a branch, and
     its table shows no value for it)."""
-    wanted = expression.replace(" ", "")
+    # The expression compared by value (== or !=, the two sides of a branch): an inequality
+    # (``1 - decay > 0``) does not pin the value the cached code computes with.
+    wanted = re.compile(re.escape(expression.replace(" ", "")) + r"\)*(?:==|!=)")
     for entry in frame.compiles:
         if entry.compile_id == compile_id:
             codes = (_LOCAL.sub(r"\1", guard.code or "").replace(" ", "")
                      for guard in entry.record.guards or [])  # fmt: skip
-            return any(wanted in code for code in codes)
+            return any(wanted.search(code) for code in codes)
     return False
 
 

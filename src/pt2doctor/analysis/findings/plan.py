@@ -73,9 +73,10 @@ def plan(findings: list[Finding]) -> list[PlanItem]:
         if f.severity in ("error", "warning") and (step := SPECS[f.code].step) is not None
     ]
     broken = {_site_key(_site(f)) for _, f in actionable if f.code == "graph_break"} - {None}
-    skipped = {
-        (f.subject.file, f.subject.function) for _, f in actionable if f.code == "frame_skipped"
-    }
+    skipped = {  # a frame skipped whole (not one recompile Dynamo gave up on: facts.partial)
+        (f.subject.file, f.subject.function) for _, f in actionable
+        if f.code == "frame_skipped" and not f.facts.get("partial")
+    }  # fmt: skip
     # A break's cost under 5% of the step is info, and still the break line's saving.
     cost = {_site_key(_site(f)): f.saves_ms for f in findings if f.code == "graph_break_cost"}
     # The frames a break split off recompile for what the break left on the stack: one

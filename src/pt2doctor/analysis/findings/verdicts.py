@@ -239,9 +239,10 @@ RANDOM_DRAWN = (
 )
 _RANDOM_CODE = re.compile(
     r"\btorch\.(?:rand|randn|randint|randperm|rand_like|randn_like|randint_like|bernoulli|"
-    r"normal|multinomial|poisson)\(|\.(?:bernoulli_|uniform_|normal_|random_|exponential_)\(|"
-    r"\bdropout\w*\("
+    r"normal|multinomial|poisson)\(|\.(?:bernoulli_|uniform_|normal_|random_|exponential_)\("
 )
+"""A line that draws random numbers whatever mode its module is in (a dropout module draws
+none in eval: its kernels say whether it did, _RANDOM_KERNEL)."""
 _RANDOM_KERNEL = re.compile(r"(?:^|_)(?:rand|randn|bernoulli|native_dropout)(?:_|$)")
 
 

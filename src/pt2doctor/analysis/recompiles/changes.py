@@ -210,6 +210,11 @@ ZERO_ONE = "0 or 1"
 and 1 on their own (0/1 specialization), whichever came."""
 
 
+def went_zero_one(kind: str, values: list[str]) -> bool:
+    """A size that was dynamic and then got 0 or 1 (its own variant by design)."""
+    return kind == "size" and "dynamic" in values and values[-1:] in ([ZERO_ONE], ["0"], ["1"])
+
+
 def _text_change(failure: FailedGuard, new_values: dict[str, str]) -> SourceChange:
     text = failure.text.strip()
     small = _AT_LEAST_TWO.fullmatch(text)

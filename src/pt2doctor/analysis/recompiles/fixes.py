@@ -34,8 +34,8 @@ from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.changes import (
     FLAG_KINDS,
     LAYOUT_KINDS,
-    ZERO_ONE,
     SourceChange,
+    went_zero_one,
 )
 from pt2doctor.analysis.recompiles.fix_model import (
     CARRIED,
@@ -245,7 +245,10 @@ def _keyword_passed(call_site: SourceLine | None, name: str) -> str | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             for keyword in node.keywords:
-                if keyword.arg == name:
+                # a name or a name's item/attribute: what the line made (ids.to(device)) is a
+                # new tensor at every call, and a mark on it marks nothing the user holds
+                plain = not any(isinstance(n, ast.Call) for n in ast.walk(keyword.value))
+                if keyword.arg == name and plain:
                     passed.add(ast.unparse(keyword.value))
                 elif keyword.arg is None and isinstance(keyword.value, ast.Name):
                     passed.add(f"{keyword.value.id}['{name}']")
@@ -261,10 +264,21 @@ def _positional_passed(call_site: SourceLine | None, index: int) -> str | None:
         tree = ast.parse(code)
     except SyntaxError:
         return None
-    passed = [node.args[index] for node in ast.walk(tree)
-              if isinstance(node, ast.Call) and len(node.args) > index]  # fmt: skip
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    # ``model(x.to(device))``: device is .to's argument, not the model's; the model gets a
+    # tensor the line made, which no mark reaches
+    if any(isinstance(c.func, ast.Attribute) and c.func.attr in _TENSOR_METHODS for c in calls):
+        return None
+    passed = [c.args[index] for c in calls if len(c.args) > index]
     names = {arg.id for arg in passed if isinstance(arg, ast.Name)}
     return names.pop() if len(names) == 1 else None
+
+
+_TENSOR_METHODS = frozenset({
+    "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "long", "int", "contiguous",
+    "view", "reshape", "unsqueeze", "squeeze", "permute", "transpose", "flatten", "expand",
+    "clone", "detach", "type", "pin_memory",
+})  # fmt: skip
 
 
 def _passed_at(call_site: SourceLine | None, keywords: list[str]) -> str | None:
@@ -714,7 +728,7 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
             continue  # the branch's fix above
         if row in handed:
             continue
-        if row.kind == "size" and row.values[-1:] == [ZERO_ONE]:
+        if went_zero_one(row.kind, row.values):
             fixes.append(_zero_one_fix(row, explanation))
             continue
         hooked = hooks_of(row)

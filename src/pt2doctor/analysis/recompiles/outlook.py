@@ -34,6 +34,7 @@ from pt2doctor.analysis.recompiles.changes import (
     dynamic_exprs,
     kind_words,
     nearest_changes,
+    went_zero_one,
 )
 from pt2doctor.analysis.recompiles.guards import BRANCH_LINE
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FrameEntry, produced_code
@@ -381,7 +382,7 @@ def _to_one(row: Varying) -> bool:
     """A size that changed once, to or from 1 (a prompt, then one token at a time): Dynamo
     always specializes sizes 0 and 1, so the size-1 calls are one variant of their own and the
     other size still goes dynamic if it changes (bounded)."""
-    if row.kind == "size" and row.values[-1:] == [ZERO_ONE]:  # dynamic, then 0 or 1
+    if went_zero_one(row.kind, row.values):  # dynamic, then 0 or 1
         return True
     return (row.kind == "size" and not row.dynamic and row.changes < 2
             and len(row.values) == 2 and bool({"0", "1"} & set(row.values)))  # fmt: skip
