@@ -39,11 +39,8 @@ def parameters_at(file: str | None, line: int | None) -> frozenset[str] | None:
     """The parameter names of the innermost function of ``file`` around ``line`` (a graph
     break's line: the function the code after it resumes); None when the file cannot be read
     or no function holds the line."""
-    if not file or line is None:
-        return None
-    try:
-        tree = ast.parse(Path(file).read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+    tree = _tree(file) if file and line is not None else None
+    if tree is None or line is None:
         return None
     around = [node for node in ast.walk(tree)
               if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pt2doctor.analysis.coldstart.cache_diff import graphs_by_place
-from pt2doctor.analysis.diff.change import Change, file_name
+from pt2doctor.analysis.diff.change import Change, file_name, not_comparable
 
 Report = Mapping[str, Any]
 _ORDER = re.compile(r"_\d+$")
@@ -202,8 +202,7 @@ def graph_changes(a: Report, b: Report) -> list[Change]:
         dynamic = (_dynamic_sources(old), _dynamic_sources(new))
         for change in (_ops_change(subject, old, new, lines), _kernels_change(subject, old, new)):
             if change is not None and change.regression and dynamic[0] != dynamic[1]:
-                change = Change(change.kind, change.subject, change.before, change.after, False,
-                                f"{change.detail}; {OTHER_SHAPES}")  # fmt: skip
+                change = not_comparable(change, OTHER_SHAPES)
             if change is not None:
                 changes.append(change)
     return changes

@@ -18,6 +18,7 @@ from pt2doctor.analysis.coldstart.caches import (
 from pt2doctor.analysis.coldstart.explain import (
     INDUCTOR_CACHES,
     baked_constants,
+    baked_key_parts,
     cache_state,
     cold_start_phases,
     cold_start_section,
@@ -201,7 +202,7 @@ def cache_key_constant_findings(run: Run, ledger: Ledger) -> list[Finding]:
     stores = [] if probes is None else probes.attribute_stores
     names, lines, first = [], [], None
     for key, (was, value) in changed.items():
-        frame_shown, source = key.rsplit(" | ", 1)
+        frame_shown, source = baked_key_parts(key)
         names.append(source)
         attr = source.rsplit(".", 1)[-1] if "." in source else None
         store = next((s for s in stores if attr and s.get("attr") == attr), None)

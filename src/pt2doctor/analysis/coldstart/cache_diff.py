@@ -17,6 +17,7 @@ from pathlib import PurePath
 from typing import Any
 
 from pt2doctor.analysis.coldstart.caches import full_components
+from pt2doctor.analysis.coldstart.explain import baked_key_parts
 from pt2doctor.analysis.diff.change import Change
 
 Report = Mapping[str, Any]
@@ -96,7 +97,7 @@ def _baked_changes(a: Report, b: Report) -> list[tuple[str, str, str]]:
     the code does not."""
     before = (a.get("cold_start") or {}).get("baked_constants") or {}
     after = (b.get("cold_start") or {}).get("baked_constants") or {}
-    return [(key.rsplit(" | ", 1)[-1], str(value), str(after[key]))
+    return [(baked_key_parts(key)[1], str(value), str(after[key]))
             for key, value in before.items() if key in after and after[key] != value][:MAX_NAMED]  # fmt: skip
 
 

@@ -314,8 +314,17 @@ def baked_constants(ledger: Ledger, missed_only: bool = False) -> dict[str, str]
                 continue
             for expr, value in guard_values(entry.record).items():
                 if _FLOAT.fullmatch(value):
-                    found.setdefault(f"{display_name(frame)} | {expr.text}", value)
+                    found.setdefault(f"{display_name(frame)}{_BAKED_SEP}{expr.text}", value)
     return found
+
+
+_BAKED_SEP = " | "
+
+
+def baked_key_parts(key: str) -> tuple[str, str]:
+    """(frame, expression) of a :func:`baked_constants` key."""
+    frame, _, expression = key.rpartition(_BAKED_SEP)
+    return frame, expression
 
 
 def cold_start_section(

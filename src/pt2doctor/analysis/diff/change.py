@@ -58,3 +58,10 @@ def time_change(kind: str, subject: str, before: Any, after: Any, floor: float,
     if _faster(before, after, floor, noise):
         return [Change(kind, subject, before, after, False, "faster beyond noise")]
     return []
+
+
+def not_comparable(change: Change, why: str) -> Change:
+    """``change``, no longer a regression: ``why`` the two values measure different things
+    (appended to its detail)."""
+    return Change(change.kind, change.subject, change.before, change.after, False,
+                  f"{change.detail}; {why}")  # fmt: skip

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from pt2doctor.analysis.diff.change import Change, Noise, file_name, time_change
+from pt2doctor.analysis.diff.change import Change, Noise, file_name, not_comparable, time_change
 
 Report = dict[str, Any]
 ENV_KEYS = ("torch_version", "torch_commit", "python_version", "triton_version", "cuda_version",
@@ -265,12 +265,6 @@ def _hits(report: Report) -> tuple[int, int]:
     return int(lookups.get("hit") or 0), sum(int(n or 0) for n in lookups.values())
 
 
-def _not_comparable(changes: list[Change], why: str) -> list[Change]:
-    """The time changes, none a regression: ``why`` the two times measure different things."""
-    return [Change(c.kind, c.subject, c.before, c.after, False, f"{c.detail}; {why}")
-            for c in changes]  # fmt: skip
-
-
 def _breaks_by_function(report: Report) -> dict[tuple[str, str], set[tuple[str, str, str]]]:
     """(file name, function) -> the graph-break sites in it, by identity (no line)."""
     found: dict[tuple[str, str], set[tuple[str, str, str]]] = {}
@@ -291,10 +285,12 @@ def _timing_changes(a: Report, b: Report, noise: Noise) -> list[Change]:
     )
     hits = (_hits(a), _hits(b))
     if changes and hits[0][0] * hits[1][1] != hits[1][0] * hits[0][1]:
-        changes = _not_comparable(changes, (
+        why = (
             f"A's compiles hit the cache {hits[0][0]} of {hits[0][1]} times, B's {hits[1][0]} "
             f"of {hits[1][1]}: the compile times of starts with other cache states are not "
-            "comparable (run both with an empty TORCHINDUCTOR_CACHE_DIR)"))  # fmt: skip
+            "comparable (run both with an empty TORCHINDUCTOR_CACHE_DIR)"
+        )
+        changes = [not_comparable(change, why) for change in changes]
     before, after = _per_call(a), _per_call(b)
     per_call = replace(noise, rel=noise.per_call_rel)
     for key in sorted(before.keys() & after.keys()):
@@ -323,7 +319,7 @@ def _by_extent(changes: list[Change], a: Report, b: Report) -> list[Change]:
             function = _RESUME_LINE.sub("", place[1]).removeprefix(_RESUME_PREFIX)
             where = (place[2], function)
             if breaks[0].get(where, set()) != breaks[1].get(where, set()):
-                (change,) = _not_comparable([change], EXTENT_CHANGED)
+                change = not_comparable(change, EXTENT_CHANGED)
         kept.append(change)
     return kept
 

@@ -233,13 +233,20 @@ def _marks_save_a_recompile(explanation: FrameExplanation, rows: list[Varying]) 
     )
 
 
+def _line_tree(call_site: SourceLine | None) -> ast.Module | None:
+    """The user's calling line, parsed (None when there is none or it does not parse alone:
+    a call spread over several lines)."""
+    try:
+        return ast.parse((call_site.code or "").strip()) if call_site is not None else None
+    except SyntaxError:
+        return None
+
+
 def _keyword_passed(call_site: SourceLine | None, name: str) -> str | None:
     """What the user's calling line passes as ``name=`` (``ids`` in ``model(input_ids=ids)``,
     ``batch['input_ids']`` in ``model(**batch)``), when the line parses and says so once."""
-    code = (call_site.code or "").strip() if call_site is not None else ""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = _line_tree(call_site)
+    if tree is None:
         return None
     passed = set()
     for node in ast.walk(tree):
@@ -259,10 +266,8 @@ def _positional_passed(call_site: SourceLine | None, index: int) -> str | None:
     """The name the user's calling line passes as positional argument ``index`` (``x`` in
     ``float(compiled(x).sum())``): the one plain name at that position among the line's calls,
     None when there is none or more than one."""
-    code = (call_site.code or "").strip() if call_site is not None else ""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = _line_tree(call_site)
+    if tree is None:
         return None
     calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
     # ``model(x.to(device))``: device is .to's argument, not the model's; the model gets a
