@@ -199,23 +199,28 @@ PRINT_INLINED_ADVICE = (
 )
 
 
+PRINT_REORDER_ADVICE = (
+    "A print call inside the compiled region. Adding print to "
+    "torch._dynamo.config.reorderable_logging_functions keeps one graph and prints "
+    "after it runs, when its arguments are tensors and constants."
+)
+PRINT_NOT_DEFERRED_ADVICE = (
+    "A print call inside the compiled region, with arguments of types {types} that Dynamo "
+    "cannot defer, so reorderable_logging_functions does not apply. Consider printing outside "
+    "the compiled function."
+)
+
+
 def _print_advice(event: GraphBreakEvent, inlined: bool = False) -> str:
     if inlined:
         return PRINT_INLINED_ADVICE
     match = _ARG_TYPES.search(f"{event.explanation}\n{event.reason}")
     if match is None:
-        return (
-            "A print call inside the compiled region. Adding print to "
-            "torch._dynamo.config.reorderable_logging_functions keeps one graph and prints "
-            "after it runs, when its arguments are tensors and constants." + SYMINT_CAVEAT
-        )
+        return PRINT_REORDER_ADVICE + SYMINT_CAVEAT
     types = {t.strip().strip("'\"") for t in match.group(1).split(",") if t.strip()}
     if not types <= _REORDERABLE_ARG_TYPES:
-        return (
-            "A print call inside the compiled region, with arguments of types "
-            f"{', '.join(sorted(types - _REORDERABLE_ARG_TYPES))} that Dynamo cannot defer, "
-            "so reorderable_logging_functions does not apply. Consider printing outside the "
-            "compiled function."
+        return PRINT_NOT_DEFERRED_ADVICE.format(
+            types=", ".join(sorted(types - _REORDERABLE_ARG_TYPES))
         )
     advice = (
         f"A print call inside the compiled region. Its arguments ({', '.join(sorted(types))}) are "
@@ -597,6 +602,19 @@ EMPTY_CHECK_ADVICE = (
 )
 
 
+VALUE_BRANCH_ADVICE = (
+    "The tensor value read here decides a Python branch, so "
+    "torch._dynamo.config.capture_scalar_outputs does not help. Replace the branch with "
+    "torch.where(cond, a, b) (no break, computes both sides) or torch.cond(pred, true_fn, "
+    "false_fn) (one side; both must return the same shapes)."
+)
+HOP_SIDE_EFFECT_ADVICE = (
+    "A side effect inside a higher-order op (a torch.cond branch, a checkpointed "
+    "function) that Dynamo cannot replay safely. Consider returning the value from the "
+    "function instead of mutating state outside it."
+)
+
+
 def _scalar_advice(event: GraphBreakEvent, following: list[str] | None = None) -> str:
     code = (event.site and event.site.code) or ""
     masked = _mask_branch(code, following or [])
@@ -635,21 +653,12 @@ def _scalar_advice(event: GraphBreakEvent, following: list[str] | None = None) -
     if empty is not None:
         of = empty["of"] or empty["len"] or empty["not"]
         return OwnFix(EMPTY_CHECK_ADVICE.format(code=code.strip(), of=of))
-    return (
-        "The tensor value read here decides a Python branch, so "
-        "torch._dynamo.config.capture_scalar_outputs does not help. Replace the branch with "
-        "torch.where(cond, a, b) (no break, computes both sides) or torch.cond(pred, true_fn, "
-        "false_fn) (one side; both must return the same shapes)."
-    )
+    return VALUE_BRANCH_ADVICE
 
 
 def _side_effect_advice(event: GraphBreakEvent) -> str:
     if _HOP_SIDE_EFFECT.search(f"{event.gb_type}\n{event.explanation}"):
-        return (
-            "A side effect inside a higher-order op (a torch.cond branch, a checkpointed "
-            "function) that Dynamo cannot replay safely. Consider returning the value from the "
-            "function instead of mutating state outside it."
-        )
+        return HOP_SIDE_EFFECT_ADVICE
     return BREAK_ADVICE["python_side_effect"]
 
 

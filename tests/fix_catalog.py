@@ -1,0 +1,200 @@
+"""Every fix that pt2doctor's advice tables name, with an id a test applies it by.
+
+The advice tables are the paragraphs of ``pt2doctor.analysis.breaks.advice``: one per graph-break
+category and recompile cause, and the specialized paragraphs for what a break's code shows.
+Each fix they name is an entry here: the paragraph it is in (``text``: the constant's name, or
+``TABLE[key]``), the words that name the fix (``quote``, found verbatim in that paragraph), and
+what applying it must remove (``kind``: a ``break``, a ``recompile``, a ``skip``ped frame or an
+``error``).
+
+tests/unit/test_fix_catalog.py holds the three together: every paragraph has at least one entry
+here (or is listed in ``NOT_FIXES`` with the reason), every quote is in its paragraph, and every
+entry is applied by ``fixproof.prove`` in at least two programs (distinct ``before`` functions)
+among the tests. ``fallback``: the paragraph is shown only where no more specific fix applies
+(a recompile cause's table entry), so a program may get the specific one instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pt2doctor.analysis.breaks import advice
+
+Kind = Literal["break", "recompile", "skip", "error"]
+
+
+@dataclass(frozen=True)
+class CatalogFix:
+    text: str
+    quote: str
+    kind: Kind
+    fallback: bool = False
+
+    def paragraph(self) -> str:
+        """The advice paragraph this fix is in, from the module (not copied here)."""
+        name, _, key = self.text.partition("[")
+        value = getattr(advice, name)
+        return value[key.rstrip("]")] if key else value
+
+
+def _fix(text: str, quote: str, kind: Kind = "break", fallback: bool = False) -> CatalogFix:
+    return CatalogFix(text, quote, kind, fallback)
+
+
+FIXES: dict[str, CatalogFix] = {
+    # --- the break categories' paragraphs ---------------------------------------------------
+    "scalar.capture_scalar_outputs": _fix(
+        "BREAK_ADVICE[data_dependent_scalar]", "capture_scalar_outputs = True keeps it"
+    ),
+    "value_branch.where": _fix("VALUE_BRANCH_ADVICE", "torch.where(cond, a, b)"),
+    "value_branch.cond": _fix("VALUE_BRANCH_ADVICE", "torch.cond(pred, true_fn, false_fn)"),
+    "shape.where_mask": _fix("BREAK_ADVICE[data_dependent_shape]", "torch.where(mask, x, 0)"),
+    "shape.capture_dynamic_output_shape_ops": _fix(
+        "BREAK_ADVICE[data_dependent_shape]", "capture_dynamic_output_shape_ops = True"
+    ),
+    "print.is_compiling": _fix(
+        "BREAK_ADVICE[print_or_logging]", "`if not torch.compiler.is_compiling():` around it"
+    ),
+    "print.move_out": _fix("BREAK_ADVICE[print_or_logging]", "moving it out of the compiled"),
+    "side_effect.outside": _fix(
+        "BREAK_ADVICE[python_side_effect]", "doing the mutation outside the compiled region"
+    ),
+    "hop_side_effect.return": _fix(
+        "HOP_SIDE_EFFECT_ADVICE", "returning the value from the function instead of mutating"
+    ),
+    "builtin.custom_op": _fix(
+        "BREAK_ADVICE[unsupported_builtin_or_c_extension]", "torch.library.custom_op"
+    ),
+    "builtin.move_out": _fix(
+        "BREAK_ADVICE[unsupported_builtin_or_c_extension]", "moving it out of the hot compiled"
+    ),
+    "disable.remove": _fix("BREAK_ADVICE[explicit_disable]", "remove it or move the disabled"),
+    "io.outside": _fix("BREAK_ADVICE[io]", "doing the I/O before or after the compiled call"),
+    "other.move_out": _fix(
+        "BREAK_ADVICE[other]", "move the unsupported code out of the compiled function"
+    ),
+    # --- logging and print --------------------------------------------------------------------
+    "logger.ignore_logging_functions": _fix(
+        "LOGGER_ADVICE", "torch._dynamo.config.ignore_logging_functions"
+    ),
+    "logger.outside": _fix("LOGGER_ADVICE", "log outside the compiled function"),
+    "warnings.reorderable": _fix(
+        "WARNINGS_ADVICE", "Adding warnings.warn to torch._dynamo.config.reorderable"
+    ),
+    "print.reorderable": _fix(
+        "PRINT_REORDER_ADVICE", "Adding print to torch._dynamo.config.reorderable"
+    ),
+    "print.not_deferred_outside": _fix(
+        "PRINT_NOT_DEFERRED_ADVICE", "Consider printing outside the compiled function"
+    ),
+    "print.symint_outside": _fix("SYMINT_CAVEAT", "print that size outside the compiled region"),
+    "print_inlined.is_compiling": _fix(
+        "PRINT_INLINED_ADVICE", "Guard it: `if not torch.compiler.is_compiling():`"
+    ),
+    "reorder_refused.outside": _fix(
+        "REORDER_REFUSED_ADVICE", "Print that value outside the compiled region"
+    ),
+    # --- a value read with .item() / .tolist() --------------------------------------------------
+    "scalar_stored.return_tensor": _fix(
+        "SCALAR_STORED_ADVICE", "return the tensor from the compiled function (.detach())"
+    ),
+    "scalar_logged.is_compiling": _fix(
+        "SCALAR_LOGGED_ADVICE", "Guard the line with `if not torch.compiler.is_compiling():`"
+    ),
+    "scalar_logged.return_tensor": _fix(
+        "SCALAR_LOGGED_ADVICE", "(.detach()) and log it outside the compiled call"
+    ),
+    "scalar_size.from_shape": _fix("SCALAR_SIZE_ADVICE", "take it from a shape the code"),
+    "scalar_size.mask": _fix("SCALAR_SIZE_ADVICE", "keep the shape and mask the part past it"),
+    "scalar_cast.keep_tensor": _fix("SCALAR_CAST_ADVICE", "without float() works in the"),
+    "scalar_item.keep_tensor": _fix("SCALAR_ITEM_ADVICE", "(no .item()) is a tensor"),
+    "mask_branch.always": _fix("MASK_BRANCH_ADVICE", "build it always"),
+    "module_by_value.disable": _fix(
+        "MODULE_BY_VALUE_ADVICE", "decorated with `@torch.compiler.disable`"
+    ),
+    "module_by_value.mask_loop": _fix("MODULE_BY_VALUE_ADVICE", "loop over the modules instead"),
+    "bookkeeping.after_call": _fix(
+        "BOOKKEEPING_ADVICE", "return the tensors and do the bookkeeping after the call"
+    ),
+    "bookkeeping.in_tensors": _fix("BOOKKEEPING_ADVICE", "keep it in tensors"),
+    "scalar_returned.tensor": _fix("SCALAR_RETURNED_ADVICE", "Return the tensor itself"),
+    "lengths_loop.mask": _fix("LENGTHS_LOOP_ADVICE", "mask the positions past each length"),
+    "returned_branch.condition": _fix(
+        "RETURNED_BRANCH_ADVICE", "return the condition itself, as a tensor"
+    ),
+    "empty_check.drop": _fix("EMPTY_CHECK_ADVICE", "drop the check, and the break with it"),
+    "empty_check.torch_check": _fix("EMPTY_CHECK_ADVICE", "state it with torch._check("),
+    # --- calls Dynamo does not trace ------------------------------------------------------------
+    "setup.outside": _fix("SETUP_ADVICE", "Do it once, outside, and pass the result in"),
+    "requires_grad.outside": _fix(
+        "REQUIRES_GRAD_ADVICE", "Change it outside the compiled function, around the call"
+    ),
+    "rnn.outside": _fix("RNN_ADVICE", "Keep the RNN out of the compiled region"),
+    "packing.padded": _fix("PACKING_ADVICE", "run the RNN on the padded batch"),
+    "host_random.pass_tensor": _fix(
+        "HOST_RANDOM_ADVICE", "draw them outside the compiled call and pass them in as a tensor"
+    ),
+    "host_random.torch_rand": _fix("HOST_RANDOM_ADVICE", "use torch's RNG (`torch.rand`)"),
+    # --- frames, graphs and errors --------------------------------------------------------------
+    "skipped_frame.remove_break": _fix(
+        "SKIPPED_FRAME_ADVICE", "Remove the break inside the loop", "skip"
+    ),
+    "skipped_frame.compile_body": _fix(
+        "SKIPPED_FRAME_ADVICE", "compile the loop body as its own function", "skip"
+    ),
+    "large_graph.vectorize": _fix("LARGE_GRAPH_ADVICE", "Vectorize the loop", "recompile"),
+    "compile_error.disable": _fix(
+        "COMPILE_ERROR_ADVICE", "torch.compiler.disable the failing function", "error"
+    ),
+    # --- recompile causes (shown where no more specific fix applies) -----------------------------
+    "size.mark_dynamic": _fix(
+        "RECOMPILE_ADVICE[size]", "mark the dim dynamic before the first call", "recompile", True
+    ),
+    "size.buckets": _fix(
+        "RECOMPILE_ADVICE[size]", "pad inputs to a few buckets", "recompile", True
+    ),
+    "mark_dynamic.maybe": _fix(
+        "MARK_DYNAMIC_ADVICE", "torch._dynamo.maybe_mark_dynamic(x, dim) is the safe form",
+        "recompile", True,
+    ),
+    "python_constant.tensor": _fix(
+        "RECOMPILE_ADVICE[python_constant]", "pass them as tensors or keep them outside",
+        "recompile", True,
+    ),
+    "dtype.cast": _fix(
+        "RECOMPILE_ADVICE[dtype]", "Cast inputs to one dtype before the compiled call",
+        "recompile", True,
+    ),
+    "stride.contiguous": _fix(
+        "RECOMPILE_ADVICE[stride]", "Make inputs contiguous", "recompile", True
+    ),
+    "requires_grad.consistent": _fix(
+        "RECOMPILE_ADVICE[requires_grad]", "Keep requires_grad consistent per call site",
+        "recompile", True,
+    ),
+    "grad_mode.separate": _fix(
+        "RECOMPILE_ADVICE[grad_mode]", "compile separate functions if both are hot",
+        "recompile", True,
+    ),
+    "autocast.consistent": _fix(
+        "RECOMPILE_ADVICE[autocast]", "Enter autocast consistently around the compiled call",
+        "recompile", True,
+    ),
+    "device.one": _fix(
+        "RECOMPILE_ADVICE[device]", "Move inputs to one device", "recompile", True
+    ),
+    "object_id.reuse": _fix(
+        "RECOMPILE_ADVICE[object_id]", "Create it once and reuse it", "recompile", True
+    ),
+    "attribute_value.tensor": _fix(
+        "RECOMPILE_ADVICE[attribute_value]", "pass it as a tensor or keep it out",
+        "recompile", True,
+    ),
+}
+
+# Paragraphs of the advice module that name no fix to apply, and why.
+NOT_FIXES: dict[str, str] = {
+    "RECOMPILE_ADVICE[other]": "points to the failed guard's text; names no change",
+    "LIMIT_HIT_ADVICE": "says to fix the recompile cause shown beside it, not the limit",
+}

@@ -1,0 +1,69 @@
+"""The advice tables, the fix catalog (tests/fix_catalog.py) and the tests that apply each fix
+(``fixproof.prove`` calls) stay together: every paragraph's fixes are catalogued, every quote is
+in its paragraph, and every catalogued fix is applied in at least two programs."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+from fix_catalog import FIXES, NOT_FIXES
+
+from pt2doctor.analysis.breaks import advice
+
+TESTS = Path(__file__).resolve().parents[1]
+PROGRAMS_PER_FIX = 2
+
+
+def _paragraphs() -> dict[str, str]:
+    """Every advice paragraph of the module: its str constants and its tables' entries."""
+    found: dict[str, str] = {}
+    for name, value in vars(advice).items():
+        if not name.isupper() or name.startswith("_"):
+            continue
+        if isinstance(value, str):
+            found[name] = value
+        elif isinstance(value, dict):
+            found.update({f"{name}[{key}]": text for key, text in value.items()})
+    return found
+
+
+def _applied() -> dict[str, set[str]]:
+    """fix id -> the programs (``before`` functions) a ``prove(fix_id, before, after)`` call in
+    the tests applies it to."""
+    programs: dict[str, set[str]] = defaultdict(set)
+    for path in TESTS.rglob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "prove"):
+                continue
+            args = list(node.args) + [kw.value for kw in node.keywords if kw.arg == "before"]
+            if len(args) >= 2 and isinstance(args[0], ast.Constant):
+                before = args[1]
+                name = before.id if isinstance(before, ast.Name) else ast.unparse(before)
+                programs[str(args[0].value)].add(f"{path.name}:{name}")
+    return programs
+
+
+def test_every_quote_is_in_its_paragraph() -> None:
+    for fix_id, entry in FIXES.items():
+        assert entry.quote in entry.paragraph(), fix_id
+
+
+def test_every_paragraph_has_its_fixes_catalogued() -> None:
+    catalogued = {entry.text for entry in FIXES.values()} | set(NOT_FIXES)
+    missing = sorted(set(_paragraphs()) - catalogued)
+    assert not missing, f"advice paragraphs with no fix in tests/fix_catalog.py: {missing}"
+    assert not set(NOT_FIXES) - set(_paragraphs()), "NOT_FIXES names a paragraph that is gone"
+
+
+def test_every_fix_is_applied_in_two_programs() -> None:
+    applied = _applied()
+    unknown = sorted(set(applied) - set(FIXES))
+    assert not unknown, f"prove() calls with ids not in the catalog: {unknown}"
+    short = {
+        fix_id: sorted(applied.get(fix_id, ()))
+        for fix_id in FIXES
+        if len(applied.get(fix_id, ())) < PROGRAMS_PER_FIX
+    }
+    assert not short, f"fixes applied in fewer than {PROGRAMS_PER_FIX} programs: {short}"
