@@ -4,8 +4,9 @@ The advice tables are the paragraphs of ``pt2doctor.analysis.breaks.advice``: on
 category and recompile cause, and the specialized paragraphs for what a break's code shows.
 Each fix they name is an entry here: the paragraph it is in (``text``: the constant's name, or
 ``TABLE[key]``), the words that name the fix (``quote``, found verbatim in that paragraph), and
-what applying it must remove (``kind``: a ``break``, a ``recompile``, a ``skip``ped frame or an
-``error``).
+what applying it must remove (``kind``: a ``break``, a ``recompile``, a ``skip``ped frame, an
+``error``, or the ops of a large graph: ``graph_size``). A paragraph that contains another
+catalogued paragraph whole (SKIPPED_FRAME_ADVICE ends with SKIPPED_LOOP_FIX) is covered by it.
 
 tests/unit/test_fix_catalog.py holds the three together: every paragraph has at least one entry
 here (or is listed in ``NOT_FIXES`` with the reason), every quote is in its paragraph, and every
@@ -21,7 +22,7 @@ from typing import Literal
 
 from pt2doctor.analysis.breaks import advice
 
-Kind = Literal["break", "recompile", "skip", "error"]
+Kind = Literal["break", "recompile", "skip", "error", "graph_size"]
 
 
 @dataclass(frozen=True)
@@ -138,12 +139,12 @@ FIXES: dict[str, CatalogFix] = {
     "host_random.torch_rand": _fix("HOST_RANDOM_ADVICE", "use torch's RNG (`torch.rand`)"),
     # --- frames, graphs and errors --------------------------------------------------------------
     "skipped_frame.remove_break": _fix(
-        "SKIPPED_FRAME_ADVICE", "Remove the break inside the loop", "skip"
+        "SKIPPED_LOOP_FIX", "Remove the break inside the loop", "skip"
     ),
     "skipped_frame.compile_body": _fix(
-        "SKIPPED_FRAME_ADVICE", "compile the loop body as its own function", "skip"
+        "SKIPPED_LOOP_FIX", "compile the loop body as its own function", "skip"
     ),
-    "large_graph.vectorize": _fix("LARGE_GRAPH_ADVICE", "Vectorize the loop", "recompile"),
+    "large_graph.vectorize": _fix("LARGE_GRAPH_ADVICE", "Vectorize the loop", "graph_size"),
     "compile_error.disable": _fix(
         "COMPILE_ERROR_ADVICE", "torch.compiler.disable the failing function", "error"
     ),
@@ -155,41 +156,53 @@ FIXES: dict[str, CatalogFix] = {
         "RECOMPILE_ADVICE[size]", "pad inputs to a few buckets", "recompile", True
     ),
     "mark_dynamic.maybe": _fix(
-        "MARK_DYNAMIC_ADVICE", "torch._dynamo.maybe_mark_dynamic(x, dim) is the safe form",
-        "recompile", True,
+        "MARK_DYNAMIC_ADVICE",
+        "torch._dynamo.maybe_mark_dynamic(x, dim) is the safe form",
+        "recompile",
+        True,
     ),
     "python_constant.tensor": _fix(
-        "RECOMPILE_ADVICE[python_constant]", "pass them as tensors or keep them outside",
-        "recompile", True,
+        "RECOMPILE_ADVICE[python_constant]",
+        "pass them as tensors or keep them outside",
+        "recompile",
+        True,
     ),
     "dtype.cast": _fix(
-        "RECOMPILE_ADVICE[dtype]", "Cast inputs to one dtype before the compiled call",
-        "recompile", True,
+        "RECOMPILE_ADVICE[dtype]",
+        "Cast inputs to one dtype before the compiled call",
+        "recompile",
+        True,
     ),
     "stride.contiguous": _fix(
         "RECOMPILE_ADVICE[stride]", "Make inputs contiguous", "recompile", True
     ),
     "requires_grad.consistent": _fix(
-        "RECOMPILE_ADVICE[requires_grad]", "Keep requires_grad consistent per call site",
-        "recompile", True,
+        "RECOMPILE_ADVICE[requires_grad]",
+        "Keep requires_grad consistent per call site",
+        "recompile",
+        True,
     ),
     "grad_mode.separate": _fix(
-        "RECOMPILE_ADVICE[grad_mode]", "compile separate functions if both are hot",
-        "recompile", True,
+        "RECOMPILE_ADVICE[grad_mode]",
+        "compile separate functions if both are hot",
+        "recompile",
+        True,
     ),
     "autocast.consistent": _fix(
-        "RECOMPILE_ADVICE[autocast]", "Enter autocast consistently around the compiled call",
-        "recompile", True,
+        "RECOMPILE_ADVICE[autocast]",
+        "Enter autocast consistently around the compiled call",
+        "recompile",
+        True,
     ),
-    "device.one": _fix(
-        "RECOMPILE_ADVICE[device]", "Move inputs to one device", "recompile", True
-    ),
+    "device.one": _fix("RECOMPILE_ADVICE[device]", "Move inputs to one device", "recompile", True),
     "object_id.reuse": _fix(
         "RECOMPILE_ADVICE[object_id]", "Create it once and reuse it", "recompile", True
     ),
     "attribute_value.tensor": _fix(
-        "RECOMPILE_ADVICE[attribute_value]", "pass it as a tensor or keep it out",
-        "recompile", True,
+        "RECOMPILE_ADVICE[attribute_value]",
+        "pass it as a tensor or keep it out",
+        "recompile",
+        True,
     ),
 }
 

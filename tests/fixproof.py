@@ -49,6 +49,9 @@ class Run:
     error: BaseException | None = None
 
     def count(self, key: str) -> int:
+        if key == "largest_graph_ops":
+            return max((int(c.get("graph_op_count") or 0) for c in self.report["compiles"]),
+                       default=0)  # fmt: skip
         return int(self.report["summary"].get(key) or 0)
 
     def advice(self) -> list[str]:
@@ -129,6 +132,15 @@ _MEASURES = {
     "recompile": ("compiles",),
     "skip": ("skipped_frames",),
     "error": ("failures",),
+    "graph_size": ("largest_graph_ops",),
+}
+# The finding a fix is for, by kind: what a fallback paragraph's program must at least have.
+_FINDING = {
+    "break": "graph_break",
+    "recompile": "recompiles",
+    "skip": "frame_skipped",
+    "error": "compile_failure",
+    "graph_size": "large_graph",
 }
 
 
@@ -159,8 +171,7 @@ def prove(
     shown = any(_signature(paragraph) in text for text in said)
     if not shown:
         codes = {finding["code"] for finding in first.report["findings"]}
-        wanted = {"recompile": "recompiles", "break": "graph_break"}.get(entry.kind)
-        assert entry.fallback and wanted in codes, (
+        assert entry.fallback and _FINDING[entry.kind] in codes, (
             f"{fix_id}: pt2doctor does not give this fix on {before.__name__}; "
             f"its advice: {first.advice()}"
         )

@@ -76,6 +76,15 @@ def test_serving_loop_shows_its_planted_problems(tmp_path: Path, run_env: dict[s
     # PLANTED (3) and (4): recompiles of the forward, on the sequence length and on `causal`.
     assert [c["cause"] for c in forward].count("recompile") >= 2
     assert sum(c["calls"] for c in forward) == len(requests)
+    # Each variant's median call, from the probes' duration histogram (5% buckets): one call
+    # of the graph, so within its total time; a variant called once has its one call's time.
+    for row in forward:
+        if row["calls"]:
+            median = row["seconds_per_call_median"]
+            assert 0 < median <= row["seconds_in_graph"] * 1.05 + 1e-6, row
+            if row["calls"] == 1:
+                assert abs(median - row["seconds_in_graph"]) <= 0.05 * median + 1e-6, row
+            assert row["seconds_per_call_mad"] >= 0
     # Compiles after the 3 warmup calls: named as the user knows the frame, like its recompiles.
     late = [f for f in report["findings"] if f["code"] == "unexplained_recompile_after_warmup"]
     assert late and all(f["title"].startswith("TinyLM.forward (") for f in late), late

@@ -3,8 +3,8 @@
 Each program under tests/programs/run keeps an independent count of how often its break line
 ran (lines it wrote to a file, lines it printed, calls × blocks of its own loop) and prints it
 as ``COUNTS {json}``; the report's ``hits`` must equal it exactly. Lines come from ``# MARK:``
-comments. The five programs run one after the other in one ``pt2doctor run --backend eager``
-(run_heat_shapes.py, one torch start instead of five); each site is found by file and line.
+comments. The six programs run one after the other in one ``pt2doctor run --backend eager``
+(run_heat_shapes.py, one torch start instead of six); each site is found by file and line.
 """
 
 from __future__ import annotations
@@ -108,3 +108,13 @@ def test_a_compiled_optimizer_step_breaks_by_design(doctor_run) -> None:
     ]
     assert finding["severity"] == "info"
     assert finding["title"].endswith("(PyTorch's, by design)")
+
+
+def test_a_break_in_a_return_has_unknown_heat_not_zero(doctor_run) -> None:
+    """``return int(t)``: Dynamo installs no resume function after it, so nothing counts its
+    executions. It ran 6 times: "ran 0 times (cold)" (it used to read that) is false."""
+    run = heat_run(doctor_run)
+    assert run.counts_of("run_return_break")["calls"] == 6
+    row = site_at(run.report, "run_return_break", "return")
+    assert row["hits"] is None and row["hot"] is not False
+    assert "ran 0 times" not in row["advice"] and "cold" not in row["advice"]

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 from pt2doctor import torchcompat
 from pt2doctor.capture.baked import previous_constants, program_key
 from pt2doctor.rundir import COUNTERS_DIR, PROBES_FILE
+from pt2doctor.trace.spread import spread_bucket
 
 # A crash loses at most this much heat; a snapshot costs a few dict copies and one write.
 FLUSH_SECONDS = 0.5
@@ -50,6 +51,9 @@ class ProbeRecorder:
         self.lock = threading.Lock()
         self.graph_calls: dict[str, int] = {}
         self.graph_seconds: dict[str, float] = {}
+        self.graph_spread: dict[str, dict[int, int]] = {}
+        """Each graph's calls by duration, in log buckets (analysis/time/spread.py): medians
+        and spreads per graph without keeping every call."""
         self.break_hits: dict[str, int] = {}
         self.stream: TextIO = (run_dir / PROBES_FILE).open("a", encoding="utf-8")
         self.counters_dir = run_dir / COUNTERS_DIR
@@ -103,6 +107,7 @@ class ProbeRecorder:
         with self.lock:
             calls = dict(self.graph_calls)
             seconds = dict(self.graph_seconds)
+            spread = {key: dict(buckets) for key, buckets in self.graph_spread.items()}
             breaks = dict(self.break_hits)
         record: dict[str, Any] = {
             "kind": "snapshot",
@@ -111,6 +116,7 @@ class ProbeRecorder:
             "final": final,
             "graph_calls": calls,
             "graph_seconds": {key: round(value, 6) for key, value in seconds.items()},
+            "graph_spread": spread,
             "break_hits": breaks,
         }
         if self.rank is not None:
@@ -148,6 +154,7 @@ class ProbeRecorder:
         calls, seconds, clock = self.graph_calls, self.graph_seconds, self.clock
         calls.setdefault(compile_id, 0)
         seconds.setdefault(compile_id, 0.0)
+        buckets = self.graph_spread.setdefault(compile_id, {})
         recorder = self  # the lock is read per call: a forked child gets a fresh one
         window = self.window
         if window is not None:
@@ -162,9 +169,11 @@ class ProbeRecorder:
                 raise
             finally:
                 elapsed = clock() - start
+                bucket = spread_bucket(elapsed)
                 with recorder.lock:  # uncontended ~0.1 us; exact counts with threaded callers
                     calls[compile_id] += 1
                     seconds[compile_id] += elapsed
+                    buckets[bucket] = buckets.get(bucket, 0) + 1
                     count = calls[compile_id]
                 if window is not None:
                     window.after(compile_id, count)

@@ -51,6 +51,7 @@ from pt2doctor.report.types import (
     Summary,
 )
 from pt2doctor.trace.patterns import lazy_compile
+from pt2doctor.trace.spread import median_mad
 from pt2doctor.trace.types import CompileRecord, ExportTrace, Run, ShapeEvent, SourceLine
 
 if TYPE_CHECKING:  # heat exists only for a run directory's probes
@@ -376,6 +377,9 @@ def _compile_with_heat(
     row["seconds_in_graph"] = (
         None if item is None or item.seconds_in_graph is None else round(item.seconds_in_graph, 6)
     )
+    middle = None if item is None else median_mad(item.spread)
+    row["seconds_per_call_median"] = None if middle is None else round(middle[0], 9)
+    row["seconds_per_call_mad"] = None if middle is None else round(middle[1], 9)
     row["t_s"] = None if item is None or item.t_s is None else round(item.t_s, 6)
     row["frame_calls"] = None if item is None else item.frame_calls
     row["after_warmup"] = None if item is None else item.after_warmup

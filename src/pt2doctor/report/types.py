@@ -355,6 +355,8 @@ class Compile(TypedDict, total=False):
     specializations: list[Any]
     calls: int | None
     seconds_in_graph: float | None
+    seconds_per_call_median: float | None
+    seconds_per_call_mad: float | None
     t_s: float | None
     frame_calls: int | None
     after_warmup: bool | None

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from pt2doctor.rundir import CHECK_RESULTS, COUNTERS_DIR, MANIFEST, PROBES_FILE
+from pt2doctor.trace.spread import merged
 
 if TYPE_CHECKING:  # the trace model is not needed to tell a run directory apart (report --help)
     from pt2doctor.trace.types import Manifest, ProbeData
@@ -68,6 +69,10 @@ def _numbers(value: Any) -> dict[str, float]:
     }
 
 
+def _integer(text: str) -> bool:
+    return text.lstrip("-").isdigit()
+
+
 def _apply_snapshot(data: ProbeData, snapshots: dict[Any, dict[str, Any]]) -> None:
     """Sum the last snapshot of every process that counted something."""
     counting = [s for s in snapshots.values() if _numbers(s.get("graph_calls"))] or list(
@@ -82,6 +87,10 @@ def _apply_snapshot(data: ProbeData, snapshots: dict[Any, dict[str, Any]]) -> No
             data.graph_calls[cid] = data.graph_calls.get(cid, 0) + int(calls)
         for cid, seconds in _numbers(snapshot.get("graph_seconds")).items():
             data.graph_seconds[cid] = data.graph_seconds.get(cid, 0.0) + float(seconds)
+        spread = snapshot.get("graph_spread")
+        for cid, buckets in (spread if isinstance(spread, dict) else {}).items():
+            counts = {int(b): int(n) for b, n in _numbers(buckets).items() if _integer(b)}
+            data.graph_spread[str(cid)] = merged(data.graph_spread.get(str(cid), {}), counts)
         for key, hits in _numbers(snapshot.get("break_hits")).items():
             site = _break_key(key)
             if site is not None:

@@ -432,6 +432,8 @@ class ProbeData:
     graph_calls: dict[str, int] = field(default_factory=dict)
     """Calls of each compiled graph, by compile id."""
     graph_seconds: dict[str, float] = field(default_factory=dict)
+    graph_spread: dict[str, dict[int, int]] = field(default_factory=dict)
+    """Calls of each compiled graph by duration bucket (trace/spread.py), by compile id."""
     break_hits: dict[tuple[str, str, int], int] = field(default_factory=dict)
     """Executions of each graph break: (file, function, line) of the break's resume point."""
     compiled: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -1,6 +1,6 @@
-"""The five break-heat programs of tests/integration/test_heat_shapes.py in one process (one
-torch start instead of five): run_file_write 5, run_block_loop 4 3, run_shared_helper 5,
-run_warn 4 and run_opt_step 3, each through its own ``main()`` with its own argv. They compile disjoint code, so
+"""The six break-heat programs of tests/integration/test_heat_shapes.py in one process (one
+torch start instead of six): run_file_write 5, run_block_loop 4 3, run_shared_helper 5,
+run_warn 4, run_opt_step 3 and run_return_break 6, each through its own ``main()`` with its own argv. They compile disjoint code, so
 each break site is what it is when its program runs alone. Each program's stdout is passed
 through, its ``COUNTS {json}`` line renamed ``COUNTS[program] {json}``.
 """
@@ -17,6 +17,7 @@ PROGRAMS = {
     "run_shared_helper": ["5"],
     "run_warn": ["4"],
     "run_opt_step": ["3"],
+    "run_return_break": ["6"],
 }
 
 

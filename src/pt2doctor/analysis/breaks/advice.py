@@ -131,10 +131,13 @@ LIMIT_HIT_ADVICE = (
     "and now runs eagerly for every new variant: fix the recompile cause below rather than "
     "raising the limit."
 )
+SKIPPED_LOOP_FIX = (
+    "Remove the break inside the loop, or compile the loop body as its own function (the "
+    "break then splits the body's graph, and the rest of the function is compiled)."
+)
 SKIPPED_FRAME_ADVICE = (
     "Dynamo gave up on this whole function and runs it eagerly (in torch 2.13 a graph break "
-    "inside a Python loop does this). Remove the break inside the loop, or compile the loop "
-    "body as its own function."
+    "inside a Python loop does this). " + SKIPPED_LOOP_FIX
 )
 LARGE_GRAPH_ADVICE = (
     "A very large graph usually comes from a Python loop that Dynamo unrolled. Vectorize the "

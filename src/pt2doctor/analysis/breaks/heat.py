@@ -26,6 +26,8 @@ class CompileHeat:
     after_warmup: bool = False
     guard_check_us: float | None = None
     """One warm check of this variant's guards (the probes time it when Dynamo builds them)."""
+    spread: dict[int, int] = field(default_factory=dict)
+    """Its calls by duration bucket (trace/spread.py): the median and MAD per call."""
 
 
 @dataclass(slots=True)
@@ -75,8 +77,11 @@ def break_heat(sites: list[GraphBreakSite], probes: ProbeData) -> None:
         return  # the program died before the first snapshot: heat unknown, not zero
     for site in sites:
         matching = [key for key in _resume_keys(site, probes.break_hits) if key not in claimed]
-        if site.frame_skipped and not matching:
-            continue  # the whole frame runs eagerly: no break executes, hits stay unknown
+        if not matching:
+            # No resume function was installed for it: the whole frame runs eagerly (skipped),
+            # or the break is in a `return` (Dynamo returns the call's value with no resume
+            # function). Its executions cannot be counted: unknown, not 0.
+            continue
         claimed.update(matching)
         site.hits = _lower_bound(sum(probes.break_hits[key] for key in matching), probes, True)
         # Hot: runs more than once. From a lower bound, only "more than once" is certain.
@@ -112,6 +117,7 @@ def compile_heat(ledger: Ledger, probes: ProbeData, manifest: Manifest) -> Heat:
             t_s=_start_time(entry, own, run_start),
             frame_calls=None if compiled is None else compiled.get("frame_calls"),
             guard_check_us=own.guard_check_us.get(entry.compile_id),
+            spread=own.graph_spread.get(entry.compile_id, {}) if measured else {},
         )
         by_calls = warmup_calls is not None and (item.frame_calls or 0) >= warmup_calls
         by_time = steady_after is not None and item.t_s is not None and item.t_s >= steady_after

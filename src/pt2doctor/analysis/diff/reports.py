@@ -246,17 +246,69 @@ def _display_key(frame: dict[str, Any]) -> str:
     return f"{name} ({file_name(frame['file'])}:{frame['line']})"
 
 
-def _per_call(report: Report) -> dict[str, float]:
-    """Frame -> seconds per call inside its compiled graphs (runs only)."""
-    totals: dict[str, list[float]] = {}
+@dataclass
+class _PerCall:
+    """One frame's time per call in its compiled graphs: the mean (calls / seconds), and where
+    the probes kept each call's duration, the median and the MAD (call-weighted over the
+    frame's variants)."""
+
+    seconds: float = 0.0
+    calls: int = 0
+    middle: float = 0.0  # sum of median x calls, over the variants that have one
+    spread: float = 0.0
+    timed: int = 0  # calls of the variants with a median
+
+    def value(self) -> float:
+        if self.timed == self.calls and self.timed:
+            return self.middle / self.timed
+        return self.seconds / self.calls
+
+    def mad(self) -> float | None:
+        return self.spread / self.timed if self.timed == self.calls and self.timed else None
+
+
+def _per_call(report: Report) -> dict[str, _PerCall]:
+    """Frame -> time per call inside its compiled graphs (runs only)."""
+    totals: dict[str, _PerCall] = {}
     for entry in report["compiles"]:
         calls, seconds = entry.get("calls"), entry.get("seconds_in_graph")
         if calls and seconds is not None:
-            key = _frame_key(entry)
-            total = totals.setdefault(key, [0.0, 0.0])
-            total[0] += seconds
-            total[1] += calls
-    return {key: seconds / calls for key, (seconds, calls) in totals.items()}
+            total = totals.setdefault(_frame_key(entry), _PerCall())
+            total.seconds += seconds
+            total.calls += calls
+            median, mad = entry.get("seconds_per_call_median"), entry.get("seconds_per_call_mad")
+            if median is not None and mad is not None:
+                total.middle += median * calls
+                total.spread += mad * calls
+                total.timed += calls
+    return totals
+
+
+# A time per call changes when the medians differ by more than this many MADs of the two runs
+# together: the calls' own spread, beside the fixed floors.
+SPREAD_MADS = 3.0
+
+
+def _per_call_changes(a: Report, b: Report, noise: Noise) -> list[Change]:
+    """Time per call of each frame's graphs: medians where both runs kept the calls'
+    durations (a preempted call does not move a median), and a change within the calls' own
+    spread (SPREAD_MADS) is noise; means of older reports."""
+    before, after = _per_call(a), _per_call(b)
+    per_call = replace(noise, rel=noise.per_call_rel)
+    changes = []
+    for key in sorted(before.keys() & after.keys()):
+        old, new = before[key], after[key]
+        mads = (old.mad(), new.mad())
+        floor = noise.per_call_s
+        if mads[0] is not None and mads[1] is not None:
+            floor = max(floor, SPREAD_MADS * (mads[0] + mads[1]))
+        found = time_change("time_per_call_s", key, round(old.value(), 6),
+                            round(new.value(), 6), floor, per_call)  # fmt: skip
+        if found and None not in mads:
+            found = [replace(change, detail=f"{change.detail} (medians of the calls)")
+                     for change in found]  # fmt: skip
+        changes += found
+    return changes
 
 
 def _hits(report: Report) -> tuple[int, int]:
@@ -291,12 +343,7 @@ def _timing_changes(a: Report, b: Report, noise: Noise) -> list[Change]:
             "comparable (run both with an empty TORCHINDUCTOR_CACHE_DIR)"
         )
         changes = [not_comparable(change, why) for change in changes]
-    before, after = _per_call(a), _per_call(b)
-    per_call = replace(noise, rel=noise.per_call_rel)
-    for key in sorted(before.keys() & after.keys()):
-        changes += time_change("time_per_call_s", key, round(before[key], 6),
-                               round(after[key], 6), noise.per_call_s, per_call)  # fmt: skip
-    return changes
+    return changes + _per_call_changes(a, b, noise)
 
 
 _GRAPH_PLACE = re.compile(r"(\S+) \(([^():]+):\d+\)")

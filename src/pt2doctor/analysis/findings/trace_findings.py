@@ -14,6 +14,7 @@ from pt2doctor.analysis.breaks.advice import (
     LIMIT_HIT_ADVICE,
     RECOMPILE_ADVICE,
     SKIPPED_FRAME_ADVICE,
+    SKIPPED_LOOP_FIX,
 )
 from pt2doctor.analysis.breaks.sites import GraphBreakSite, user_caller
 from pt2doctor.analysis.findings.codes import SEVERITIES, Severity
@@ -305,9 +306,10 @@ def _skipped_frame_advice(frame: FrameEntry, sites: list[GraphBreakSite]) -> str
         if site.frame_skipped and same_stream and ids & set(site.compile_ids):
             where = f"{os.path.basename(str(site.site.file))}:{site.site.line}"
             code = f" (`{site.site.code}`)" if site.site.code and not site.known else ""
-            loop = ", inside its loop" if "loop" in site.reason else ""
-            return (f"Dynamo runs this function eagerly because of its break at {where}{code}"
-                    f"{loop}: removing that break compiles it. {site.fix}")  # fmt: skip
+            said = f"Dynamo runs this function eagerly because of its break at {where}{code}"
+            if "loop" in site.reason:
+                return f"{said}, inside its loop. {SKIPPED_LOOP_FIX} {site.fix}"
+            return f"{said}: removing that break compiles it. {site.fix}"
     return SKIPPED_FRAME_ADVICE
 
 
