@@ -5,8 +5,10 @@ category and recompile cause, and the specialized paragraphs for what a break's 
 Each fix they name is an entry here: the paragraph it is in (``text``: the constant's name, or
 ``TABLE[key]``), the words that name the fix (``quote``, found verbatim in that paragraph), and
 what applying it must remove (``kind``: a ``break``, a ``recompile``, a ``skip``ped frame, an
-``error``, or the ops of a large graph: ``graph_size``). A paragraph that contains another
-catalogued paragraph whole (SKIPPED_FRAME_ADVICE ends with SKIPPED_LOOP_FIX) is covered by it.
+``error``, the ops of a large graph: ``graph_size``, or the recompiles of a function that
+serves two modes, which separate functions compile once each: ``variants``). A paragraph that
+contains another catalogued paragraph whole (SKIPPED_FRAME_ADVICE ends with SKIPPED_LOOP_FIX)
+is covered by it.
 
 tests/unit/test_fix_catalog.py holds the three together: every paragraph has at least one entry
 here (or is listed in ``NOT_FIXES`` with the reason), every quote is in its paragraph, and every
@@ -22,7 +24,7 @@ from typing import Literal
 
 from pt2doctor.analysis.breaks import advice
 
-Kind = Literal["break", "recompile", "skip", "error", "graph_size"]
+Kind = Literal["break", "recompile", "skip", "error", "graph_size", "variants"]
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,19 @@ FIXES: dict[str, CatalogFix] = {
         "WARNINGS_ADVICE", "Adding warnings.warn to torch._dynamo.config.reorderable"
     ),
     "print.reorderable": _fix(
-        "PRINT_REORDER_ADVICE", "Adding print to torch._dynamo.config.reorderable"
+        "PRINT_REORDER_FIX", "Adding print to torch._dynamo.config.reorderable"
+    ),
+    "print_format.own_argument": _fix(
+        "PRINT_FORMAT_ADVICE", "Pass the tensor to print as an argument of its own"
+    ),
+    "warnings_category.outside": _fix(
+        "WARNINGS_CATEGORY_ADVICE", "Issue the warning outside the compiled function"
+    ),
+    "warnings_category.is_compiling": _fix(
+        "WARNINGS_CATEGORY_ADVICE", "guard it with `if not torch.compiler.is_compiling():`"
+    ),
+    "warnings_inlined.is_compiling": _fix(
+        "WARNINGS_INLINED_ADVICE", "Guard it: `if not torch.compiler.is_compiling():`"
     ),
     "print.not_deferred_outside": _fix(
         "PRINT_NOT_DEFERRED_ADVICE", "Consider printing outside the compiled function"
@@ -111,8 +125,8 @@ FIXES: dict[str, CatalogFix] = {
     "scalar_cast.keep_tensor": _fix("SCALAR_CAST_ADVICE", "without float() works in the"),
     "scalar_item.keep_tensor": _fix("SCALAR_ITEM_ADVICE", "(no .item()) is a tensor"),
     "mask_branch.always": _fix("MASK_BRANCH_ADVICE", "build it always"),
-    "module_by_value.disable": _fix(
-        "MODULE_BY_VALUE_ADVICE", "decorated with `@torch.compiler.disable`"
+    "module_by_value.disable": _fix(  # one break by design; the recompiles per routing go
+        "MODULE_BY_VALUE_ADVICE", "decorated with `@torch.compiler.disable`", "recompile"
     ),
     "module_by_value.mask_loop": _fix("MODULE_BY_VALUE_ADVICE", "loop over the modules instead"),
     "bookkeeping.after_call": _fix(
@@ -185,7 +199,7 @@ FIXES: dict[str, CatalogFix] = {
     "grad_mode.separate": _fix(
         "RECOMPILE_ADVICE[grad_mode]",
         "compile separate functions if both are hot",
-        "recompile",
+        "variants",
         True,
     ),
     "autocast.consistent": _fix(

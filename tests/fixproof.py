@@ -133,6 +133,7 @@ _MEASURES = {
     "skip": ("skipped_frames",),
     "error": ("failures",),
     "graph_size": ("largest_graph_ops",),
+    "variants": ("recompiles",),
 }
 # The finding a fix is for, by kind: what a fallback paragraph's program must at least have.
 _FINDING = {
@@ -141,6 +142,7 @@ _FINDING = {
     "skip": "frame_skipped",
     "error": "compile_failure",
     "graph_size": "large_graph",
+    "variants": "recompiles",
 }
 
 

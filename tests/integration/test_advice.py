@@ -119,7 +119,7 @@ def prints_a_tensor(x):
 
 def test_print_of_tensors_is_reordered(capsys: pytest.CaptureFixture[str]) -> None:
     row = break_row(prints_a_tensor, torch.ones(3))
-    assert "adding print to torch._dynamo.config.reorderable_logging_functions" in row["advice"]
+    assert "Adding print to torch._dynamo.config.reorderable_logging_functions" in row["advice"]
     capsys.readouterr()
     assert compiles_whole(prints_a_tensor, torch.ones(3), reorderable_logging_functions={print})
     assert "pt2doctor test_advice: y =" in capsys.readouterr().out  # still printed

@@ -265,3 +265,48 @@ def test_watch_profiles_the_steady_calls_in_process() -> None:
     assert all(r["calls"] == 6 for r in profile["regions"])
     assert any("another backend" in note for note in profile["notes"])
     assert Path(profile["trace_file"]).is_file()
+
+
+def denoise_step(x, i):
+    y = x * 0.9 + i
+    print("pt2doctor test_watch: step", y.sum().item())  # MARK:called_break
+    return y
+
+
+def sample_calls_a_step(x):
+    for i in range(3):
+        x = denoise_step(x, i) + 1
+    return x
+
+
+def sample_inline(x):
+    for i in range(3):
+        x = x * 0.9 + i
+        print("pt2doctor test_watch: step", x.sum().item())  # MARK:inline_break
+    return x
+
+
+def test_a_skipped_loop_frame_says_whether_its_break_is_in_a_function_it_calls() -> None:
+    """A break in a function the loop calls: that function is still compiled on its own (the
+    report has its graphs), so "compile the loop body" would change nothing; a break in the
+    loop's own code: compiling the body as its own function is the fix."""
+    torch._dynamo.reset()
+    with pt2doctor.watch() as w:
+        for fn in (sample_calls_a_step, sample_inline):
+            compiled = torch.compile(fn, backend="eager")
+            for _ in range(2):
+                compiled(torch.ones(3))
+    report = w.report()
+    torch._dynamo.reset()
+    skipped = {f["subject"]["name"]: f["advice"] for f in report["findings"]
+               if f["code"] == "frame_skipped"}  # fmt: skip
+    called = skipped["sample_calls_a_step"]
+    assert f"break at test_watch.py:{_line('called_break')}" in called
+    assert "in denoise_step(), which its loop calls" in called
+    assert "compile the loop body" not in called
+    step_frames = [f for f in report["frames"] if f["function"] == "denoise_step"]
+    assert step_frames and not any(f["skipped"] for f in step_frames)
+    assert sum(f["compiles"] for f in step_frames) >= 1
+    inline = skipped["sample_inline"]
+    assert f"break at test_watch.py:{_line('inline_break')}" in inline
+    assert "compile the loop body as its own function" in inline

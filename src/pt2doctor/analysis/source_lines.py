@@ -35,19 +35,26 @@ def following_code(site: SourceLine | None, limit: int = 15) -> list[str]:
     return found
 
 
-def parameters_at(file: str | None, line: int | None) -> frozenset[str] | None:
-    """The parameter names of the innermost function of ``file`` around ``line`` (a graph
-    break's line: the function the code after it resumes); None when the file cannot be read
-    or no function holds the line."""
+def _innermost_function(
+    file: str | None, line: int | None
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     tree = _tree(file) if file and line is not None else None
     if tree is None or line is None:
         return None
     around = [node for node in ast.walk(tree)
               if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
               and node.lineno <= line <= (node.end_lineno or node.lineno)]  # fmt: skip
-    if not around:
+    return max(around, key=lambda node: node.lineno) if around else None
+
+
+def parameters_at(file: str | None, line: int | None) -> frozenset[str] | None:
+    """The parameter names of the innermost function of ``file`` around ``line`` (a graph
+    break's line: the function the code after it resumes); None when the file cannot be read
+    or no function holds the line."""
+    function = _innermost_function(file, line)
+    if function is None:
         return None
-    args = max(around, key=lambda node: node.lineno).args
+    args = function.args
     every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
     return frozenset(arg.arg for arg in every if arg is not None)
 
@@ -78,3 +85,12 @@ def enclosing_class(file: str | None, line: int | None, function: str | None) ->
                 if line in (item.lineno, first):
                     return node.name
     return None
+
+
+def defined_at(file: str | None, line: int | None) -> frozenset[int] | None:
+    """The first lines of the innermost function around ``line`` of ``file``: its ``def`` and
+    its first decorator (a frame's line is one of them); None when unknown."""
+    function = _innermost_function(file, line)
+    if function is None:
+        return None
+    return frozenset({function.lineno, *(d.lineno for d in function.decorator_list[:1])})

@@ -202,10 +202,39 @@ PRINT_INLINED_ADVICE = (
 )
 
 
+PRINT_REORDER_FIX = (
+    "Adding print to torch._dynamo.config.reorderable_logging_functions keeps one graph and "
+    "prints after it runs"
+)
 PRINT_REORDER_ADVICE = (
-    "A print call inside the compiled region. Adding print to "
-    "torch._dynamo.config.reorderable_logging_functions keeps one graph and prints "
-    "after it runs, when its arguments are tensors and constants."
+    "A print call inside the compiled region. " + PRINT_REORDER_FIX + ", when its arguments "
+    "are tensors and constants."
+)
+PRINT_FORMAT_ADVICE = (
+    "The break is in building the printed string from a tensor (`%` or .format() of a "
+    "tensor's value), before print is called, so reorderable_logging_functions cannot defer "
+    'it. Pass the tensor to print as an argument of its own (`print("loss", loss)`, no '
+    "formatting) and add print to torch._dynamo.config.reorderable_logging_functions, or "
+    "move the print out of the compiled function."
+)
+# warnings.warn with a category (a class: not a tensor or constant) cannot be deferred (gb0296).
+_WARN_CATEGORY = lazy_compile(
+    r"warnings\.warn\((?:[^()]|\([^()]*\))*?,\s*(?!stacklevel)\w|category="
+)
+WARNINGS_CATEGORY_ADVICE = (
+    "warnings.warn with a warning category inside the compiled region: Dynamo cannot defer a "
+    "call that passes a class (reorderable_logging_functions refuses it, gb0296). Issue the "
+    "warning outside the compiled function (where the condition is known: before the call), "
+    "or guard it with `if not torch.compiler.is_compiling():` (issued in eager runs only); "
+    "ignore_logging_functions={warnings.warn} drops it while compiled."
+)
+WARNINGS_INLINED_ADVICE = (
+    "warnings.warn in a function the compiled code calls (a submodule's forward, a helper), "
+    "not in the compiled function itself. Guard it: `if not torch.compiler.is_compiling():` "
+    "around it keeps it in eager runs and out of the trace (one graph, no break), or issue "
+    "it outside the compiled call. Do not add warnings.warn to "
+    "reorderable_logging_functions here: torch 2.13 replays only the compiled function's own "
+    "deferred calls, and this warning would silently never be issued."
 )
 PRINT_NOT_DEFERRED_ADVICE = (
     "A print call inside the compiled region, with arguments of types {types} that Dynamo "
@@ -214,11 +243,18 @@ PRINT_NOT_DEFERRED_ADVICE = (
 )
 
 
+# A string built with % or .format() in the printed arguments.
+_FORMATTED = lazy_compile(r"""["'][^"']*["']\s*%|["']\.format\(""")
+
+
 def _print_advice(event: GraphBreakEvent, inlined: bool = False) -> str:
     if inlined:
         return PRINT_INLINED_ADVICE
     match = _ARG_TYPES.search(f"{event.explanation}\n{event.reason}")
     if match is None:
+        code = (event.site and event.site.code) or ""
+        if _FORMATTED.search(code):
+            return PRINT_FORMAT_ADVICE
         return PRINT_REORDER_ADVICE + SYMINT_CAVEAT
     types = {t.strip().strip("'\"") for t in match.group(1).split(",") if t.strip()}
     if not types <= _REORDERABLE_ARG_TYPES:
@@ -227,9 +263,7 @@ def _print_advice(event: GraphBreakEvent, inlined: bool = False) -> str:
         )
     advice = (
         f"A print call inside the compiled region. Its arguments ({', '.join(sorted(types))}) are "
-        "tensors and constants, so adding print to "
-        "torch._dynamo.config.reorderable_logging_functions keeps one graph and prints after "
-        "it runs (values as of the end of the graph)."
+        f"tensors and constants. {PRINT_REORDER_FIX} (values as of the end of the graph)."
     )
     return advice + (SYMINT_CAVEAT if "int" in types else "")
 
@@ -249,6 +283,11 @@ def _logging_advice(event: GraphBreakEvent, inlined: bool = False) -> str:
     if function == "logger":
         return LOGGER_ADVICE
     if function == "warnings":
+        code = (event.site and event.site.code) or ""
+        if inlined:
+            return WARNINGS_INLINED_ADVICE
+        if _WARN_CATEGORY.search(code):
+            return WARNINGS_CATEGORY_ADVICE
         return WARNINGS_ADVICE
     if function == "print":
         return _print_advice(event, inlined)
@@ -370,7 +409,7 @@ def _item_advice(code: str, following: list[str]) -> str | None:
 
 
 _ANY_BRANCH = lazy_compile(
-    r"^\s*if\s+(?:torch\.any\((?P<a>.+)\)|\(?(?P<b>.+?)\)?\.any\(\))\s*:\s*(?:#.*)?$"
+    r"^\s*if\s+(?:torch\.any\((?P<a>.+)\)|(?P<b>.+?)\.any\(\))\s*:\s*(?:#.*)?$"
 )
 MASK_BRANCH_ADVICE = (
     "Here the branch only decides whether to build `{name} = {mask}`, and a mask with no "
@@ -380,13 +419,27 @@ MASK_BRANCH_ADVICE = (
 )
 
 
+def _unwrapped(text: str) -> str:
+    """``text`` without parentheses around all of it: ``(tokens == PAD)`` -> ``tokens == PAD``,
+    and ``torch.isnan(x)`` kept whole (its closing parenthesis is the call's)."""
+    text = text.strip()
+    while text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for index, char in enumerate(text):
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth == 0 and index < len(text) - 1:
+                return text  # the first "(" closes before the end: not one pair around it all
+        text = text[1:-1].strip()
+    return text
+
+
 def _mask_branch(code: str, following: list[str]) -> str | None:
     """``if (tokens == PAD).any(): mask = tokens == PAD else: mask = None``: the branch
     builds the very mask it tests (an all-False mask is a no-op)."""
     match = _ANY_BRANCH.match(code)
     if match is None:
         return None
-    mask = " ".join((match["a"] or match["b"] or "").split()).strip("() ")
+    mask = _unwrapped(" ".join((match["a"] or match["b"] or "").split()))
     body = [" ".join(line.split()) for line in following[:4]]
     assigned = next((re.match(rf"^(\w+) = \(?{re.escape(mask)}\)?$", line) for line in body[:1]),
                     None)  # fmt: skip
@@ -411,8 +464,9 @@ MODULE_BY_VALUE_ADVICE = (
     "compiled code: move it into a method decorated with `@torch.compiler.disable` (one "
     "break, nothing recompiled per routing, the same results; not under fullgraph=True), or "
     "loop over the modules instead and give each the rows routed to it by a mask "
-    "(`out = out + ({tensor} == j)[:, None] * {module}[j](x)` for each j): one graph, each "
-    "module then runs on every row, and a module that gets no rows receives a zero gradient "
+    "(for each j, `out = out + ({tensor} == j).view(-1, *[1] * (x.dim() - 1)) * "
+    "{module}[j](x)`, x being the rows the module is given: the mask broadcasts over each "
+    "row, whatever its rank): one graph, each module then runs on every row, and a module that gets no rows receives a zero gradient "
     "instead of none, which a stateful optimizer (Adam) still applies, so the results "
     "drift from the eager run's."
 )
@@ -532,9 +586,14 @@ def _lengths_loop(loop: re.Match[str], line: str, used: set[str]) -> str | None:
     (LENGTHS_LOOP_ADVICE), not bookkeeping."""
     names = {part.strip(" ()") for part in loop["names"].split(",")}
     for name in used:
-        cut = re.search(rf"(?P<tensor>[A-Za-z_]\w*)\[\s*(?P<row>\w+)\s*,\s*:\s*{name}\s*\]", line)
+        # x[i, :n], and x[i, :n - 1] (a language model's shifted targets: n - 1 per row).
+        cut = re.search(rf"(?P<tensor>[A-Za-z_]\w*)\[\s*(?P<row>\w+)\s*,\s*:\s*{name}"
+                        r"\s*(?P<offset>[-+]\s*\d+)?\s*\]", line)  # fmt: skip
         lengths = _read_from(loop, name)
         if cut is not None and cut["row"] in names - {name} and lengths is not None:
+            if cut["offset"]:
+                sign, amount = cut["offset"][0], cut["offset"][1:].strip()
+                lengths = f"({lengths} {sign} {amount})"
             return LENGTHS_LOOP_ADVICE.format(store=line.strip(), tensor=cut["tensor"],
                                               lengths=lengths)  # fmt: skip
     return None

@@ -40,6 +40,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     unfreezing_params,
 )
 from pt2doctor.analysis.recompiles.value_fixes import learning_rate_sources, list_arguments
+from pt2doctor.analysis.source_lines import defined_at
 from pt2doctor.analysis.text import counted, id_ranges
 from pt2doctor.trace.messages import is_user_file
 from pt2doctor.trace.records import ParseStats
@@ -298,6 +299,15 @@ def _recompile_finding(frame: FrameEntry, explanation: FrameExplanation) -> Find
     )
 
 
+def _in_called_function(frame: FrameEntry, site: GraphBreakSite) -> bool:
+    """The break is in another function than the skipped frame's own (one its loop calls), by
+    the function around the break's line in the user's file; False when that is unknown."""
+    if site.site.file != frame.file:
+        return bool(site.site.file and frame.file)
+    lines = defined_at(site.site.file, site.site.line)
+    return lines is not None and frame.line is not None and frame.line not in lines
+
+
 def _skipped_frame_advice(frame: FrameEntry, sites: list[GraphBreakSite]) -> str:
     """The generic advice, or the known fix of the library break that made Dynamo skip it."""
     ids = {entry.compile_id for entry in frame.compiles}
@@ -307,6 +317,14 @@ def _skipped_frame_advice(frame: FrameEntry, sites: list[GraphBreakSite]) -> str
             where = f"{os.path.basename(str(site.site.file))}:{site.site.line}"
             code = f" (`{site.site.code}`)" if site.site.code and not site.known else ""
             said = f"Dynamo runs this function eagerly because of its break at {where}{code}"
+            called = site.site.function
+            if "loop" in site.reason and called and _in_called_function(frame, site):
+                # The break is in a function the loop calls: that one is still compiled, as a
+                # frame of its own (with its break); only this function's own code runs eagerly.
+                return (f"{said}, in {called}(), which its loop calls. {called}() is still "
+                        "compiled as a frame of its own (split at that break); what runs "
+                        "eagerly is this function's own code around the calls. Remove the "
+                        f"break in {called}() to compile this function whole. {site.fix}")  # fmt: skip
             if "loop" in site.reason:
                 return f"{said}, inside its loop. {SKIPPED_LOOP_FIX} {site.fix}"
             return f"{said}: removing that break compiles it. {site.fix}"

@@ -177,9 +177,13 @@ def _dynamic_size_fix(rows: list[Varying], call_site: SourceLine | None = None) 
         )
     else:
         what = f"the input before the first call: {calls}"
+    one_size = len({tuple(row.values) for row in rows}) == 1
     shared = (
         " They took the same sizes and share one dynamic size: mark all of them (one left static "
         "pins it)."
+        if len(marks) > 1 and one_size
+        else " Each became dynamic at a recompile of its own: mark all of them (one left "
+        "unmarked still recompiles when it changes)."
         if len(marks) > 1
         else ""
     )
@@ -760,8 +764,15 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
             fix = None
             if explanation.split_off and same[0] is row and not fixes:
                 fix = Fix(_split_off_fix(same))
-            elif not fixes and same[0] is row and _marks_save_a_recompile(explanation, same):
-                fix = _dynamic_size_fix(same, explanation.call_site)
+            elif not fixes and same[0] is row:
+                # Every dim that became dynamic, at one recompile or at several: marking only
+                # the first still recompiles for the next (a tagger's batch, then its length).
+                every = [r for r in outlook.varying if r.dynamic and r.kind == "size"]
+                for rows in (every, same):
+                    if _marks_save_a_recompile(explanation, rows):
+                        fix = _dynamic_size_fix(rows, explanation.call_site)
+                        if fix is not None:
+                            break
         elif row.kind in LAYOUT_KINDS and not row.dynamic and outlook.bounded is not False:
             fix = None  # the layout fix below names every stride that changed
         elif row.recurs and not row.dynamic and row.kind not in FLAG_KINDS:

@@ -145,7 +145,9 @@ def flags_fix(flags: list[Varying], variants: int, dynamic: int) -> str:
 
 
 _DTYPE_NAMES = {"Float": "float32", "Half": "float16", "Double": "float64",
-                "BFloat16": "bfloat16", "Long": "int64", "Int": "int32", "Bool": "bool"}  # fmt: skip
+                "BFloat16": "bfloat16", "Long": "int64", "Int": "int32", "Short": "int16",
+                "Char": "int8", "Byte": "uint8", "Bool": "bool", "ComplexFloat": "complex64",
+                "ComplexDouble": "complex128"}  # fmt: skip
 
 
 def _dtype_name(value: str) -> str:
@@ -173,7 +175,10 @@ def dtype_fix(rows: list[Varying]) -> str:
             "weights stay as they are; matmuls and convolutions run in the lower precision)."
         )
     first = rows[0]
-    target = _dtype_name(first.values[0])
+    # One dtype for every batch: a floating one where one arrived (casting float images to
+    # uint8 would truncate them), else the first seen.
+    seen = [_dtype_name(value) for value in first.values]
+    target = next((d for d in seen if d.startswith(("float", "bfloat"))), seen[0])
     return (
         f"{names}: each dtype compiles its own variant, and the compiled code computes in the "
         "dtype it is given. Give it one dtype where it is made or loaded (the data pipeline: "
@@ -184,6 +189,7 @@ def dtype_fix(rows: list[Varying]) -> str:
 
 
 _CHANNEL_STRIDE = lazy_compile(r"^(?P<tensor>.+)\.stride\(\)\[1\]$")
+_STRIDE_DIM = lazy_compile(r"^(?P<tensor>.+)\.stride\(\)\[(?P<dim>\d+)\]$")
 
 
 def layout_fix(rows: list[Varying], strides: list[Varying]) -> str:
@@ -197,11 +203,18 @@ def layout_fix(rows: list[Varying], strides: list[Varying]) -> str:
          if (match := _CHANNEL_STRIDE.match(row.source)) and "1" in row.values),
         None,
     )  # fmt: skip
+    # channels_last is a 4-D layout (channels_last_3d a 5-D one): the rank shows in the
+    # strides that changed (NCHW <-> NHWC changes stride 3); a transposed 3-D tensor also has
+    # stride 1 on dim 1, and .contiguous(memory_format=torch.channels_last) raises on it.
+    rank = 1 + max((int(m["dim"]) for row in strides
+                    if (m := _STRIDE_DIM.match(row.source)) and m["tensor"] == channels_last),
+                   default=0)  # fmt: skip
+    memory_format = {4: "channels_last", 5: "channels_last_3d"}.get(rank)
     convert = (
-        f"`{channels_last} = {channels_last}.contiguous(memory_format=torch.channels_last)` "
+        f"`{channels_last} = {channels_last}.contiguous(memory_format=torch.{memory_format})` "
         "(one of them is channels_last: stride 1 on the channel dim) or `.contiguous()`, "
         "whichever the model wants"
-        if channels_last
+        if channels_last and memory_format
         else "`.contiguous()`"
     )
     return (
