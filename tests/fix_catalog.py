@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pt2doctor.analysis.breaks import advice
+from pt2doctor.analysis.recompiles import value_fixes
+
+_MODULES = {"value_fixes": value_fixes}
 
 Kind = Literal["break", "recompile", "skip", "error", "graph_size", "variants"]
 
@@ -35,9 +38,11 @@ class CatalogFix:
     fallback: bool = False
 
     def paragraph(self) -> str:
-        """The advice paragraph this fix is in, from the module (not copied here)."""
-        name, _, key = self.text.partition("[")
-        value = getattr(advice, name)
+        """The advice paragraph this fix is in, from its module (not copied here): the advice
+        module's, or ``module:NAME`` for a recompile fix's paragraph in recompiles/."""
+        module, _, text = self.text.rpartition(":")
+        name, _, key = text.partition("[")
+        value = getattr(_MODULES[module] if module else advice, name)
         return value[key.rstrip("]")] if key else value
 
 
@@ -140,7 +145,16 @@ FIXES: dict[str, CatalogFix] = {
     ),
     "empty_check.drop": _fix("EMPTY_CHECK_ADVICE", "drop the check, and the break with it"),
     "empty_check.torch_check": _fix("EMPTY_CHECK_ADVICE", "state it with torch._check("),
+    "logging_module.is_compiling": _fix(
+        "LOGGING_MODULE_ADVICE", "Guard the line with `if not torch.compiler.is_compiling():`"
+    ),
+    "logging_module.ignore_logging_functions": _fix(
+        "LOGGING_MODULE_ADVICE", "torch._dynamo.config.ignore_logging_functions"
+    ),
     # --- calls Dynamo does not trace ------------------------------------------------------------
+    "torch_generator.draw_outside": _fix(
+        "TORCH_GENERATOR_ADVICE", "Draw the random tensor with the generator outside"
+    ),
     "setup.outside": _fix("SETUP_ADVICE", "Do it once, outside, and pass the result in"),
     "requires_grad.outside": _fix(
         "REQUIRES_GRAD_ADVICE", "Change it outside the compiled function, around the call"
@@ -217,6 +231,10 @@ FIXES: dict[str, CatalogFix] = {
         "pass it as a tensor or keep it out",
         "recompile",
         True,
+    ),
+    # --- recompile fixes beyond the tables (recompiles/value_fixes.py) --------------------------
+    "tensor_value.index_copy": _fix(
+        "value_fixes:TENSOR_VALUE_FIX", "write with `cache.index_copy_(0, ", "recompile"
     ),
 }
 

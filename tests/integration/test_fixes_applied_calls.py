@@ -1391,3 +1391,81 @@ def test_a_token_order_reversal_draws_from_torch_rand() -> None:
         "host_random.torch_rand", bag_reverses_with_python_random, bag_reverses_with_torch_rand
     )
     assert proof.after.count("graph_breaks") == 0
+
+
+# A branch on a draw from NumPy's global RNG or a random.Random object: Dynamo traces the NumPy
+# draw as a tensor op (the branch then reads a tensor: a data-dependent branch), and
+# torch.where on it fails to trace (gb4315); the host-random paragraph's fix is what works.
+
+
+def _classifier():
+    torch.manual_seed(1)
+    return nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 3)), [
+        torch.randn(4, 8) for _ in range(4)
+    ]
+
+
+def _predict_given(model):
+    def predict(x, noisy):
+        x = torch.where(noisy, x + 0.0 * x.flip(-1), x)  # an augmentation outputs ignore
+        return model(x).softmax(-1)
+
+    return predict
+
+
+def numpy_draw_in_branch(compile):
+    np.random.seed(0)
+    model, batches = _classifier()
+
+    def predict(x):
+        if np.random.rand() < 0.5:
+            x = x + 0.0 * x.flip(-1)
+        return model(x).softmax(-1)
+
+    step = compile(predict)
+    with torch.no_grad():
+        return [step(x) for x in batches]
+
+
+def numpy_draw_passed_in(compile):
+    np.random.seed(0)
+    model, batches = _classifier()
+    step = compile(_predict_given(model))
+    with torch.no_grad():
+        return [step(x, torch.tensor(bool(np.random.rand() < 0.5))) for x in batches]
+
+
+def test_a_branch_on_a_numpy_draw_gets_the_host_random_fix() -> None:
+    proof = prove("host_random.pass_tensor", numpy_draw_in_branch, numpy_draw_passed_in)
+    assert proof.after.count("graph_breaks") == 0
+    assert not any("torch.where(cond, a, b)" in text for text in proof.before.advice())
+
+
+def random_object_draw_in_branch(compile):
+    rng = random.Random(0)
+    model, batches = _classifier()
+
+    def predict(x):
+        if rng.random() < 0.5:
+            x = x + 0.0 * x.flip(-1)
+        return model(x).softmax(-1)
+
+    step = compile(predict)
+    with torch.no_grad():
+        return [step(x) for x in batches]
+
+
+def random_object_draw_passed_in(compile):
+    rng = random.Random(0)
+    model, batches = _classifier()
+    step = compile(_predict_given(model))
+    with torch.no_grad():
+        return [step(x, torch.tensor(rng.random() < 0.5)) for x in batches]
+
+
+@host_random_warning
+def test_a_branch_on_a_random_object_draw_gets_the_host_random_fix() -> None:
+    proof = prove(
+        "host_random.pass_tensor", random_object_draw_in_branch, random_object_draw_passed_in
+    )
+    assert proof.after.count("graph_breaks") == 0

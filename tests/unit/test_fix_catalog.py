@@ -28,19 +28,44 @@ def _paragraphs() -> dict[str, str]:
     return found
 
 
+def _parametrized(function: ast.FunctionDef) -> dict[str, list[str]]:
+    """Argument name -> the function names a ``pytest.mark.parametrize`` of ``function`` gives
+    it (``("before", "after"), [(a, b), (c, d)]`` -> before: [a, c], after: [b, d])."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for decorator in function.decorator_list:
+        if not (isinstance(decorator, ast.Call) and ast.unparse(decorator.func).endswith(
+                "mark.parametrize") and len(decorator.args) >= 2):  # fmt: skip
+            continue
+        names_node, values = decorator.args[0], decorator.args[1]
+        names = (
+            ast.literal_eval(names_node) if isinstance(names_node, ast.Constant | ast.Tuple) else ()
+        )
+        names = [n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)
+        for row in getattr(values, "elts", []):
+            items = row.elts if isinstance(row, ast.Tuple) else [row]
+            for name, item in zip(names, items, strict=False):
+                found[name].append(ast.unparse(item))
+    return found
+
+
 def _applied() -> dict[str, set[str]]:
     """fix id -> the programs (``before`` functions) a ``prove(fix_id, before, after)`` call in
-    the tests applies it to."""
+    the tests applies it to (each value of a parametrized ``before`` is one program)."""
     programs: dict[str, set[str]] = defaultdict(set)
     for path in TESTS.rglob("test_*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "prove"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef):
                 continue
-            args = list(node.args) + [kw.value for kw in node.keywords if kw.arg == "before"]
-            if len(args) >= 2 and isinstance(args[0], ast.Constant):
-                before = args[1]
-                name = before.id if isinstance(before, ast.Name) else ast.unparse(before)
-                programs[str(args[0].value)].add(f"{path.name}:{name}")
+            given = _parametrized(function)
+            for node in ast.walk(function):
+                if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "prove"):
+                    continue
+                args = list(node.args) + [kw.value for kw in node.keywords if kw.arg == "before"]
+                if len(args) >= 2 and isinstance(args[0], ast.Constant):
+                    before = ast.unparse(args[1])
+                    for name in given.get(before, [before]):
+                        programs[str(args[0].value)].add(f"{path.name}:{name}")
     return programs
 
 

@@ -150,6 +150,24 @@ COMPILE_ERROR_ADVICE = (
     "failing function (without fullgraph=True: under it, compile the parts around it)."
 )
 
+LOGGING_MODULE_ADVICE = (
+    "A module-level logging call (logging.info, logging.warning, ...) inside the compiled "
+    "region: it checks the root logger's handlers on every call, in the logging module, which "
+    "Dynamo cannot trace. Guard the line with `if not torch.compiler.is_compiling():` (it still "
+    "logs in eager runs; compiled, it is left out: one graph, no break), or log outside the "
+    "compiled function. Adding the function to torch._dynamo.config.ignore_logging_functions "
+    "(e.g. {logging.info}) also keeps one graph, and drops the message while compiled."
+)
+TORCH_GENERATOR_ADVICE = (
+    "A torch.Generator passed to a random op (`generator=`) cannot be traced by Dynamo in "
+    "torch 2.13: the call runs eagerly and splits the graph at every call. Draw the random "
+    "tensor with the generator outside the compiled function and pass it in (the same numbers, "
+    "one graph), or use the global RNG (torch.manual_seed) inside, which is traced but draws "
+    "another stream."
+)
+_GENERATOR_ARG = lazy_compile(r"\bgenerator\s*=")
+
+
 # Argument types Dynamo can reorder after the graph (torch/_dynamo/variables/misc.py,
 # can_reorder_logs: tensors, constants and f-strings).
 _REORDERABLE_ARG_TYPES = frozenset(
@@ -738,6 +756,8 @@ def break_advice(
     if category == "print_or_logging":
         return _logging_advice(event, inlined)
     if category == "data_dependent_scalar":
+        if _RANDOM_DRAW.search((event.site and event.site.code) or ""):
+            return HOST_RANDOM_ADVICE  # a branch on a NumPy or Random draw: not a tensor's value
         return _scalar_advice(event, following)
     if category == "python_side_effect":
         return _side_effect_advice(event)
@@ -755,6 +775,8 @@ def break_advice(
         return OwnFix(PACKING_ADVICE)
     if category == "unsupported_builtin_or_c_extension" and _HOST_RANDOM.search(code):
         return HOST_RANDOM_ADVICE
+    if _GENERATOR_ARG.search(code) and "proxy" in text:
+        return OwnFix(TORCH_GENERATOR_ADVICE)
     return BREAK_ADVICE.get(category, BREAK_ADVICE["other"])
 
 
@@ -802,6 +824,12 @@ PACKING_ADVICE = (
 
 
 _HOST_RANDOM = lazy_compile(r"\b(?:random|np\.random|numpy\.random|time)\.\w+\(")
+# A host draw in a branch: NumPy's global RNG (traced as a tensor op, so the branch reads a
+# tensor), or a random.Random / NumPy Generator object's draw.
+_RANDOM_DRAW = lazy_compile(
+    r"\b(?:np|numpy)\.random\.\w+\(|\b\w*(?:rng|random|gen)\w*\."
+    r"(?:random|rand|uniform|randint|integers|choice|normal|standard_normal)\("
+)
 HOST_RANDOM_ADVICE = (
     "Python's own random numbers (or the clock) are read on the host at every call, and "
     "Dynamo does not trace them: draw them outside the compiled call and pass them in as a "

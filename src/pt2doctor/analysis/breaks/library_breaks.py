@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from pt2doctor.analysis.breaks.advice import OwnFix
+from pt2doctor.analysis.breaks.advice import LOGGING_MODULE_ADVICE, OwnFix
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import GraphBreakEvent
 
@@ -84,6 +84,9 @@ HF_USE_CACHE = (
 )
 
 _GRAD_SCALER = lazy_compile(r"GradScaler\.\w+")
+# The logging module's module-level functions (each checks the root logger's handlers).
+_ROOT_LOGGING = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical",
+                           "log"})  # fmt: skip
 _DEFAULT_LOSS = lazy_compile(r"default loss: `(\w+?)Loss`")
 _TORCH_FILE = lazy_compile(r"(?:^|/)(torch/[\w/]+\.py)$")
 
@@ -108,6 +111,8 @@ def known_break(
         found = _DEFAULT_LOSS.search(event.reason)
         if found:  # the warning names the loss it falls back to
             return KnownBreak(HF_LOSS_TYPE.format(loss=found.group(1)), False)
+    if path.endswith("logging/__init__.py") and function in _ROOT_LOGGING:
+        return KnownBreak(OwnFix(LOGGING_MODULE_ADVICE), False)  # logging.info(...) in user code
     if path.endswith("transformers/utils/generic.py") and "gradient checkpointing" in event.reason:
         return KnownBreak(HF_USE_CACHE, False)
     torch_file = _TORCH_FILE.search(path)

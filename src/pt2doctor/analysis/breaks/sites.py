@@ -58,6 +58,8 @@ _BREAK_PATTERNS: tuple[tuple[str, BreakCategory], ...] = (
         "print_or_logging",
     ),
     (r"`open`|\bopen\(|file I/O|\bsocket\b|os\.path|pathlib", "io"),
+    # `torch.randn(..., generator=gen)`: a torch.Generator argument, not a Python generator.
+    (r"\bgenerator\s*=", "unsupported_builtin_or_c_extension"),
     (
         r"side.effect|mutat|global variable|STORE_GLOBAL|setattr|nonlocal|generator|"
         r"reconstruct",

@@ -69,6 +69,11 @@ _FOUND_CLASS = lazy_compile(r"^<class '([\w.]+)'>$")  # "but found <class 'dict'
 _SPECIALIZED = lazy_compile(
     r"\((?P<expr>.*[A-Za-z_].*)\) == (?P<value>-?\d+(?:\.\d*)?(?:e[-+]?\d+)?)"
 )
+# A 0-d tensor's value that Python code needed as a number (``cache[pos] = k`` with a tensor
+# ``pos``: Dynamo guards ``pos.item() == 3``): the tensor's value changed.
+_ITEM_IS = lazy_compile(
+    r"(?P<expr>[A-Za-z_][\w.\[\]'\"]*\.item\(\)) == (?P<value>-?\d+(?:\.\d*)?(?:e[-+]?\d+)?)"
+)
 _TENSOR_KINDS = {"dispatch key set": "dispatch_keys"}
 _GLOBAL_NAMES = {"grad_mode": "grad mode", "autocast": "autocast"}
 
@@ -234,7 +239,7 @@ def _text_change(failure: FailedGuard, new_values: dict[str, str]) -> SourceChan
     if empty is not None:  # it was empty: a list the code appends to, for one
         source = length_of(user_expr(empty["of"]))
         return SourceChange(source, "value", "0", new_values.get(source.text))
-    specialized = _SPECIALIZED.fullmatch(text)
+    specialized = _SPECIALIZED.fullmatch(text) or _ITEM_IS.fullmatch(text)
     if specialized is not None:
         return SourceChange(user_expr(specialized["expr"]), "value", specialized["value"], None)
     identity = _CHECK_ID.search(failure.text)

@@ -78,6 +78,7 @@ from pt2doctor.analysis.recompiles.value_fixes import (
     list_argument_fix,
     loop_count_fix,
     specialized_again,
+    tensor_value_fix,
 )
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import SourceLine
@@ -748,7 +749,7 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
         if row.instances:
             fixes += _per_instance_fixes(row, explanation)
             continue
-        learning_rate = learning_rate_fix(row)
+        learning_rate = learning_rate_fix(row) or tensor_value_fix(row, change)
         if learning_rate is not None:
             fixes.append(learning_rate)
             continue

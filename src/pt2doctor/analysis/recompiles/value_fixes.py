@@ -373,3 +373,21 @@ def length_fix(row: Varying, change: SourceChange | None) -> Fix:
         "eagerly. Keep that Python state out of the compiled function: return the values "
         "(detached tensors) and append them outside the compiled call."
     )
+
+
+TENSOR_VALUE_FIX = (
+    "{source} is a 0-d tensor's value that Python code needs as a number{at}: an index "
+    "(`cache[{name}] = k`), a slice bound or a Python branch. Dynamo guards on that number "
+    "and compiles one variant per value, until the recompile limit. Keep it a tensor op: "
+    "write with `cache.index_copy_(0, {name}.view(1), k.unsqueeze(0))` and read with "
+    "`cache.index_select(0, {name}.view(1))` (a static cache's way: one graph for every "
+    "position), or pass a Python int if each value is meant to specialize."
+)
+
+
+def tensor_value_fix(row: Varying, change: SourceChange | None) -> Fix | None:
+    """``pos.item()`` guarded to a number (a tensor indexing a cache): index as a tensor op."""
+    if not row.source.endswith(".item()") or row.kind != "value" or row.dynamic:
+        return None
+    name = row.source.removesuffix(".item()")
+    return Fix(TENSOR_VALUE_FIX.format(source=f"`{row.source}`", at=read_at(change), name=name))
