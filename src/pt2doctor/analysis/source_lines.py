@@ -94,3 +94,27 @@ def defined_at(file: str | None, line: int | None) -> frozenset[int] | None:
     if function is None:
         return None
     return frozenset({function.lineno, *(d.lineno for d in function.decorator_list[:1])})
+
+
+def whole_statement(site: SourceLine | None) -> str:
+    """The statement that starts at ``site``'s line, all of its lines (a call wrapped over
+    several lines has its arguments below the first), read from the user's file; the logged
+    line alone when the file cannot be read."""
+    fallback = (site.statement if site is not None else "") or ""
+    if site is None or not site.file or site.line is None:
+        return fallback
+    tree = _tree(site.file)
+    if tree is None:
+        return fallback
+    starting = [node for node in ast.walk(tree)
+                if isinstance(node, ast.stmt) and node.lineno == site.line
+                and not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)]  # fmt: skip
+    if not starting:
+        return fallback
+    try:
+        text = Path(site.file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return fallback
+    node = min(starting, key=lambda n: (n.end_lineno or n.lineno) - n.lineno)
+    segment = ast.get_source_segment(text, node)
+    return " ".join(segment.split()) if segment else fallback

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from pt2doctor.analysis.source_lines import whole_statement
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import GraphBreakEvent
 
@@ -270,7 +271,7 @@ def _print_advice(event: GraphBreakEvent, inlined: bool = False) -> str:
         return PRINT_INLINED_ADVICE
     match = _ARG_TYPES.search(f"{event.explanation}\n{event.reason}")
     if match is None:
-        code = (event.site and event.site.code) or ""
+        code = whole_statement(event.site)
         if _FORMATTED.search(code):
             return PRINT_FORMAT_ADVICE
         return PRINT_REORDER_ADVICE + SYMINT_CAVEAT
@@ -301,7 +302,8 @@ def _logging_advice(event: GraphBreakEvent, inlined: bool = False) -> str:
     if function == "logger":
         return LOGGER_ADVICE
     if function == "warnings":
-        code = (event.site and event.site.code) or ""
+        # The whole statement: a wrapped call has its category on a later line.
+        code = whole_statement(event.site)
         if inlined:
             return WARNINGS_INLINED_ADVICE
         if _WARN_CATEGORY.search(code):

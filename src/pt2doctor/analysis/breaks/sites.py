@@ -11,6 +11,8 @@ from typing import Literal, get_args
 
 from pt2doctor.analysis.breaks.advice import (
     PRINT_INLINED_ADVICE,
+    WARNINGS_CATEGORY_ADVICE,
+    WARNINGS_INLINED_ADVICE,
     OwnFix,
     break_advice,
 )
@@ -338,6 +340,9 @@ _NOT_ADVICE = lazy_compile(
     r"report (?:an issue|a bug)|file an issue|caused by an earlier graph", re.I
 )
 _LINK = lazy_compile(r"https://\S+/gb/gb\d+\.html")
+# Paragraphs that found reorderable_logging_functions wrong here (torch's hint suggests it).
+_NOT_REORDERABLE = frozenset({PRINT_INLINED_ADVICE, WARNINGS_INLINED_ADVICE,
+                              WARNINGS_CATEGORY_ADVICE})  # fmt: skip
 _MISNAMED_SETTING = lazy_compile(r"\btorch\._dynamo\.(trace_autograd_ops)\b")
 _LOOP_SKIP = lazy_compile(r"frame skipped: (\S+) \((.+?) line (\d+)\)")
 _CODE_SHOWN = 72
@@ -348,7 +353,7 @@ def _torch_says(site: GraphBreakSite) -> str:
     hints = [hint.rstrip(". ") for hint in site.hints if not _NOT_ADVICE.search(hint)]
     # torch 2.13's gb0123 hint names a setting that does not exist (no ".config").
     hints = [_MISNAMED_SETTING.sub(r"torch._dynamo.config.\1", hint) for hint in hints]
-    if site.fix == PRINT_INLINED_ADVICE:  # the hint that would drop this print silently
+    if site.fix in _NOT_REORDERABLE:  # the hint that would drop the call silently, or fail
         hints = [hint for hint in hints if "reorderable_logging_functions" not in hint]
     if "capture_scalar_outputs does not" in site.fix:  # the advice found it does not help here
         hints = [hint for hint in hints if "capture_scalar_outputs" not in hint]

@@ -58,6 +58,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     unfreezing_params,
 )
 from pt2doctor.analysis.recompiles.state_fixes import (
+    GRAD_MODE_TOO,
     HOOKS_CHANGED,
     HOOKS_FIX,
     INFERENCE_TENSOR_FIX,
@@ -826,9 +827,11 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
             fixes.append(per_instance_flags_fix(pattern, rows, explanation))
     inference = [row for row in flags if row.kind == "inference"]
     if inference:
-        fixes.insert(
-            0, Fix(INFERENCE_TENSOR_FIX.format(names=and_words([r.source for r in inference])))
-        )
+        text = INFERENCE_TENSOR_FIX.format(names=and_words([r.source for r in inference]))
+        if any(row.kind == "grad_mode" for row in flags):
+            # Training and serving through one function: alike inputs still leave the grad mode.
+            text += GRAD_MODE_TOO
+        fixes.insert(0, Fix(text))
     if outlook.bounded and flags and not fixes:
         went_dynamic = sum(1 for row in outlook.varying if row.dynamic)
         if unfreezing_params(flags) and not went_dynamic:

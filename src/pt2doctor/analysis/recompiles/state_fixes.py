@@ -38,6 +38,13 @@ INFERENCE_TENSOR_FIX = (
     "requests are)."
 )
 
+GRAD_MODE_TOO = (
+    " The grad mode changed in the same recompile (a training call and a no_grad / "
+    "inference_mode call): with the inputs made alike that is still a variant of its own. "
+    "Compile a separate function for each mode (the training step, and the serving or "
+    "evaluation call): each then compiles once and never recompiles."
+)
+
 
 OPTIMIZER_STATE_FIX = (
     "Nothing to fix: the optimizer makes its per-parameter state (momentum buffers, Adam's "
