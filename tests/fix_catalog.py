@@ -22,10 +22,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pt2doctor.analysis.breaks import advice
-from pt2doctor.analysis.recompiles import value_fixes
+from pt2doctor.analysis.breaks import advice, library_breaks
+from pt2doctor.analysis.recompiles import fixes, state_fixes, value_fixes
 
-_MODULES = {"value_fixes": value_fixes}
+# The modules whose paragraphs name fixes: the advice tables, the library breaks' known fixes,
+# and the recompile fixes' fixed paragraphs (a ``text`` names them ``module:NAME``).
+MODULES = {
+    "advice": advice,
+    "library_breaks": library_breaks,
+    "state_fixes": state_fixes,
+    "value_fixes": value_fixes,
+    "fixes": fixes,
+}
 
 Kind = Literal["break", "recompile", "skip", "error", "graph_size", "variants"]
 
@@ -42,7 +50,7 @@ class CatalogFix:
         module's, or ``module:NAME`` for a recompile fix's paragraph in recompiles/."""
         module, _, text = self.text.rpartition(":")
         name, _, key = text.partition("[")
-        value = getattr(_MODULES[module] if module else advice, name)
+        value = getattr(MODULES[module or "advice"], name)
         return value[key.rstrip("]")] if key else value
 
 
@@ -232,9 +240,48 @@ FIXES: dict[str, CatalogFix] = {
         "recompile",
         True,
     ),
-    # --- recompile fixes beyond the tables (recompiles/value_fixes.py) --------------------------
+    # --- the library breaks' known fixes (breaks/library_breaks.py) ------------------------------
+    "zero_grad.outside": _fix(
+        "library_breaks:ZERO_GRAD", "Call it outside the compiled function, where it stands"
+    ),
+    "grad_scaler.outside": _fix(
+        "library_breaks:GRAD_SCALER", "Call `scaler.scale(loss).backward()`"
+    ),
+    "torch_asks.outside": _fix(
+        "library_breaks:TORCH_ASKS", "call that torch API outside the compiled function"
+    ),
+    "hf_loss_type.set": _fix("library_breaks:HF_LOSS_TYPE", "Set `model.loss_type = "),
+    "hf_use_cache.off": _fix(
+        "library_breaks:HF_USE_CACHE", "Set `model.config.use_cache = False` for training"
+    ),
+    # --- recompile fixes beyond the tables (recompiles/) -----------------------------------------
     "tensor_value.index_copy": _fix(
         "value_fixes:TENSOR_VALUE_FIX", "write with `cache.index_copy_(0, ", "recompile"
+    ),
+    "lr_tensor.tensor_lr": _fix(
+        "value_fixes:LR_TENSOR_FIX", "Create the optimizer with a tensor learning rate", "recompile"
+    ),
+    "momentum.step_outside": _fix(
+        "value_fixes:MOMENTUM_FIX",
+        "run the optimizer step outside the compiled function",
+        "recompile",
+    ),
+    "hooks.register_once": _fix(
+        "state_fixes:HOOKS_FIX",
+        "Register the hooks once, before the first compiled call",
+        "recompile",
+    ),
+    "inference_tensor.alike": _fix(
+        "state_fixes:INFERENCE_TENSOR_FIX", "Make the inputs alike", "recompile"
+    ),
+    "grad_mode_too.separate": _fix(
+        "state_fixes:GRAD_MODE_TOO", "Compile a separate function for each mode", "variants"
+    ),
+    "hf_generate.static_cache": _fix(
+        "fixes:HF_GENERATE_FIX", 'cache_implementation="static", max_length=N', "recompile"
+    ),
+    "hf_encoder_decoder.static_cache": _fix(
+        "fixes:HF_ENCODER_DECODER_FIX", 'padding="max_length", max_length=L', "recompile"
     ),
 }
 
@@ -242,4 +289,8 @@ FIXES: dict[str, CatalogFix] = {
 NOT_FIXES: dict[str, str] = {
     "RECOMPILE_ADVICE[other]": "points to the failed guard's text; names no change",
     "LIMIT_HIT_ADVICE": "says to fix the recompile cause shown beside it, not the limit",
+    "library_breaks:OPTIMIZER_STEP": "PyTorch's break by design: nothing to fix",
+    "library_breaks:LR_SCHEDULER_STEP": "PyTorch's break by design: nothing to fix",
+    "state_fixes:OPTIMIZER_STATE_FIX": "the optimizer's first step, by design: pre-warm",
+    "fixes:HF_STATIC_GENERATE": "a static-cache generate()'s two variants, by design: pre-warm",
 }

@@ -8,24 +8,31 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-from fix_catalog import FIXES, NOT_FIXES
-from pt2doctor.analysis.breaks import advice
+from fix_catalog import FIXES, MODULES, NOT_FIXES
 
 TESTS = Path(__file__).resolve().parents[1]
 PROGRAMS_PER_FIX = 2
 
 
 def _paragraphs() -> dict[str, str]:
-    """Every advice paragraph of the module: its str constants and its tables' entries."""
+    """Every fix paragraph: the advice module's str constants and its tables' entries, and the
+    other modules' public paragraphs (str constants of 100 characters or more), each once (a
+    module that imports another's paragraph does not list it again)."""
     found: dict[str, str] = {}
-    for name, value in vars(advice).items():
-        if not name.isupper() or name.startswith("_"):
-            continue
-        if isinstance(value, str):
-            found[name] = value
-        elif isinstance(value, dict):
-            found.update({f"{name}[{key}]": text for key, text in value.items()})
-    return found
+    for module_name, module in MODULES.items():
+        prefix = "" if module_name == "advice" else f"{module_name}:"
+        for name, value in vars(module).items():
+            if not name.isupper() or name.startswith("_"):
+                continue
+            if isinstance(value, str) and (module_name == "advice" or len(value) >= 100):
+                found.setdefault(f"{prefix}{name}", value)
+            elif isinstance(value, dict) and module_name == "advice":
+                found.update({f"{name}[{key}]": text for key, text in value.items()})
+    unique: dict[str, str] = {}
+    for name, text in found.items():  # the advice module first: its names are kept
+        if text not in unique.values():
+            unique[name] = text
+    return unique
 
 
 def _parametrized(function: ast.FunctionDef) -> dict[str, list[str]]:
