@@ -13,7 +13,7 @@ export TORCHINDUCTOR_CACHE_DIR ?= $(CURDIR)/build/inductor-cache
 BYTECODE := $(PY) -m compileall -q src tests examples
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo demo-shot test test-matrix test-fast test-wheel chromium lint golden bench clean
+.PHONY: help venv demo demo-shot test test-claims test-matrix test-fast test-wheel chromium lint golden bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -39,11 +39,15 @@ demo: $(STAMP) ## `pt2doctor run` on a serving loop, then `check` of a transform
 
 test: $(STAMP) ## run the test suite (unit + real torch.compile runs: several minutes)
 	@$(BYTECODE) >/dev/null
-	$(PY) -m pytest -n 2 --dist worksteal -q -m "not failure_matrix" --durations=25
+	$(PY) -m pytest -n 2 --dist worksteal -q -m "not failure_matrix and not claims" --durations=25
 
 test-matrix: $(STAMP) ## the failure corpus ablated from each program's own folder too (~2 min; CI runs it after test)
 	@$(BYTECODE) >/dev/null
 	$(PY) -m pytest -n 2 --dist worksteal -q -m failure_matrix
+
+test-claims: $(STAMP) ## performance claims against their fix applied and timed (~3 min, one process, nothing beside it; CI runs it)
+	@$(BYTECODE) >/dev/null
+	$(PY) -m pytest -p no:xdist -q -m claims
 
 test-fast: $(STAMP) ## the edit loop (< 60 s): unit tests and in-process tests, no torch program runs
 	@$(BYTECODE) >/dev/null

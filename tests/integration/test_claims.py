@@ -1,0 +1,196 @@
+"""What a performance finding says its fix saves (`saves_ms`), against the fix applied and timed.
+
+Three programs, three findings, each claim from a real ``pt2doctor run --profile`` and each
+truth from applying the fix and timing it, never from the tool's text:
+
+- ``eager_optimizer`` on tests/programs/real/blind/eager_optimizer_loop.py (an uncompiled
+  AdamW): the claim is the run's trial of ``fused=True``; the truth is the program's own model,
+  data and loop with its AdamW and with the same AdamW ``fused=True``, iterations alternating.
+- ``compiled_slower_than_eager`` on blind/small_decode_slower.py (a batch-1 GRU decode): the
+  claim is the run's paired compiled/eager calls; the truth is serving the eager model, which
+  the program itself times beside its compiled one in the same process.
+- ``autograd_in_inference`` on tests/programs/time/mlp_block.py ``--grad``: the claim is the
+  autograd wrapper's time in the profile; the truth is the program's compiled block called
+  with grad and under ``no_grad``, alternating.
+
+Each must land within 30% of the claim. Timing on a 2-core VM changes between moments and
+processes (docs/PERFORMANCE.md), so this is a tier of its own (``-m claims``, ``make
+test-claims``: one process, nothing beside it; CI runs it after ``make test``), the two sides
+are timed back to back, alternating call by call where they share a process, and a case whose
+two sides disagree is measured once more (both sides anew) before it fails.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import os
+import re
+import runpy
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+pytestmark = [pytest.mark.claims, pytest.mark.torch_run]
+
+PROGRAMS = Path(__file__).resolve().parents[1] / "programs"
+BLIND = PROGRAMS / "real" / "blind"
+MLP_BLOCK = PROGRAMS / "time" / "mlp_block.py"
+WITHIN = 0.3
+ATTEMPTS = 2
+
+
+def _profiled(tmp: Path, script: Path, *args: str) -> tuple[dict[str, Any], str]:
+    """``pt2doctor run --profile`` on ``script`` (one thread): the report and the program's
+    stdout."""
+    out = tmp / f"run-{script.stem}-{len(list(tmp.iterdir()))}"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pt2doctor", "run", "--profile", "--out", str(out), "--",
+         sys.executable, str(script), *args],
+        env=env, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert (out / "report.json").is_file(), done.stderr[-3000:]
+    report: dict[str, Any] = json.loads((out / "report.json").read_text())
+    return report, (out / "stdout.log").read_text()
+
+
+def _claim(report: dict[str, Any], code: str) -> float | None:
+    found = [f for f in report["findings"] if f["code"] == code]
+    return float(found[0]["saves_ms"]) if found and found[0].get("saves_ms") else None
+
+
+def _lands(measure: Callable[[], tuple[float | None, float]]) -> tuple[float, float]:
+    """Measure (claim, truth) up to ATTEMPTS times; the first pair within WITHIN of the claim,
+    else fail with every pair measured."""
+    pairs: list[tuple[float | None, float]] = []
+    for _ in range(ATTEMPTS):
+        claim, truth = measure()
+        pairs.append((claim, truth))
+        print(f"{measure.__qualname__.split('.')[0]}: claim {claim} ms, fix applied {truth:.6f} ms")
+        if claim is not None and abs(truth - claim) <= WITHIN * claim:
+            return claim, truth
+    raise AssertionError(f"claim and fix applied (ms) differ by more than {WITHIN:.0%}: {pairs}")
+
+
+def _median_difference(times: dict[Any, list[float]], slow: Any, fast: Any) -> float:
+    return statistics.median(times[slow]) - statistics.median(times[fast])
+
+
+# --- eager_optimizer: fused=True ---------------------------------------------------------------
+
+
+def _fused_saving_per_iteration(rounds: int = 40) -> float:
+    """eager_optimizer_loop.py's training iteration (its model, data and loop body), timed with
+    its AdamW and with the same AdamW fused, iterations alternating (a load spike hits both
+    alike): the difference of the medians, ms."""
+    import torch.nn.functional as F
+
+    spec = importlib.util.spec_from_file_location("eager_optimizer_loop",
+                                                  BLIND / "eager_optimizer_loop.py")  # fmt: skip
+    assert spec is not None and spec.loader is not None
+    program = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(program)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the profiled run (OMP_NUM_THREADS=1)
+    try:
+        torch.manual_seed(0)
+        x, w = torch.randn(4096, 24), torch.randn(24)
+        y = torch.sin(x @ w) + 0.1 * torch.randn(4096)
+        models = [program.TabularNet(24)]
+        models.append(copy.deepcopy(models[0]))
+        compiled = [torch.compile(model) for model in models]
+        optimizers = [
+            torch.optim.AdamW(models[0].parameters(), lr=1e-3, weight_decay=0.01),
+            torch.optim.AdamW(models[1].parameters(), lr=1e-3, weight_decay=0.01, fused=True),
+        ]
+        times: dict[int, list[float]] = {0: [], 1: []}
+        for step in range(rounds + 5):
+            i = (step * 64) % 4096
+            for which in (0, 1) if step % 2 == 0 else (1, 0):
+                start = time.perf_counter()
+                loss = F.mse_loss(compiled[which](x[i : i + 64]), y[i : i + 64])
+                optimizers[which].zero_grad(set_to_none=True)
+                loss.backward()
+                optimizers[which].step()
+                if step >= 5:  # compiled, and the optimizers' state made
+                    times[which].append((time.perf_counter() - start) * 1e3)
+        return _median_difference(times, 0, 1)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_fused_adamw_saves_what_the_eager_optimizer_finding_claims(tmp_path: Path) -> None:
+    def measure() -> tuple[float | None, float]:
+        report, _ = _profiled(tmp_path, BLIND / "eager_optimizer_loop.py")
+        return _claim(report, "eager_optimizer"), _fused_saving_per_iteration()
+
+    claim, truth = _lands(measure)
+    assert claim > 0
+    assert truth > 0
+
+
+# --- compiled_slower_than_eager: serve it eagerly ----------------------------------------------
+
+
+def test_serving_the_decode_eagerly_saves_what_compiled_slower_than_eager_claims(
+    tmp_path: Path,
+) -> None:
+    """The program times one decode with its eager model and one with its compiled model in the
+    same process, and prints both medians per token: the fix (serve the eager one), applied."""
+
+    def measure() -> tuple[float | None, float]:
+        report, out = _profiled(tmp_path, BLIND / "small_decode_slower.py")
+        eager = re.search(r"^eager_ms_per_token: (\S+)$", out, re.M)
+        compiled = re.search(r"^compiled_ms_per_token: (\S+)$", out, re.M)
+        assert eager and compiled, out[-2000:]
+        return _claim(report, "compiled_slower_than_eager"), float(compiled[1]) - float(eager[1])
+
+    claim, truth = _lands(measure)
+    assert claim > 0
+    assert truth > 0
+
+
+# --- autograd_in_inference: no_grad ------------------------------------------------------------
+
+
+def _no_grad_saving_per_call(rounds: int = 200) -> float:
+    """mlp_block.py's compiled block (its module, run as the program runs it: one thread), one
+    request per call, with grad enabled and under no_grad, alternating: the difference of the
+    medians, ms."""
+    threads, argv = torch.get_num_threads(), sys.argv
+    sys.argv = [str(MLP_BLOCK)]
+    try:
+        program = runpy.run_path(str(MLP_BLOCK), run_name="mlp_block")
+        model, x = program["model"], program["requests"][0]
+        times: dict[bool, list[float]] = {True: [], False: []}
+        for call in range(rounds + 10):
+            for grad in (True, False) if call % 2 == 0 else (False, True):
+                start = time.perf_counter()
+                with torch.set_grad_enabled(grad):
+                    model(x)
+                if call >= 10:  # both variants compiled
+                    times[grad].append((time.perf_counter() - start) * 1e3)
+        return _median_difference(times, True, False)
+    finally:
+        sys.argv = argv
+        torch.set_num_threads(threads)
+
+
+def test_no_grad_saves_what_the_autograd_in_inference_finding_claims(tmp_path: Path) -> None:
+    def measure() -> tuple[float | None, float]:
+        report, _ = _profiled(tmp_path, MLP_BLOCK, "--grad")
+        return _claim(report, "autograd_in_inference"), _no_grad_saving_per_call()
+
+    claim, truth = _lands(measure)
+    assert claim > 0
+    assert truth > 0
