@@ -13,7 +13,8 @@ it computed (tensors, numbers, nested lists/tuples/dicts of them). ``prove``:
 3. runs ``after`` (the program with the fix applied, and ``config``: the Dynamo config the fix
    sets) compiled under ``watch()``: what the fix is for (breaks, compiles, skipped frames or
    errors, by the catalog's ``kind``) must be fewer than in step 2, by pt2doctor's count and by
-   the graphs the backend was handed;
+   the graphs the backend was handed; a fix for wrong ``results`` needs step 2's results to
+   differ from step 1's;
 4. checks that ``after``'s results equal step 1's (``torch.testing.assert_close``): a fix that
    changes what the program computes is not a fix.
 
@@ -134,6 +135,7 @@ _MEASURES = {
     "error": ("failures",),
     "graph_size": ("largest_graph_ops",),
     "variants": ("recompiles",),
+    "results": (),
 }
 # The finding a fix is for, by kind: what a fallback paragraph's program must at least have.
 _FINDING = {
@@ -143,6 +145,7 @@ _FINDING = {
     "error": "compile_failure",
     "graph_size": "large_graph",
     "variants": "recompiles",
+    "results": "recompiles",
 }
 
 
@@ -186,6 +189,13 @@ def prove(
         assert second.graphs < first.graphs or entry.kind == "break", (
             f"{fix_id}: graphs {first.graphs} -> {second.graphs}"
         )
+    if entry.kind == "results":  # the fix is for wrong results: the program's compiled ones
+        try:
+            _same_results(first.outputs, reference, fix_id, rtol, atol)
+        except AssertionError:
+            pass
+        else:
+            raise AssertionError(f"{fix_id}: {before.__name__} compiled gives the eager results")
     if entry.kind == "error":
         assert first.error is not None or first.count("failures"), f"{fix_id}: no error to fix"
     _same_results(second.outputs, reference, fix_id, rtol, atol)

@@ -92,9 +92,7 @@ def pooling_warns_when_not_compiling(compile):
         (pooling_warns_with_logging_warning, pooling_warns_when_not_compiling),
     ],
 )
-def test_a_module_level_logging_call_guarded_by_is_compiling_keeps_one_graph(
-    before, after
-) -> None:
+def test_a_module_level_logging_call_guarded_by_is_compiling_keeps_one_graph(before, after) -> None:
     proof = prove("logging_module.is_compiling", before, after)
     assert proof.after.count("graph_breaks") == 0
     (row,) = proof.before.report["graph_breaks"]

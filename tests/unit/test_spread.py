@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from pt2doctor.analysis.diff.change import Noise
 from pt2doctor.analysis.diff.reports import diff_reports
 from pt2doctor.capture.probes import ProbeRecorder
 from pt2doctor.rundir.read import load_probes
-from pt2doctor.trace.spread import median_mad, merged, spread_bucket
+from pt2doctor.trace.spread import median_mad, spread_bucket
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "reports"
 
@@ -39,7 +40,7 @@ class SteppedClock:
 
 def test_a_median_is_within_one_bucket_and_a_stall_does_not_move_it() -> None:
     calls = [0.002] * 95 + [0.2] * 5
-    buckets = merged(*({spread_bucket(s): 1} for s in calls))
+    buckets = Counter(spread_bucket(s) for s in calls)
     result = median_mad(buckets)
     assert result is not None
     median, mad = result

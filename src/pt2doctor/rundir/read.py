@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from pt2doctor.rundir import CHECK_RESULTS, COUNTERS_DIR, MANIFEST, PROBES_FILE
-from pt2doctor.trace.spread import merged
 
 if TYPE_CHECKING:  # the trace model is not needed to tell a run directory apart (report --help)
     from pt2doctor.trace.types import Manifest, ProbeData
@@ -89,8 +88,10 @@ def _apply_snapshot(data: ProbeData, snapshots: dict[Any, dict[str, Any]]) -> No
             data.graph_seconds[cid] = data.graph_seconds.get(cid, 0.0) + float(seconds)
         spread = snapshot.get("graph_spread")
         for cid, buckets in (spread if isinstance(spread, dict) else {}).items():
-            counts = {int(b): int(n) for b, n in _numbers(buckets).items() if _integer(b)}
-            data.graph_spread[str(cid)] = merged(data.graph_spread.get(str(cid), {}), counts)
+            into = data.graph_spread.setdefault(str(cid), {})
+            for bucket, count in _numbers(buckets).items():
+                if _integer(bucket):  # each process's calls added to the graph's histogram
+                    into[int(bucket)] = into.get(int(bucket), 0) + int(count)
         for key, hits in _numbers(snapshot.get("break_hits")).items():
             site = _break_key(key)
             if site is not None:

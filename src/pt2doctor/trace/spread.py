@@ -45,13 +45,3 @@ def median_mad(buckets: Mapping[int, int]) -> tuple[float, float] | None:
         return None
     median = _weighted_median(counted)
     return median, _weighted_median([(abs(value - median), n) for value, n in counted])
-
-
-def merged(*histograms: Mapping[int, int]) -> dict[int, int]:
-    """The calls of several histograms together (one graph's calls over processes, or the
-    variants of one frame)."""
-    total: dict[int, int] = {}
-    for histogram in histograms:
-        for bucket, count in histogram.items():
-            total[bucket] = total.get(bucket, 0) + count
-    return total

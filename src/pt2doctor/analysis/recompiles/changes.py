@@ -166,16 +166,19 @@ INFERENCE, NORMAL = "an inference tensor", "a normal tensor"
 
 
 def _dispatch_change(name: str, old: str, new: str) -> SourceChange:
-    """What a dispatch key change means: ADInplaceOrView on one side only is a tensor made
-    under ``torch.inference_mode()`` (an inference tensor has neither it nor the Autograd
-    keys) against one made outside it; else the keys themselves (the Autograd keys alone go
-    with the call's grad or inference mode, folded into its ``grad mode`` change: guards.py)."""
+    """What a dispatch key change means: the Autograd keys (and ADInplaceOrView) on one side
+    only are a tensor made under ``torch.inference_mode()`` (an inference tensor has no
+    Autograd keys) against one made outside it, the side without them the inference tensor;
+    else the keys themselves. Where the call's grad or inference mode changed too, every
+    tensor's Autograd keys change with it, and guards.py folds those into its ``grad mode``
+    change before this is asked (two calls under ``no_grad``, one given a tensor made under
+    inference_mode, differ by AutogradCPU alone)."""
     before, after = set(old.split(", ")), set(new.split(", "))
     changed = before ^ after
-    if "ADInplaceOrView" in changed and all(
+    if any(key.startswith("Autograd") or key == "ADInplaceOrView" for key in changed) and all(
         key == "ADInplaceOrView" or key.startswith("Autograd") for key in changed
     ):
-        values = (INFERENCE, NORMAL) if "ADInplaceOrView" in after else (NORMAL, INFERENCE)
+        values = (INFERENCE, NORMAL) if after - before else (NORMAL, INFERENCE)
         return SourceChange(user_expr(name), "inference", *values)
     return SourceChange(user_expr(name), "dispatch_keys", old, new)
 

@@ -25,7 +25,8 @@ HOOKS_FIX = (
     "Dynamo guards here on how many hooks a module has, not on which: each set of hooks "
     "compiles a variant, and a graph keeps running the hooks it traced. Register the hooks "
     "once, before the first compiled call, and switch what they do with a flag they read (see "
-    "the hook_changed_after_compile finding)."
+    "the hook_changed_after_compile finding): the flag is guarded too, so each of its values "
+    "compiles a variant once, and each variant runs the hooks as they are."
 )
 
 
