@@ -204,6 +204,13 @@ def test_grad_scaler_calls_leave_the_compiled_classifier_step() -> None:
     proof = prove("grad_scaler.outside", amp_classifier_step, amp_classifier_step_fixed)
     assert proof.shown
     assert proof.after.count("graph_breaks") == 0
+    # Every GradScaler row gives the fix, the step's too: it splits nothing by itself (its
+    # frame between the backward's and the update's breaks compiled no ops), and once said
+    # "nothing to fix" beside rows that told to move it out.
+    rows = [row for row in proof.before.report["graph_breaks"] if "scaler." in row["site"]["code"]]
+    assert len(rows) == 3
+    assert all("scaler.step(opt)" in row["advice"] for row in rows)
+    assert not [row for row in rows if "nothing to fix" in row["advice"]]
 
 
 class BagOfWords(nn.Module):

@@ -425,10 +425,20 @@ SPLITS_NOTHING = (
 )
 
 
+SPLITS_NOTHING_KNOWN = (
+    "It splits no graph by itself (the frames on both sides of it compiled no ops), and the "
+    "fix for this call goes with the calls around it:"
+)
+
+
 def site_advice(site: GraphBreakSite) -> str:
     """The advice of one site: torch's hints and link, the site's facts, pt2doctor's fix (for
     a break that splits nothing: the facts and that).
     Called again once heat is known (:func:`pt2doctor.analysis.breaks.heat.break_heat`)."""
+    if site.splits_nothing and site.known and not site.by_design:
+        # a library call whose known fix moves it out with its siblings (GradScaler's step
+        # after its backward): nothing is split here, and the fix still includes this call
+        return f"{_site_facts(site)} {SPLITS_NOTHING_KNOWN} {site.fix}"
     if site.splits_nothing:
         return f"{_site_facts(site)} {SPLITS_NOTHING}"
     if site.by_design:  # torch's hints (e.g. "remove the graph_break() call") do not apply
