@@ -55,9 +55,12 @@ def test_a_planted_relu_error_is_found_in_the_one_block_that_calls_relu() -> Non
     )
     assert torch.equal(_alone(model.blocks[1], x, "relu_accuracy_error_TESTING_ONLY"),
                        model.blocks[1](x).detach())  # fmt: skip
-    # The whole compiled run, recorded per module: block 2 is where the outputs first differ.
-    first = next(row["module"] for row in found.inherited if not row["passed"])
-    assert first.startswith("blocks.2") and found.hooks_kept_failure is True
+    # The whole compiled run, recorded on the descent path's modules (only they: each recorded
+    # output is an output of the compiled graph): block 2 is the first, and it already fails.
+    rows = [row["module"] for row in found.inherited]
+    assert rows == [step.name for step in found.path if step.name]
+    assert rows[0] == "blocks.2" and not found.inherited[0]["passed"]
+    assert found.hooks_kept_failure is True
     assert "culprit: blocks.2.ff.act (Act)" in found.summary()
 
 
