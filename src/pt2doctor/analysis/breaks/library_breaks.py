@@ -91,6 +91,14 @@ _DEFAULT_LOSS = lazy_compile(r"default loss: `(\w+?)Loss`")
 _TORCH_FILE = lazy_compile(r"(?:^|/)(torch/[\w/]+\.py)$")
 
 
+def _root_check(event: GraphBreakEvent) -> bool:
+    """The break is the module-level function's own check of the root logger's handlers
+    (``if len(root.handlers) == 0``), not a ``Logger`` method of the same name (``log.debug``
+    breaks at the user's line; a break inside the method is that line's)."""
+    code = event.site.code if event.site else None
+    return code is None or "root.handlers" in code
+
+
 def known_break(
     path: str | None, function: str | None, event: GraphBreakEvent
 ) -> KnownBreak | None:
@@ -111,7 +119,7 @@ def known_break(
         found = _DEFAULT_LOSS.search(event.reason)
         if found:  # the warning names the loss it falls back to
             return KnownBreak(HF_LOSS_TYPE.format(loss=found.group(1)), False)
-    if path.endswith("logging/__init__.py") and function in _ROOT_LOGGING:
+    if path.endswith("logging/__init__.py") and function in _ROOT_LOGGING and _root_check(event):
         return KnownBreak(OwnFix(LOGGING_MODULE_ADVICE), False)  # logging.info(...) in user code
     if path.endswith("transformers/utils/generic.py") and "gradient checkpointing" in event.reason:
         return KnownBreak(HF_USE_CACHE, False)
