@@ -282,12 +282,14 @@ def _library_bound(profile: DeviceProfile) -> list[Finding]:
             "info",
             "library_bound",
             f"Library kernels take {_pct(library, compiled)} of the compiled regions' device "
-            f"time: compiling can make them at most {compiled / library:.2f}x faster than now",
+            "time: fusion shrinks only the rest",
             "Inductor calls matmuls, convolutions and attention as library kernels (cuBLAS, "
-            "cuDNN, flash attention): they run as fast as in eager, and only the rest shrinks "
-            '(Amdahl\'s law). `mode="max-autotune"` tries Triton and CUTLASS templates '
-            "against the library's matmuls; TF32 (`torch.backends.cuda.matmul.allow_tf32`) "
-            "or bf16 make fp32 matmuls faster where the accuracy allows.",
+            "cuDNN, flash attention), and its fusion shrinks the code around them, not the "
+            "calls; the calls can still change (a layout, max-autotune's templates), so this "
+            'share says where the time is, not a ceiling. `mode="max-autotune"` tries Triton '
+            "and CUTLASS templates against the library's matmuls; TF32 "
+            "(`torch.backends.cuda.matmul.allow_tf32`) or bf16 make fp32 matmuls faster where "
+            "the accuracy allows.",
             [f"{k.name}: {k.count} launches, {_ms(k.us)}" for k in top],
         )
     ]
