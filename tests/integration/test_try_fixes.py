@@ -8,12 +8,17 @@ The runs are the corpus runs of test_real_programs.py (shared, ``backend="eager"
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from test_real_programs import REAL, _report, corpus_run, tried_graphs
 
 pytestmark = pytest.mark.torch_run
+PROGRAMS = Path(__file__).resolve().parents[1] / "programs" / "run"
 
 
 def _finding(report: dict[str, Any], code: str) -> dict[str, Any]:
@@ -100,3 +105,48 @@ def test_a_program_with_nothing_to_apply_is_not_re_run(doctor_run: Any) -> None:
     assert not (run.run_dir / "tries").exists()
     assert not any("tried" in f or "tryable" in f for f in report["findings"])
     assert "no fix in the report is one it can apply itself" in run.stderr
+
+
+def _printed_result(stdout: str) -> str:
+    found = re.search(r"^result: (\S+)$", stdout, re.M)
+    assert found, stdout[-2000:]
+    return found[1]
+
+
+def test_the_setting_that_would_silence_the_hooks_is_never_proposed(
+    doctor_run: Any, run_env: dict[str, str]
+) -> None:
+    """Hooks attached for some batches, each storing ``.item()`` (run_hooks_item.py): torch's
+    hint for the break is ``capture_scalar_outputs``, under which the hook is traced into the
+    graph and the hooks attached later never run again. ``--try-fixes`` neither tries nor
+    proposes it, the correctness finding leads the plan, and no try that changed what the
+    program printed is shown as a fix. The truth, measured below: with the setting the bank
+    is silently wrong; as written (the break kept) it is eager's."""
+    run = doctor_run("try_hooks_item", ["--backend", "eager", "--try-fixes", "3"],
+                     "run_hooks_item")  # fmt: skip
+    report = _report(run)
+    assert report["plan"][0]["code"] == "hook_changed_after_compile"
+    texts = [str(item.get("advice") or "") for item in [*report["findings"],
+                                                      *report["graph_breaks"]]]  # fmt: skip
+    texts += [str(step.get("title") or "") for step in report["plan"]]
+    (row,) = [r for r in report["graph_breaks"] if r["site"]["code"].strip().endswith(
+        ".item()  # MARK:item")]  # fmt: skip
+    assert "return the tensor" in row["advice"]
+    assert not [text for text in texts if "capture_scalar_outputs = True" in text]
+    tries = [t for f in report["findings"] for t in f.get("tries") or ()]
+    assert not [t for t in tries if "capture_scalar_outputs" in json.dumps(t["trial"])]
+    program_out = (run.run_dir / "stdout.log").read_text()
+    for n, attempt in enumerate(tries, 1):
+        if attempt["verdict"] == "helped":
+            tried_out = (run.run_dir / "tries" / str(n) / "stdout.log").read_text()
+            assert _printed_result(tried_out) == _printed_result(program_out)
+    script = str(PROGRAMS / "run_hooks_item.py")
+
+    def result(**env: str) -> str:
+        done = subprocess.run([sys.executable, script], env={**run_env, **env},
+                              capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
+        return _printed_result(done.stdout)
+
+    eager = result(TORCHDYNAMO_DISABLE="1")
+    assert _printed_result(program_out) == eager
+    assert result(TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS="1") != eager
