@@ -248,7 +248,12 @@ def _recompile_state(frame: FrameEntry, explanation: FrameExplanation) -> str:
         state = f"{frame.variants} variants, unbounded ({', '.join(growing[:3])} keeps changing)"
     else:
         unclear = [v.source for v in explanation.outlook.varying if not settled(v)]
-        if unclear:  # what changed once, by name: the outlook cannot bound it yet
+        steps = [v.source for v in explanation.outlook.varying
+                 if v.held is not None and not settled(v)]  # fmt: skip
+        if steps:  # a schedule that steps: each value held for many calls
+            state = (f"{frame.variants} variants, one per step of a schedule "
+                     f"({', '.join(steps[:3])} held each value for several calls)")  # fmt: skip
+        elif unclear:  # what changed once, by name: the outlook cannot bound it yet
             shown = ", ".join(unclear[:3]) + (", …" if len(unclear) > 3 else "")
             state = f"{frame.variants} variants, bound unknown ({shown} changed once)"
         else:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -107,6 +108,10 @@ class Varying:
     """The source with every index as ``*`` (``h[*].attn.c_attn.enabled``)."""
     items: int = 1
     """How many indices of the pattern this row stands for (8 for ``h[*]... (8 items)``)."""
+    held: int | None = None
+    """The fewest calls a variant serving one of its values got before the next value came
+    (the probes' counts): a schedule that steps holds each value for many calls, a counter
+    for one (:func:`held_sources`). None: not counted, or not held."""
 
 
 @dataclass(slots=True)
@@ -177,14 +182,17 @@ def attach_attribute_stores(
 ) -> None:
     """Give each varying attribute (``self.drop1.p``) the user's line that stores it, as the
     probes saw the program do it (``m.p = p``): the line the fix names, not the library line
-    that reads it. A store outside ``__init__`` (the value changed while running) first."""
+    that reads it. A store outside ``__init__`` (the value changed while running) first, and
+    of those the line first seen last: a library module's own ``__init__`` stores from the
+    user's line that builds it (``nn.Dropout(0.0)``), before the loop sets it (``m.p = p``)."""
     for explanation in explanations:
         for row in explanation.outlook.varying:
             leaf = row.expr.leaf if row.expr is not None else None
             if leaf is None:
                 continue
             found = [s for s in stores if s.get("attr") == leaf and s.get("file")]
-            found.sort(key=lambda store: store.get("function") == "__init__")
+            found.sort(key=lambda store: (store.get("function") == "__init__",
+                                          -float(store.get("t") or 0.0)))  # fmt: skip
             if found:
                 explanation.stores[row.source] = found[0]
 
@@ -315,7 +323,9 @@ def _serves(
 
 
 def _varying(
-    explained: list[RecompileExplanation], recurring: AbstractSet[str] = frozenset()
+    explained: list[RecompileExplanation],
+    recurring: AbstractSet[str] = frozenset(),
+    held: Mapping[str, int] | None = None,
 ) -> list[Varying]:
     by_source: dict[str, Varying] = {}
     for item in explained:
@@ -329,6 +339,7 @@ def _varying(
             row.changes += 1
             row.dynamic = row.dynamic or change.dynamic
             row.recurs = row.recurs or change.source in recurring
+            row.held = (held or {}).get(change.source, row.held)
             for value in (change.old, change.new):
                 if value is not None and value not in row.values:
                     row.values.append(value)
@@ -350,7 +361,30 @@ def recompile_limit_of(frame: FrameEntry, environment: dict[str, Any]) -> int:
 
 
 def _unbounded(row: Varying) -> bool:
-    return not row.dynamic and row.kind not in FLAG_KINDS and row.changes >= 2 and not row.recurs
+    return (not row.dynamic and row.kind not in FLAG_KINDS and row.changes >= 2
+            and not row.recurs and row.held is None)  # fmt: skip
+
+
+HELD_CALLS = 2
+"""Calls a value must serve before the next for its source to be a schedule that steps
+(each value held a while), not a value that changes at every call."""
+
+
+def held_sources(rows: list[VariantRow]) -> dict[str, int]:
+    """Source -> the fewest calls a variant for one of its static values served, where every
+    variant but the last (the run may end early in it) served ``HELD_CALLS`` or more: a
+    schedule rounded to steps (a dropout p 0.0, 0.1, 0.2, 0.3, each for many steps) compiles
+    one variant per value it takes, as many as its steps, where a counter compiles one per
+    call. Empty without the probes' counts."""
+    calls: dict[str, list[int]] = {}
+    for row in rows:
+        if row.calls is None:
+            return {}
+        for source, value in row.serves.items():
+            if value != "dynamic":
+                calls.setdefault(source, []).append(row.calls)
+    return {source: min(counts[:-1]) for source, counts in calls.items()
+            if len(counts) >= 2 and min(counts[:-1]) >= HELD_CALLS}  # fmt: skip
 
 
 def recurring_sources(rows: list[VariantRow], frame_calls: dict[str, int | None]) -> set[str]:
@@ -500,12 +534,13 @@ def outlook(
     limit: int,
     recurring: AbstractSet[str] = frozenset(),
     dynamic_at_last: AbstractSet[str] = frozenset(),
+    held: Mapping[str, int] | None = None,
 ) -> Outlook:
     """Is the frame's variant set bounded, and when will the recompile limit be hit?
     ``recurring``: the sources whose values came back (:func:`recurring_sources`);
     ``dynamic_at_last``: the patterns the frame's last variant serves dynamic (a size that
     shares its symbol with one whose guard failed goes dynamic with it, unnamed)."""
-    varying = _varying(explained, recurring)
+    varying = _varying(explained, recurring, held)
     for row in varying:
         row.dynamic = row.dynamic or row.pattern in dynamic_at_last
     unbounded = [v for v in varying if _unbounded(v)]
@@ -541,6 +576,17 @@ def outlook(
     branch = _branch_bound(explained, varying)
     if branch is not None:
         return Outlook(True, f"{frame.variants} variants: {branch}", varying, None, limit, branch)
+    steps = [v for v in varying if v.held is not None and not settled(v)]
+    if steps:
+        left = None if frame.limit_hit else limit - frame.variants
+        when = (f"the recompile limit ({limit}) was hit" if left is None
+                else f"recompile_limit ({limit}) holds {left} more")  # fmt: skip
+        reason = (f"{_some([v.source for v in steps])} stepped through "
+                  f"{max(len(v.values) for v in steps)} values, each held for "
+                  f"{min(v.held or 0 for v in steps)} calls or more: a schedule, not a value "
+                  f"that changes at every call, so the variants are as many as the values it "
+                  f"takes; {when}")  # fmt: skip
+        return Outlook(None, reason, varying, left, limit)
     unclear = _some([v.source for v in varying if not settled(v)])
     reason = f"{unclear} changed once: too few recompiles to tell a counter from a few values"
     return Outlook(None, reason, varying, None, limit)
@@ -606,7 +652,7 @@ def explain_frame(
     recurring = recurring_sources(rows, frame_calls or {})
     last = next((r.compile_id for r in reversed(rows)), None)
     look = outlook(frame, explained, recompile_limit_of(frame, environment), recurring,
-                   dynamic.get(last, set()) if last else set())  # fmt: skip
+                   dynamic.get(last, set()) if last else set(), held_sources(rows))  # fmt: skip
     cache_class = next(
         (e.record.hf_cache_class for e in frame.compiles if e.record.hf_cache_class), None
     )

@@ -143,11 +143,18 @@ def constant_fix(
 ) -> Fix:
     read = read_at(change)
     if store:  # the user's own line changes it while the program runs
+        fewer = (
+            # a schedule that already steps: each step is a variant, a few steps a few
+            "Keep the schedule to a few steps (as now: one compile per step, each value held "
+            "for several calls; more steps than the recompile limit run eagerly)"
+            if row.held is not None
+            else "Give it a few values only (round the schedule: the values then recur, and "
+            "each is compiled once)"
+        )
         return Fix(
             f"{row.source} is a Python value baked into each variant{stored_at(store)} with "
             f"a new value each time ({values_text(row)} so far): each value compiles a variant "
-            "until the recompile limit, then the frame runs eagerly. Give it a few values "
-            "only (round the schedule: the values then recur, and each is compiled once), or "
+            f"until the recompile limit, then the frame runs eagerly. {fewer}, or "
             "keep it in a tensor the compiled code reads (a buffer updated in place with "
             ".fill_()), so one variant serves every value; a torch function that takes a "
             "Python number (F.dropout's p) then needs your own tensor version of it."
