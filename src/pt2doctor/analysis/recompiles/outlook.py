@@ -539,7 +539,9 @@ def outlook(
     """Is the frame's variant set bounded, and when will the recompile limit be hit?
     ``recurring``: the sources whose values came back (:func:`recurring_sources`);
     ``dynamic_at_last``: the patterns the frame's last variant serves dynamic (a size that
-    shares its symbol with one whose guard failed goes dynamic with it, unnamed)."""
+    shares its symbol with one whose guard failed goes dynamic with it, unnamed);
+    ``held``: the sources a schedule steps through, each value held for several calls
+    (:func:`held_sources`): one variant per step, not unbounded."""
     varying = _varying(explained, recurring, held)
     for row in varying:
         row.dynamic = row.dynamic or row.pattern in dynamic_at_last
