@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from oracles import marker_in
+
 pytestmark = pytest.mark.torch_run
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs" / "run"
 
@@ -24,8 +26,7 @@ def test_a_rounded_schedule_is_one_variant_per_step_not_unbounded(doctor_run: An
     assert "stepped through 4 values" in " ".join(finding["evidence"])
     # The fix names the loop's store (MARK:store), not `nn.Dropout(0.0)`'s line.
     program = (run.run_dir / "stdout.log").read_text()
-    source = (PROGRAMS / "run_rounded_schedule.py").read_text().splitlines()
-    store = next(n for n, line in enumerate(source, 1) if line.startswith("    model[2].p = p"))
+    store = marker_in(PROGRAMS / "run_rounded_schedule.py", "store")
     assert f"run_rounded_schedule.py:{store}: `model[2].p = p" in finding["advice"]
     assert "round the schedule" not in finding["advice"]  # it already is
     # The truth: one variant per value the schedule took, as the program counted them.

@@ -8,14 +8,16 @@ The runs are the corpus runs of test_real_programs.py (shared, ``backend="eager"
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_blind_programs import result
 from test_real_programs import REAL, _report, corpus_run, tried_graphs
+
+from oracles import marker_in
 
 pytestmark = pytest.mark.torch_run
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs" / "run"
@@ -107,12 +109,6 @@ def test_a_program_with_nothing_to_apply_is_not_re_run(doctor_run: Any) -> None:
     assert "no fix in the report is one it can apply itself" in run.stderr
 
 
-def _printed_result(stdout: str) -> str:
-    found = re.search(r"^result: (\S+)$", stdout, re.M)
-    assert found, stdout[-2000:]
-    return found[1]
-
-
 def test_the_setting_that_would_silence_the_hooks_is_never_proposed(
     doctor_run: Any, run_env: dict[str, str]
 ) -> None:
@@ -129,8 +125,8 @@ def test_the_setting_that_would_silence_the_hooks_is_never_proposed(
     texts = [str(item.get("advice") or "") for item in [*report["findings"],
                                                       *report["graph_breaks"]]]  # fmt: skip
     texts += [str(step.get("title") or "") for step in report["plan"]]
-    (row,) = [r for r in report["graph_breaks"] if r["site"]["code"].strip().endswith(
-        ".item()  # MARK:item")]  # fmt: skip
+    script = PROGRAMS / "run_hooks_item.py"
+    (row,) = [r for r in report["graph_breaks"] if r["site"]["line"] == marker_in(script, "item")]
     assert "return the tensor" in row["advice"]
     assert not [text for text in texts if "capture_scalar_outputs = True" in text]
     tries = [t for f in report["findings"] for t in f.get("tries") or ()]
@@ -139,14 +135,13 @@ def test_the_setting_that_would_silence_the_hooks_is_never_proposed(
     for n, attempt in enumerate(tries, 1):
         if attempt["verdict"] == "helped":
             tried_out = (run.run_dir / "tries" / str(n) / "stdout.log").read_text()
-            assert _printed_result(tried_out) == _printed_result(program_out)
-    script = str(PROGRAMS / "run_hooks_item.py")
+            assert result(tried_out) == result(program_out)
 
-    def result(**env: str) -> str:
-        done = subprocess.run([sys.executable, script], env={**run_env, **env},
+    def printed(**env: str) -> str:
+        done = subprocess.run([sys.executable, str(script)], env={**run_env, **env},
                               capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
-        return _printed_result(done.stdout)
+        return result(done.stdout)
 
-    eager = result(TORCHDYNAMO_DISABLE="1")
-    assert _printed_result(program_out) == eager
-    assert result(TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS="1") != eager
+    eager = printed(TORCHDYNAMO_DISABLE="1")
+    assert result(program_out) == eager
+    assert printed(TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS="1") != eager

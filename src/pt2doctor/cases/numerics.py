@@ -610,7 +610,7 @@ def _compare(
     shown = {""} | {step.name for step in result.path}
     result.inherited, result.hooks_kept_failure = in_child(
         lambda: _inherited(model, compile_, args, kwargs, eager_calls, fp64_calls, tol, shown,
-                           (eager_out, fp64_out)),
+                           (eager_out, fp64_out), fork),
         fork,
     )  # fmt: skip
     if result.hooks_kept_failure is False:
@@ -631,12 +631,14 @@ def _inherited(
     tol: float,
     only: set[str],
     outputs: tuple[Any, Any],
+    forked: bool,
 ) -> tuple[list[dict[str, Any]], bool]:
-    """The whole model compiled with the recording hooks on the modules ``only`` (those the
-    search compiled alone, the path's included): each one's output against eager's (what it
-    inherited and introduced), and whether the model's output still fails against
-    ``outputs`` (eager's and fp64's). The recorded outputs are the compiled graph's outputs,
-    so they are held together; eager's and fp64's are read back one module at a time."""
+    """The whole model compiled with the recording hooks on the modules ``only`` (the descent
+    path's): each one's output against eager's (what it inherited and introduced), and
+    whether the model's output still fails against ``outputs`` (eager's and fp64's). The
+    recorded outputs are the compiled graph's outputs, so they are held together; eager's and
+    fp64's are read back one module at a time (``forked``: in a child that lets its compile
+    go first)."""
     import torch
 
     compiled_calls: dict[str, _Call] = {}
@@ -644,7 +646,7 @@ def _inherited(
     with torch.no_grad(), _recording(model, compiled_calls, rng=False, only=only, inputs=False):
         torch.manual_seed(SEED)
         out = compile_(model)(*args, **kwargs)
-    _let_compile_go(True)
+    _let_compile_go(forked)
     rows = []
     for name, call in sorted(eager_calls.items(), key=lambda item: item[1].order):
         seen = compiled_calls.get(name)

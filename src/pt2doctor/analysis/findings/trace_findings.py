@@ -36,6 +36,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     Varying,
     explain_frames,
     merged_change_lines,
+    schedule_steps,
     settled,
     unfreezing_params,
 )
@@ -248,8 +249,7 @@ def _recompile_state(frame: FrameEntry, explanation: FrameExplanation) -> str:
         state = f"{frame.variants} variants, unbounded ({', '.join(growing[:3])} keeps changing)"
     else:
         unclear = [v.source for v in explanation.outlook.varying if not settled(v)]
-        steps = [v.source for v in explanation.outlook.varying
-                 if v.held is not None and not settled(v)]  # fmt: skip
+        steps = [v.source for v in schedule_steps(explanation.outlook.varying)]
         if steps:  # a schedule that steps: each value held for many calls
             state = (f"{frame.variants} variants, one per step of a schedule "
                      f"({', '.join(steps[:3])} held each value for several calls)")  # fmt: skip

@@ -370,6 +370,12 @@ HELD_CALLS = 2
 (each value held a while), not a value that changes at every call."""
 
 
+def schedule_steps(varying: list[Varying]) -> list[Varying]:
+    """The varying values a schedule steps through (each value held for several calls) that
+    nothing else bounds: one variant per step."""
+    return [v for v in varying if v.held is not None and not settled(v)]
+
+
 def held_sources(rows: list[VariantRow]) -> dict[str, int]:
     """Source -> the fewest calls a variant for one of its static values served, where every
     variant but the last (the run may end early in it) served ``HELD_CALLS`` or more: a
@@ -578,7 +584,7 @@ def outlook(
     branch = _branch_bound(explained, varying)
     if branch is not None:
         return Outlook(True, f"{frame.variants} variants: {branch}", varying, None, limit, branch)
-    steps = [v for v in varying if v.held is not None and not settled(v)]
+    steps = schedule_steps(varying)
     if steps:
         left = None if frame.limit_hit else limit - frame.variants
         when = (f"the recompile limit ({limit}) was hit" if left is None
