@@ -48,15 +48,29 @@ def breaks(doctor_run: Any) -> dict[str, Any]:
     return _run(doctor_run, "profile_breaks", "--item-break", "--eager-mlp", "--width", "256")
 
 
-def _events(report: dict[str, Any]) -> list[dict[str, Any]]:
+def _events(report: dict[str, Any], whole: bool = False) -> list[dict[str, Any]]:
     """The trace's events that start inside the window, cut at its end (the hot region's last
-    call is open when it closes), read with json, not pt2doctor's reader."""
+    call is open when it closes), read with json, not pt2doctor's reader; less those of the
+    calls the report says were preempted (each call ends at a ``pt2doctor: call`` mark) unless
+    ``whole``."""
     trace = json.loads(Path(report["profile"]["trace_file"]).read_text())
     events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
     start = next(e["ts"] + e["dur"] for e in events if e["name"] == "pt2doctor: window start")
     end = next(e["ts"] for e in events if e["name"] == "pt2doctor: window end")
-    kept = [{**e, "dur": min(e["dur"], end - e["ts"])} for e in events if start <= e["ts"] < end]
+    marks = sorted(e["ts"] for e in events if e["name"] == "pt2doctor: call")
+    left_out = [] if whole else (report["profile"]["window"]["noise"] or {}).get("preempted", [])
+    spans = [(a, b) for i, (a, b) in enumerate(itertools.pairwise([start, *marks]))
+             if i in left_out]  # fmt: skip
+    kept = [{**e, "dur": min(e["dur"], end - e["ts"])} for e in events
+            if start <= e["ts"] < end and not any(a <= e["ts"] < b for a, b in spans)]  # fmt: skip
     return sorted(kept, key=lambda e: e["ts"])
+
+
+def _calls(report: dict[str, Any]) -> int:
+    """The window's calls the report counts: 20, less those the machine preempted."""
+    window = report["profile"]["window"]
+    assert window["calls"] == 20 - len((window["noise"] or {}).get("preempted", []))
+    return int(window["calls"])
 
 
 def _findings(report: dict[str, Any], code: str) -> list[dict[str, Any]]:
@@ -71,7 +85,8 @@ def test_kernels_map_to_the_block_lines_and_the_cumsum_fallback_is_named(
     no_grad: dict[str, Any],
 ) -> None:
     profile = no_grad["profile"]
-    assert profile["available"] and profile["window"]["calls"] == 20
+    assert profile["available"] and _calls(no_grad) >= 15
+    calls = _calls(no_grad)
     kernels = {k["name"]: k for k in profile["kernels"]}
     generated = [k for k in profile["kernels"] if k["kind"] == "generated"]
     hottest = max(generated, key=lambda k: k["ms_per_call"])
@@ -87,10 +102,10 @@ def test_kernels_map_to_the_block_lines_and_the_cumsum_fallback_is_named(
     events = _events(no_grad)
     for kernel in generated:
         own = sum(e["dur"] for e in events if e["name"].endswith(kernel["name"]))
-        assert kernel["ms_per_call"] == pytest.approx(own / 20 / 1000, rel=1e-3, abs=1e-6)
+        assert kernel["ms_per_call"] == pytest.approx(own / calls / 1000, rel=1e-3, abs=1e-6)
     addmm = sum(e["dur"] for e in events if e["name"] == "aten::addmm")
     library = sum(k["ms_per_call"] for k in matmuls)
-    assert library == pytest.approx(addmm / 20 / 1000, rel=1e-3, abs=1e-6)
+    assert library == pytest.approx(addmm / calls / 1000, rel=1e-3, abs=1e-6)
 
 
 def test_a_second_profiled_run_starts_warm_and_its_kernels_still_map_to_the_lines(
@@ -134,8 +149,11 @@ def test_the_parts_add_up_to_each_region_and_the_regions_are_the_profilers(
     ]
     regions = [e["dur"] for e in events if e["name"] == "Torch-Compiled Region: 0/0"]
     (row,) = no_grad["profile"]["regions"]
-    assert row["calls"] == len(regions) == 20
-    assert row["ms_per_call"] == pytest.approx((sum(regions) + sum(lookups)) / 20 / 1000, rel=0.02)
+    calls = _calls(no_grad)
+    assert row["calls"] == len(regions) == calls
+    assert row["ms_per_call"] == pytest.approx(
+        (sum(regions) + sum(lookups)) / calls / 1000, rel=0.02
+    )
 
 
 def _median_call(report: dict[str, Any]) -> float:
@@ -152,14 +170,14 @@ def test_inference_with_grad_enabled_is_found_and_what_no_grad_saves_is_measured
     assert "torch.inference_mode()" in finding["advice"] and finding["saves_ms"] > 0
     assert not _findings(no_grad, "autograd_in_inference")
     events = _events(grad)
-    assert sum(e["name"] == "CompiledFunction" for e in events) == 20
+    assert sum(e["name"] == "CompiledFunction" for e in events) == _calls(grad)
     assert not [e for e in _events(no_grad) if e["name"] == "CompiledFunction"]
 
     # The fix applied: under no_grad no call goes through the autograd function. What the
     # finding says it saves is at most what the profiler measured in that function (a timing
     # of the two runs against each other is a benchmark's job: under load it flips).
     wrapper_ms = sum(e["dur"] for e in events if e["name"] == "CompiledFunction") / 1000
-    assert 0 < finding["saves_ms"] * 20 <= wrapper_ms * 1.001
+    assert 0 < finding["saves_ms"] * _calls(grad) <= wrapper_ms * 1.001
     assert _median_call(no_grad) > 0
 
 
@@ -191,7 +209,7 @@ def test_a_graph_break_costs_its_time_at_its_line_and_the_disabled_mlp_runs_eage
     assert "aten::linear" in disabled["evidence"][1]
     # The eager MLP's ops are the profiler's: every aten::linear of the window ran eagerly.
     events = _events(breaks)
-    linear = sum(e["dur"] for e in events if e["name"] == "aten::linear") / 20 / 1000
+    linear = sum(e["dur"] for e in events if e["name"] == "aten::linear") / _calls(breaks) / 1000
     eager = {op["name"]: op["ms_per_call"] for op in breaks["profile"]["eager_ops"]}
     assert eager["aten::linear"] == pytest.approx(linear, rel=0.1)
     (eager_only,) = _findings(breaks, "eager_only_time")
@@ -226,9 +244,11 @@ def test_a_hugging_face_model_s_attention_and_matmul_time_lands_on_its_module_li
     run = doctor_run("built_gpt2", GPT2_FLAGS, "run_hf_gpt2")
     assert run.returncode == 0, run.stderr[-3000:]
     profile = json.loads((run.run_dir / "report.json").read_text())["profile"]
-    assert profile["window"]["calls"] == 8
+    calls = 8 - len((profile["window"]["noise"] or {}).get("preempted", []))
+    assert profile["window"]["calls"] == calls  # less the calls a busy machine preempted
     (region,) = profile["regions"]
-    assert region["display_name"].startswith("GPT2LMHeadModel.forward") and region["calls"] == 8
+    assert region["display_name"].startswith("GPT2LMHeadModel.forward")
+    assert region["calls"] == calls
     sdpa = [k for k in profile["kernels"] if "scaled_dot_product" in k["name"]]
     assert sdpa and sdpa[0]["kind"] == "library" and sdpa[0]["ms_per_call"] > 0
     # transformers' attention function calls it: integrations/sdpa_attention.py
@@ -330,7 +350,8 @@ def test_a_users_own_profiler_loop_gets_the_analysis_run_profile_gives(
     host, ours = device["host"], grad["profile"]
     raw = json.loads(trace.read_text())["traceEvents"]
     steps = [e for e in raw if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#")]
-    assert host["window"]["calls"] == len(steps) == 20
+    left_out = host["window"]["noise"]["preempted"]
+    assert len(steps) == 20 and host["window"]["calls"] == 20 - len(left_out)
     assert device["by_kind"] == {}  # CPU only: said, no device findings
     assert {(r["compile_id"], r["part"]) for r in host["regions"]} == {
         (r["compile_id"], r["part"]) for r in ours["regions"]
@@ -391,3 +412,67 @@ def test_a_run_directory_whose_profile_is_a_gpu_trace_gets_its_device_side(
     assert {"dtoh_sync", "cudagraphs", "exposed_communication"} <= codes
     (graphs,) = [f for f in report["findings"] if f["code"] == "cudagraphs"]
     assert any(e.endswith(f"CUDA graphs skipped: {reason}") for e in graphs["evidence"])
+
+
+# A loaded machine, at known places: mlp_block.py --preempt stops the process for 0.1 s
+# (SIGSTOP, then SIGCONT) before the calls it names. The window opens after 5 warm calls and
+# holds 20: its first is stopped before 7 of its calls, so it is measured again over the next
+# 20, stopped before 2 of them (calls 34 and 40 of 60).
+ONCE = ("--calls", "60", "--preempt", "8,10,12,14,16,18,20,34,40")
+ALWAYS = ("--calls", "60", "--preempt", ",".join(str(i) for i in range(6, 60, 3)))
+
+
+def _periods(report: dict[str, Any]) -> list[float]:
+    """Each period of the window in the profiler's own events: from the window's start to
+    each ``pt2doctor: call`` mark, ms."""
+    trace = json.loads(Path(report["profile"]["trace_file"]).read_text())
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    start = next(e["ts"] + e["dur"] for e in events if e["name"] == "pt2doctor: window start")
+    marks = sorted(e["ts"] for e in events if e["name"] == "pt2doctor: call")
+    return [(b - a) / 1000 for a, b in itertools.pairwise([start, *marks])]
+
+
+def test_preempted_calls_are_named_and_left_out_and_the_verdict_stands(
+    doctor_run: Any, no_grad: dict[str, Any]
+) -> None:
+    """Two stopped calls of 20 hold ~99% of the window's wall time: a share of the whole window
+    would put the region under 5% of the step (no verdict at all). Left out, the verdict is
+    the quiet run's; a machine busier than the stops (the suite's other worker) may add
+    preempted calls of its own, and then the verdict is that one or "cannot tell", never
+    another."""
+    report = _run(doctor_run, "profile_preempted", *ONCE)
+    window = report["profile"]["window"]
+    periods = _periods(report)
+    stopped = [i for i, ms in enumerate(periods) if ms >= 100]
+    assert len(periods) == 20 and len(stopped) == 2
+    preempted = window["noise"]["preempted"]
+    assert set(stopped) <= set(preempted) and window["calls"] == 20 - len(preempted)
+    assert sum(off >= 90 for off in window["noise"]["off_cpu_ms"]) >= 2  # stopped: off the CPU
+    (first,) = window["other_windows"]
+    assert first["not_kept"] == "noisier" and len(first["preempted"]) >= 7
+    notes = " ".join(report["profile"]["notes"])
+    assert f"{len(preempted)} calls of 20 took far longer" in notes and "measured again" in notes
+    # The whole window, from the profiler's own events: the region is under 5% of it.
+    region = sum(e["dur"] for e in _events(report, whole=True)
+                 if e["name"] == "Torch-Compiled Region: 0/0") / 1000  # fmt: skip
+    assert region < 0.05 * sum(periods)
+    assert _findings(no_grad, "overhead_bound")
+    if window["noise"]["noisy"]:
+        assert _findings(report, "noisy_profile") and not _findings(report, "overhead_bound")
+    else:
+        assert _findings(report, "overhead_bound") and not _findings(report, "noisy_profile")
+    assert not _findings(report, "library_bound")
+
+
+def test_a_window_still_noisy_when_measured_again_says_it_cannot_tell(
+    doctor_run: Any,
+) -> None:
+    report = _run(doctor_run, "profile_always_preempted", *ALWAYS)
+    window = report["profile"]["window"]
+    assert window["noise"]["noisy"] and len(window["other_windows"]) == 1
+    stopped = [i for i, ms in enumerate(_periods(report)) if ms >= 100]
+    assert window["noise"]["preempted"] == stopped and len(stopped) > 5
+    (noisy,) = _findings(report, "noisy_profile")
+    assert "both were noisy" in noisy["advice"] and "overhead_bound is withheld" in noisy["advice"]
+    assert any("overhead-bound" in line for line in noisy["evidence"])
+    assert not _findings(report, "overhead_bound") and not _findings(report, "library_bound")

@@ -260,9 +260,10 @@ def test_watch_profiles_the_steady_calls_in_process() -> None:
             compiled(x)
         report = w.report()
     profile = report["profile"]
-    assert profile["available"] and profile["window"]["calls"] == 6
+    calls = 6 - len((profile["window"]["noise"] or {}).get("preempted", []))
+    assert profile["available"] and profile["window"]["calls"] == calls  # less preempted ones
     assert {r["compile_id"] for r in profile["regions"]} == {"0/0", "1/0"}
-    assert all(r["calls"] == 6 for r in profile["regions"])
+    assert all(r["calls"] == calls for r in profile["regions"])
     assert any("another backend" in note for note in profile["notes"])
     assert Path(profile["trace_file"]).is_file()
 

@@ -6,7 +6,14 @@ compile since its previous call (that graph is then the *hot* one). It closes ri
 hot graph's ``calls``-th call after that (or after ``seconds``, or at exit), so it holds
 ``calls`` whole periods of the program's loop; the hot region's last call is cut where the
 window ends, and the analysis knows it. Two zero-length markers (``pt2doctor: window
-start``/``end``) bound it in the trace. At close the profile is exported as a Chrome trace
+start``/``end``) bound it in the trace, and one (``pt2doctor: call``) ends each period.
+
+Each period's wall time and the main thread's CPU time over it are kept
+(trace/spread.py ``calls_noise``): a period the machine preempted is named, and the analysis
+leaves it out. A window too noisy to trust even so (over a quarter of its periods preempted,
+or a spread over a quarter of the median) is measured once more over the program's next calls;
+the quieter of the two is kept, and the other is described beside it. At close the profile is
+exported as a Chrome trace
 (``profile/trace.json``) with ``profile/window.json`` beside it, and the profiler is gone;
 rank N > 0 of a distributed run writes ``trace.rank<N>.json`` and ``window.rank<N>.json``
 (the report reads rank 0's).
@@ -27,16 +34,20 @@ from typing import Any
 from pt2doctor.rundir import (
     PROFILE_DIR,
     PROFILE_END_MARK,
+    PROFILE_PERIOD_MARK,
     PROFILE_START_MARK,
     PROFILE_TRACE,
     PROFILE_WINDOW,
 )
+from pt2doctor.trace.spread import CallsNoise, calls_noise
 
 PROFILE_ENV = "PT2DOCTOR_PROFILE"
 """``calls[,warmup[,seconds]]``: set by ``run --profile`` for the child."""
 DEFAULT_CALLS = 20
 DEFAULT_WARMUP = 5
 DEFAULT_SECONDS = 30.0
+REMEASURES = 1
+"""A noisy window is measured again this many times at most."""
 
 
 def window_from_env(
@@ -82,6 +93,13 @@ class ProfileWindow:
         """Each graph's compile count at its previous call: steady when none came since."""
         self.profiler: Any = None
         self.lock = threading.Lock()
+        self.marks: list[tuple[int, int]] = []
+        """(wall, main thread CPU) in ns at the window's start and after each hot call."""
+        self.kept: dict[str, Any] | None = None
+        """The window already written, while a noisy one is measured again."""
+        self.kept_noise: CallsNoise | None = None
+        self.others: list[dict[str, Any]] = []
+        """The windows measured and not kept: their noise, and why not."""
 
     def compiled(self, compile_id: str) -> None:
         """A graph was just compiled."""
@@ -97,6 +115,7 @@ class ProfileWindow:
             if compile_id != self.hot:
                 return
             self.seen += 1
+            self.guarded(self._period)
             if self.seen >= self.calls:
                 self.guarded(lambda: self.close("calls"))
             elif time.monotonic() - self.opened_at > self.seconds:
@@ -106,8 +125,22 @@ class ProfileWindow:
             return
         steady = self.compiles_at_call.get(compile_id) == self.compiles
         self.compiles_at_call[compile_id] = self.compiles
-        if calls >= self.warmup and steady:
+        again = self.kept is None or compile_id == self.hot  # a re-measure: the same graph
+        if calls >= self.warmup and steady and again:
             self.guarded(lambda: self._open(compile_id))
+
+    def _period(self) -> None:
+        from torch.profiler import record_function
+
+        self.marks.append((time.perf_counter_ns(), time.thread_time_ns()))
+        with record_function(PROFILE_PERIOD_MARK):
+            pass
+
+    def periods(self) -> tuple[list[float], list[float]]:
+        """Each whole period of the window so far: its wall time and the main thread's CPU
+        time over it, ms."""
+        steps = list(zip(self.marks, self.marks[1:], strict=False))
+        return [(b[0] - a[0]) / 1e6 for a, b in steps], [(b[1] - a[1]) / 1e6 for a, b in steps]
 
     def guarded(self, action: Callable[[], None]) -> None:
         """The window must never break the program: a failure ends it and is recorded."""
@@ -133,11 +166,16 @@ class ProfileWindow:
         with record_function(PROFILE_START_MARK):
             pass
         self.hot = compile_id
+        self.seen = 0
+        self.compiles_in_window = 0
         self.opened_at = time.monotonic()
+        self.marks = [(time.perf_counter_ns(), time.thread_time_ns())]
         self.state = "open"
 
     def close(self, why: str) -> None:
-        """Stop the profiler and write the window (``why``: calls, seconds, exit)."""
+        """Stop the profiler and write the window (``why``: calls, seconds, exit); a noisy
+        window is written and measured again, once; a second window is written only when it is
+        quieter than the first and whole (not cut at exit)."""
         with self.lock:
             if self.state != "open":
                 return
@@ -148,10 +186,22 @@ class ProfileWindow:
             pass
         wall = time.monotonic() - self.opened_at
         self.profiler.stop()
-        self.out.mkdir(exist_ok=True)
-        rank = os.environ.get("RANK", "")
-        suffix = f".rank{rank}" if rank.isdigit() and rank != "0" else ""
-        trace = self.out / PROFILE_TRACE.replace(".json", f"{suffix}.json")
+        walls, cpus = self.periods()
+        noise = calls_noise(walls, cpus)
+        described = noise.as_json() if noise is not None else None
+        if self.kept is not None:  # the re-measure of a noisy window
+            first = self.kept.get("noise") or {}
+            kept = self.kept_noise
+            quieter = noise is not None and (kept is None or noise.score < kept.score)
+            if why == "exit" or not quieter:
+                self.others.append({**(described or {}), "calls": self.seen,
+                                    "not_kept": "cut short at exit" if why == "exit"
+                                    else "no quieter"})  # fmt: skip
+                self._write_window({**self.kept, "other_windows": self.others})
+                self._finish()
+                return
+            self.others.append({**first, "not_kept": "noisier"})
+        trace = self._trace_path()
         self.profiler.export_chrome_trace(str(trace))
         window = {
             "kernel_profile": self.kernel_profile,
@@ -165,8 +215,35 @@ class ProfileWindow:
             "trace_bytes": trace.stat().st_size,
             "pid": os.getpid(),
             "rank": os.environ.get("RANK"),
+            "periods_ms": [round(v, 4) for v in walls],
+            "periods_cpu_ms": [round(v, 4) for v in cpus],
+            "noise": described,
+            "other_windows": self.others,
         }
-        described = self.out / PROFILE_WINDOW.replace(".json", f"{suffix}.json")
+        self._write_window(window)
+        again = (noise is not None and noise.noisy and why == "calls"
+                 and len(self.others) < REMEASURES and self.kept is None)  # fmt: skip
+        if again:
+            self.kept, self.kept_noise = window, noise
+            self.profiler = None
+            self.state = "waiting"  # opens again at the hot graph's next steady call
+            return
+        self._finish()
+
+    def _trace_path(self) -> Path:
+        self.out.mkdir(exist_ok=True)
+        return self.out / PROFILE_TRACE.replace(".json", f"{self._suffix()}.json")
+
+    @staticmethod
+    def _suffix() -> str:
+        rank = os.environ.get("RANK", "")
+        return f".rank{rank}" if rank.isdigit() and rank != "0" else ""
+
+    def _write_window(self, window: dict[str, Any]) -> None:
+        self.out.mkdir(exist_ok=True)
+        described = self.out / PROFILE_WINDOW.replace(".json", f"{self._suffix()}.json")
         described.write_text(json.dumps(window), encoding="utf-8")
+
+    def _finish(self) -> None:
         self.profiler = None
         self.state = "done"

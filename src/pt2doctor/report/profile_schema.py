@@ -39,6 +39,8 @@ def _section(
             "hot_compile_id": view.hot_compile_id,
             "closed_by": window.get("closed_by"),
             "compiles_in_window": window.get("compiles_in_window", 0),
+            "noise": window.get("noise"),
+            "other_windows": window.get("other_windows") or [],
         },
         "compiled_share": round(view.compiled_us / wall, 4) if wall > 0 else None,
         "outside": [

@@ -64,6 +64,8 @@ TRIES_INDEX = "index.json"
 """Under TRIES_DIR: ``[{"n", "trial"}]``, the fixes tried, in order."""
 PROFILE_START_MARK = "pt2doctor: window start"
 PROFILE_END_MARK = "pt2doctor: window end"
+PROFILE_PERIOD_MARK = "pt2doctor: call"
+"""Right after each of the hot graph's calls in the window: the loop's periods."""
 """Zero-length profiler events that bound the window in its trace."""
 COUNTERS_DIR = "counters"
 """Each process's latest counters (capture/probes.py): counters/<pid>.json."""
@@ -88,6 +90,7 @@ __all__ = [
     "PROBES_FILE",
     "PROFILE_DIR",
     "PROFILE_END_MARK",
+    "PROFILE_PERIOD_MARK",
     "PROFILE_START_MARK",
     "PROFILE_TRACE",
     "PROFILE_WINDOW",

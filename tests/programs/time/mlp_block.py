@@ -15,13 +15,27 @@ served one request at a time, the way a small inference service calls its model
 """
 
 import contextlib
+import os
+import subprocess
 import sys
 
 import torch
 from torch import nn
 
 WIDTH = int(sys.argv[sys.argv.index("--width") + 1]) if "--width" in sys.argv else 64
-CALLS = 40
+CALLS = int(sys.argv[sys.argv.index("--calls") + 1]) if "--calls" in sys.argv else 40
+PREEMPT = (
+    {int(i) for i in sys.argv[sys.argv.index("--preempt") + 1].split(",")}
+    if "--preempt" in sys.argv
+    else set()
+)
+
+
+def preempted() -> None:
+    """Stopped by another process for 0.1 s, as a busy machine's scheduler would."""
+    pid = os.getpid()
+    stop = f"kill -STOP {pid}; sleep 0.1; kill -CONT {pid}"
+    subprocess.Popen(["sh", "-c", stop]).wait()
 
 
 class Block(nn.Module):
@@ -61,6 +75,8 @@ if "--user-profiler" in sys.argv:
                        on_trace_ready=lambda prof: prof.export_chrome_trace(out))  # fmt: skip
 with contextlib.nullcontext() if "--grad" in sys.argv else torch.no_grad(), profiler as prof:
     for first in range(0, len(requests), BATCH):
+        if first // BATCH in PREEMPT:
+            preempted()
         model(torch.cat(requests[first : first + BATCH]))
         if prof is not None:
             prof.step()  # type: ignore[attr-defined]

@@ -63,6 +63,7 @@ Code = Literal[
     "eager_only_time",
     "compiled_slower_than_eager",
     "eager_optimizer",
+    "noisy_profile",
     # the device side of a profiler trace (analysis/time/device_findings.py)
     "dtoh_sync",
     "launch_bound",
@@ -187,11 +188,16 @@ SPECS: dict[Code, CodeSpec] = dict(
               "kernels"),
         _spec("library_bound", "profile", "performance", "info",
               "library kernels take more than 60% of the compiled time (device time on a "
-              "GPU trace): the bound on what compiling can give"),
+              "GPU trace): where the time is, not a ceiling"),
+        _spec("noisy_profile", "profile", "performance", "info",
+              "the profile window stayed too noisy after one re-measure (over a quarter of "
+              "its calls preempted, or a spread over a quarter of the median): the verdicts "
+              "that rest on shares of its time (overhead_bound, library_bound) are withheld"),
         _spec("graph_break_cost", "profile", "graph breaks", "info|warning",
               "a break site's eager time per call; `warning` from 5% of the step"),
         _spec("eager_only_time", "profile", "graph breaks", "warning",
-              "at least 25% of the step is eager ATen ops outside every compiled graph"),
+              "at least 25% of the time in torch ops (compiled regions and eager ops) is eager "
+              "ATen ops outside every compiled graph"),
         _spec("eager_optimizer", "profile", "performance", "warning",
               "opt.step() runs eagerly, outside compiled regions, for at least 5% of the step "
               "(torch's profiler labels it): fused=True, foreach=True or a compiled step; "

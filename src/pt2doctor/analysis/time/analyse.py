@@ -18,9 +18,17 @@ from pt2doctor.analysis.text import counted
 from pt2doctor.analysis.time.device import DEVICE_CATEGORIES, DeviceProfile, device_profile
 from pt2doctor.analysis.time.device_findings import device_findings
 from pt2doctor.analysis.time.findings import BreakContext, profile_findings
-from pt2doctor.analysis.time.owners import eager_owners
-from pt2doctor.analysis.time.profile import ProfileView, profile_view, profiler_steps
+from pt2doctor.analysis.time.owners import EagerOwner, eager_owners
+from pt2doctor.analysis.time.profile import (
+    ProfileView,
+    kept_ranges,
+    period_marks,
+    profile_view,
+    profiler_steps,
+    trace_window,
+)
 from pt2doctor.trace.chrome import ChromeTrace
+from pt2doctor.trace.spread import CallsNoise, calls_noise
 from pt2doctor.trace.types import ProfileCapture, SourceLine
 
 LARGE_TRACE_BYTES = 20_000_000
@@ -132,14 +140,17 @@ def profile_analysis(
         if e.record.built is None or e.record.built.graph is None or not e.record.built.graph.lines
     }
     kernel_events = True if window.get("kernel_profile", True) else None
-    view = profile_view(capture.trace, calls, window.get("hot_compile_id"), builts,
-                        break_sites, graphless, kernel_events)  # fmt: skip
+    quiet = _quiet_periods(capture.trace, window)
+    view = profile_view(capture.trace, quiet.calls or calls, window.get("hot_compile_id"),
+                        builts, break_sites, graphless, kernel_events, quiet.ranges)  # fmt: skip
     skipped = [frame_where(frame) for frame in ledger.frames if frame.skipped]
     device = "cuda" if "kernel" in capture.trace.categories else "cpu"
-    owners = eager_owners(capture.trace, *view.window)
-    findings = profile_findings(view, names, skipped, device, context, owners, trials)
+    owners = _owners(capture.trace, view)
+    findings = _noise_findings(
+        profile_findings(view, names, skipped, device, context, owners, trials), quiet, window
+    )
     cached = sum(1 for e in ledger.compiles if e.record.cache.get("fx_graph") == "hit")
-    notes = _notes(view, window, device, cached)
+    notes = [*quiet.notes, *_notes(view, window, device, cached)]
     no_graphs = {e.compile_id: e.record.cudagraph_skip_reason for e in ledger.compiles
                  if e.record.cudagraph_skip_reason}  # fmt: skip
     gpu = _device_side(capture.trace, capture.path, findings, no_graphs)
@@ -171,12 +182,144 @@ def trace_analysis(trace: ChromeTrace, path: str) -> ProfileResult:
     steps = profiler_steps(trace)
     calls = max(len(steps), 1)
     window: dict[str, Any] = {"calls": calls, "from": "ProfilerStep#N" if steps else "trace"}
-    view = profile_view(trace, calls, None, {}, {})
+    quiet = _quiet(steps, [(b - a) / 1000 for a, b in steps], (), "step")
+    window["noise"] = quiet.noise.as_json() if quiet.noise is not None else None
+    view = profile_view(trace, quiet.calls or calls, None, {}, {}, ranges=quiet.ranges)
     if not view.regions:
         return ProfileResult(path, window, error="no compiled region in the trace")
     device = "cuda" if "kernel" in trace.categories else "cpu"
-    owners = eager_owners(trace, *view.window)
+    owners = _owners(trace, view)
     names: dict[str, str] = {}  # only the TORCH_TRACE names a compile id's frame
-    findings = profile_findings(view, names, [], device, {}, owners)
-    notes = [note for note in _notes(view, window, device, 0) if note != NOT_COMPARABLE]
+    findings = _noise_findings(profile_findings(view, names, [], device, {}, owners), quiet)
+    notes = [*quiet.notes,
+             *(n for n in _notes(view, window, device, 0) if n != NOT_COMPARABLE)]  # fmt: skip
     return ProfileResult(path, window, view, None, names, notes, findings)
+
+
+@dataclass(frozen=True, slots=True)
+class _Quiet:
+    """The window's periods that count: all, or all but the preempted ones."""
+
+    noise: CallsNoise | None = None
+    ranges: list[tuple[float, float]] = field(default_factory=list)
+    """The parts of the window to count; empty: all of it."""
+    calls: int = 0
+    """The periods they hold; 0: the window's own count."""
+    notes: list[str] = field(default_factory=list)
+
+
+def _quiet_periods(trace: ChromeTrace, window: Mapping[str, Any]) -> _Quiet:
+    """``run --profile``'s window, its periods read from window.json (wall and CPU time, the
+    child's clocks) and bounded in the trace by the period marks."""
+    walls = [float(v) for v in window.get("periods_ms") or []]
+    if not walls:
+        return _Quiet()  # a window written before periods were kept
+    start, end = trace_window(trace)
+    marks = period_marks(trace, start, end)
+    bounds = list(zip([start, *marks], marks, strict=False))
+    if len(bounds) != len(walls):
+        return _Quiet(notes=[f"the trace has {len(bounds)} call marks for {len(walls)} timed "
+                             "calls: no call is left out"])  # fmt: skip
+    quiet = _quiet(bounds, walls, [float(v) for v in window.get("periods_cpu_ms") or []], "call")
+    for other in window.get("other_windows") or []:
+        why = other.get("not_kept")
+        preempted = len(other.get("preempted") or [])
+        if why == "noisier":
+            quiet.notes.append(
+                f"a first window of {other.get('calls')} calls was too noisy ({preempted} "
+                "preempted): measured again over the program's next calls, and this quieter "
+                "one is kept"
+            )
+        else:
+            quiet.notes.append(
+                f"measured again over the program's next calls ({preempted} of "
+                f"{other.get('calls')} preempted): not kept, {why}"
+            )
+    return quiet
+
+
+def _quiet(
+    bounds: Sequence[tuple[float, float]],
+    walls: Sequence[float],
+    cpus: Sequence[float],
+    what: str,
+) -> _Quiet:
+    """Leave out the preempted ``what``\\s (calls of the hot loop, or ``ProfilerStep``\\s) of
+    ``bounds``, each timed ``walls`` (ms) and ``cpus`` (the thread's CPU time, ms, if known),
+    and say which."""
+    noise = calls_noise(walls, cpus)
+    if noise is None or not noise.preempted:
+        return _Quiet(noise)
+    ranges = kept_ranges(bounds, set(noise.preempted))
+    kept = noise.calls - len(noise.preempted)
+    if not ranges or kept <= 0:
+        return _Quiet(noise, notes=[f"every {what} was preempted: none is left out"])
+    slow = ", ".join(
+        f"{i + 1} ({ms:.3g} ms" + (f", {off:.3g} ms off the CPU)" if off is not None else ")")
+        for i, ms, off in zip(
+            noise.preempted, noise.slowest,
+            [*noise.off_cpu_ms, *[None] * len(noise.preempted)], strict=False,
+        )
+    )  # fmt: skip
+    note = (
+        f"{counted(len(noise.preempted), what)} of {noise.calls} took far longer than the "
+        f"median {what} ({noise.median_ms:.3g} ms): the machine ran something else meanwhile. "
+        f"Left out, so the times are over the other {kept}: {what} {slow}"
+    )
+    return _Quiet(noise, ranges, kept, [note])
+
+
+WITHHELD = ("overhead_bound", "library_bound")
+"""Verdicts that rest on shares of the window's time, which a noisy window can flip."""
+
+
+def _noise_findings(
+    findings: list[Finding], quiet: _Quiet, window: Mapping[str, Any] | None = None
+) -> list[Finding]:
+    """A window too noisy even with its preempted calls left out gives no verdict that rests
+    on shares of its time: it says it cannot tell instead (``noisy_profile``)."""
+    noise = quiet.noise
+    if noise is None or not noise.noisy:
+        return findings
+    withheld = [f for f in findings if f.code in WITHHELD]
+    others = (window or {}).get("other_windows") or []
+    if others:
+        again = "It was measured twice, over the program's next calls too, and both were noisy"
+    elif window is not None:
+        again = "The program ended before it could be measured again"
+    else:
+        again = "The trace is the one the program recorded"
+    spread = 100 * noise.mad_ms / noise.median_ms if noise.median_ms else 0.0
+    title = (
+        f"The profile window was too noisy to tell what bounds the loop: "
+        f"{len(noise.preempted)} of {noise.calls} calls preempted, the others spread "
+        f"{spread:.0f}% around their median"
+    )
+    said = ", ".join(f.code for f in withheld)
+    advice = (
+        f"{again}. A verdict on what bounds the loop (overhead, library kernels) rests on "
+        "shares of its time, and a loaded machine moves them: "
+        + (f"{said} {'is' if len(withheld) == 1 else 'are'} withheld. " if withheld else "")
+        + "Run `--profile` again on a quiet machine (or with fewer other processes), or with "
+        "more calls (`--profile-calls`)."
+    )
+    evidence = [
+        f"median call {noise.median_ms:.3g} ms, median absolute deviation "
+        f"{noise.mad_ms:.3g} ms over the {noise.calls - len(noise.preempted)} calls kept",
+        *(f"withheld: {f.title}" for f in withheld),
+    ]
+    kept = [f for f in findings if f.code not in WITHHELD]
+    return [*kept, Finding("info", "noisy_profile", title, advice, evidence)]
+
+
+def _owners(trace: ChromeTrace, view: ProfileView) -> list[EagerOwner]:
+    """The labelled eager time of the parts of the window counted."""
+    merged: dict[str, EagerOwner] = {}
+    for begin, stop in view.ranges or [view.window]:
+        for owner in eager_owners(trace, begin, stop):
+            had = merged.get(owner.label)
+            merged[owner.label] = owner if had is None else EagerOwner(
+                owner.label, had.us + owner.us, had.calls + owner.calls,
+                had.aten_us + owner.aten_us,
+            )  # fmt: skip
+    return sorted(merged.values(), key=lambda owner: -owner.us)

@@ -26,7 +26,8 @@ OVERHEAD_SHARE = 0.5
 LIBRARY_SHARE = 0.6
 """Compiled time is library-bound when library kernels take more than this share of it."""
 EAGER_SHARE = 0.25
-"""Eager ATen ops outside every region above this share of the step: the model runs eagerly."""
+"""Eager ATen ops outside every region above this share of the time spent in torch (the
+regions and the eager ops): the model runs eagerly."""
 
 
 def _ms(value_us: float, view: ProfileView) -> str:
@@ -284,11 +285,19 @@ def _eager_only(
 ) -> list[Finding]:
     # The ops of an eager optimizer step or data loading are theirs, named by their own
     # finding, not "the compiled model running eagerly".
-    eager = sum(us for _, us in view.eager_ops) - sum(owner.aten_us for owner in owners)
-    if eager < EAGER_SHARE * view.wall_us:
+    ops = sum(us for _, us in view.eager_ops)
+    eager = ops - sum(owner.aten_us for owner in owners)
+    # Against the time spent in torch (compiled regions and eager ops), not the wall time: a
+    # loop's own Python or a machine's stalls between calls dilute a wall-time share.
+    work = ops + view.compiled_us
+    if work <= 0 or eager < EAGER_SHARE * work:
         return []
     top = ", ".join(f"{name} {_ms(us, view)}" for name, us in view.eager_ops[:4])
-    evidence = [f"eager ATen ops per call: {top}"]
+    evidence = [
+        f"eager ATen ops per call: {top}",
+        f"eager ops {_ms(eager, view)}, compiled regions {_ms(view.compiled_us, view)} "
+        f"per call ({_pct(eager + view.compiled_us, view.wall_us)} of the step)",
+    ]
     for item in view.outside:
         at = view.eager_at.get(item.compile_id or "")
         if item.site is not None and at:
@@ -301,8 +310,8 @@ def _eager_only(
         Finding(
             "warning",
             "eager_only_time",
-            f"{_pct(eager, view.wall_us)} of the step is ATen ops run eagerly, outside every "
-            'compiled graph: that part of the "compiled" model runs eagerly',
+            f"{_pct(eager, work)} of the time in torch ops is ATen ops run eagerly, outside "
+            'every compiled graph: that part of the "compiled" model runs eagerly',
             "Code Dynamo skipped or did not reach (a frame it skipped, a disabled function, "
             "the code at a graph break, code outside the compiled module) gets none of the "
             "compiler's speedup. Compile it: remove the break or the disable, or compile the "

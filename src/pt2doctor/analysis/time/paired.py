@@ -19,15 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pt2doctor.analysis.findings.model import Finding, Subject
+from pt2doctor.trace.spread import NOISY_SPREAD, PREEMPTED
 
 SLOWER_RATIO = 1.05
 """Compiled median above eager's by this much, at least, before it is called slower."""
 SIGNIFICANCE = 0.05
 """The one-sided p-value of the sign test at or under which the pairs say slower."""
-NOISY_SPREAD = 0.25
-"""A median absolute deviation above this share of the median: too noisy to tell."""
-PREEMPTED = 3.0
-"""A call this many times its side's median: the machine did something else meanwhile."""
 MIN_PAIRS = 5
 
 
@@ -67,6 +64,14 @@ class Paired:
         agree = self.p_value <= SIGNIFICANCE
         return self.pairs >= MIN_PAIRS and self.ratio >= SLOWER_RATIO and agree
 
+    @property
+    def verdict(self) -> str:
+        """``slower``; ``cannot tell`` when the calls were too noisy for the pairs to say so
+        (a noisy window does not make "not slower" either); else ``not slower``."""
+        if self.slower:
+            return "slower"
+        return "cannot tell" if self.noisy or self.pairs < MIN_PAIRS else "not slower"
+
     def as_json(self) -> dict[str, Any]:
         return {
             "name": self.name, "file": self.file, "line": self.line,
@@ -76,7 +81,7 @@ class Paired:
             "speedup": round(1 / self.ratio, 4) if self.ratio else None,
             "pairs": self.pairs, "slower_pairs": self.slower_pairs,
             "preempted": self.preempted, "noisy": self.noisy,
-            "p_value": round(self.p_value, 4),
+            "p_value": round(self.p_value, 4), "verdict": self.verdict,
         }  # fmt: skip
 
 

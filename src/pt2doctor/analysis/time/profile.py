@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pt2doctor.analysis.built.kernels import Kernel, UserLine, graph_kernel_lists
 from pt2doctor.analysis.text import counted
-from pt2doctor.rundir import PROFILE_END_MARK, PROFILE_START_MARK
+from pt2doctor.rundir import PROFILE_END_MARK, PROFILE_PERIOD_MARK, PROFILE_START_MARK
 from pt2doctor.trace.built import kernel_kind
 from pt2doctor.trace.chrome import ChromeTrace
 from pt2doctor.trace.types import Built, SourceLine
@@ -113,6 +113,8 @@ class ProfileView:
     notes: list[str] = field(default_factory=list)
     window: tuple[float, float] = (0.0, 0.0)
     """Its start and end in the trace's clock (us)."""
+    ranges: list[tuple[float, float]] = field(default_factory=list)
+    """The parts of the window counted: all of it, or its periods less the preempted ones."""
 
     @property
     def compiled_us(self) -> float:
@@ -191,6 +193,28 @@ def profiler_steps(trace: ChromeTrace) -> list[tuple[float, float]]:
     steps = [(ts[i], ts[i] + dur[i]) for i, code in enumerate(trace.name)
              if _STEP.match(names[code])]  # fmt: skip
     return sorted(steps)
+
+
+def period_marks(trace: ChromeTrace, start: float, end: float) -> list[float]:
+    """Where each period of the window ends (the ``pt2doctor: call`` marks), in order."""
+    names, ts = trace.names, trace.ts
+    return sorted(ts[i] for i, code in enumerate(trace.name)
+                  if names[code] == PROFILE_PERIOD_MARK and start <= ts[i] <= end)  # fmt: skip
+
+
+def kept_ranges(
+    bounds: Sequence[tuple[float, float]], left_out: Collection[int]
+) -> list[tuple[float, float]]:
+    """The periods ``bounds`` less those ``left_out`` (their indices), neighbours merged."""
+    ranges: list[tuple[float, float]] = []
+    for i, (begin, stop) in enumerate(bounds):
+        if i in left_out:
+            continue
+        if ranges and ranges[-1][1] == begin:
+            ranges[-1] = (ranges[-1][0], stop)
+        else:
+            ranges.append((begin, stop))
+    return ranges
 
 
 def trace_window(trace: ChromeTrace) -> tuple[float, float]:
@@ -551,15 +575,20 @@ def profile_view(
     break_sites: Mapping[str, SourceLine],
     graphless: set[str] | frozenset[str] = frozenset(),
     kernel_events: bool | None = None,
+    ranges: Sequence[tuple[float, float]] = (),
 ) -> ProfileView:
     """The window's time per call of the hot loop. ``builts``: each compile id's build (for
     its kernel map); ``break_sites``: the compile ids whose graph ends at a graph break, with
     the break's user line; ``graphless``: compiles that produced no graph (only the code
     around a break), whose whole region is that break's eager code; ``kernel_events``:
-    whether generated kernels record profiler events (None: when the trace has some)."""
+    whether generated kernels record profiler events (None: when the trace has some);
+    ``ranges``: the parts of the window to count (its periods less the preempted ones,
+    :func:`kept_ranges`; ``calls`` is then the periods they hold), else the whole window."""
     start, end = trace_window(trace)
+    ranges = ranges or [(start, end)]
     walk = _Walk(trace)
-    walk.run(start, end)
+    for begin, stop in ranges:
+        walk.run(begin, stop)
     charges = _Charges(builts)
     tails: dict[str, list[float]] = {}
     cut: dict[str, int] = {}
@@ -607,9 +636,10 @@ def profile_view(
         # generated kernels are what the graph calls spent outside the ops they name.
         for key, us in charges.unnamed.items():
             charges.regions[key].kernels_us += max(us, 0.0)
-    wall = max(end - start, 0.0)
+    wall = sum(max(stop - begin, 0.0) for begin, stop in ranges)
     view = ProfileView(calls, wall, hot_compile_id)
     view.window = (start, end)
+    view.ranges = list(ranges)
     if estimated:
         view.notes.append(
             "the trace has no kernel events (TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE=1 gives "
