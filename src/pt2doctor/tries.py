@@ -5,8 +5,10 @@ After the main run, its report's findings offer the fixes pt2doctor can apply it
 re-run once, in order, with the main run's command, backend and timeout, in
 ``tries/<n>/`` under the main run directory (the program's output goes only to that run's
 logs). Each re-run is judged against the main run (analysis/findings/verdicts.py ``verdict``): a
-finding whose fix helped is done; one whose fix did not help has its next candidate tried. At
-most N re-runs. The report then judges them again, offline, from the run directories.
+fix helped when the finding it is for is gone from the re-run, or less severe (a recompile now
+bounded); a finding whose fix helped is done; one whose fix did not help, or helped only
+partly (counts down, the finding still there), has its next candidate tried. At most N
+re-runs. The report then judges them again, offline, from the run directories.
 
 The order is the report's: errors first, then warnings, then info.
 """
@@ -29,21 +31,31 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
     once; each re-run is judged by its own outcome against the main run's."""
     from pt2doctor.analysis.findings.codes import spec
     from pt2doctor.analysis.findings.verdicts import (
+        Target,
         next_trial,
         outcome,
         printed_change,
+        target_of,
+        target_remains,
         trial_key,
         verdict,
     )
-    from pt2doctor.report.schema import build_report
+    from pt2doctor.analysis.pipeline import analyse_run
     from pt2doctor.rundir.load import load_run
 
     main = load_run(options.out)
-    findings = build_report(main)["findings"]
-    candidates = [list(f.get("tryable", [])) for f in findings]
+    findings = analyse_run(main).findings
+    trials = [[fix.application.as_json() for fix in f.fixes if fix.application is not None]
+              for f in findings]  # fmt: skip
+    candidates = [found for found in trials if found]
     # A correctness fix is meant to change the results; any other must leave them alone.
-    judged = {trial_key(t): spec(f["code"]).step != "correctness"
-              for f in findings for t in f.get("tryable", [])}  # fmt: skip
+    judged = {trial_key(t): spec(f.code).step != "correctness"
+              for f, found in zip(findings, trials, strict=True) for t in found}  # fmt: skip
+    # What each fix is for: the first finding that offers it, gone or not in the re-run.
+    targets: dict[str, Target] = {}
+    for finding, found in zip(findings, trials, strict=True):
+        for t in found:
+            targets.setdefault(trial_key(t), target_of(finding))
     before = outcome(main)
     verdicts: dict[str, str] = {}
     index: list[dict[str, Any]] = []
@@ -59,10 +71,10 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
             dataclasses.replace(options, out=out, try_fix=trial, quiet=True, profile_calls=None)
         )
         tried = load_run(out)
-        changed = (
-            printed_change(main.stdout, tried.stdout) if judged.get(trial_key(trial)) else None
-        )
-        verdicts[trial_key(trial)] = verdict(before, outcome(tried), changed)
+        key = trial_key(trial)
+        changed = printed_change(main.stdout, tried.stdout) if judged.get(key) else None
+        remains = target_remains(targets[key], analyse_run(tried).findings)
+        verdicts[key] = verdict(before, outcome(tried), changed, remains)
         index.append({"n": n, "trial": trial})
         (folder / TRIES_INDEX).write_text(json.dumps(index, indent=1), encoding="utf-8")
     return len(index)

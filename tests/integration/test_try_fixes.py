@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_blind_programs import result
+from test_blind_programs import EAGER, break_sites, compiles, line_of, result, run
 from test_real_programs import REAL, _report, corpus_run, tried_graphs
 
 from oracles import marker_in
@@ -132,9 +132,9 @@ def test_the_setting_that_would_silence_the_hooks_is_never_proposed(
     tries = [t for f in report["findings"] for t in f.get("tries") or ()]
     assert not [t for t in tries if "capture_scalar_outputs" in json.dumps(t["trial"])]
     program_out = (run.run_dir / "stdout.log").read_text()
-    for n, attempt in enumerate(tries, 1):
-        if attempt["verdict"] == "helped":
-            tried_out = (run.run_dir / "tries" / str(n) / "stdout.log").read_text()
+    for attempt in tries:
+        if attempt["verdict"] == "helped" and not attempt["trial"]["config"]:
+            tried_out = (run.run_dir / attempt["run_dir"] / "stdout.log").read_text()
             assert result(tried_out) == result(program_out)
 
     def printed(**env: str) -> str:
@@ -145,3 +145,36 @@ def test_the_setting_that_would_silence_the_hooks_is_never_proposed(
     eager = printed(TORCHDYNAMO_DISABLE="1")
     assert result(program_out) == eager
     assert printed(TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS="1") != eager
+    # The setting the correctness finding names is tried, with hooks guarded the finding is
+    # gone, and the program's results are still eager's.
+    (hooks,) = [f for f in report["findings"] if f["code"] == "hook_changed_after_compile"]
+    (guarded,) = hooks["tries"]
+    assert guarded["trial"]["config"] == {"torch._dynamo.config.skip_nnmodule_hook_guards": False}
+    assert guarded["verdict"] == "helped" and guarded["finding_remains"] is False
+    assert result((run.run_dir / guarded["run_dir"] / "stdout.log").read_text()) == eager
+    assert hooks["advice"].startswith("Tried torch._dynamo.config.skip_nnmodule_hook_guards")
+    assert "Register the hooks once" in hooks["advice"]  # the advice stays whole
+
+
+def test_a_setting_the_break_advice_names_is_tried_and_judged_by_the_break_being_gone(
+    doctor_run: Any,
+) -> None:
+    """The blind GNN reads its node count with ``int(edge_index.max()) + 1``: the break's
+    advice names ``capture_scalar_outputs`` (the count only sizes tensors, no branch), and
+    ``--try-fixes`` tries it. The truth is the re-run's own: no break left, fewer compiles
+    (the TORCH_TRACE of tries/1), and the program printed the same result."""
+    report, run_dir, out = run(doctor_run, "gnn_message_passing", *EAGER, "--try-fixes", "1")
+    line = line_of("gnn_message_passing", "num_nodes = int(edge_index.max()) + 1")
+    (site,) = [f for f in report["findings"] if f["code"] == "graph_break"]
+    assert site["subject"]["line"] == line
+    setting = "torch._dynamo.config.capture_scalar_outputs"
+    (tried,) = site["tries"]
+    assert tried["trial"]["config"] == {setting: True} and tried["run_dir"] == "tries/1"
+    assert tried["verdict"] == "helped" and tried["finding_remains"] is False
+    tried_dir = run_dir / "tries" / "1"
+    assert break_sites(run_dir) >= 1 and break_sites(tried_dir) == 0
+    assert compiles(tried_dir) < compiles(run_dir)
+    assert result((tried_dir / "stdout.log").read_text()) == result(out)
+    # The try is said before the advice, which stays whole (its shape fix first).
+    assert site["advice"].startswith(f"Tried {setting} = True: helped (")
+    assert "x.size(0)" in site["advice"]

@@ -18,7 +18,11 @@ from pt2doctor.analysis.built.kernels import KernelMap, kernel_map
 from pt2doctor.analysis.coldstart.analyse import ColdStart, cold_start
 from pt2doctor.analysis.coldstart.stale_constant import stale_constant_findings
 from pt2doctor.analysis.findings.model import Finding
-from pt2doctor.analysis.findings.trace_findings import find_findings, sort_findings
+from pt2doctor.analysis.findings.trace_findings import (
+    find_findings,
+    sort_findings,
+    without_unsafe_settings,
+)
 from pt2doctor.analysis.findings.verdicts import Outcome, outcome_of
 from pt2doctor.analysis.ranks.divergence import (
     DEFAULT_COLLECTIVE_TIMEOUT_S,
@@ -34,7 +38,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     change_line,
     explain_frames,
 )
-from pt2doctor.trace.types import Run
+from pt2doctor.trace.types import Run, Try
 
 if TYPE_CHECKING:  # heat and the profile exist only for a run directory
     from pt2doctor.analysis.breaks.heat import Heat
@@ -158,10 +162,14 @@ def analyse_run(
             measured = {f.code for f in profiled.findings if f.code == "fallback_op"}
             kept = [f for f in findings if f.code not in measured]
             findings = sort_findings(kept + profiled.findings)
+    without_unsafe_settings(findings)
     outcome = outcome_of(ledger, sites, run.manifest)
     if run.tries:
         from pt2doctor.analysis.findings.verdicts import attach_tries
 
-        attach_tries(findings, run.tries, outcome, run.stdout)
+        def findings_of(found: Try) -> list[Finding]:
+            return analyse_run(found.run, collective_timeout_s).findings
+
+        attach_tries(findings, run.tries, outcome, run.stdout, findings_of)
     return RunAnalysis(run, ledger, sites, heat, environment, explanations, ranks, cold,
                        kernel_maps, profiled, findings, outcome, paired)  # fmt: skip

@@ -14,6 +14,7 @@ from pt2doctor.analysis.findings.trace_findings import (
     frame_where,
     raised_in_label,
 )
+from pt2doctor.analysis.recompiles.fix_model import Fix, FixApplication
 from pt2doctor.analysis.recompiles.ledger import Ledger
 from pt2doctor.analysis.userside.causes import custom_op_advice
 from pt2doctor.analysis.userside.causes import where as file_line
@@ -313,6 +314,7 @@ def hook_findings(probes: ProbeData | None) -> list[Finding]:
         f"{', '.join(modules[:3])}): compiled code does not see the change"
     )
     facts = {"changes": len(late), "first_compile_s": round(first, 6)}
+    guard = "torch._dynamo.config.skip_nnmodule_hook_guards"
     return [
         Finding(
             "warning",
@@ -322,8 +324,10 @@ def hook_findings(probes: ProbeData | None) -> list[Finding]:
             evidence,
             subject,
             facts=facts,
+            fixes=[Fix(f"{guard} = False", FixApplication(f"{guard} = False",
+                                                          config=((guard, False),)))],
         )
-    ]
+    ]  # fmt: skip
 
 
 def _probe_findings(probes: ProbeData | None) -> list[Finding]:

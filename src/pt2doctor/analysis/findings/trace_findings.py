@@ -21,7 +21,7 @@ from pt2doctor.analysis.findings.codes import SEVERITIES, Severity
 from pt2doctor.analysis.findings.model import LOG, Finding, Subject
 from pt2doctor.analysis.paths import library_path, short_library_path
 from pt2doctor.analysis.recompiles.changes import LAYOUT_KINDS
-from pt2doctor.analysis.recompiles.fix_model import CARRIED, Fix
+from pt2doctor.analysis.recompiles.fix_model import CARRIED, DYNAMO_CONFIG, Fix, FixApplication
 from pt2doctor.analysis.recompiles.fixes import (
     handed_over,
     hf_generate_pattern,
@@ -456,7 +456,41 @@ def _break_finding(site: GraphBreakSite) -> Finding:
         advice=site.advice,
         evidence=evidence,
         subject=Subject.of_line("site", site.site),
+        fixes=[] if site.by_design else break_setting_fixes(site.fix),
     )
+
+
+CAPTURE_SCALARS = f"{DYNAMO_CONFIG}.capture_scalar_outputs"
+CAPTURE_SHAPES = f"{DYNAMO_CONFIG}.capture_dynamic_output_shape_ops"
+_SETTINGS = (CAPTURE_SCALARS, CAPTURE_SHAPES)
+
+
+def break_setting_fixes(fix: str) -> list[Fix]:
+    """The settings a break's advice recommends, each one ``run --try-fixes`` can apply: the
+    advice names ``X = True`` as a fix and does not say that X does not help here (a value that
+    decides a branch, a routing index). The advice itself stays as written: a try's result is
+    said beside it (verdicts.py ``tried_advice``)."""
+    found = []
+    for name in _SETTINGS:
+        short = name.rsplit(".", 1)[-1]
+        if f"{short} = True" in fix and f"{short} does not" not in fix:
+            found.append(Fix(f"{name} = True", FixApplication(f"{name} = True",
+                                                              config=((name, True),))))  # fmt: skip
+    return found
+
+
+def without_unsafe_settings(findings: list[Finding]) -> None:
+    """A precondition no break site can check alone: where the program changed module hooks
+    after compiling, capturing a scalar removes the break that kept the hooked module out of
+    the graph, and Dynamo does not guard hooks, so the hooks silently stop firing. The setting
+    is then not offered as a fix to try."""
+    if not any(f.code == "hook_changed_after_compile" for f in findings):
+        return
+    for finding in findings:
+        if finding.code == "graph_break":
+            finding.fixes = [fix for fix in finding.fixes
+                             if fix.application is None
+                             or CAPTURE_SCALARS not in dict(fix.application.config)]  # fmt: skip
 
 
 def raised_in_label(frame: SourceLine | None) -> str | None:

@@ -18,19 +18,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from pt2doctor.analysis.breaks.sites import GraphBreakSite, graph_break_sites
-from pt2doctor.analysis.findings.codes import spec
+from pt2doctor.analysis.findings.codes import SEVERITIES, spec
 from pt2doctor.analysis.findings.model import Finding
 from pt2doctor.analysis.recompiles.ledger import Ledger, compile_ledger
 from pt2doctor.trace.types import Manifest, Run, Try
 
-Verdict = Literal["helped", "no_effect", "worse", "unsafe"]
+Verdict = Literal["helped", "partly", "no_effect", "worse", "unsafe"]
 VERDICT_WORDS = {
     "helped": "helped",
+    "partly": "helped partly, the finding remains",
     "no_effect": "no effect",
     "worse": "made it worse",
     "unsafe": "changed the program's results",
@@ -133,13 +134,27 @@ def printed_change(before: str | None, after: str | None) -> str | None:
     return None
 
 
-def verdict(before: Outcome, after: Outcome, changed: str | None = None) -> Verdict:
+def verdict(
+    before: Outcome, after: Outcome, changed: str | None = None, remains: bool | None = None
+) -> Verdict:
     """``changed``: how the try changed what the program printed (:func:`printed_change`),
-    None for a correctness fix or when it did not."""
+    None for a correctness fix or when it did not; ``remains``: whether the finding the fix is
+    for is still there, as severe, in the re-run (:func:`target_remains`; None: not known).
+    A fix helped only when its finding is gone or less severe (a recompile bounded); counts
+    that improved while it remains are ``partly``, and the next candidate is tried."""
     if (after.exit_code or 0) != 0 and (before.exit_code or 0) == 0:
         return "worse"
     if changed is not None:
         return "unsafe"
+    counted = _by_counts(before, after)
+    if remains is False:
+        return "helped" if counted != "worse" else "worse"
+    if remains is True and counted == "helped":
+        return "partly"
+    return counted
+
+
+def _by_counts(before: Outcome, after: Outcome) -> Verdict:
     if before.limit_hits and after.limit_hits == before.limit_hits:
         return "no_effect"  # still past the limit: the compiles a raised limit adds are no harm
     for name in _JUDGED:
@@ -147,6 +162,29 @@ def verdict(before: Outcome, after: Outcome, changed: str | None = None) -> Verd
         if new != old:
             return "helped" if new < old else "worse"
     return "no_effect"
+
+
+Target = tuple[str, dict[str, Any], str]
+"""What a fix is for: its finding's code, subject (as JSON) and severity."""
+
+
+def _identity(finding: Finding) -> dict[str, Any]:
+    """A finding's subject as two runs of one program share it: less the name of the log
+    stream, which is the run's own."""
+    return {k: v for k, v in finding.subject.as_json().items() if k != "stream"}
+
+
+def target_of(finding: Finding) -> Target:
+    return finding.code, _identity(finding), finding.severity
+
+
+def target_remains(target: Target, findings: list[Finding]) -> bool:
+    """Whether the re-run still has the finding a fix is for: the same code about the same
+    subject, at least as severe."""
+    code, subject, severity = target
+    rank = SEVERITIES.index(severity)
+    return any(f.code == code and _identity(f) == subject
+               and SEVERITIES.index(f.severity) <= rank for f in findings)  # fmt: skip
 
 
 def trial_key(trial: dict[str, Any]) -> str:
@@ -202,10 +240,15 @@ def effect(row: dict[str, Any]) -> str:
 
 
 def tried_row(
-    trial: dict[str, Any], before: Outcome, found: Try, printed: str | None = None
+    trial: dict[str, Any],
+    before: Outcome,
+    found: Try,
+    printed: str | None = None,
+    remains: bool | None = None,
 ) -> dict[str, Any]:
     """The ``findings[].tried`` object of one try; ``printed``: what the main run printed,
-    None for a correctness finding's fix (meant to change the results)."""
+    None for a correctness finding's fix (meant to change the results); ``remains``: whether
+    the finding is still there in the re-run (:func:`verdict`)."""
     after = outcome(found.run)
     changed = printed_change(printed, found.run.stdout)
     row = {
@@ -213,11 +256,15 @@ def tried_row(
         "applied_as": applied_as(trial, found.run),
         "before": asdict(before),
         "after": asdict(after),
-        "verdict": verdict(before, after, changed),
+        "verdict": verdict(before, after, changed, remains),
         "run_dir": f"tries/{found.n}",
         "trial": trial,
         "summary": changes(asdict(before), asdict(after)),
     }
+    if remains is not None:
+        row["finding_remains"] = remains
+        gone = "the finding is gone from the re-run" if not remains else "the finding remains"
+        row["summary"] = f"{row['summary']}; {gone}"
     if changed is not None:
         row["results_changed"] = changed
         row["summary"] = f"{row['summary']}; {changed}"
@@ -268,12 +315,16 @@ def random_line(run: Run) -> str | None:
 
 
 def attach_tries(
-    findings: list[Finding], tries: list[Try], before: Outcome, printed: str | None = None
+    findings: list[Finding],
+    tries: list[Try],
+    before: Outcome,
+    printed: str | None = None,
+    findings_of: Callable[[Try], list[Finding]] | None = None,
 ) -> None:
     """Give each finding whose fixes were tried its measured ``tries`` (``before``: the main
-    run's outcome), and rewrite its advice: a tried fix that helped is said first with its
-    numbers; one that did not is replaced by "tried X: no effect (…)" and the next
-    candidate."""
+    run's outcome; ``findings_of``: a re-run's findings, to tell whether the finding is gone),
+    and rewrite its advice: a tried fix that helped is said first with its numbers; one that
+    did not is replaced by "tried X: no effect (…)" and the next candidate."""
     by_key = {trial_key(found.trial): found for found in tries}
     for finding in findings:
         rows: list[tuple[int, dict[str, Any]]] = []
@@ -282,7 +333,9 @@ def attach_tries(
             found = None if trial is None else by_key.get(trial_key(trial))
             if trial is not None and found is not None:
                 kept = None if spec(finding.code).step == "correctness" else printed
-                rows.append((index, tried_row(trial, before, found, kept)))
+                remains = (None if findings_of is None
+                           else target_remains(target_of(finding), findings_of(found)))  # fmt: skip
+                rows.append((index, tried_row(trial, before, found, kept, remains)))
         if not rows:
             continue
         finding.tries = [row for _, row in rows]
@@ -295,6 +348,10 @@ def tried_advice(finding: Finding, rows: list[tuple[int, dict[str, Any]]]) -> st
     candidate after it)."""
     helped = [row for _, row in rows if row["verdict"] == "helped"]
     said = [f"Tried {row['fix']}: {VERDICT_WORDS['helped']} ({row['summary']})." for row in helped]
+    if finding.code in SETTINGS_IN_ADVICE:  # the fixes tried are settings the advice names
+        said += [f"Tried {row['fix']}: {VERDICT_WORDS[row['verdict']]} ({row['summary']})."
+                 for _, row in rows if row["verdict"] != "helped"]  # fmt: skip
+        return " ".join([*said, finding.advice])
     # What helped is the news: the tries that did not come after it, in the order run.
     said += [
         f"Tried {row['fix']}{' before it' if helped else ''}: {VERDICT_WORDS[row['verdict']]} "
@@ -320,6 +377,9 @@ def tried_advice(finding: Finding, rows: list[tuple[int, dict[str, Any]]]) -> st
     return " ".join(said + [text for _, text in rest])
 
 
+SETTINGS_IN_ADVICE = frozenset({"graph_break", "hook_changed_after_compile"})
+"""Findings whose tried fixes are settings their advice names among other fixes: a try's
+result is said before the advice, which stays whole."""
 BOUNDED_LEFT = (
     "Nothing else needs fixing: the variants are bounded; call the compiled code once in each "
     "before timing or serving."
