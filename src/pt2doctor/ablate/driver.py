@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 from pt2doctor import torchcompat
 from pt2doctor.ablate.classify import LADDER, eager_failure, first_failure, layer_of
+from pt2doctor.ablate.hook_verdict import NUMERICS_SKIPPED, hooks_proven
+from pt2doctor.ablate.hook_verdict import TOGGLE as HOOK_GUARDS
 from pt2doctor.ablate.signature import failure_signature, repro_signature
 from pt2doctor.ablate.types import LADDER_STOPS
 from pt2doctor.analysis.userside.causes import custom_op_verdict
@@ -40,6 +42,7 @@ OUTCOME_KEYS = (
     "hooks",
     "user_backend",
     "random_ops",
+    "hook_changes",
 )
 LOW_PRECISION = ("bfloat16", "float16")
 
@@ -171,13 +174,16 @@ class Ablation:
         return found
 
     def user_side_toggles(self, failing: dict[str, Any]) -> list[dict[str, Any]]:
-        """The failing rung again without the program's compiler hooks (when it set any); for
-        a wrong result, with eager's RNG (when eager drew random numbers) and with Inductor
-        rounding like eager (low-precision cells): a pass proves the user's side."""
+        """The failing rung again without the program's compiler hooks (when it set any); with
+        Dynamo guarding on module hooks (when the user's code changed one after a compile);
+        for a wrong result, with eager's RNG (when eager drew random numbers) and with
+        Inductor rounding like eager (low-precision cells): a pass proves the user's side."""
         backend, cell = failing["backend"], self.options.cell
         wanted = []
         if failing.get("hooks"):
             wanted.append(("without user hooks", "no-user-hooks", "no_user_hooks"))
+        if failing.get("hook_changes"):
+            wanted.append((HOOK_GUARDS, "hook-guards", "hook_guards"))
         if failing["status"] == "diverged" and failing.get("random_ops"):
             wanted.append(("fallback_random=True", "fallback-random", "fallback_random"))
         low = cell.dtype in LOW_PRECISION or cell.autocast in LOW_PRECISION
@@ -369,12 +375,15 @@ def run_ablation(options: AblateOptions, progress: Progress | None = None) -> di
     if failing is None:
         return pieces
     pieces["hooks"] = failing.get("hooks") or []
+    pieces["hook_changes"] = failing.get("hook_changes") or []
     pieces["user_backend"] = failing.get("user_backend")
     pieces["custom_ops"] = ablation.custom_ops(failing)
     pieces["toggles"] = ablation.toggles(failing)
     if options.modules or options.repro:
         pieces["modules"] = ablation.modules(failing, conclusion(rungs, None, None)["sentence"])
-    if failing["status"] == "diverged" and options.modules:
+    if failing["status"] == "diverged" and options.modules and hooks_proven(pieces["toggles"]):
+        pieces["numerics"] = {"skipped": NUMERICS_SKIPPED}
+    elif failing["status"] == "diverged" and options.modules:
         pieces["numerics"] = guarded(
             "numerics", lambda: ablation.numerics(failing),
             lambda why: {"completed": False, "detail": why},

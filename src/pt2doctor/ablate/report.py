@@ -16,6 +16,7 @@ from pt2doctor.ablate.classify import (
     first_failure,
     workarounds,
 )
+from pt2doctor.ablate.hook_verdict import hook_change_verdict
 from pt2doctor.ablate.types import AblateReport, Conclusion, Rung, Settings, Target, Toggle
 from pt2doctor.analysis.breaks.library_breaks import known_break
 from pt2doctor.analysis.userside.causes import custom_op_advice, diagnose
@@ -75,7 +76,7 @@ def build_ablate_report(
     module = modules.get("module") if modules else None
     bisected = pieces.get("bisect")
     failing = first_failure(rungs) or eager_failure(rungs)
-    user_side = diagnose(pieces, failing)
+    user_side = user_side_verdict(pieces, failing)
     unchecked = target.get("mode") == "script" and not target.get("accuracy_check")
     verdict = conclusion(rungs, module, bisected, user_side, compared=not unchecked)
     return {
@@ -104,6 +105,17 @@ def build_ablate_report(
         "out": out,
         "environment": dict(sorted((environment or {}).items())),
     }
+
+
+def user_side_verdict(
+    pieces: dict[str, Any], failing: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The user-side proof: hooks changed after compile (ablate/hook_verdict.py: its toggle is
+    the most direct proof there is), else analysis/userside's ``diagnose``."""
+    if failing is None:
+        return None
+    changes = pieces.get("hook_changes") or failing.get("hook_changes") or []
+    return hook_change_verdict(pieces.get("toggles") or [], changes) or diagnose(pieces, failing)
 
 
 def _workarounds(

@@ -19,6 +19,10 @@ from typing import Any
 
 from pt2doctor.ablate.classify import LADDER, conclusion, eager_failure, first_failure, layer_of
 from pt2doctor.ablate.driver import guarded, ladder, verify_repro
+from pt2doctor.ablate.hook_changes import late_hook_changes
+from pt2doctor.ablate.hook_verdict import CONFIG as HOOK_GUARDS_CONFIG
+from pt2doctor.ablate.hook_verdict import NUMERICS_SKIPPED, hooks_proven
+from pt2doctor.ablate.hook_verdict import TOGGLE as HOOK_GUARDS
 from pt2doctor.ablate.minifier import minify, repro_after
 from pt2doctor.ablate.program_repro import write_program_repro
 from pt2doctor.ablate.script_numerics import (
@@ -36,6 +40,7 @@ from pt2doctor.ablate.script_opcheck import (
 from pt2doctor.ablate.script_repro import header, program_of, repro_imports, write_script_repro
 from pt2doctor.ablate.script_toggles import PLUGIN as NO_HOOKS_PLUGIN
 from pt2doctor.ablate.signature import failure_signature
+from pt2doctor.ablate.types import COMPILED_FAILURES
 from pt2doctor.analysis.userside.causes import custom_ops_named
 from pt2doctor.capture.child import PLUGIN_ENV, TRY_FIX_ENV
 from pt2doctor.capture.options import RunOptions
@@ -268,8 +273,18 @@ def ablate_script(
         lambda why: [{"name": "numerics toggles", "backend": "inductor", "status": "error",
                       "error": why}],
     )  # fmt: skip
+    pieces["hook_changes"] = late_hook_changes(_probes(rung_dir(out, failing)))
+    pieces["toggles"] += guarded(
+        HOOK_GUARDS,
+        lambda: _hook_guards(command, failing, pieces["hook_changes"], out, timeout, check,
+                             progress),
+        lambda why: [{"name": HOOK_GUARDS, "backend": failing["backend"], "status": "error",
+                      "error": why}],
+    )  # fmt: skip
     pieces["hooks"] = failing.get("hooks") or []
-    if failing["status"] == "diverged":
+    if failing["status"] == "diverged" and hooks_proven(pieces["toggles"]):
+        pieces["numerics"] = {"skipped": NUMERICS_SKIPPED}
+    elif failing["status"] == "diverged":
         pieces["numerics"] = guarded(
             "numerics",
             lambda: _numerics(command, failing, out, timeout, progress),
@@ -439,6 +454,32 @@ def _numerics_toggles(
         outcome.pop("backend", None)
         found.append({"name": name, "backend": "inductor", **outcome})
     return found
+
+
+def _hook_guards(
+    command: list[str],
+    failing: dict[str, Any],
+    changes: list[dict[str, Any]],
+    out: Path,
+    timeout: float,
+    check: str | None,
+    progress: Callable[[str], None] | None,
+) -> list[dict[str, Any]]:
+    """When the failing rung's program changed a module hook after its first compile
+    (``changes``, from its probes): the rung once more with Dynamo guarding on module hooks
+    (``skip_nnmodule_hook_guards=False``, set in the child as ``--try-fixes`` sets a config).
+    Passing, the hooks changed after compile are the cause (ablate/hook_verdict.py)."""
+    if not changes or failing["status"] not in COMPILED_FAILURES:
+        return []
+    if progress:
+        progress(f"{failing['backend']} with {HOOK_GUARDS}")
+    fix = {"label": HOOK_GUARDS, "config": {HOOK_GUARDS_CONFIG: False}, "marks": [],
+           "compile": {}}  # fmt: skip
+    outcome = script_rung(command, str(failing["backend"]), out / "toggles" / "hook-guards",
+                          timeout, check, extra_env={TRY_FIX_ENV: json.dumps(fix)},
+                          forced=failing.get("dir") != AS_WRITTEN)  # fmt: skip
+    outcome.pop("backend", None)
+    return [{"name": HOOK_GUARDS, "backend": failing["backend"], **outcome}]
 
 
 def _without_fullgraph(

@@ -14,6 +14,7 @@ from typing import Any
 
 from pt2doctor import torchcompat
 from pt2doctor.ablate.classify import same_failure, smallest_failing
+from pt2doctor.ablate.hook_changes import HOOK_CHANGES
 from pt2doctor.capture.frames import user_frames
 from pt2doctor.cases.align import align_cell, custom_op_calls, run_cell
 from pt2doctor.cases.case import Case, Cell, cells
@@ -22,7 +23,7 @@ from pt2doctor.forkserver import exit_now
 from pt2doctor.workers import Emit, one_line, serve
 
 # A toggle's name -> the compiler setting it changes for one trial.
-TOGGLES = ("fallback_random", "emulate_precision_casts", "no_user_hooks")
+TOGGLES = ("fallback_random", "emulate_precision_casts", "no_user_hooks", "hook_guards")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,8 @@ class Settings:
             return torchcompat.inductor_config_patch(emulate_precision_casts=True)
         if self.toggle == "no_user_hooks":
             return torchcompat.without_compiler_hooks()
+        if self.toggle == "hook_guards":  # Dynamo guards on module hooks (ablate/hook_verdict)
+            return torchcompat.hook_guards(skip=False)
         return contextlib.nullcontext()
 
     def kwargs(self) -> dict[str, Any]:
@@ -133,7 +136,9 @@ def _worst(tensors: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def trial(case: Case, cell: Cell, settings: Settings, target: str = "") -> dict[str, Any]:
     """Eager once (a model that fails eagerly is not the compiler's problem), then the cell's
-    alignment with ``target`` compiled: ok, diverged, nondeterministic or crash."""
+    alignment with ``target`` compiled: ok, diverged, nondeterministic or crash, with the
+    module hooks the user's code changed while the compiled model ran, after a compile
+    (``hook_changes``: ablate/hook_changes.py)."""
     import torch
 
     torch.compiler.reset()
@@ -142,6 +147,7 @@ def trial(case: Case, cell: Cell, settings: Settings, target: str = "") -> dict[
         run_cell(built, copy.deepcopy(built.model), cell, case)
     except Exception as error:
         return {"status": "eager_error", **error_fields(error)}
+    HOOK_CHANGES.start()
     try:
         with settings.context():
             result = align_cell(
@@ -149,9 +155,10 @@ def trial(case: Case, cell: Cell, settings: Settings, target: str = "") -> dict[
                 cell,
                 lambda model: compile_target(model, target, settings),
                 fallback_random=settings.toggle == "fallback_random",
+                compiled_run=HOOK_CHANGES.compiled_run,
             )
     except Exception as error:
-        return {"status": "crash", **error_fields(error)}
+        return {"status": "crash", **error_fields(error), "hook_changes": HOOK_CHANGES.found()}
     finally:
         torch.compiler.reset()
     status = {"pass": "ok", "fail": "diverged"}.get(result["verdict"], result["verdict"])
@@ -161,6 +168,7 @@ def trial(case: Case, cell: Cell, settings: Settings, target: str = "") -> dict[
         "worst": _worst(result["tensors"]),
         "failed_tensors": [t["name"] for t in result["tensors"] if not t["passed"]],
         "random_ops": result["random_ops"],
+        "hook_changes": HOOK_CHANGES.found(),
     }
 
 

@@ -216,12 +216,18 @@ def drew_random_numbers(case: Case) -> Iterator[list[bool]]:
 
 
 def align_cell(
-    case: Case, cell: Cell, compile_model: Compiler, fallback_random: bool = True
+    case: Case,
+    cell: Cell,
+    compile_model: Compiler,
+    fallback_random: bool = True,
+    compiled_run: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> dict[str, Any]:
     """The alignment verdict of one cell: pass, fail or nondeterministic, with per-tensor
     errors and stride warnings, and whether eager drew random numbers (``random_ops``).
     ``fallback_random`` applies only then; ``False`` compiles random ops as the user's program
-    does (ablate's RNG toggle compares both)."""
+    does (ablate's RNG toggle compares both). ``compiled_run()`` is entered around the compiled
+    run alone (compiling and running it; not the eager runs, not the searches after it):
+    ablate records there what the user's code changes while compiled code runs."""
     clock = [time.perf_counter()]
 
     def lap() -> float:  # seconds since the previous lap: where alignment's time goes
@@ -241,7 +247,7 @@ def align_cell(
     seconds["fp64_reference"] = lap()
     # Only where it changes numbers: it is part of Inductor's cache key.
     rng = torchcompat.fallback_random() if fallback_random and drew[0] else contextlib.nullcontext()
-    with rng:
+    with rng, compiled_run():
         compiled = run_cell(built, compile_model(copy.deepcopy(pristine)), cell, case,
                             curve=curves["compiled"])  # fmt: skip
     seconds["compiled"] = lap()

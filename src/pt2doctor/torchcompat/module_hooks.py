@@ -9,11 +9,13 @@ The wrappers record only: the hook is registered and the handle removed as the p
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any, cast
 
 from pt2doctor.torchcompat.dynamo import skip_code
+from pt2doctor.torchcompat.version import supported
 
 HOOK_METHODS = (
     "register_forward_hook",
@@ -88,6 +90,37 @@ def hook_guards_skipped() -> bool | None:
         return None
     value = getattr(config, "skip_nnmodule_hook_guards", None)
     return value if isinstance(value, bool) else None
+
+
+def hook_guards(skip: bool) -> contextlib.AbstractContextManager[Any]:
+    """``torch._dynamo.config.skip_nnmodule_hook_guards = skip`` for a block (``False``:
+    Dynamo guards on each module's hooks, and a hook added or removed after compiling makes
+    the frame compile again); a no-op where this torch lacks the setting."""
+    if not supported() or hook_guards_skipped() is None:
+        return contextlib.nullcontext()
+    import torch._dynamo.config as config
+
+    patch: contextlib.AbstractContextManager[Any] = config.patch(skip_nnmodule_hook_guards=skip)
+    return patch
+
+
+def on_compile_start(callback: Callable[..., None]) -> bool:
+    """``callback(args)`` each time Dynamo starts compiling a frame (its compile callbacks);
+    False where this torch has none (then nothing is called). ``torch.compiler.reset()``
+    drops every callback: register again after one (registering twice is registering once)."""
+    if not supported():
+        return False
+    try:
+        from torch._dynamo.callback import callback_handler
+    except ImportError:
+        return False
+    registered = getattr(callback_handler, "start_callbacks", None)
+    register = getattr(callback_handler, "register_start_callback", None)
+    if register is None or not isinstance(registered, list):
+        return False
+    if callback not in registered:
+        register(callback)
+    return True
 
 
 MAX_STORES = 200
