@@ -34,7 +34,7 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
         Target,
         next_trial,
         outcome,
-        printed_change,
+        results_change,
         target_of,
         target_remains,
         trial_key,
@@ -72,7 +72,7 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
         )
         tried = load_run(out)
         key = trial_key(trial)
-        changed = printed_change(main.stdout, tried.stdout) if judged.get(key) else None
+        changed = results_change(main, tried) if judged.get(key) else None
         remains = target_remains(targets[key], analyse_run(tried).findings)
         verdicts[key] = verdict(before, outcome(tried), changed, remains)
         index.append({"n": n, "trial": trial})

@@ -47,3 +47,20 @@ def test_a_try_that_moves_random_draws_into_compiled_code_says_so(
     assert plain.startswith("checksum: ") and plain != fixed
     same = {"PT2D_FALLBACK_RANDOM": "1"}
     assert _checksum(environ, **same) == _checksum(environ, PT2D_FIX="1", **same)
+
+
+def test_a_try_that_changes_what_the_compiled_code_returns_is_unsafe_when_nothing_is_printed(
+    tmp_path: Path, run_env: dict[str, str], vec_isa_trusted: None
+) -> None:
+    """The same program printing no number (``PT2D_SILENT=1``): the try is still unsafe,
+    from what the compiled module returned on its calls past the old limit (digested in both
+    runs). The truth is the checksum test above: the fix moves the results."""
+    report = doctor_report(tmp_path / "run", PROGRAM, "--try-fixes", "1",
+                           env={"PT2D_SILENT": "1"})  # fmt: skip
+    (limit,) = [f for f in report["findings"] if f["code"] == "recompiles"]
+    tried = limit["tried"]
+    assert tried["verdict"] == "unsafe" and "allow_unspec_int_on_nn_module" in tried["fix"]
+    changed = tried["results_changed"]
+    assert changed.startswith(f"the compiled code at {PROGRAM}:") and "other values" in changed
+    call = int(changed.split(" on call ")[1].split()[0])
+    assert call > 8  # a call the default recompile limit left eager before the fix

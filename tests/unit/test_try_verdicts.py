@@ -28,3 +28,13 @@ def test_timings_are_not_results_and_a_result_off_by_more_than_1e3_is() -> None:
     assert "3 numbers with the fix, 2 without" in (
         printed_change("a 1\nb 2\n", "a 1\nb 2\nc 3\n") or ""
     )
+
+
+def test_a_try_helped_only_when_its_finding_is_gone_and_counts_alone_are_partly() -> None:
+    assert verdict(BEFORE, FEWER, remains=True) == "partly"  # 9 -> 2 compiles, still there
+    assert verdict(BEFORE, FEWER, remains=False) == "helped"
+    same = Outcome(9, 8, 1, 2, 3.0, 0)
+    assert verdict(BEFORE, same, remains=False) == "helped"  # gone, whatever the counts
+    assert verdict(BEFORE, same, remains=True) == "no_effect"
+    worse = Outcome(12, 11, 2, 3, 3.0, 0)
+    assert verdict(BEFORE, worse, remains=False) == "worse"

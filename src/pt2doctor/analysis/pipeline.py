@@ -170,6 +170,6 @@ def analyse_run(
         def findings_of(found: Try) -> list[Finding]:
             return analyse_run(found.run, collective_timeout_s).findings
 
-        attach_tries(findings, run.tries, outcome, run.stdout, findings_of)
+        attach_tries(findings, run.tries, outcome, run, findings_of)
     return RunAnalysis(run, ledger, sites, heat, environment, explanations, ranks, cold,
                        kernel_maps, profiled, findings, outcome, paired)  # fmt: skip

@@ -25,6 +25,7 @@ from pt2doctor.rundir import FUSION_LOG
 RUN_DIR_ENV = "PT2DOCTOR_RUN_DIR"
 BACKEND_ENV = "PT2DOCTOR_BACKEND"
 TRY_FIX_ENV = "PT2DOCTOR_TRY_FIX"
+DIGEST_ENV = "PT2DOCTOR_DIGEST_OUTPUTS"
 """A fix to apply (JSON, ``run --try-fixes``: torchcompat/apply.py), before any compile."""
 PLUGIN_ENV = "PT2DOCTOR_CHILD_PLUGIN"
 """``package.module:function`` a command (ablate's script mode) runs in the child once torch
@@ -202,6 +203,14 @@ def _on_torch(recorder: ProbeRecorder, backend: str | None) -> None:
             "backend",
             lambda: recorder.event(
                 "backend_override", backend=backend, ok=torchcompat.override_backend(backend)
+            ),
+        )()
+    if os.environ.get(DIGEST_ENV):  # run --try-fixes: what the compiled code returned
+        _guarded(
+            recorder,
+            "output digests",
+            lambda: torchcompat.digest_compiled_outputs(
+                lambda found: recorder.event("output_digest", **found), where=caller_frame
             ),
         )()
     window = recorder.window

@@ -92,6 +92,9 @@ class RunOptions:
     """A fix the child applies to the program (``--try-fixes``: torchcompat/apply.py)."""
     quiet: bool = False
     """Keep the program's output in stdout.log/stderr.log only (a ``--try-fixes`` re-run)."""
+    digest_outputs: bool = False
+    """Digest what each compiled callable returns on its first calls (``--try-fixes``: the
+    main run and each re-run, compared; torchcompat/digests.py)."""
 
 
 def flagged() -> list[tuple[str, Flag]]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pt2doctor
-from pt2doctor.capture.child import BACKEND_ENV, RUN_DIR_ENV, TRY_FIX_ENV
+from pt2doctor.capture.child import BACKEND_ENV, DIGEST_ENV, RUN_DIR_ENV, TRY_FIX_ENV
 from pt2doctor.capture.fusion import FUSION_ENV
 from pt2doctor.capture.launch import Launch, check_program, launch_argv
 from pt2doctor.capture.options import RunOptions, manifest_settings
@@ -86,6 +86,10 @@ def child_env(options: RunOptions) -> dict[str, str]:
         env[TRY_FIX_ENV] = json.dumps(options.try_fix)
     else:
         env.pop(TRY_FIX_ENV, None)
+    if options.digest_outputs:
+        env[DIGEST_ENV] = "1"
+    else:
+        env.pop(DIGEST_ENV, None)
     return env
 
 

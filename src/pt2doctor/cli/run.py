@@ -176,6 +176,7 @@ def run_command(
         launch=_launch(nproc, torchrun, torchrun_args),
         collective_timeout=collective_timeout,
         profile_calls=(profile_calls or DEFAULT_CALLS) if profile else None,
+        digest_outputs=bool(try_fixes),
         **settings,
     )
     manifest = run_program(options)

@@ -149,6 +149,8 @@ def _add_event(data: ProbeData, event: dict[str, Any]) -> None:
         data.paired_calls.append({k: v for k, v in event.items() if k != "kind"})
     elif kind == "optimizer_trial" and len(data.optimizer_trials) < 10:
         data.optimizer_trials.append({k: v for k, v in event.items() if k not in ("kind", "t")})
+    elif kind == "output_digest" and len(data.output_digests) < 128:
+        data.output_digests.append({k: v for k, v in event.items() if k not in ("kind", "t")})
     elif kind == "attribute_store" and len(data.attribute_stores) < 200:
         data.attribute_stores.append({k: v for k, v in event.items() if k != "kind"})
     elif kind == "module_hook" and len(data.module_hooks) < 200:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from pt2doctor.torchcompat.apply import apply_fix
+from pt2doctor.torchcompat.digests import digest_compiled_outputs
 from pt2doctor.torchcompat.dispatch import (
     TORCH_NAMESPACES,
     describe_callable,
@@ -64,7 +65,9 @@ from pt2doctor.torchcompat.inductor import (
     without_compiler_hooks,
 )
 from pt2doctor.torchcompat.module_hooks import (
+    hook_guards,
     hook_guards_skipped,
+    on_compile_start,
     record_attribute_stores,
     record_module_hooks,
 )
@@ -92,13 +95,16 @@ __all__ = [
     "compiler_hooks",
     "current_compile_id",
     "describe_callable",
+    "digest_compiled_outputs",
     "enable_dynamo",
     "environment",
     "fallback_random",
+    "hook_guards",
     "hook_guards_skipped",
     "inductor_config_patch",
     "known_backends",
     "max_autotune_on",
+    "on_compile_start",
     "op_argument_names",
     "original_module",
     "override_backend",

@@ -106,8 +106,10 @@ _LIBRARY = re.compile(r"/torch/|site-packages/|dist-packages/|/lib/python\d[\d.]
 # Where torch.compile's own wrapper of a module (compile_wrapper) lives.
 _EVAL_FRAME = "/torch/_dynamo/eval_frame.py"
 # Frames between nn.Module.__call__ and the compiled one that are no caller: torch.compile's
-# wrapper, and run --profile's pairing of compiled and eager calls (pt2doctor's own).
-_PASS_THROUGH = (_EVAL_FRAME, "/pt2doctor/torchcompat/paired.py")
+# wrapper, run --profile's pairing of compiled and eager calls and run --try-fixes' digest of
+# what they return (pt2doctor's own).
+_PASS_THROUGH = (_EVAL_FRAME, "/pt2doctor/torchcompat/paired.py",
+                 "/pt2doctor/torchcompat/digests.py")  # fmt: skip
 
 
 def wants_payload(kind: str, meta: Any) -> bool:
@@ -220,7 +222,7 @@ def _call_site(stack: list[Any]) -> SourceLine | None:
         filename = frame.get("filename") if isinstance(frame, dict) else None
         if not isinstance(filename, str) or not filename:
             return None
-        if "/torch/" in filename.replace("\\", "/"):
+        if "/torch/" in filename.replace("\\", "/") or filename.endswith(_PASS_THROUGH):
             continue
         return _frame_line(frame) if is_user_file(filename) else None
     return None

@@ -456,6 +456,9 @@ class ProbeData:
     """``run --profile``: each eager optimizer's step timed against its fused (or foreach)
     variant on copies of its parameters, after the window (torchcompat/optimizer_trial.py:
     ``optimizer``, ``variant``, ``default_ms``, ``variant_ms``, or ``skipped``)."""
+    output_digests: list[dict[str, Any]] = field(default_factory=list)
+    """``run --try-fixes``: what each compiled callable returned on its first calls
+    (``output_digest`` events: ``site``, ``call``, ``values``: torchcompat/digests.py)."""
     attribute_stores: list[dict[str, Any]] = field(default_factory=list)
     """The user's lines that store plain Python values in module attributes
     (``attribute_store`` events: ``module`` class, ``attr``, ``file``, ``line``, ``code``),

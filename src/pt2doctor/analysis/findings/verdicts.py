@@ -4,7 +4,8 @@ verdict, and the finding's advice rewritten so that a fix that did not help is n
 the fix.
 
 A try that changed what the program printed (its numbers, beyond a relative 1e-3: a fix of
-compiles or speed must leave the results as they were) is ``unsafe`` and never shown as the
+compiles or speed must leave the results as they were), or what its compiled callables
+returned on their first calls (torchcompat/digests.py), is ``unsafe`` and never shown as the
 fix; a correctness finding's fix is meant to change them, and is judged by the counts alone.
 
 The verdict compares, in order, whether the program still ran, then recompile-limit hits
@@ -134,6 +135,68 @@ def printed_change(before: str | None, after: str | None) -> str | None:
     return None
 
 
+def output_change(before: Run, after: Run) -> str | None:
+    """How what the compiled callables returned with a fix differs from what they returned
+    without it (``output_digest`` events, torchcompat/digests.py: per call, each tensor's shape
+    and float64 sums), beyond RTOL of the tensor's absolute sum; None: the same, or nothing to
+    compare (a call given other inputs, a module that started with other weights: a program
+    that draws them unseeded at each start)."""
+    new = _digests(after)
+    old = _digests(before)
+    # A module that starts with other weights (an unseeded init) is another computation.
+    other_state = {site for (site, call), e in old.items() if call == 1
+                   and _same(e.get("state"), (new.get((site, 1)) or {}).get("state")) is False}  # fmt: skip
+    for (site, call), event in old.items():
+        found = new.get((site, call))
+        if found is None or site in other_state:
+            continue
+        if _same(event.get("inputs"), found.get("inputs")) is False:
+            continue  # given other inputs (drawn unseeded): nothing to compare
+        values, after_values = list(event.get("values") or []), list(found.get("values") or [])
+        where = f"the compiled code at {site.rsplit('#', 1)[0]} returned"
+        if len(values) != len(after_values):
+            return (f"{where} {len(after_values)} values on call {call} with the fix, "
+                    f"{len(values)} without it")  # fmt: skip
+        for index, (a, b) in enumerate(zip(values, after_values, strict=True)):
+            differs = _differs(a, b)
+            if differs:
+                return f"{where} {differs} on call {call} (output {index})"
+    return None
+
+
+def _same(a: Any, b: Any) -> bool | None:
+    """Whether two digests are the same, within tolerance (None: either is missing)."""
+    if a is None or b is None:
+        return None
+    return len(a) == len(b) and not any(_differs(x, y) for x, y in zip(a, b, strict=True))
+
+
+def _differs(a: Any, b: Any) -> str | None:
+    """How one digested value differs with the fix (``b``) from without it (``a``)."""
+    if isinstance(a, list) and isinstance(b, list):
+        if a[0] != b[0]:
+            return f"a tensor of shape {b[0]} with the fix, {a[0]} without it,"
+        scale = max(abs(a[2]), abs(b[2]))
+        if max(abs(a[1] - b[1]), abs(a[2] - b[2])) > ATOL + RTOL * scale:
+            return f"other values (sum {b[1]:.6g} with the fix, {a[1]:.6g} without it)"
+        return None
+    if isinstance(a, float) and isinstance(b, float) and abs(a - b) > ATOL + RTOL * abs(a):
+        return f"{b:.6g} with the fix, {a:.6g} without it,"
+    return None
+
+
+def _digests(run: Run) -> dict[tuple[str, int], dict[str, Any]]:
+    events = run.probes.output_digests if run.probes is not None else []
+    return {(str(e.get("site")), int(e.get("call") or 0)): e for e in events}
+
+
+def results_change(before: Run, after: Run) -> str | None:
+    """What a fix changed in the program's results: what it printed
+    (:func:`printed_change`), else what its compiled callables returned
+    (:func:`output_change`); None when neither changed."""
+    return printed_change(before.stdout, after.stdout) or output_change(before, after)
+
+
 def verdict(
     before: Outcome, after: Outcome, changed: str | None = None, remains: bool | None = None
 ) -> Verdict:
@@ -243,14 +306,14 @@ def tried_row(
     trial: dict[str, Any],
     before: Outcome,
     found: Try,
-    printed: str | None = None,
+    main: Run | None = None,
     remains: bool | None = None,
 ) -> dict[str, Any]:
-    """The ``findings[].tried`` object of one try; ``printed``: what the main run printed,
-    None for a correctness finding's fix (meant to change the results); ``remains``: whether
-    the finding is still there in the re-run (:func:`verdict`)."""
+    """The ``findings[].tried`` object of one try; ``main``: the run without the fix, None for
+    a correctness finding's fix (meant to change the results); ``remains``: whether the
+    finding is still there in the re-run (:func:`verdict`)."""
     after = outcome(found.run)
-    changed = printed_change(printed, found.run.stdout)
+    changed = None if main is None else results_change(main, found.run)
     row = {
         "fix": trial.get("label", ""),
         "applied_as": applied_as(trial, found.run),
@@ -318,7 +381,7 @@ def attach_tries(
     findings: list[Finding],
     tries: list[Try],
     before: Outcome,
-    printed: str | None = None,
+    main: Run | None = None,
     findings_of: Callable[[Try], list[Finding]] | None = None,
 ) -> None:
     """Give each finding whose fixes were tried its measured ``tries`` (``before``: the main
@@ -332,7 +395,7 @@ def attach_tries(
             trial = None if fix.application is None else fix.application.as_json()
             found = None if trial is None else by_key.get(trial_key(trial))
             if trial is not None and found is not None:
-                kept = None if spec(finding.code).step == "correctness" else printed
+                kept = None if spec(finding.code).step == "correctness" else main
                 remains = (None if findings_of is None
                            else target_remains(target_of(finding), findings_of(found)))  # fmt: skip
                 rows.append((index, tried_row(trial, before, found, kept, remains)))

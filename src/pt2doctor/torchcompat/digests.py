@@ -1,0 +1,114 @@
+"""What each compiled callable returned, digested (``run --try-fixes``): for its first calls,
+the shape and two float64 sums (plain and absolute) of every tensor it returned, and the
+numbers; the same of what each call was given, and of the module's parameters at its first
+call. A try's re-run digests the same calls, so a fix that changes what the compiled code
+computes is seen even where the program prints nothing (analysis/findings/verdicts.py
+``output_change``); a program that draws other inputs or weights at each start (unseeded)
+is told apart by those.
+
+Only public torch API (``torch.compile``); its wrapping goes through dynamo.py's one place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pt2doctor.torchcompat.dynamo import _wrap_torch_compile
+
+CALLS = 16
+"""Calls digested per compiled callable (its first)."""
+VALUES = 16
+"""Tensors and numbers digested per call, at most (the first, depth first)."""
+MAX_TARGETS = 8
+
+
+def _leaves(value: Any, depth: int = 0) -> Iterator[Any]:
+    """Tensors and numbers in a result: tuples, lists and dicts (a ModelOutput is one),
+    depth first."""
+    if depth > 4:
+        return
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item, depth + 1)
+    elif isinstance(value, tuple | list):
+        for item in value:
+            yield from _leaves(item, depth + 1)
+    else:
+        yield value
+
+
+def digest(value: Any) -> list[Any]:
+    """``[[shape, sum, abs sum], number, ...]`` of what a compiled call returned."""
+    import torch
+
+    found: list[Any] = []
+    with torch.no_grad():
+        for leaf in _leaves(value):
+            if len(found) >= VALUES:
+                break
+            if isinstance(leaf, torch.Tensor):
+                if leaf.is_complex():
+                    leaf = torch.view_as_real(leaf)
+                whole = leaf.detach().to(torch.float64)
+                found.append([list(leaf.shape), float(whole.sum()), float(whole.abs().sum())])
+            elif isinstance(leaf, bool | int | float):
+                found.append(float(leaf))
+    return found
+
+
+def digest_compiled_outputs(
+    on_digest: Callable[[dict[str, Any]], None],
+    where: Callable[[], dict[str, Any] | None] = lambda: None,
+    calls: int = CALLS,
+) -> bool:
+    """Wrap what ``torch.compile`` returns so that its first ``calls`` results are digested and
+    sent to ``on_digest`` (``site``: the user's line that compiled it, ``call``, ``values``);
+    False when torch is not importable. A compiled module's ``forward`` is wrapped on the
+    module torch.compile returned; ``module.compile()`` (in place) is left alone."""
+    made = [0]
+
+    def wrap(original: Any) -> Callable[..., Any]:
+        def compile_and_digest(model: Any = None, **kwargs: Any) -> Any:
+            compiled = original(model, **kwargs)
+            if model is None or made[0] >= MAX_TARGETS:
+                return compiled
+            try:
+                return _digested(compiled, model)
+            except Exception:  # digesting must never break the program's torch.compile call
+                return compiled
+
+        def _digested(compiled: Any, model: Any) -> Any:
+            at = where() or {}
+            site = f"{at.get('file')}:{at.get('line')}#{made[0]}"
+            made[0] += 1
+            seen = [0]
+
+            def call(function: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+                if seen[0] >= calls:
+                    return function(*args, **kwargs)
+                seen[0] += 1
+                found: dict[str, Any] = {"site": site, "call": seen[0]}
+                with contextlib.suppress(Exception):  # inputs it cannot read: not digested
+                    found["inputs"] = digest([args, kwargs])
+                    if seen[0] == 1 and hasattr(model, "parameters"):
+                        found["state"] = digest(list(model.parameters()))
+                result = function(*args, **kwargs)
+                with contextlib.suppress(Exception):  # a result it cannot read: not digested
+                    found["values"] = digest(result)
+                    on_digest(found)
+                return result
+
+            forward = getattr(compiled, "forward", None)
+            if hasattr(compiled, "_orig_mod") and callable(forward):
+                compiled.forward = functools.wraps(forward)(lambda *a, **k: call(forward, a, k))
+                return compiled
+            if callable(compiled):
+                return functools.wraps(compiled)(lambda *a, **k: call(compiled, a, k))
+            return compiled
+
+        return compile_and_digest
+
+    return _wrap_torch_compile("_pt2doctor_digests", wrap)
