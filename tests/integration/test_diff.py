@@ -5,6 +5,8 @@ Expected lines come from the program (``# MARK:``), not from pt2doctor's output.
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -136,3 +138,43 @@ def test_a_site_that_moves_onto_a_fixed_sites_line_is_matched_by_its_code(
     sites = [(c["kind"], c["subject"]) for c in json.loads(out)["changes"]
              if c["kind"].endswith("break_site")]  # fmt: skip
     assert sites == [("removed_break_site", f"{program.name}:{first} step")]
+
+
+def test_a_custom_pass_given_a_uuid_is_a_cache_bypass_turned_hit_and_addresses_are_no_change(
+    tmp_path, capsys
+):
+    """The blind service whose plain-function post-grad pass bypasses the FX graph cache,
+    then the same file fixed the way its author did (a CustomGraphPass with ``uuid()``, which
+    moves ``forward`` down by a few lines): started twice as written, once fixed to fill the
+    cache and once more. Two starts of one program differ in nothing but the pass's address
+    (masked); written → fixed is the bypass turned hit, an improvement; fixed → written the
+    same, a regression. The truth is each run's own cache lookups, from its TORCH_TRACE."""
+    import shutil
+
+    from oracles import doctor_report
+
+    blind = Path(__file__).resolve().parents[1] / "programs" / "real" / "blind"
+    service = tmp_path / "service.py"
+
+    def start(name: str, source: str) -> tuple[Path, dict[str, Any]]:
+        shutil.copy(blind / source, service)
+        report = doctor_report(tmp_path / name, service)
+        statuses = {c["caches"]["fx_graph"]["status"] for c in report["compiles"]}
+        return tmp_path / name, {"report": report, "fx_graph": statuses}
+
+    first, written = start("written", "custom_pass_coldstart.py")
+    second, again = start("again", "custom_pass_coldstart.py")
+    start("fill", "custom_pass_coldstart_fixed.py")
+    fixed_dir, fixed = start("fixed", "custom_pass_coldstart_fixed.py")
+    assert written["fx_graph"] == again["fx_graph"] == {"bypass"} and fixed["fx_graph"] == {"hit"}
+
+    def changes(a: Path, b: Path) -> list[dict[str, Any]]:
+        _, out = _diff(capsys, str(a), str(b), "--format", "json", *QUIET)
+        return json.loads(out)["changes"]
+
+    assert not [c for c in changes(first, second) if c["kind"] == "environment"]
+    better = [c for c in changes(second, fixed_dir) if c["kind"] == "cache_miss_cause"]
+    assert better and all(not c["regression"] and "B hit where A bypassed" in c["detail"]
+                          for c in better)  # fmt: skip
+    worse = [c for c in changes(fixed_dir, second) if c["kind"] == "cache_miss_cause"]
+    assert worse and all(c["regression"] for c in worse)

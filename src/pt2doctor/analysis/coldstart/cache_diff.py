@@ -51,6 +51,35 @@ def graphs_by_place(report: Report) -> dict[str, dict[str, Any]]:
     return places
 
 
+def _unmoved(place: str) -> str:
+    """A place without its line: ``forward (train.py) variant 0``."""
+    head, _, rest = place.rpartition(":")
+    return f"{head}){rest.split(')', 1)[1]}" if ")" in rest else place
+
+
+def paired_places(a: Report, b: Report) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(place, A's row, B's row) of the graphs both runs compiled: by frame, line and variant;
+    then, for those left, by frame and variant alone where each run has that function at one
+    line of that file (an edit above it moved it, as a fix of the code often does)."""
+    before, after = graphs_by_place(a), graphs_by_place(b)
+    pairs = [(place, before[place], row) for place, row in after.items() if place in before]
+    left_a = {_unmoved(p): r for p, r in before.items() if p not in after}
+    left_b = {_unmoved(p): (p, r) for p, r in after.items() if p not in before}
+    lines_a, lines_b = _lines_by_frame(before), _lines_by_frame(after)
+    for key, (place, row) in left_b.items():
+        frame = key.rsplit(" variant ", 1)[0]
+        if key in left_a and len(lines_a.get(frame, ())) == len(lines_b.get(frame, ())) == 1:
+            pairs.append((place, left_a[key], row))
+    return pairs
+
+
+def _lines_by_frame(places: dict[str, dict[str, Any]]) -> dict[str, set[object]]:
+    found: dict[str, set[object]] = {}
+    for place, row in places.items():
+        found.setdefault(_unmoved(place).rsplit(" variant ", 1)[0], set()).add(row.get("line"))
+    return found
+
+
 def differing_components(a: dict[str, list[str]], b: dict[str, list[str]]) -> list[dict[str, Any]]:
     """``{name, a, b}`` for every component whose hash differs or that one side lacks."""
     rows = []
@@ -165,10 +194,8 @@ def cache_miss_causes(a: Report, b: Report) -> list[Change]:
     """One ``cache_miss_cause`` per graph and cache that missed in one run and not the same
     way in the other, naming the differing key components."""
     changes: list[Change] = []
-    before = graphs_by_place(a)
-    for place, row in graphs_by_place(b).items():
-        old = before.get(place)
-        if old is None or not row.get("caches") or not old.get("caches"):
+    for place, old, row in paired_places(a, b):
+        if not row.get("caches") or not old.get("caches"):
             continue
         for cache in sorted(row["caches"].keys() & old["caches"].keys() & set(KEYED_CACHES)):
             change = _cause(place, cache, a, b, (old, row))
