@@ -192,6 +192,9 @@ def test_one_request_at_a_time_is_overhead_bound_and_batching_fixes_it(
     (finding,) = _findings(no_grad, "overhead_bound")
     assert finding["title"].startswith("0/0 Block.forward is overhead-bound")
     assert "batch requests" in finding["advice"]
+    # No break splits this step: nothing about regions (a program that compiles each block
+    # on purpose is never told to compile the whole step).
+    assert "graph break" not in finding["advice"] and "whole step" not in finding["advice"]
     (row,) = no_grad["profile"]["regions"]
     assert row["overhead_ms"] > 0.5 * row["ms_per_call"]
     batched = _run(doctor_run, "profile_batched", "--batch", "8")

@@ -87,6 +87,27 @@ def enclosing_class(file: str | None, line: int | None, function: str | None) ->
     return None
 
 
+def class_of_line(file: str | None, line: int | None) -> str | None:
+    """The class whose method holds ``line`` of ``file`` (the innermost), read from the file;
+    None when the line is in no method, or the file cannot be read."""
+    if not file or line is None:
+        return None
+    tree = _tree(file)
+    if tree is None:
+        return None
+    found: tuple[int, str] | None = None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for item in node.body:
+            end = getattr(item, "end_lineno", None)
+            method = isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+            inside = method and end is not None and item.lineno <= line <= end
+            if inside and (found is None or item.lineno > found[0]):
+                found = (item.lineno, node.name)
+    return found[1] if found else None
+
+
 def defined_at(file: str | None, line: int | None) -> frozenset[int] | None:
     """The first lines of the innermost function around ``line`` of ``file``: its ``def`` and
     its first decorator (a frame's line is one of them); None when unknown."""

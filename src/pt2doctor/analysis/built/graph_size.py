@@ -13,6 +13,7 @@ from typing import NamedTuple
 from pt2doctor.analysis.findings.model import Finding, Subject
 from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.ledger import CompileEntry, Ledger
+from pt2doctor.analysis.source_lines import class_of_line
 from pt2doctor.trace.built import GraphLine, OutputGraph
 
 # A line is "unrolled" when it repeats at least this often and holds this share of the ops.
@@ -148,7 +149,7 @@ def _unrolled(entry: CompileEntry, group: list[GraphLine], total: int) -> Findin
             f"{where} of {group[0].function} ({group[0].file}) run {repeats} times in one "
             f"graph, once per module that calls them: {share}"
         )
-        advice = _repeated_advice(group[0].file)
+        advice = _repeated_advice(group[0].file, class_of_line(group[0].file, first))
         # Regional compilation pays off on many ops; a small graph that compiled slowly (a
         # loaded machine) is no reason to restructure the program.
         many = ops >= _MANY_OPS
@@ -168,16 +169,21 @@ def _unrolled(entry: CompileEntry, group: list[GraphLine], total: int) -> Findin
     )
 
 
-def _repeated_advice(file: str) -> str:
+def _repeated_advice(file: str, block: str | None = None) -> str:
     """The same module code, run by many modules (a layer stack, a UNet's attention blocks):
     Dynamo inlines each call, so the graph holds a copy per module. Regional compilation
     compiles the block once (tests/programs/real/unet_denoise.py: 8 copies of the attention
-    processor in one graph; 4 in all with compile_repeated_blocks)."""
+    processor in one graph; 4 in all with compile_repeated_blocks). ``block``: the class whose
+    method holds the repeated code, read from its file."""
+    cls = block or "BlockClass"
+    module = _module_of(file) if block else None
     how = (
         "model.compile_repeated_blocks() where the model lists the block's class in its "
         "`_repeated_blocks` (UNet2DConditionModel lists BasicTransformerBlock; it raises for a "
         "model that lists none, UNet2DModel), else `.compile()` on each module of that class "
-        "(`for m in model.modules(): if isinstance(m, BlockClass): m.compile()`)"
+        f"(`for m in model.modules(): if isinstance(m, {cls}): m.compile()`"
+        + (f", with `from {module} import {cls}`" if module else "")
+        + ")"
         if "diffusers/" in file
         else "for block in model.layers: block.compile() (the ModuleList that holds the "
         "repeated blocks)"
@@ -186,8 +192,18 @@ def _repeated_advice(file: str) -> str:
         "Dynamo inlines every module call, so this graph holds one copy of that code per module "
         "that runs it, and compile time grows with the copies. Compile the repeated block "
         f"instead of the whole model (regional compilation): {how}. Blocks of one class and "
-        "shape then share one compiled graph."
+        "shape then share one compiled graph. It shortens the compile; the step can get slower "
+        "(a graph per block: no fusion across blocks, a call and its guards each), so measure "
+        "both before keeping it."
     )
+
+
+def _module_of(file: str) -> str | None:
+    """``diffusers.models.resnet`` of ``.../site-packages/diffusers/models/resnet.py``."""
+    if "site-packages/" not in file or not file.endswith(".py"):
+        return None
+    tail = file.split("site-packages/", 1)[1]
+    return tail.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
 
 def _unrolled_advice(file: str, repeats: int) -> str:

@@ -548,9 +548,13 @@ def partial_batch_fix(explanation: FrameExplanation) -> str | None:
             "in the model guards the batch size (a CPU convolution may): check that the "
             "recompile is gone."
         )
+    # Not "pad it": in training, padded rows enter every batch statistic (a mean loss,
+    # BatchNorm, a contrastive loss's negatives) unless each one masks them out.
     return (
-        f"{head} If the batches come from a DataLoader, pass drop_last=True (or pad the last "
-        f"batch to {full}): one variant then serves every batch."
+        f"{head} If the batches come from a DataLoader, pass drop_last=True: one variant then "
+        "serves every batch (the last samples of each epoch are left out, in another order "
+        "each epoch when it shuffles). Padding the last batch instead changes the training "
+        "unless the loss and every batch statistic leave the padded rows out."
     )
 
 
@@ -867,5 +871,15 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
     # constant, whose own fix says why.
     constants = {row.source for row in outlook.varying if row.instances}
     hints = {c.hint for c in changes_of(explanation) if c.hint and c.source not in constants}
+    # A hint whose setting a fix above already gives, with what it does here: the hint's
+    # other offers are torch's generic ones (an int "converted into a tensor" that is a slice
+    # bound or a size makes the frame read it back with .item()).
+    said = " ".join(fix.text for fix in fixes)
+    hints = {hint for hint in hints
+             if not any(name in said for name in _CONFIG_NAME.findall(hint))}  # fmt: skip
     fixes += [Fix(f"Dynamo's hint: {hint}") for hint in sorted(hints)]
     return fixes
+
+
+_CONFIG_NAME = lazy_compile(r"\b(?:torch\._dynamo\.config\.)?([a-z_]{12,})\s*=\s*True")
+"""A setting a hint offers (``allow_unspec_int_on_nn_module = True``)."""

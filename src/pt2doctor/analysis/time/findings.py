@@ -70,7 +70,7 @@ def profile_findings(
     if view.wall_us <= 0 or view.calls <= 0:
         return []
     return [
-        *_autograd_in_inference(view),
+        *_autograd_in_inference(view, names),
         *_overhead_bound(view, names, device),
         *_library_bound(view, device),
         *_fallback_ops(view),
@@ -80,17 +80,22 @@ def profile_findings(
     ]
 
 
-def _autograd_in_inference(view: ProfileView) -> list[Finding]:
+def _autograd_in_inference(view: ProfileView, names: Mapping[str, str]) -> list[Finding]:
     if view.forward_autograd_calls == 0 or view.backward_calls > 0:
         return []
     calls = view.forward_autograd_calls
+    regions = [r for r in view.regions if r.part == "forward" and r.graph_calls][:3]
+    which = ", ".join(_region_name(r, names) for r in regions)
     return [
         Finding(
             "warning",
             "autograd_in_inference",
-            f"The compiled graphs ran {calls} times through the autograd function "
-            "(CompiledFunction) and no backward ran: the loop runs inference with grad enabled",
-            "Run the loop under `with torch.inference_mode():` (or `torch.no_grad()`). Then "
+            f"The compiled graphs{f' ({which})' if which else ''} ran {calls} times through "
+            "the autograd function (CompiledFunction) and no backward ran: the loop runs "
+            "inference with grad enabled",
+            "Run the loop that calls them under `with torch.inference_mode():` (or "
+            "`torch.no_grad()`), or decorate the function that runs it with "
+            "`@torch.inference_mode()`. Then "
             "Inductor compiles an inference graph: no autograd wrapper per call, and no "
             "buffers saved for a backward that never runs. The kernels themselves get "
             "faster too (they write fewer outputs); `--profile` again shows the gain.",
@@ -116,14 +121,18 @@ def _overhead_bound(view: ProfileView, names: Mapping[str, str], device: str) ->
     ]
     if not bound:
         return []
+    breaks = [f"{o.site.file}:{o.site.line}" for o in view.outside if o.site is not None]
     fix = (
         'Compile with `mode="reduce-overhead"` (CUDA graphs replay the kernels without '
         "Python and launch cost)."
         if device == "cuda"
         else "On CPU: give each call more work (batch requests: the overhead is paid per "
-        "call, not per sample), and have fewer, larger regions (remove graph breaks, "
-        "compile the whole step)."
+        "call, not per sample)."
     )
+    if breaks:  # only a break splits a region this loop could have as one
+        fix += (f" The graph break{'s' if len(breaks) > 1 else ''} at {', '.join(breaks[:3])} "
+                "split the step into more regions, each paying it again: removing "
+                f"{'them' if len(breaks) > 1 else 'it'} merges them.")  # fmt: skip
     overhead = sum(region.overhead_us for region in bound)
     total = sum(region.us for region in bound)
     what = _region_name(bound[0], names) if len(bound) == 1 else f"{len(bound)} compiled regions"
