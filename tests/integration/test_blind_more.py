@@ -275,6 +275,14 @@ def test_an_ema_decay_passed_as_alpha_is_a_stale_cached_constant_the_tensor_fix_
     assert not any("decay" in reason for reason in _recompile_reasons(fixed.run_dir))
     assert any("decay" in reason for reason in _recompile_reasons(done.run_dir))
     assert graphs(fixed.run_dir) < graphs(done.run_dir)
+    # SGD's own per-parameter loop, unrolled in the step's graph: named where the user steps
+    # it (opt.step()), never at torch's line; the optimizer's own frame in the raw trace.
+    (loop,) = [f for f in report["findings"] if f["code"] == "unrolled_loop"]
+    step_line = line_of("ema_byol", "opt.step()")
+    assert (loop["subject"]["file"], loop["subject"]["line"]) == (str(BLIND / "ema_byol.py"),
+                                                                step_line)  # fmt: skip
+    assert f"ema_byol.py:{step_line} (`opt.step()`)" in loop["title"]
+    assert "foreach=True" in loop["advice"]
     print(f"TRUTH ema_byol: target sum as written {target(_stdout(done))}, fixed "
           f"{target(_stdout(fixed))}, eager {eager}; graphs {graphs(done.run_dir)} -> "
           f"{graphs(fixed.run_dir)}")  # fmt: skip

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from pt2doctor.analysis.findings.model import Finding, Subject
-from pt2doctor.analysis.paths import library_path
-from pt2doctor.analysis.recompiles.ledger import CompileEntry, Ledger
+from pt2doctor.analysis.paths import library_path, short_library_path
+from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, CompileEntry, Ledger
 from pt2doctor.analysis.source_lines import class_of_line
 from pt2doctor.trace.built import GraphLine, OutputGraph
 
@@ -159,6 +159,15 @@ def _unrolled(entry: CompileEntry, group: list[GraphLine], total: int) -> Findin
     title = (
         f"{where} of {group[0].function} ({group[0].file}) unrolled {repeats} times into {share}"
     )
+    if "/torch/optim/" in group[0].file:
+        # torch's own loop: the user's code that steps the optimizer is where to act.
+        stepped = _stepped_at(entry)
+        if stepped is not None:
+            loop = f"{short_library_path(group[0].file)}:{first}"
+            title = (f"The optimizer's per-parameter loop ({group[0].function}, {loop}) "
+                     f"unrolled {repeats} times into {share}, stepped {stepped[0]}")  # fmt: skip
+            evidence[0] = f"{loop}: {code}"
+            subject = stepped[1]
     return Finding(
         "warning" if big else "info",
         "unrolled_loop",
@@ -167,6 +176,25 @@ def _unrolled(entry: CompileEntry, group: list[GraphLine], total: int) -> Findin
         evidence,
         subject,
     )
+
+
+def _stepped_at(entry: CompileEntry) -> tuple[str, Subject] | None:
+    """Where the user's code steps the optimizer whose loop a graph unrolled: the line that
+    called the optimizer's own compiled frame (``opt.step()`` at train.py:49), or the user's
+    compiled function whose graph holds the step. None when neither is the user's."""
+    record = entry.record
+    if record.file and library_path(record.file) is None and "/torch/" not in record.file:
+        function = record.function or entry.function or "?"
+        return (f"inside {function} ({record.file}:{record.line})",
+                Subject("lines", function, record.file, record.line, function))  # fmt: skip
+    caller = record.call_site
+    if caller is None or not caller.file:
+        return None
+    resumed = RESUME_NAME.match(caller.function or "")
+    name = str(resumed[1]) if resumed else caller.function
+    code = f" (`{caller.code.strip()}`)" if caller.code else ""
+    return (f"at {caller.file}:{caller.line}{code}",
+            Subject("lines", name, caller.file, caller.line, name))  # fmt: skip
 
 
 def _repeated_advice(file: str, block: str | None = None) -> str:
