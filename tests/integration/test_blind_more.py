@@ -204,6 +204,7 @@ def test_a_plain_function_post_grad_pass_is_a_cache_bypass_a_custom_graph_pass_e
         assert not [f for f in _report(done)["findings"] if f["code"] == "cache_bypass"]
     out, first_out, second_out = _stdout(plain), _stdout(first), _stdout(second)
     assert "[flops_pass]" in first_out and "[flops_pass]" not in second_out
+    assert "on a cache hit it does not run" in finding["advice"]  # as the second start shows
 
     def compile_s(stdout: str) -> float:
         return float(re.search(r"^compile_s: (\S+)$", stdout, re.M)[1])  # type: ignore[index]

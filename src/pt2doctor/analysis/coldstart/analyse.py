@@ -87,7 +87,8 @@ PASS_FIX = (
     "`torch._inductor.custom_graph_pass.get_hash_for_files((__file__,))`, and set an instance "
     "as `torch._inductor.config.{hook}`. The cache then keys on the pass and a warm start "
     "reuses the compiled graphs (an edit to the file is a new uuid, so a stale graph is never "
-    "reused)."
+    "reused). A pass runs only when its graph compiles: on a cache hit it does not run, so "
+    "what it prints or records happens on a cold start only."
 )
 OTHER_BYPASS_FIX = {
     "Skipping graph with frozen constants": (
