@@ -178,3 +178,7 @@ def test_a_setting_the_break_advice_names_is_tried_and_judged_by_the_break_being
     # The try is said before the advice, which stays whole (its shape fix first).
     assert site["advice"].startswith(f"Tried {setting} = True: helped (")
     assert "x.size(0)" in site["advice"]
+    # A fix the budget of one re-run did not reach is a candidate, and says why.
+    untried = [f for f in report["findings"] if f.get("tryable") and not f.get("tries")]
+    assert untried and all(any(e.startswith("not tried: the --try-fixes budget (1 re-run)")
+                               for e in f["evidence"]) for f in untried)  # fmt: skip

@@ -27,6 +27,7 @@ from pt2doctor.analysis.breaks.sites import GraphBreakSite, graph_break_sites
 from pt2doctor.analysis.findings.codes import SEVERITIES, spec
 from pt2doctor.analysis.findings.model import Finding
 from pt2doctor.analysis.recompiles.ledger import Ledger, compile_ledger
+from pt2doctor.analysis.text import counted
 from pt2doctor.trace.types import Manifest, Run, Try
 
 Verdict = Literal["helped", "partly", "no_effect", "worse", "unsafe"]
@@ -400,6 +401,11 @@ def attach_tries(
                            else target_remains(target_of(finding), findings_of(found)))  # fmt: skip
                 rows.append((index, tried_row(trial, before, found, kept, remains)))
         if not rows:
+            if tries and any(fix.application is not None for fix in finding.fixes):
+                finding.evidence.append(
+                    f"not tried: the --try-fixes budget ({counted(len(tries), 're-run')}) went to the "
+                    "findings before it; a larger budget tries it"
+                )
             continue
         finding.tries = [row for _, row in rows]
         finding.advice = tried_advice(finding, rows)
