@@ -17,9 +17,11 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from pt2doctor.analysis.recompiles.fix_model import HOOK_GUARDS_CONFIG
+
 TOGGLE = "skip_nnmodule_hook_guards=False"
 """The toggle's name in ``toggles[]``: the failing rung with Dynamo guarding on hooks."""
-CONFIG = "torch._dynamo.config.skip_nnmodule_hook_guards"
+CONFIG = HOOK_GUARDS_CONFIG
 KIND = "hook_changed_after_compile"
 FIX = (
     "By design, not a compiler bug: compiled code does not see module hooks changed after "

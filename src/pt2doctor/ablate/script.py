@@ -41,6 +41,7 @@ from pt2doctor.ablate.script_repro import header, program_of, repro_imports, wri
 from pt2doctor.ablate.script_toggles import PLUGIN as NO_HOOKS_PLUGIN
 from pt2doctor.ablate.signature import failure_signature
 from pt2doctor.ablate.types import COMPILED_FAILURES
+from pt2doctor.analysis.recompiles.fix_model import FixApplication
 from pt2doctor.analysis.userside.causes import custom_ops_named
 from pt2doctor.capture.child import PLUGIN_ENV, TRY_FIX_ENV
 from pt2doctor.capture.options import RunOptions
@@ -473,8 +474,7 @@ def _hook_guards(
         return []
     if progress:
         progress(f"{failing['backend']} with {HOOK_GUARDS}")
-    fix = {"label": HOOK_GUARDS, "config": {HOOK_GUARDS_CONFIG: False}, "marks": [],
-           "compile": {}}  # fmt: skip
+    fix = FixApplication(HOOK_GUARDS, config=((HOOK_GUARDS_CONFIG, False),)).as_json()
     outcome = script_rung(command, str(failing["backend"]), out / "toggles" / "hook-guards",
                           timeout, check, extra_env={TRY_FIX_ENV: json.dumps(fix)},
                           forced=failing.get("dir") != AS_WRITTEN)  # fmt: skip

@@ -167,8 +167,13 @@ def analyse_run(
     if run.tries:
         from pt2doctor.analysis.findings.verdicts import attach_tries
 
+        analysed: dict[int, list[Finding]] = {}
+
         def findings_of(found: Try) -> list[Finding]:
-            return analyse_run(found.run, collective_timeout_s).findings
+            """A re-run's findings, analysed once however many findings its fix is for."""
+            if found.n not in analysed:
+                analysed[found.n] = analyse_run(found.run, collective_timeout_s).findings
+            return analysed[found.n]
 
         attach_tries(findings, run.tries, outcome, run, findings_of)
     return RunAnalysis(run, ledger, sites, heat, environment, explanations, ranks, cold,

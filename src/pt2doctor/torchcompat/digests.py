@@ -12,11 +12,10 @@ Only public torch API (``torch.compile``); its wrapping goes through dynamo.py's
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pt2doctor.torchcompat.dynamo import _wrap_torch_compile
+from pt2doctor.torchcompat.dynamo import Call, intercept_compiled_calls
 
 CALLS = 16
 """Calls digested per compiled callable (its first)."""
@@ -70,45 +69,29 @@ def digest_compiled_outputs(
     module torch.compile returned; ``module.compile()`` (in place) is left alone."""
     made = [0]
 
-    def wrap(original: Any) -> Callable[..., Any]:
-        def compile_and_digest(model: Any = None, **kwargs: Any) -> Any:
-            compiled = original(model, **kwargs)
-            if model is None or made[0] >= MAX_TARGETS:
-                return compiled
-            try:
-                return _digested(compiled, model)
-            except Exception:  # digesting must never break the program's torch.compile call
-                return compiled
+    def make(compiled: Any, model: Any) -> Call | None:
+        if made[0] >= MAX_TARGETS:
+            return None
+        at = where() or {}
+        site = f"{at.get('file')}:{at.get('line')}#{made[0]}"
+        made[0] += 1
+        seen = [0]
 
-        def _digested(compiled: Any, model: Any) -> Any:
-            at = where() or {}
-            site = f"{at.get('file')}:{at.get('line')}#{made[0]}"
-            made[0] += 1
-            seen = [0]
+        def call(function: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+            if seen[0] >= calls:
+                return function(*args, **kwargs)
+            seen[0] += 1
+            found: dict[str, Any] = {"site": site, "call": seen[0]}
+            with contextlib.suppress(Exception):  # inputs it cannot read: not digested
+                found["inputs"] = digest([args, kwargs])
+                if seen[0] == 1 and hasattr(model, "parameters"):
+                    found["state"] = digest(list(model.parameters()))
+            result = function(*args, **kwargs)
+            with contextlib.suppress(Exception):  # a result it cannot read: not digested
+                found["values"] = digest(result)
+                on_digest(found)
+            return result
 
-            def call(function: Callable[..., Any], args: Any, kwargs: Any) -> Any:
-                if seen[0] >= calls:
-                    return function(*args, **kwargs)
-                seen[0] += 1
-                found: dict[str, Any] = {"site": site, "call": seen[0]}
-                with contextlib.suppress(Exception):  # inputs it cannot read: not digested
-                    found["inputs"] = digest([args, kwargs])
-                    if seen[0] == 1 and hasattr(model, "parameters"):
-                        found["state"] = digest(list(model.parameters()))
-                result = function(*args, **kwargs)
-                with contextlib.suppress(Exception):  # a result it cannot read: not digested
-                    found["values"] = digest(result)
-                    on_digest(found)
-                return result
+        return call
 
-            forward = getattr(compiled, "forward", None)
-            if hasattr(compiled, "_orig_mod") and callable(forward):
-                compiled.forward = functools.wraps(forward)(lambda *a, **k: call(forward, a, k))
-                return compiled
-            if callable(compiled):
-                return functools.wraps(compiled)(lambda *a, **k: call(compiled, a, k))
-            return compiled
-
-        return compile_and_digest
-
-    return _wrap_torch_compile("_pt2doctor_digests", wrap)
+    return intercept_compiled_calls("_pt2doctor_digests", make)

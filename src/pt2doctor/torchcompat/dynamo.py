@@ -195,6 +195,44 @@ def _wrap_torch_compile(marker: str, wrap: Callable[[Any], Callable[..., Any]]) 
     return True
 
 
+Call = Callable[[Callable[..., Any], Any, Any], Any]
+"""How an intercepted compiled callable is called: ``call(compiled, args, kwargs)``."""
+
+
+def intercept_compiled_calls(marker: str, make: Callable[[Any, Any], Call | None]) -> bool:
+    """Replace ``torch.compile`` (once per ``marker``) so that the calls of what it returns for
+    ``model`` go through ``make(compiled, model)`` (None: left as it is). A compiled module's
+    ``forward`` is wrapped on the module torch.compile returned; ``module.compile()`` (in place)
+    and the decorator form without a model are left alone. Intercepting never breaks the
+    program's torch.compile call. False when torch is not importable."""
+
+    def wrap(original: Any) -> Callable[..., Any]:
+        def compile_and_intercept(model: Any = None, **kwargs: Any) -> Any:
+            compiled = original(model, **kwargs)
+            if model is None:
+                return compiled
+            try:
+                return _intercepted(compiled, model)
+            except Exception:  # the program's torch.compile call must not fail for it
+                return compiled
+
+        def _intercepted(compiled: Any, model: Any) -> Any:
+            call = make(compiled, model)
+            if call is None:
+                return compiled
+            forward = getattr(compiled, "forward", None)
+            if hasattr(compiled, "_orig_mod") and callable(forward):
+                compiled.forward = functools.wraps(forward)(lambda *a, **k: call(forward, a, k))
+                return compiled
+            if callable(compiled):
+                return functools.wraps(compiled)(lambda *a, **k: call(compiled, a, k))
+            return compiled
+
+        return compile_and_intercept
+
+    return _wrap_torch_compile(marker, wrap)
+
+
 COMPILE_SETTINGS = ("dynamic", "mode", "fullgraph", "backend", "options")
 """The torch.compile arguments each compile call records (what the user asked for)."""
 

@@ -12,13 +12,12 @@ Only public torch API (``torch.compile``); its wrapping goes through dynamo.py's
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from pt2doctor.torchcompat.dynamo import _wrap_torch_compile, compiled_target
+from pt2doctor.torchcompat.dynamo import Call, compiled_target, intercept_compiled_calls
 
 PAIRS = 20
 """Pairs of calls timed per compiled callable (one compiled, one eager each)."""
@@ -87,33 +86,11 @@ def pair_compiled_calls(
     place) is left alone."""
     paired: list[PairedCalls] = []
 
-    def wrap(original: Any) -> Callable[..., Any]:
-        def compile_and_pair(model: Any = None, **kwargs: Any) -> Any:
-            compiled = original(model, **kwargs)
-            if model is None or len(paired) >= MAX_TARGETS:
-                return compiled
-            try:
-                return _paired(compiled, model)
-            except Exception:  # pairing must never break the program's torch.compile call
-                return compiled
+    def make(compiled: Any, model: Any) -> Call | None:
+        if len(paired) >= MAX_TARGETS or not callable(model):
+            return None
+        pairing = PairedCalls({**compiled_target(model), **(where() or {})}, ready, pairs, on_done)
+        paired.append(pairing)
+        return lambda function, args, kwargs: pairing.call(function, model, args, kwargs)
 
-        def _paired(compiled: Any, model: Any) -> Any:
-            target = {**compiled_target(model), **(where() or {})}
-            pairing = PairedCalls(target, ready, pairs, on_done)
-            forward = getattr(compiled, "forward", None)
-            if hasattr(compiled, "_orig_mod") and callable(forward):
-                compiled.forward = functools.wraps(forward)(
-                    lambda *a, **k: pairing.call(forward, model, a, k)
-                )
-                paired.append(pairing)
-                return compiled
-            if callable(compiled) and callable(model):
-                paired.append(pairing)
-                return functools.wraps(compiled)(
-                    lambda *a, **k: pairing.call(compiled, model, a, k)
-                )
-            return compiled
-
-        return compile_and_pair
-
-    return paired if _wrap_torch_compile("_pt2doctor_pairs", wrap) else None
+    return paired if intercept_compiled_calls("_pt2doctor_pairs", make) else None

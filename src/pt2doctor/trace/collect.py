@@ -106,10 +106,10 @@ _LIBRARY = re.compile(r"/torch/|site-packages/|dist-packages/|/lib/python\d[\d.]
 # Where torch.compile's own wrapper of a module (compile_wrapper) lives.
 _EVAL_FRAME = "/torch/_dynamo/eval_frame.py"
 # Frames between nn.Module.__call__ and the compiled one that are no caller: torch.compile's
-# wrapper, run --profile's pairing of compiled and eager calls and run --try-fixes' digest of
-# what they return (pt2doctor's own).
-_PASS_THROUGH = (_EVAL_FRAME, "/pt2doctor/torchcompat/paired.py",
-                 "/pt2doctor/torchcompat/digests.py")  # fmt: skip
+# wrapper, and pt2doctor's own interception of compiled calls (torchcompat/dynamo.py): run
+# --profile's pairing of compiled and eager calls, run --try-fixes' digest of what they return.
+_PASS_THROUGH = (_EVAL_FRAME, "/pt2doctor/torchcompat/dynamo.py",
+                 "/pt2doctor/torchcompat/paired.py", "/pt2doctor/torchcompat/digests.py")  # fmt: skip
 
 
 def wants_payload(kind: str, meta: Any) -> bool:

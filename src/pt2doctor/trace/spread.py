@@ -69,8 +69,8 @@ class CallsNoise:
     slowest: tuple[float, ...]
     """Each preempted call's wall time, ms."""
     off_cpu_ms: tuple[float, ...]
-    """Each preempted call's time off the CPU (wall less the thread's CPU time), ms; empty
-    when CPU times were not recorded."""
+    """Each preempted call's time off the CPU (wall less the thread's CPU time), ms, one per
+    preempted call; empty when CPU times were not recorded."""
 
     @property
     def noisy(self) -> bool:
@@ -109,12 +109,14 @@ def calls_noise(walls_ms: Sequence[float], cpus_ms: Sequence[float] = ()) -> Cal
     if not walls_ms:
         return None
     median = statistics.median(walls_ms)
-    off = [w - c for w, c in zip(walls_ms, cpus_ms, strict=False)] if cpus_ms else []
+    # CPU times count only as one per call (a window.json cut short has none to pair).
+    pairs = len(cpus_ms) == len(walls_ms)
+    off = [w - c for w, c in zip(walls_ms, cpus_ms, strict=True)] if pairs else []
     usual_off = statistics.median(off) if off else 0.0
     preempted = tuple(
         i
         for i, wall in enumerate(walls_ms)
-        if wall > PREEMPTED * median or (i < len(off) and off[i] - usual_off > median)
+        if wall > PREEMPTED * median or (off and off[i] - usual_off > median)
     )
     left_out = set(preempted)
     kept = [w for i, w in enumerate(walls_ms) if i not in left_out] or list(walls_ms)
@@ -126,5 +128,5 @@ def calls_noise(walls_ms: Sequence[float], cpus_ms: Sequence[float] = ()) -> Cal
         mad,
         preempted,
         tuple(walls_ms[i] for i in preempted),
-        tuple(off[i] for i in preempted if i < len(off)),
+        tuple(off[i] for i in preempted) if off else (),
     )

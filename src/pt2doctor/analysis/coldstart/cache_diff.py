@@ -40,43 +40,48 @@ def _place(row: dict[str, Any], rank: int) -> str:
     return f"{row.get('function')} ({name}:{row.get('line')}) variant {rank}"
 
 
-def graphs_by_place(report: Report) -> dict[str, dict[str, Any]]:
-    """Compile rows keyed by frame and variant rank (the n-th compile of that frame)."""
+def _ranked(report: Report) -> dict[str, tuple[dict[str, Any], int]]:
+    """Compile rows by place, with their variant rank (the n-th compile of that frame)."""
     seen: dict[str, int] = {}
     places = {}
     for row in report.get("compiles", []):
         frame = _place(row, 0)
         seen[frame] = seen.get(frame, 0) + 1
-        places[_place(row, seen[frame] - 1)] = row
+        places[_place(row, seen[frame] - 1)] = (row, seen[frame] - 1)
     return places
 
 
-def _unmoved(place: str) -> str:
-    """A place without its line: ``forward (train.py) variant 0``."""
-    head, _, rest = place.rpartition(":")
-    return f"{head}){rest.split(')', 1)[1]}" if ")" in rest else place
+def graphs_by_place(report: Report) -> dict[str, dict[str, Any]]:
+    """Compile rows keyed by frame and variant rank (the n-th compile of that frame)."""
+    return {place: row for place, (row, _) in _ranked(report).items()}
+
+
+def _frame(row: dict[str, Any]) -> tuple[object, str]:
+    """A row's frame without its line: (function, file name)."""
+    return row.get("function"), PurePath(row.get("file") or "").name
 
 
 def paired_places(a: Report, b: Report) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     """(place, A's row, B's row) of the graphs both runs compiled: by frame, line and variant;
     then, for those left, by frame and variant alone where each run has that function at one
     line of that file (an edit above it moved it, as a fix of the code often does)."""
-    before, after = graphs_by_place(a), graphs_by_place(b)
-    pairs = [(place, before[place], row) for place, row in after.items() if place in before]
-    left_a = {_unmoved(p): r for p, r in before.items() if p not in after}
-    left_b = {_unmoved(p): (p, r) for p, r in after.items() if p not in before}
+    before, after = _ranked(a), _ranked(b)
+    pairs = [(place, before[place][0], row) for place, (row, _) in after.items() if place in before]
+    left_a = {(_frame(r), n): r for p, (r, n) in before.items() if p not in after}
     lines_a, lines_b = _lines_by_frame(before), _lines_by_frame(after)
-    for key, (place, row) in left_b.items():
-        frame = key.rsplit(" variant ", 1)[0]
-        if key in left_a and len(lines_a.get(frame, ())) == len(lines_b.get(frame, ())) == 1:
-            pairs.append((place, left_a[key], row))
+    for place, (row, rank) in after.items():
+        old = left_a.get((_frame(row), rank)) if place not in before else None
+        if old is not None and len(lines_a[_frame(row)]) == len(lines_b[_frame(row)]) == 1:
+            pairs.append((place, old, row))
     return pairs
 
 
-def _lines_by_frame(places: dict[str, dict[str, Any]]) -> dict[str, set[object]]:
-    found: dict[str, set[object]] = {}
-    for place, row in places.items():
-        found.setdefault(_unmoved(place).rsplit(" variant ", 1)[0], set()).add(row.get("line"))
+def _lines_by_frame(
+    places: dict[str, tuple[dict[str, Any], int]],
+) -> dict[tuple[object, str], set[object]]:
+    found: dict[tuple[object, str], set[object]] = {}
+    for row, _ in places.values():
+        found.setdefault(_frame(row), set()).add(row.get("line"))
     return found
 
 

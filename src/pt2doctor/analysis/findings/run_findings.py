@@ -14,7 +14,7 @@ from pt2doctor.analysis.findings.trace_findings import (
     frame_where,
     raised_in_label,
 )
-from pt2doctor.analysis.recompiles.fix_model import Fix, FixApplication
+from pt2doctor.analysis.recompiles.fix_model import HOOK_GUARDS_CONFIG, Fix, FixApplication
 from pt2doctor.analysis.recompiles.ledger import Ledger
 from pt2doctor.analysis.userside.causes import custom_op_advice
 from pt2doctor.analysis.userside.causes import where as file_line
@@ -269,6 +269,8 @@ HOOKS_ADVICE = (
     "them (everything compiles again)."
 )
 MAX_HOOK_EVIDENCE = 4
+HOOKS_OFF = FixApplication(f"{HOOK_GUARDS_CONFIG} = False", config=((HOOK_GUARDS_CONFIG, False),))
+"""The hooks finding's fix ``run --try-fixes`` (and ablate's toggle) can apply."""
 
 
 def _hook_where(event: dict[str, Any]) -> str:
@@ -314,7 +316,6 @@ def hook_findings(probes: ProbeData | None) -> list[Finding]:
         f"{', '.join(modules[:3])}): compiled code does not see the change"
     )
     facts = {"changes": len(late), "first_compile_s": round(first, 6)}
-    guard = "torch._dynamo.config.skip_nnmodule_hook_guards"
     return [
         Finding(
             "warning",
@@ -324,8 +325,7 @@ def hook_findings(probes: ProbeData | None) -> list[Finding]:
             evidence,
             subject,
             facts=facts,
-            fixes=[Fix(f"{guard} = False", FixApplication(f"{guard} = False",
-                                                          config=((guard, False),)))],
+            fixes=[Fix(HOOKS_OFF.label, HOOKS_OFF)],
         )
     ]  # fmt: skip
 

@@ -210,12 +210,12 @@ def verdict(
         return "worse"
     if changed is not None:
         return "unsafe"
-    counted = _by_counts(before, after)
+    by_counts = _by_counts(before, after)
     if remains is False:
-        return "helped" if counted != "worse" else "worse"
-    if remains is True and counted == "helped":
+        return "helped" if by_counts != "worse" else "worse"
+    if remains is True and by_counts == "helped":
         return "partly"
-    return counted
+    return by_counts
 
 
 def _by_counts(before: Outcome, after: Outcome) -> Verdict:

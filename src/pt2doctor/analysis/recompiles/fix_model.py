@@ -58,6 +58,8 @@ INT = lazy_compile(r"-?\d+")
 
 
 DYNAMO_CONFIG = "torch._dynamo.config"
+HOOK_GUARDS_CONFIG = f"{DYNAMO_CONFIG}.skip_nnmodule_hook_guards"
+"""Dynamo's setting that, False, guards each module's hooks (True, torch's default, does not)."""
 
 
 CARRIED = "(value carried over the graph break"

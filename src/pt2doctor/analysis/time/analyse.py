@@ -254,13 +254,11 @@ def _quiet(
     kept = noise.calls - len(noise.preempted)
     if not ranges or kept <= 0:
         return _Quiet(noise, notes=[f"every {what} was preempted: none is left out"])
+    offs = noise.off_cpu_ms or (None,) * len(noise.preempted)  # no CPU times: none
     slow = ", ".join(
         f"{i + 1} ({ms:.3g} ms" + (f", {off:.3g} ms off the CPU)" if off is not None else ")")
-        for i, ms, off in zip(
-            noise.preempted, noise.slowest,
-            [*noise.off_cpu_ms, *[None] * len(noise.preempted)], strict=False,
-        )
-    )  # fmt: skip
+        for i, ms, off in zip(noise.preempted, noise.slowest, offs, strict=True)
+    )
     note = (
         f"{counted(len(noise.preempted), what)} of {noise.calls} took far longer than the "
         f"median {what} ({noise.median_ms:.3g} ms): the machine ran something else meanwhile. "
