@@ -474,7 +474,8 @@ def test_a_window_still_noisy_when_measured_again_says_it_cannot_tell(
     window = report["profile"]["window"]
     assert window["noise"]["noisy"] and len(window["other_windows"]) == 1
     stopped = [i for i, ms in enumerate(_periods(report)) if ms >= 100]
-    assert window["noise"]["preempted"] == stopped and len(stopped) > 5
+    # Every stopped call is named; a busy machine may preempt more (as in the test above).
+    assert set(stopped) <= set(window["noise"]["preempted"]) and len(stopped) > 5
     (noisy,) = _findings(report, "noisy_profile")
     assert "both were noisy" in noisy["advice"] and "overhead_bound is withheld" in noisy["advice"]
     assert any("overhead-bound" in line for line in noisy["evidence"])
