@@ -7,8 +7,9 @@ re-run once, in order, with the main run's command, backend and timeout, in
 logs). Each re-run is judged against the main run (analysis/findings/verdicts.py ``verdict``): a
 fix helped when the finding it is for is gone from the re-run, or less severe (a recompile now
 bounded); a finding whose fix helped is done; one whose fix did not help, or helped only
-partly (counts down, the finding still there), has its next candidate tried. At most N
-re-runs. The report then judges them again, offline, from the run directories.
+partly (counts down, the finding still there), has its next candidate tried. A fix of time
+(``timed``: freezing) is re-run profiled, and helped when the hot loop's call got faster beyond
+both windows' noise. At most N re-runs. The report then judges them again, offline, from the run directories.
 
 The order is the report's: errors first, then warnings, then info.
 """
@@ -37,6 +38,7 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
         results_change,
         target_of,
         target_remains,
+        timed_verdict,
         trial_key,
         verdict,
     )
@@ -66,15 +68,19 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
             break
         say(f"try {n}/{budget}: {trial['label']}")
         out = folder / str(n)
-        # A try measures compiles, not the profile.
+        # A try measures compiles, not the profile; a fix of time is profiled as the main run.
+        profile = options.profile_calls if trial.get("timed") else None
         run_program(
-            dataclasses.replace(options, out=out, try_fix=trial, quiet=True, profile_calls=None)
+            dataclasses.replace(options, out=out, try_fix=trial, quiet=True, profile_calls=profile)
         )
         tried = load_run(out)
         key = trial_key(trial)
         changed = results_change(main, tried) if judged.get(key) else None
-        remains = target_remains(targets[key], analyse_run(tried).findings)
-        verdicts[key] = verdict(before, outcome(tried), changed, remains)
+        if trial.get("timed"):
+            verdicts[key] = timed_verdict(before, outcome(tried), changed, main, tried)
+        else:
+            remains = target_remains(targets[key], analyse_run(tried).findings)
+            verdicts[key] = verdict(before, outcome(tried), changed, remains)
         index.append({"n": n, "trial": trial})
         (folder / TRIES_INDEX).write_text(json.dumps(index, indent=1), encoding="utf-8")
     return len(index)

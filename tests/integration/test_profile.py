@@ -468,7 +468,7 @@ def test_preempted_calls_are_named_and_left_out_and_the_verdict_stands(
 
 
 def test_a_window_still_noisy_when_measured_again_says_it_cannot_tell(
-    doctor_run: Any,
+    doctor_run: Any, no_grad: dict[str, Any], tmp_path: Path
 ) -> None:
     report = _run(doctor_run, "profile_always_preempted", *ALWAYS)
     window = report["profile"]["window"]
@@ -480,3 +480,62 @@ def test_a_window_still_noisy_when_measured_again_says_it_cannot_tell(
     assert "both were noisy" in noisy["advice"] and "overhead_bound is withheld" in noisy["advice"]
     assert any("overhead-bound" in line for line in noisy["evidence"])
     assert not _findings(report, "overhead_bound") and not _findings(report, "library_bound")
+    # diff: the noisy run with its region 0.25 ms slower moved beyond the floors, and against
+    # the quiet run it is "cannot tell" either way, never a regression (the same planting on a
+    # quiet run is one: test_diff_of_two_profiled_runs_names_the_region_and_kernel_that_moved).
+    planted = json.loads((report["_dir"] / "report.json").read_text())
+    (region,) = planted["profile"]["regions"]
+    region["overhead_ms"] += 0.25
+    region["ms_per_call"] += 0.25
+    planted["profile"]["window"]["ms_per_call"] += 0.25
+    slower = tmp_path / "slower.json"
+    slower.write_text(json.dumps(planted))
+    for a, b, side in ((no_grad["_dir"], slower, "B"), (slower, no_grad["_dir"], "A")):
+        # (the exit code is not asserted: the runs differ in more than their profiles)
+        _, changes = _diff(a, b, tmp_path / f"{side}.json")
+        assert changes and not any(change["regression"] for change in changes), changes
+        assert all(f"cannot tell: {side}'s profile window was noisy" in change["detail"]
+                   for change in changes)  # fmt: skip
+
+
+# --- freezing, tried: tests/programs/time/conv_infer.py (a conv classifier, eval, no_grad) ---
+
+
+def test_freezing_is_tried_on_a_library_bound_inference_loop_and_judged_by_its_time(
+    doctor_run: Any,
+) -> None:
+    """library_bound on CPU inference offers freezing; ``--try-fixes`` re-runs the program with
+    it, profiled as the main run. The profiler's own events say the fix was applied: the
+    re-run's convolutions are oneDNN's pre-packed ``_convolution_pointwise`` (BatchNorm and ReLU
+    folded in), the main run's Inductor's ``extern_kernels.convolution``. The verdict is the
+    two windows' medians (never a count), the results the same, and the advice stays whole."""
+    run = doctor_run("profile_freezing", ("--profile", "--try-fixes", "1"), "../time/conv_infer")
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads((run.run_dir / "report.json").read_text())
+    (bound,) = _findings(report, "library_bound")
+    (tried,) = bound["tries"]
+    assert tried["fix"] == "torch._inductor.config.freezing = True" and tried["trial"]["timed"]
+    assert tried["verdict"] != "unsafe"  # the same logits printed, the same outputs digested
+    assert "Tried torch._inductor.config.freezing = True: " in bound["advice"]
+    assert "Inductor calls matmuls and convolutions as library kernels" in bound["advice"]
+    kernels = {k["name"] for k in report["profile"]["kernels"]}
+    try_dir = run.run_dir / tried["run_dir"]
+    frozen: set[str] = set()
+    for path in (try_dir / "profile").glob("trace*.json"):
+        frozen |= {e.get("name") for e in json.loads(path.read_text())["traceEvents"]}
+    assert "extern_kernels.convolution" in kernels and "mkldnn::_convolution_pointwise" in frozen
+    # The verdict is the windows' medians, each as the window measured it.
+    before = report["profile"]["window"]["noise"]
+    after = json.loads((try_dir / "profile" / "window.json").read_text())["noise"]
+    if before["noisy"] or after["noisy"]:
+        assert "cannot tell" in tried["summary"] and tried["verdict"] == "no_effect"
+        return
+    moved = tried["time_per_call_ms"]
+    assert moved == {"before": before["median_ms"], "after": after["median_ms"]}
+    if tried["verdict"] == "helped":
+        assert moved["after"] < 0.95 * moved["before"]
+        assert bound["saves_ms"] == pytest.approx(moved["before"] - moved["after"], abs=1e-6)
+    elif tried["verdict"] == "worse":
+        assert moved["after"] > 1.05 * moved["before"]
+    else:
+        assert tried["verdict"] == "no_effect" and bound.get("saves_ms") is None

@@ -448,7 +448,7 @@ def _numerics_toggles(
             continue
         if progress:
             progress(f"inductor with {name}")
-        fix = {"label": name, "config": {key: True}, "marks": [], "compile": {}}
+        fix = FixApplication(name, config=((key, True),)).as_json()
         outcome = script_rung(command, "inductor", out / "toggles" / folder, timeout, check,
                               extra_env={TRY_FIX_ENV: json.dumps(fix)},
                               forced=failing.get("dir") != AS_WRITTEN)  # fmt: skip
@@ -495,7 +495,7 @@ def _without_fullgraph(
     setting replaced in the child as ``--try-fixes`` replaces one (torchcompat/apply.py)."""
     if progress:
         progress(f"{failing['backend']} with fullgraph=False")
-    fix = {"label": "fullgraph=False", "config": {}, "marks": [], "compile": {"fullgraph": False}}
+    fix = FixApplication("fullgraph=False", compile=(("fullgraph", False),)).as_json()
     outcome = script_rung(command, str(failing["backend"]), out / "toggles" / "fullgraph-false",
                           timeout, check, extra_env={TRY_FIX_ENV: json.dumps(fix)})  # fmt: skip
     return [{"name": "fullgraph=False", "backend": failing["backend"], **outcome}]

@@ -237,10 +237,10 @@ def _pair(recorder: ProbeRecorder, window: Any) -> None:
                 pairing.finish()
 
         atexit.register(finish)
-    # An eager optimizer's fused step, timed against its own on copies (after the window too).
+    # An eager optimizer's fused step, timed against its own on copies, after the window (or
+    # between a noisy one and its re-measure: an optimizer step comes between two forwards).
     torchcompat.try_optimizer_steps(
-        lambda result: recorder.event("optimizer_trial", **result),
-        ready=lambda: window.state in ("done", "failed"),
+        lambda result: recorder.event("optimizer_trial", **result), ready=window.between_windows
     )
 
 

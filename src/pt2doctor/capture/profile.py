@@ -101,6 +101,12 @@ class ProfileWindow:
         self.others: list[dict[str, Any]] = []
         """The windows measured and not kept: their noise, and why not."""
 
+    def between_windows(self) -> bool:
+        """Done, or between a noisy window and its re-measure (which may be cut short by the
+        program's end): what runs outside the profiled calls can run now."""
+        return self.state in ("done", "failed") or (self.state == "waiting"
+                                                    and self.kept is not None)  # fmt: skip
+
     def compiled(self, compile_id: str) -> None:
         """A graph was just compiled."""
         self.compiles += 1
@@ -175,7 +181,7 @@ class ProfileWindow:
     def close(self, why: str) -> None:
         """Stop the profiler and write the window (``why``: calls, seconds, exit); a noisy
         window is written and measured again, once; a second window is written only when it is
-        quieter than the first and whole (not cut at exit)."""
+        quieter than the first and holds at least half its calls (the program may end first)."""
         with self.lock:
             if self.state != "open":
                 return
@@ -193,9 +199,10 @@ class ProfileWindow:
             first = self.kept.get("noise") or {}
             kept = self.kept_noise
             quieter = noise is not None and (kept is None or noise.score < kept.score)
-            if why == "exit" or not quieter:
+            short = why == "exit" and 2 * self.seen < self.calls  # under half its calls
+            if short or not quieter:
                 self.others.append({**(described or {}), "calls": self.seen,
-                                    "not_kept": "cut short at exit" if why == "exit"
+                                    "not_kept": "cut short at exit" if short
                                     else "no quieter"})  # fmt: skip
                 self._write_window({**self.kept, "other_windows": self.others})
                 self._finish()

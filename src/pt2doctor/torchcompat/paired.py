@@ -20,7 +20,17 @@ from typing import Any
 from pt2doctor.torchcompat.dynamo import Call, compiled_target, intercept_compiled_calls
 
 PAIRS = 20
-"""Pairs of calls timed per compiled callable (one compiled, one eager each)."""
+"""Pairs of calls timed per compiled callable at least (one compiled, one eager each)."""
+TIMED_MS = 30.0
+"""Time the pairs of a callable span at least, when MAX_PAIRS allows: a call of tens of
+microseconds is timed over more pairs than a call of milliseconds (20 pairs of a 0.1 ms decode
+step vary by half their difference from one run to the next)."""
+BLOCK = 4
+"""Calls in a row to one side before switching to the other; the first of each is not timed.
+Calls alternating one by one evict each other's caches: a 0.1 ms decode step's eager call
+took 1.7x its time in a run of eager calls, which served eagerly is what it would be."""
+MAX_PAIRS = 150
+"""Pairs of calls timed per compiled callable at most."""
 MAX_TARGETS = 3
 """Compiled callables paired at most (the first ones made)."""
 
@@ -33,8 +43,8 @@ def _compiling() -> bool:
 
 class PairedCalls:
     """The pairing of one compiled callable: the calls before ``ready()`` as the program
-    makes them, then one untimed pair, then ``2 * pairs`` calls alternating compiled and eager,
-    each timed; then the result goes to ``on_done`` once (``finish`` sends what a program that
+    makes them, then one untimed pair, then calls alternating compiled and eager, each timed,
+    until ``pairs`` pairs spanning TIMED_MS (or MAX_PAIRS pairs); then the result goes to ``on_done`` once (``finish`` sends what a program that
     ended sooner gave)."""
 
     def __init__(self, target: dict[str, Any], ready: Callable[[], bool], pairs: int,
@@ -54,16 +64,21 @@ class PairedCalls:
         with self.lock:
             index = self.calls
             self.calls += 1
-        eager = index % 2 == 1
-        if index < 2:  # the first pair warms the alternation up (eager's first call is cold)
+        eager = index // BLOCK % 2 == 1
+        if index % BLOCK == 0:  # a block's first call is not timed: it pays the switch
             return (eager_call if eager else compiled)(*args, **kwargs)
         start = time.perf_counter()
         result = (eager_call if eager else compiled)(*args, **kwargs)
         elapsed = (time.perf_counter() - start) * 1e3
         (self.eager_ms if eager else self.compiled_ms).append(round(elapsed, 6))
-        if len(self.eager_ms) >= self.pairs:
+        if self._enough():
             self.finish()
         return result
+
+    def _enough(self) -> bool:
+        pairs = len(self.eager_ms)
+        spent = sum(self.eager_ms) + sum(self.compiled_ms)
+        return pairs >= self.pairs and (spent >= TIMED_MS or pairs >= MAX_PAIRS)
 
     def finish(self) -> None:
         """Send the pairs timed so far, once (none: nothing is sent)."""

@@ -251,6 +251,42 @@ def target_remains(target: Target, findings: list[Finding]) -> bool:
                and SEVERITIES.index(f.severity) <= rank for f in findings)  # fmt: skip
 
 
+TIME_FLOOR = 0.05
+"""A fix of time helps when the hot loop's call got faster by more than this share ..."""
+TIME_MADS = 3.0
+"""... and by more than this many MADs of the two windows' calls together."""
+
+
+def window_call_ms(run: Run) -> tuple[float, float] | None:
+    """The median and MAD of the hot loop's call in ``run``'s profile window (ms; the calls the
+    machine preempted left out), None when the run kept no window or it was noisy."""
+    noise = (run.profile.window.get("noise") if run.profile is not None else None) or {}
+    if not noise or noise.get("noisy") or not noise.get("median_ms"):
+        return None
+    return float(noise["median_ms"]), float(noise.get("mad_ms") or 0.0)
+
+
+def time_moved(before: Run, after: Run) -> Literal["faster", "slower", "same"] | None:
+    """For a fix of time: how the re-run's hot-loop call moved against the main run's, beyond
+    TIME_FLOOR and TIME_MADS; None when a window is missing or noisy (cannot tell)."""
+    old, new = window_call_ms(before), window_call_ms(after)
+    if old is None or new is None:
+        return None
+    floor = max(TIME_FLOOR * old[0], TIME_MADS * (old[1] + new[1]))
+    if old[0] - new[0] > floor:
+        return "faster"
+    return "slower" if new[0] - old[0] > floor else "same"
+
+
+def timed_verdict(before: Outcome, after: Outcome, changed: str | None, main: Run | None,
+                  tried: Run) -> Verdict:  # fmt: skip
+    """A fix of time's verdict: as :func:`verdict`, its finding gone when the call got faster,
+    and ``worse`` when it got slower."""
+    moved = None if main is None else time_moved(main, tried)
+    found = verdict(before, after, changed, None if moved is None else moved != "faster")
+    return "worse" if found == "no_effect" and moved == "slower" else found
+
+
 def trial_key(trial: dict[str, Any]) -> str:
     """A trial's identity: the same fix proposed again is the same try."""
     return json.dumps({k: v for k, v in trial.items() if k != "label"}, sort_keys=True)
@@ -315,17 +351,28 @@ def tried_row(
     finding is still there in the re-run (:func:`verdict`)."""
     after = outcome(found.run)
     changed = None if main is None else results_change(main, found.run)
+    timed = trial.get("timed")  # a fix of time: judged by the hot loop's call
     row = {
         "fix": trial.get("label", ""),
         "applied_as": applied_as(trial, found.run),
         "before": asdict(before),
         "after": asdict(after),
-        "verdict": verdict(before, after, changed, remains),
+        "verdict": (
+            timed_verdict(before, after, changed, main, found.run)
+            if timed
+            else verdict(before, after, changed, remains)
+        ),
         "run_dir": f"tries/{found.n}",
         "trial": trial,
         "summary": changes(asdict(before), asdict(after)),
     }
-    if remains is not None:
+    if timed:
+        calls = (None if main is None else window_call_ms(main), window_call_ms(found.run))
+        row["summary"] = f"{row['summary']}; {_time_said(*calls)}"
+        if calls[0] is not None and calls[1] is not None:
+            row["time_per_call_ms"] = {"before": round(calls[0][0], 6),
+                                       "after": round(calls[1][0], 6)}  # fmt: skip
+    elif remains is not None:
         row["finding_remains"] = remains
         gone = "the finding is gone from the re-run" if not remains else "the finding remains"
         row["summary"] = f"{row['summary']}; {gone}"
@@ -341,6 +388,13 @@ def tried_row(
                 else ","
             )  # fmt: skip
     return row
+
+
+def _time_said(before: tuple[float, float] | None, after: tuple[float, float] | None) -> str:
+    if before is None or after is None:
+        return "time per call of the hot loop: cannot tell (a profile window missing or noisy)"
+    return (f"time per call of the hot loop {before[0]:.3g} → {after[0]:.3g} ms (medians of "
+            f"the profile windows' calls, MAD {before[1]:.2g} and {after[1]:.2g} ms)")  # fmt: skip
 
 
 RANDOM_DRAWN = (
@@ -397,9 +451,14 @@ def attach_tries(
             found = None if trial is None else by_key.get(trial_key(trial))
             if trial is not None and found is not None:
                 kept = None if spec(finding.code).step == "correctness" else main
-                remains = (None if findings_of is None
+                remains = (None if findings_of is None or trial.get("timed")
                            else target_remains(target_of(finding), findings_of(found)))  # fmt: skip
-                rows.append((index, tried_row(trial, before, found, kept, remains)))
+                row = tried_row(trial, before, found, kept, remains)
+                rows.append((index, row))
+                moved = row.get("time_per_call_ms")
+                if row["verdict"] == "helped" and moved and finding.saves_ms is None:
+                    finding.saves_ms = round(moved["before"] - moved["after"], 6)
+                    finding.saves_unmeasured = None
         if not rows:
             if tries and any(fix.application is not None for fix in finding.fixes):
                 finding.evidence.append(
@@ -446,7 +505,7 @@ def tried_advice(finding: Finding, rows: list[tuple[int, dict[str, Any]]]) -> st
     return " ".join(said + [text for _, text in rest])
 
 
-SETTINGS_IN_ADVICE = frozenset({"graph_break", "hook_changed_after_compile"})
+SETTINGS_IN_ADVICE = frozenset({"graph_break", "hook_changed_after_compile", "library_bound"})
 """Findings whose tried fixes are settings their advice names among other fixes: a try's
 result is said before the advice, which stays whole."""
 BOUNDED_LEFT = (

@@ -4,7 +4,8 @@ where they moved beyond noise (the torch-upgrade regression: "cpp_fused_gelu_1 w
 
 Regions are matched by the frame's name and part (compile ids can differ between runs), and
 kernels within a region by name, else by kind and first user line (a kernel renumbered by a
-new torch keeps its line).
+new torch keeps its line). A window still noisy after its re-measure (``window.noise.noisy``)
+makes every change "cannot tell", never a regression.
 """
 
 from __future__ import annotations
@@ -12,12 +13,30 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pt2doctor.analysis.diff.change import Change, Noise, time_change
+from pt2doctor.analysis.diff.change import Change, Noise, not_comparable, time_change
 
 KERNEL_FLOOR_MS = 0.01
 """A kernel's change counts above this (and the relative floor)."""
 STEP_SHARE_FLOOR = 0.02
 """... and above this share of A's step."""
+SPREAD_MADS = 3.0
+"""... and above this many MADs of the two windows' calls together (their own spread)."""
+
+
+def _window_noise(profile: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (profile.get("window") or {}).get("noise") or {}
+
+
+def _too_noisy(profile: Mapping[str, Any], side: str) -> str | None:
+    """Why ``side``'s window is too noisy to compare (None: quiet enough, or not measured)."""
+    noise = _window_noise(profile)
+    if not noise.get("noisy"):
+        return None
+    median = float(noise.get("median_ms") or 0.0)
+    spread = f", the others spread {noise['mad_ms'] / median:.0%}" if median else ""
+    return (f"cannot tell: {side}'s profile window was noisy even when measured again "
+            f"({len(noise.get('preempted') or [])} of {noise.get('calls')} calls preempted"
+            f"{spread}); profile both on a quiet machine")  # fmt: skip
 
 
 def _region_key(row: Mapping[str, Any]) -> str:
@@ -55,9 +74,10 @@ def profile_changes(a: Mapping[str, Any], b: Mapping[str, Any], noise: Noise) ->
     if not (pa.get("available") and pb.get("available")):
         return []
     step_a, step_b = pa["window"]["ms_per_call"], pb["window"]["ms_per_call"]
+    spread = sum(float(_window_noise(p).get("mad_ms") or 0.0) for p in (pa, pb))
     kernel_floor = max(KERNEL_FLOOR_MS, STEP_SHARE_FLOOR * step_a)
     changes = time_change("profile_step_ms", "time per call of the hot loop", step_a, step_b,
-                          kernel_floor, noise)  # fmt: skip
+                          max(kernel_floor, SPREAD_MADS * spread), noise)  # fmt: skip
     regions_a = {_region_key(r): r for r in pa["regions"]}
     regions_b = {_region_key(r): r for r in pb["regions"]}
     for key in sorted(regions_a.keys() & regions_b.keys()):
@@ -82,4 +102,5 @@ def profile_changes(a: Mapping[str, Any], b: Mapping[str, Any], noise: Noise) ->
             changes += time_change("profile_kernel_ms", f"{region}: {label}",
                                    kernel["ms_per_call"], other["ms_per_call"], kernel_floor,
                                    noise)  # fmt: skip
-    return changes
+    why = _too_noisy(pa, "A") or _too_noisy(pb, "B")
+    return [not_comparable(change, why) for change in changes] if why else changes

@@ -15,6 +15,7 @@ from pt2doctor.analysis.built.kernels import first_line_where
 from pt2doctor.analysis.findings.codes import Severity
 from pt2doctor.analysis.findings.model import Finding, Subject
 from pt2doctor.analysis.paths import library_path
+from pt2doctor.analysis.recompiles.fix_model import Fix, FixApplication
 from pt2doctor.analysis.time.owners import EagerOwner
 from pt2doctor.analysis.time.profile import OutsideTime, ProfileView, RegionTime
 from pt2doctor.trace.types import SourceLine
@@ -25,6 +26,9 @@ OVERHEAD_SHARE = 0.5
 """A region is overhead-bound when more than this share of its time is outside kernels."""
 LIBRARY_SHARE = 0.6
 """Compiled time is library-bound when library kernels take more than this share of it."""
+FREEZING = "torch._inductor.config.freezing"
+FREEZING_FIX = FixApplication(f"{FREEZING} = True", config=((FREEZING, True),), timed=True)
+"""Freezing, as ``run --try-fixes`` applies it: a fix of time, judged on the profiled re-run."""
 EAGER_SHARE = 0.25
 """Eager ATen ops outside every region above this share of the time spent in torch (the
 regions and the eager ops): the model runs eagerly."""
@@ -170,15 +174,22 @@ def _library_bound(view: ProfileView, device: str) -> list[Finding]:
     if compiled < MIN_SHARE * view.wall_us or library <= LIBRARY_SHARE * compiled:
         return []
     top = [k for k in view.kernels if k.kind == "library"][:3]
+    # Freezing applies to an inference graph only: grad disabled, so no autograd function.
+    inference = view.forward_autograd_calls == 0 and view.backward_calls == 0
     fix = (
         'On GPU, `mode="max-autotune"` tries Triton and CUTLASS templates against the '
         "library's matmuls and convolutions."
         if device == "cuda"
-        else "On CPU, `torch._inductor.config.freezing = True` (inference under "
-        "`torch.no_grad()`) pre-packs weights for oneDNN and can make convolutions faster; "
-        "it changed nothing on an MLP measured here (docs/PERFORMANCE.md), so measure it "
-        "before keeping it. Fewer or smaller matmuls also move this part."
-    )
+        else f"On CPU, `{FREEZING} = True` pre-packs weights for oneDNN and can make "
+        "convolutions faster; it applies to inference graphs only ("
+        + ("these are: the loop runs without grad" if inference
+           else "these record autograd: run the loop under `torch.no_grad()` first")
+        + "), and bakes the weights in as constants (a later change to them is not seen). "
+        "It changed nothing on an MLP measured here (docs/PERFORMANCE.md): measure it "
+        "before keeping it (`run --profile --try-fixes` does). Fewer or smaller matmuls "
+        "also move this part."
+    )  # fmt: skip
+    tryable = device != "cuda" and inference
     return [
         Finding(
             "info",
@@ -194,6 +205,7 @@ def _library_bound(view: ProfileView, device: str) -> list[Finding]:
                 f"{k.name} ({first_line_where(k.user_lines)}): {_ms(k.us, view)} per call"
                 for k in top
             ],
+            fixes=[Fix(FREEZING_FIX.label, FREEZING_FIX)] if tryable else [],
         )
     ]
 
