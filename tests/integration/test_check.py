@@ -94,6 +94,34 @@ def test_dropout_in_train_mode_aligns_under_inductor(inductor_run: CheckRun) -> 
     assert any("fallback_random=True" in note for note in cells["mlp/b16/train"]["notes"])
 
 
+def test_min_speedup_gates_on_the_lower_bound_of_the_measured_interval(
+    inductor_run: CheckRun,
+) -> None:
+    """The real run's speedups and bootstrap intervals, judged offline (as ``report CHECKDIR``
+    does) by a ``min_speedup`` set between the lowest interval's lower bound and the worst
+    estimate: the default gate (the lower bound) fails it as "not established"; the point
+    estimate (``min_speedup_on = "estimate"``) passes it."""
+    from pt2doctor.check.contract import parse_budget
+    from pt2doctor.check.report import build_check_report
+
+    lines = (inductor_run.out / "results.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines if line.strip()]
+
+    def clause(**budget: Any) -> dict[str, Any]:
+        report = build_check_report(records, parse_budget(budget))
+        (found,) = [c for c in report["contract"]["clauses"] if c["name"] == "min_speedup"]
+        return dict(found)
+
+    low = clause(min_speedup=0.0)["measured"]
+    estimate = clause(min_speedup=0.0, min_speedup_on="estimate")["measured"]
+    assert low < estimate  # a measured interval around each estimate
+    wanted = round((low + estimate) / 2, 4)
+    on_bound = clause(min_speedup=wanted)
+    assert on_bound["ok"] is False and on_bound["detail"].startswith("not established")
+    assert f"meets {wanted:g}" in on_bound["detail"]
+    assert clause(min_speedup=wanted, min_speedup_on="estimate")["ok"] is True
+
+
 def test_cuda_graph_mode_is_not_applicable_on_cpu(inductor_run: CheckRun) -> None:
     variants = {v["name"]: v for v in inductor_run.report["variants"]}
     assert variants["reduce-overhead"]["applicable"] is False
