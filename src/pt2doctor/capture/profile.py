@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pt2doctor.capture.sampler import StackSampler
 from pt2doctor.rundir import (
     PROFILE_DIR,
     PROFILE_END_MARK,
@@ -96,6 +97,7 @@ class ProfileWindow:
         self.marks: list[tuple[int, int]] = []
         """(wall, main thread CPU) in ns at the window's start and after each hot call."""
         self.kept: dict[str, Any] | None = None
+        self.sampler: StackSampler | None = None
         """The window already written, while a noisy one is measured again."""
         self.kept_noise: CallsNoise | None = None
         self.others: list[dict[str, Any]] = []
@@ -176,12 +178,14 @@ class ProfileWindow:
         self.compiles_in_window = 0
         self.opened_at = time.monotonic()
         self.marks = [(time.perf_counter_ns(), time.thread_time_ns())]
+        self.sampler = StackSampler(threading.get_ident())
+        self.sampler.start()
         self.state = "open"
 
     def close(self, why: str) -> None:
         """Stop the profiler and write the window (``why``: calls, seconds, exit); a noisy
         window is written and measured again, once; a second window is written only when it is
-        quieter than the first and holds at least half its calls (the program may end first)."""
+        quieter than the first and holds more than half its calls (the program may end first)."""
         with self.lock:
             if self.state != "open":
                 return
@@ -191,6 +195,8 @@ class ProfileWindow:
         with record_function(PROFILE_END_MARK):
             pass
         wall = time.monotonic() - self.opened_at
+        sampled = self.sampler.stop() if self.sampler is not None else None
+        self.sampler = None
         self.profiler.stop()
         walls, cpus = self.periods()
         noise = calls_noise(walls, cpus)
@@ -199,7 +205,7 @@ class ProfileWindow:
             first = self.kept.get("noise") or {}
             kept = self.kept_noise
             quieter = noise is not None and (kept is None or noise.score < kept.score)
-            short = why == "exit" and 2 * self.seen < self.calls  # under half its calls
+            short = why == "exit" and 2 * self.seen <= self.calls  # half its calls or fewer
             if short or not quieter:
                 self.others.append({**(described or {}), "calls": self.seen,
                                     "not_kept": "cut short at exit" if short
@@ -224,6 +230,8 @@ class ProfileWindow:
             "rank": os.environ.get("RANK"),
             "periods_ms": [round(v, 4) for v in walls],
             "periods_cpu_ms": [round(v, 4) for v in cpus],
+            "marks_ns": [at for at, _ in self.marks],
+            "samples": sampled,
             "noise": described,
             "other_windows": self.others,
         }

@@ -15,6 +15,8 @@ from pt2doctor.trace.types import SourceLine
 
 MAX_KERNELS = 60
 """Kernel rows kept in the report, the slowest first."""
+MAX_EAGER_LINES = 10
+"""The user's lines of the eager op time kept in the report, the most first."""
 
 
 def _line(site: SourceLine | None) -> dict[str, Any] | None:
@@ -97,6 +99,12 @@ def profile_section(result: ProfileResult) -> dict[str, Any]:
         return {"available": False, "error": result.error, "trace_file": result.trace_file}
     section = _section(result.view, result.trace_file or "", result.window, result.names)
     section["notes"] = list(result.notes)
+    per = result.view.per_call
+    section["eager_lines"] = [
+        {"file": line.file, "line": line.line, "function": line.function,
+         "ms_per_call": _round(per(us)), "samples": line.samples, "share": round(line.share, 4)}
+        for line, us in result.eager_lines[:MAX_EAGER_LINES]
+    ]  # fmt: skip
     if result.device is not None:  # a GPU run: the window's device side
         section["device"] = result.device.as_dict()
     return section

@@ -17,7 +17,8 @@ from pt2doctor.analysis.recompiles.ledger import Ledger
 from pt2doctor.analysis.text import counted
 from pt2doctor.analysis.time.device import DEVICE_CATEGORIES, DeviceProfile, device_profile
 from pt2doctor.analysis.time.device_findings import device_findings
-from pt2doctor.analysis.time.findings import BreakContext, profile_findings
+from pt2doctor.analysis.time.findings import BreakContext, eager_op_us, profile_findings
+from pt2doctor.analysis.time.lines import EagerLine, eager_lines
 from pt2doctor.analysis.time.owners import EagerOwner, eager_owners
 from pt2doctor.analysis.time.profile import (
     ProfileView,
@@ -59,6 +60,9 @@ class ProfileResult:
     findings: list[Finding] = field(default_factory=list)
     device: DeviceProfile | None = None
     """The window's device side, when the trace has device events (a GPU run)."""
+    eager_lines: list[tuple[EagerLine, float]] = field(default_factory=list)
+    """The user's lines that ran the window's eager ATen ops, each with its time (us in the
+    window: its share of the eager op time), the most first (analysis/time/lines.py)."""
 
     def break_cost_ms(self, site: GraphBreakSite) -> float | None:
         """A break site's measured time per call of the hot loop (None: not in the window)."""
@@ -146,15 +150,20 @@ def profile_analysis(
     skipped = [frame_where(frame) for frame in ledger.frames if frame.skipped]
     device = "cuda" if "kernel" in capture.trace.categories else "cpu"
     owners = _owners(capture.trace, view)
+    lines, _ = eager_lines(capture.trace, window, view)
     findings = _noise_findings(
-        profile_findings(view, names, skipped, device, context, owners, trials), quiet, window
+        profile_findings(view, names, skipped, device, context, owners, trials, lines),
+        quiet,
+        window,
     )
     cached = sum(1 for e in ledger.compiles if e.record.cache.get("fx_graph") == "hit")
     notes = [*quiet.notes, *_notes(view, window, device, cached)]
     no_graphs = {e.compile_id: e.record.cudagraph_skip_reason for e in ledger.compiles
                  if e.record.cudagraph_skip_reason}  # fmt: skip
     gpu = _device_side(capture.trace, capture.path, findings, no_graphs)
-    return ProfileResult(capture.path, window, view, None, names, notes, findings, gpu)
+    eager = eager_op_us(view, owners)
+    return ProfileResult(capture.path, window, view, None, names, notes, findings, gpu,
+                         [(line, line.share * eager) for line in lines])  # fmt: skip
 
 
 def _device_side(

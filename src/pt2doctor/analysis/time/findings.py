@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from pt2doctor.analysis.built.kernels import first_line_where
 from pt2doctor.analysis.findings.codes import Severity
-from pt2doctor.analysis.findings.model import Finding, Subject
+from pt2doctor.analysis.findings.model import PROGRAM, Finding, Subject
 from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.fix_model import Fix, FixApplication
+from pt2doctor.analysis.text import counted
+from pt2doctor.analysis.time.lines import EagerLine
 from pt2doctor.analysis.time.owners import EagerOwner
 from pt2doctor.analysis.time.profile import OutsideTime, ProfileView, RegionTime
 from pt2doctor.trace.types import SourceLine
@@ -29,6 +32,8 @@ LIBRARY_SHARE = 0.6
 FREEZING = "torch._inductor.config.freezing"
 FREEZING_FIX = FixApplication(f"{FREEZING} = True", config=((FREEZING, True),), timed=True)
 """Freezing, as ``run --try-fixes`` applies it: a fix of time, judged on the profiled re-run."""
+MAX_LINES = 3
+"""The user's lines an eager-time finding names at most."""
 EAGER_SHARE = 0.25
 """Eager ATen ops outside every region above this share of the time spent in torch (the
 regions and the eager ops): the model runs eagerly."""
@@ -66,11 +71,13 @@ def profile_findings(
     breaks: Mapping[str, BreakContext] | None = None,
     owners: Sequence[EagerOwner] = (),
     trials: Sequence[Mapping[str, Any]] = (),
+    lines: Sequence[EagerLine] = (),
 ) -> list[Finding]:
     """``names``: compile id -> the frame's name; ``skipped_frames``: frames Dynamo ran
     eagerly (where); ``device``: ``cuda`` or ``cpu`` (the fixes differ); ``breaks``: compile
     id -> its break's context; ``trials``: the run's optimizer trials (``optimizer_trial``
-    events: an eager optimizer's step timed against its fused variant)."""
+    events: an eager optimizer's step timed against its fused variant); ``lines``: the user's
+    lines that ran the eager ops (analysis/time/lines.py)."""
     if view.wall_us <= 0 or view.calls <= 0:
         return []
     return [
@@ -79,7 +86,7 @@ def profile_findings(
         *_library_bound(view, device),
         *_fallback_ops(view),
         *_graph_break_cost(view, breaks or {}),
-        *_eager_only(view, skipped_frames, owners),
+        *_eager_only(view, skipped_frames, owners, lines),
         *_eager_optimizer(view, owners, device, trials),
     ]
 
@@ -301,13 +308,20 @@ def _graph_break_cost(view: ProfileView, breaks: Mapping[str, BreakContext]) -> 
     return sorted(found, key=lambda f: -(f.saves_ms or 0.0))
 
 
+def eager_op_us(view: ProfileView, owners: Sequence[EagerOwner] = ()) -> float:
+    """The window's eager ATen op time less the ops of an eager optimizer step or data loading,
+    which are theirs (named by their own finding, not "the compiled model running eagerly")."""
+    return sum(us for _, us in view.eager_ops) - sum(owner.aten_us for owner in owners)
+
+
 def _eager_only(
-    view: ProfileView, skipped_frames: list[str], owners: Sequence[EagerOwner] = ()
+    view: ProfileView,
+    skipped_frames: list[str],
+    owners: Sequence[EagerOwner] = (),
+    lines: Sequence[EagerLine] = (),
 ) -> list[Finding]:
-    # The ops of an eager optimizer step or data loading are theirs, named by their own
-    # finding, not "the compiled model running eagerly".
     ops = sum(us for _, us in view.eager_ops)
-    eager = ops - sum(owner.aten_us for owner in owners)
+    eager = eager_op_us(view, owners)
     # Against the time spent in torch (compiled regions and eager ops), not the wall time: a
     # loop's own Python or a machine's stalls between calls dilute a wall-time share.
     work = ops + view.compiled_us
@@ -327,6 +341,13 @@ def _eager_only(
                 f"{share} of the step at the graph break at {item.site.file}:{item.site.line}"
             )
     evidence += [f"skipped by Dynamo: {where}" for where in skipped_frames[:5]]
+    if lines:
+        evidence.append("by the user's line that ran them (the window's stack samples): " + "; ".join(
+            f"{Path(item.file).name}:{item.line} in {item.function} "
+            f"{_ms(item.share * eager, view)} ({counted(item.samples, 'sample')})"
+            for item in lines[:MAX_LINES]
+        ))  # fmt: skip
+    top_line = lines[0] if lines else None
     return [
         Finding(
             "warning",
@@ -338,6 +359,9 @@ def _eager_only(
             "compiler's speedup. Compile it: remove the break or the disable, or compile the "
             "function that calls it.",
             evidence,
+            Subject("lines", top_line.function, top_line.file, top_line.line, None)
+            if top_line is not None
+            else PROGRAM,
         )
     ]
 

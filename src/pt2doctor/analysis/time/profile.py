@@ -104,6 +104,8 @@ class ProfileView:
     region after its graph returned: a graph break's code), by total time (us), the largest
     first."""
     eager_at: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    eager_spans: list[tuple[float, float]] = field(default_factory=list)
+    """Where each eager op of ``eager_ops`` ran: (start, end), trace microseconds."""
     """Of them, those that ran in each region's break tail: compile id -> (op, us)."""
     forward_autograd_calls: int = 0
     """Region calls that went through the autograd function (``CompiledFunction``)."""
@@ -325,6 +327,8 @@ class _Walk:
         self.backwards: list[_Backward] = []
         self.eager: dict[tuple[str | None, str], float] = {}
         """(the region it ran in, else None; op) -> time of eager ATen ops outside graphs."""
+        self.eager_spans: list[tuple[float, float, str | None]] = []
+        """Each of those ops: (start, end, the region it ran in)."""
         self.forward_autograd = 0
         self.autograd_us = 0.0
         self.end = 0.0
@@ -450,6 +454,7 @@ class _Walk:
             name = trace.names[trace.name[i]]
             key = (None if region is None else region.cid, name)
             self.eager[key] = self.eager.get(key, 0.0) + dur
+            self.eager_spans.append((ts, ts + dur, key[0]))
         return None
 
     def _close(self, item: _Open) -> None:
@@ -660,6 +665,8 @@ def profile_view(
         if cid is not None:
             view.eager_at.setdefault(cid, []).append((op, us))
     view.eager_ops = sorted(totals.items(), key=lambda item: -item[1])
+    view.eager_spans = [(begin, stop) for begin, stop, cid in walk.eager_spans
+                        if cid is None or cid in inductor]  # fmt: skip
     for found in view.eager_at.values():
         found.sort(key=lambda item: -item[1])
     view.forward_autograd_calls = walk.forward_autograd
