@@ -231,6 +231,32 @@ def test_a_transposed_view_of_the_same_sizes_is_a_second_layout(explained, trace
     assert_readable(terminal)
 
 
+# --- a tensor on another device ----------------------------------------------------------------
+
+
+def test_a_tensor_on_another_device_is_named_as_its_device(explained, traced, doctor_run) -> None:
+    """Dynamo guards the tensor's dispatch keys (its own reason says so); the change is read as
+    the device, cpu → meta, with the device fix. The fix applied (``--one-device``): one
+    compile, no recompile."""
+    name = "recompiles/device"
+    assert "dispatch key set mismatch" in raw_reasons(traced(name))["0/1"]
+    report, terminal = explained(name)
+    frame = only_frame(report)
+    assert changes(frame) == [[("x", "device", "cpu", "meta")]]  # one recompile, one change
+    assert frame["outlook"]["bounded"] is True
+    finding = recompile_finding(report)
+    assert finding["severity"] == "info"
+    assert (
+        "x on cpu / meta" in finding["advice"] and "move it where it is made" in finding["advice"]
+    )
+    assert "dispatch keys" not in terminal
+    assert_readable(terminal)
+    fixed = doctor_run("device_one", ("--backend", "eager"), "../recompiles/device", "--one-device")
+    assert fixed.returncode == 0, fixed.stderr[-2000:]
+    after = json.loads((fixed.run_dir / "report.json").read_text())
+    assert after["summary"]["compiles"] == 1 and after["summary"]["recompiles"] == 0
+
+
 # --- a recompile-limit hit ------------------------------------------------------------------
 
 

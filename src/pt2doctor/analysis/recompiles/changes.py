@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from pt2doctor.analysis.recompiles.guards import (
     FailedGuard,
+    device_of_keys,
     diff_guard_sets,
     parse_recompile_reason,
 )
@@ -169,10 +170,13 @@ def _dispatch_change(name: str, old: str, new: str) -> SourceChange:
     """What a dispatch key change means: the Autograd keys (and ADInplaceOrView) on one side
     only are a tensor made under ``torch.inference_mode()`` (an inference tensor has no
     Autograd keys) against one made outside it, the side without them the inference tensor;
-    else the keys themselves. Where the call's grad or inference mode changed too, every
+    a backend key changed (CPU to Meta) is the tensor's device; else the keys themselves. Where the call's grad or inference mode changed too, every
     tensor's Autograd keys change with it, and guards.py folds those into its ``grad mode``
     change before this is asked (two calls under ``no_grad``, one given a tensor made under
     inference_mode, differ by AutogradCPU alone)."""
+    devices = device_of_keys(old), device_of_keys(new)
+    if devices[0] and devices[1] and devices[0] != devices[1]:  # the tensor moved device
+        return SourceChange(user_expr(name), "device", devices[0], devices[1])
     before, after = set(old.split(", ")), set(new.split(", "))
     changed = before ^ after
     if any(key.startswith("Autograd") or key == "ADInplaceOrView" for key in changed) and all(

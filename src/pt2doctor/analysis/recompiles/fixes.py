@@ -63,6 +63,7 @@ from pt2doctor.analysis.recompiles.state_fixes import (
     HOOKS_FIX,
     INFERENCE_TENSOR_FIX,
     OPTIMIZER_STATE_FIX,
+    device_fix,
     dtype_fix,
     flags_fix,
     hooks_of,
@@ -824,8 +825,11 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
     dtypes = [row for row in outlook.varying if row.kind == "dtype" and not row.dynamic]
     if dtypes and outlook.bounded is not False and not fixes:
         fixes.append(Fix(dtype_fix(dtypes)))
+    devices = [row for row in outlook.varying if row.kind == "device" and not row.dynamic]
+    if devices and outlook.bounded is not False and not fixes:
+        fixes.append(Fix(device_fix(devices)))
     flags = [row for row in outlook.varying if row.kind in FLAG_KINDS and not row.dynamic
-             and row.kind != "dtype"]  # fmt: skip
+             and row.kind not in ("dtype", "device")]  # fmt: skip
     for pattern, rows in per_instance_flags(flags).items():
         if not fixes:
             fixes.append(per_instance_flags_fix(pattern, rows, explanation))

@@ -163,6 +163,19 @@ def _dtype_name(value: str) -> str:
     return _DTYPE_NAMES.get(value, value.removeprefix("torch."))
 
 
+def device_fix(rows: list[Varying]) -> str:
+    """An input that arrives on several devices: each device compiles its own variant (the
+    guard is on the tensor's dispatch keys). One device where it is made, else pre-warm."""
+    names = " and ".join(f"{row.source} on {' / '.join(row.values)}" for row in rows)
+    return (
+        f"{names}: each device compiles its own variant of the graph. If one of them is not "
+        "meant (a tensor made on the default device, or left on the host), move it where it "
+        "is made (`torch.tensor(..., device=device)`, or `.to(device)` once before the loop) "
+        "so every call gets the same device; if both are meant (one model served on two "
+        "devices), the variants are bounded: pre-warm each."
+    )
+
+
 def dtype_fix(rows: list[Varying]) -> str:
     """An input that arrives in several dtypes: one dtype where it is made, else pre-warm. A
     model whose own parameters changed dtype was converted (``model.to(torch.bfloat16)``):
