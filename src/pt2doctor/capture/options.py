@@ -73,6 +73,10 @@ class RunOptions:
     profile_seconds: float | None = _setting(None, None, Flag(
         "--profile-seconds", "positive_float", "With --profile: close the window after S "
         "seconds (default 30)."))  # fmt: skip
+    profile_stacks: bool = _setting(False, None, Flag(
+        "--profile-stacks", "flag", "With --profile: sample the Python stack every 0.25 ms "
+        "in the window, to name your lines that ran the eager time (it slows the window's "
+        "calls: docs/PERFORMANCE.md)."))  # fmt: skip
     live: bool | None = _setting(None, None, Flag(
         "--live", "switch", "Explain each recompile, limit hit, new break site and failed "
         "compile on stderr as it happens (default: when stderr is a terminal)."))  # fmt: skip

@@ -51,6 +51,19 @@ REMEASURES = 1
 """A noisy window is measured again this many times at most."""
 
 
+STACK_SAMPLES_ENV = "PT2DOCTOR_STACK_SAMPLES"
+"""The window's stack samples (``run --profile-stacks``): milliseconds between two; unset or 0,
+none. Off by default: the sampling thread's wakeups slow the window's calls (a third more
+time per call on mlp_block.py, docs/PERFORMANCE.md)."""
+
+
+def _sample_interval_ms() -> float:
+    try:
+        return float(os.environ.get(STACK_SAMPLES_ENV) or 0)
+    except ValueError:
+        return 0.0
+
+
 def window_from_env(
     run_dir: Path, on_error: Callable[[str, BaseException], None]
 ) -> ProfileWindow | None:
@@ -178,8 +191,10 @@ class ProfileWindow:
         self.compiles_in_window = 0
         self.opened_at = time.monotonic()
         self.marks = [(time.perf_counter_ns(), time.thread_time_ns())]
-        self.sampler = StackSampler(threading.get_ident())
-        self.sampler.start()
+        interval_ms = _sample_interval_ms()
+        if interval_ms > 0:
+            self.sampler = StackSampler(threading.get_ident(), interval_ms / 1e3)
+            self.sampler.start()
         self.state = "open"
 
     def close(self, why: str) -> None:

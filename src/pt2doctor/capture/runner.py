@@ -27,7 +27,13 @@ from pt2doctor.capture.child import BACKEND_ENV, DIGEST_ENV, RUN_DIR_ENV, TRY_FI
 from pt2doctor.capture.fusion import FUSION_ENV
 from pt2doctor.capture.launch import Launch, check_program, launch_argv
 from pt2doctor.capture.options import RunOptions, manifest_settings
-from pt2doctor.capture.profile import DEFAULT_SECONDS, DEFAULT_WARMUP, PROFILE_ENV
+from pt2doctor.capture.profile import (
+    DEFAULT_SECONDS,
+    DEFAULT_WARMUP,
+    PROFILE_ENV,
+    STACK_SAMPLES_ENV,
+)
+from pt2doctor.capture.sampler import INTERVAL_S
 from pt2doctor.capture.screen import Screen
 from pt2doctor.errors import Pt2DoctorError, UsageError
 from pt2doctor.rundir import STDOUT_LOG
@@ -64,6 +70,8 @@ def child_env(options: RunOptions) -> dict[str, str]:
         warmup = options.warmup_calls or DEFAULT_WARMUP
         seconds = options.profile_seconds or DEFAULT_SECONDS
         env[PROFILE_ENV] = f"{options.profile_calls},{warmup},{seconds}"
+        if options.profile_stacks:
+            env[STACK_SAMPLES_ENV] = f"{INTERVAL_S * 1e3:g}"
         env[KERNEL_PROFILE_ENV] = "1"
     if options.kernels:
         env[FUSION_ENV] = "1"

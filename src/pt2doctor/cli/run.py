@@ -168,8 +168,9 @@ def run_command(
         raise UsageError(f"no such option: {command[0]} (pt2doctor run --help lists them)")
     settings = {name: given.pop(name) for name, _ in flagged()}
     torchrun = given  # what is left: the torchrun options passed through
-    if not profile and (profile_calls is not None or settings["profile_seconds"] is not None):
-        raise UsageError("--profile-calls and --profile-seconds need --profile")
+    if not profile and (profile_calls is not None or settings["profile_seconds"] is not None
+                        or settings["profile_stacks"]):  # fmt: skip
+        raise UsageError("--profile-calls, --profile-seconds and --profile-stacks need --profile")
     options = RunOptions(
         command=list(command),
         out=out or default_run_dir("runs"),

@@ -117,6 +117,12 @@ def _notes(view: ProfileView, window: dict[str, Any], device: str, cached: int) 
     return notes
 
 
+STACKS_HINT = (
+    "`run --profile --profile-stacks` names the lines of your code that ran them (it samples "
+    "the stack in the window, which slows its calls)"
+)
+
+
 def profile_analysis(
     capture: ProfileCapture,
     ledger: Ledger,
@@ -161,6 +167,10 @@ def profile_analysis(
     no_graphs = {e.compile_id: e.record.cudagraph_skip_reason for e in ledger.compiles
                  if e.record.cudagraph_skip_reason}  # fmt: skip
     gpu = _device_side(capture.trace, capture.path, findings, no_graphs)
+    if window.get("samples") is None:  # not sampled: say how to get the lines
+        for finding in findings:
+            if finding.code == "eager_only_time":
+                finding.evidence.append(STACKS_HINT)
     eager = eager_op_us(view, owners)
     return ProfileResult(capture.path, window, view, None, names, notes, findings, gpu,
                          [(line, line.share * eager) for line in lines])  # fmt: skip
