@@ -81,6 +81,15 @@ def _lands(measure: Callable[[], tuple[float | None, float]]) -> tuple[float, fl
     raise AssertionError(f"claim and fix applied (ms) differ by more than {WITHIN:.0%}: {pairs}")
 
 
+def _blind_program(name: str) -> Any:
+    """tests/programs/real/blind/NAME.py imported as a module (its ``main`` not run)."""
+    spec = importlib.util.spec_from_file_location(name, BLIND / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    program = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(program)
+    return program
+
+
 def _median_difference(times: dict[Any, list[float]], slow: Any, fast: Any) -> float:
     return statistics.median(times[slow]) - statistics.median(times[fast])
 
@@ -94,11 +103,7 @@ def _fused_saving_per_iteration(rounds: int = 40) -> float:
     alike): the difference of the medians, ms."""
     import torch.nn.functional as F
 
-    spec = importlib.util.spec_from_file_location("eager_optimizer_loop",
-                                                  BLIND / "eager_optimizer_loop.py")  # fmt: skip
-    assert spec is not None and spec.loader is not None
-    program = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(program)
+    program = _blind_program("eager_optimizer_loop")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the profiled run (OMP_NUM_THREADS=1)
     try:
@@ -146,11 +151,7 @@ def _eager_serving_saving_per_token(requests: int = 24) -> float:
     served by its eager model and by its compiled one, requests alternating (a load spike hits
     both alike): the difference of the medians per token, ms. Timed here, not in the profiled
     run, whose compiled calls hold the profile window and the paired eager calls."""
-    spec = importlib.util.spec_from_file_location("small_decode_slower",
-                                                  BLIND / "small_decode_slower.py")  # fmt: skip
-    assert spec is not None and spec.loader is not None
-    program = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(program)
+    program = _blind_program("small_decode_slower")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the profiled run (OMP_NUM_THREADS=1)
     try:

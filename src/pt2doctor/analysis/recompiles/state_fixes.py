@@ -4,6 +4,7 @@ module hooks, an optimizer's state made at its first step."""
 
 from __future__ import annotations
 
+from pt2doctor.analysis.breaks.advice import RECOMPILE_ADVICE
 from pt2doctor.analysis.recompiles.fix_model import Fix, and_words, changes_of
 from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
@@ -168,11 +169,11 @@ def device_fix(rows: list[Varying]) -> str:
     guard is on the tensor's dispatch keys). One device where it is made, else pre-warm."""
     names = " and ".join(f"{row.source} on {' / '.join(row.values)}" for row in rows)
     return (
-        f"{names}: each device compiles its own variant of the graph. If one of them is not "
-        "meant (a tensor made on the default device, or left on the host), move it where it "
-        "is made (`torch.tensor(..., device=device)`, or `.to(device)` once before the loop) "
-        "so every call gets the same device; if both are meant (one model served on two "
-        "devices), the variants are bounded: pre-warm each."
+        f"{names}: each device compiles its own variant of the graph. "
+        f"{RECOMPILE_ADVICE['device']} If one of them is not meant (a tensor made on the default "
+        "device, or left on the host), move it where it is made "
+        "(`torch.tensor(..., device=device)`, or `.to(device)` once before the loop); if both "
+        "are meant (one model served on two devices), the variants are bounded: pre-warm each."
     )
 
 
