@@ -170,8 +170,9 @@ def _dispatch_change(name: str, old: str, new: str) -> SourceChange:
     """What a dispatch key change means: the Autograd keys (and ADInplaceOrView) on one side
     only are a tensor made under ``torch.inference_mode()`` (an inference tensor has no
     Autograd keys) against one made outside it, the side without them the inference tensor;
-    a backend key changed (CPU to Meta) is the tensor's device; else the keys themselves. Where the call's grad or inference mode changed too, every
-    tensor's Autograd keys change with it, and guards.py folds those into its ``grad mode``
+    a backend key changed (CPU to Meta) is the tensor's device (Dynamo guards the keys, not the
+    device); else the keys themselves. Where the call's grad or inference mode changed too,
+    every tensor's Autograd keys change with it, and guards.py folds those into its ``grad mode``
     change before this is asked (two calls under ``no_grad``, one given a tensor made under
     inference_mode, differ by AutogradCPU alone)."""
     devices = device_of_keys(old), device_of_keys(new)

@@ -31,7 +31,7 @@ class FixApplication:
     timed: bool = False
     """A fix of time, not of compiles: its re-run is profiled as the main run was, and it helps
     when the hot loop's call got faster beyond both windows' noise (verdicts.py
-    ``time_remains``)."""
+    ``time_moved``)."""
 
     def as_json(self) -> dict[str, Any]:
         found = {

@@ -263,11 +263,7 @@ def _tensor_diff(
             if expected != "None" and actual != "None" and expected != actual:
                 add(field_name, shape_category, str(dim), expected, actual)
     if not failures and before["keys"] != after["keys"]:
-        devices = device_of_keys(before["keys"]), device_of_keys(after["keys"])
-        if devices[0] and devices[1] and devices[0] != devices[1]:  # the tensor moved device
-            add("device", "device", "", devices[0], devices[1])
-        else:
-            add("dispatch key set", "device", "", before["keys"], after["keys"])
+        add("dispatch key set", "device", "", before["keys"], after["keys"])
     return failures
 
 
@@ -434,11 +430,7 @@ def _keys_of(text: str) -> tuple[str, str]:
 
 
 def merge_failed_guards(failures: list[FailedGuard]) -> list[FailedGuard]:
-    """One entry per distinct failure, with every variant it failed for; Dynamo's text first.
-    A tensor that moved device is that, not its dispatch keys' change (Dynamo says the latter)."""
-    moved = {f.key[1] for f in failures if f.key[:1] == ("tensor",) and f.key[2:3] == ("device",)}
-    failures = [f for f in failures if not (f.key[:1] == ("tensor",) and f.key[1] in moved
-                                            and f.key[2:3] == ("dispatch key set",))]  # fmt: skip
+    """One entry per distinct failure, with every variant it failed for; Dynamo's text first."""
     merged: dict[tuple[str, ...], FailedGuard] = {}
     for failure in sorted(failures, key=lambda f: f.origin != "dynamo"):
         key = failure.key or (failure.text,)
