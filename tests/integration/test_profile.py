@@ -261,6 +261,46 @@ def test_a_graph_break_costs_its_time_at_its_line_and_the_disabled_mlp_runs_eage
     assert first["saves_ms"] == max(f["saves_ms"] for f in costs.values())
 
 
+def test_a_frame_dynamo_skipped_is_named_with_the_eager_op_time_its_own_lines_ran(
+    doctor_run: Any,
+) -> None:
+    """The MLP loops over its layers with a graph break in the loop: Dynamo breaks the forward
+    at the call and skips ``mlp``'s own frame. Its ATen ops are the profiler's: every
+    ``aten::linear`` of the window runs outside every Inductor graph's call, and the samples
+    give their time to the skipped frame's lines."""
+    report = _run(doctor_run, "profile_skipped_mlp", "--skipped-mlp", "--width", "512",
+                  flags=("--profile-stacks",))  # fmt: skip
+    (frame,) = [f for f in report["frames"] if f["skipped"]]
+    assert frame["function"] == "mlp" and frame["line"] == marker_in(PROGRAM, "def mlp")
+    events = _events(report)
+    graphs = [(e["ts"], e["ts"] + e["dur"]) for e in events
+              if e["name"].startswith("## Call CompiledFxGraph")]  # fmt: skip
+    linears = [e for e in events if e["name"] == "aten::linear"]
+    assert len(linears) == 2 * _calls(report)  # the loop's two layers, each call
+    assert graphs and not [e for e in linears if any(a <= e["ts"] < b for a, b in graphs)]
+    linear_ms = sum(e["dur"] for e in linears) / _calls(report) / 1000
+    (skipped,) = report["profile"]["skipped_frames"]
+    assert (skipped["file"], skipped["function"], skipped["line"]) == (
+        str(PROGRAM),
+        "mlp",
+        marker_in(PROGRAM, "def mlp"),
+    )
+    # Its lines are the loop's: the samples inside the linears fall there; the loop's own
+    # torch.cat of the requests is the rest of the eager op time.
+    lines = report["profile"]["eager_lines"]
+    assert lines[0]["line"] == marker_in(PROGRAM, "layer") and lines[0]["function"] == "mlp"
+    assert skipped["share"] == pytest.approx(
+        sum(line["share"] for line in lines if line["function"] == "mlp"), abs=1e-3
+    )
+    assert 0.6 * linear_ms <= skipped["ms_per_call"] <= 1.25 * linear_ms, (skipped, linear_ms)
+    (eager_only,) = _findings(report, "eager_only_time")
+    said = next(e for e in eager_only["evidence"] if e.startswith("skipped by Dynamo: "))
+    assert f"mlp_block.py:{marker_in(PROGRAM, 'def mlp')}" in said
+    ms = skipped["ms_per_call"]
+    shown = f"{ms:.3f} ms" if ms < 1 else f"{ms:.1f} ms"
+    assert f"its own lines ran {shown}" in said, said
+
+
 def test_where_the_time_goes_reads_in_every_format(breaks: dict[str, Any]) -> None:
     run_dir: Path = breaks["_dir"]
     markdown = (run_dir / "report.md").read_text()

@@ -105,6 +105,12 @@ def profile_section(result: ProfileResult) -> dict[str, Any]:
          "ms_per_call": _round(per(us)), "samples": line.samples, "share": round(line.share, 4)}
         for line, us in result.eager_lines[:MAX_EAGER_LINES]
     ]  # fmt: skip
+    section["skipped_frames"] = [
+        {"frame": frame.where, "file": frame.file, "line": frame.line,
+         "function": frame.function, "ms_per_call": _round(per(us)),
+         "share": round(frame.share, 4)}
+        for frame, us in result.skipped_frames
+    ]  # fmt: skip
     if result.device is not None:  # a GPU run: the window's device side
         section["device"] = result.device.as_dict()
     return section

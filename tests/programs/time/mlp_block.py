@@ -7,6 +7,9 @@ served one request at a time, the way a small inference service calls its model
   autograd function and saves buffers for a backward that never runs.
 - ``--item-break``: a ``.item()`` between the two halves: two regions and eager code between.
 - ``--eager-mlp``: the MLP is behind ``torch.compiler.disable``: it runs eagerly.
+- ``--skipped-mlp``: the MLP runs its two layers in a loop with a graph break in it (a debug
+  hook, as a user leaves one): Dynamo breaks the forward at the call and skips ``mlp``'s own
+  frame (it cannot resume inside a loop), so the MLP runs eagerly.
 - ``--width N``: the block's width (64: a small request, overhead-bound).
 - ``--batch N``: the same requests served N to a call (overhead_bound's fix).
 - ``--user-profiler PATH``: the program profiles itself, as a user does: ``torch.profiler``
@@ -20,10 +23,12 @@ import subprocess
 import sys
 
 import torch
+import torch._dynamo
 from torch import nn
 
 WIDTH = int(sys.argv[sys.argv.index("--width") + 1]) if "--width" in sys.argv else 64
 CALLS = int(sys.argv[sys.argv.index("--calls") + 1]) if "--calls" in sys.argv else 40
+SKIPPED = "--skipped-mlp" in sys.argv
 PREEMPT = (
     {int(i) for i in sys.argv[sys.argv.index("--preempt") + 1].split(",")}
     if "--preempt" in sys.argv
@@ -45,7 +50,12 @@ class Block(nn.Module):
         self.up = nn.Linear(WIDTH, 4 * WIDTH)
         self.down = nn.Linear(4 * WIDTH, WIDTH)
 
-    def mlp(self, h: torch.Tensor) -> torch.Tensor:
+    def mlp(self, h: torch.Tensor) -> torch.Tensor:  # MARK:def mlp
+        if SKIPPED:
+            for layer in (self.up, self.down):
+                h = layer(h)  # MARK:layer
+                torch._dynamo.graph_break()  # MARK:skip
+            return h
         h = nn.functional.gelu(self.up(h))  # MARK:gelu
         return self.down(h)  # MARK:down
 

@@ -18,7 +18,12 @@ from pt2doctor.analysis.text import counted
 from pt2doctor.analysis.time.device import DEVICE_CATEGORIES, DeviceProfile, device_profile
 from pt2doctor.analysis.time.device_findings import device_findings
 from pt2doctor.analysis.time.findings import BreakContext, eager_op_us, profile_findings
-from pt2doctor.analysis.time.lines import EagerLine, eager_lines
+from pt2doctor.analysis.time.lines import (
+    EagerLine,
+    SkippedFrame,
+    eager_lines,
+    skipped_frame_shares,
+)
 from pt2doctor.analysis.time.owners import EagerOwner, eager_owners
 from pt2doctor.analysis.time.profile import (
     ProfileView,
@@ -63,6 +68,9 @@ class ProfileResult:
     eager_lines: list[tuple[EagerLine, float]] = field(default_factory=list)
     """The user's lines that ran the window's eager ATen ops, each with its time (us in the
     window: its share of the eager op time), the most first (analysis/time/lines.py)."""
+    skipped_frames: list[tuple[SkippedFrame, float]] = field(default_factory=list)
+    """The frames Dynamo skipped whose own lines ran a sampled share of the eager ops, each
+    with its time (us in the window), the most first."""
 
     def break_cost_ms(self, site: GraphBreakSite) -> float | None:
         """A break site's measured time per call of the hot loop (None: not in the window)."""
@@ -153,10 +161,13 @@ def profile_analysis(
     quiet = _quiet_periods(capture.trace, window)
     view = profile_view(capture.trace, quiet.calls or calls, window.get("hot_compile_id"),
                         builts, break_sites, graphless, kernel_events, quiet.ranges)  # fmt: skip
-    skipped = [frame_where(frame) for frame in ledger.frames if frame.skipped]
     device = "cuda" if "kernel" in capture.trace.categories else "cpu"
     owners = _owners(capture.trace, view)
     lines, _ = eager_lines(capture.trace, window, view)
+    skipped = skipped_frame_shares(lines, [
+        SkippedFrame(frame_where(frame), frame.file or "", frame.function or "", frame.line or 0)
+        for frame in ledger.frames if frame.skipped
+    ])  # fmt: skip
     findings = _noise_findings(
         profile_findings(view, names, skipped, device, context, owners, trials, lines),
         quiet,
@@ -173,7 +184,8 @@ def profile_analysis(
                 finding.evidence.append(STACKS_HINT)
     eager = eager_op_us(view, owners)
     return ProfileResult(capture.path, window, view, None, names, notes, findings, gpu,
-                         [(line, line.share * eager) for line in lines])  # fmt: skip
+                         [(line, line.share * eager) for line in lines],
+                         [(frame, frame.share * eager) for frame in skipped if frame.share])  # fmt: skip
 
 
 def _device_side(

@@ -18,7 +18,7 @@ from pt2doctor.analysis.findings.model import PROGRAM, Finding, Subject
 from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.fix_model import Fix, FixApplication
 from pt2doctor.analysis.text import counted
-from pt2doctor.analysis.time.lines import EagerLine
+from pt2doctor.analysis.time.lines import EagerLine, SkippedFrame
 from pt2doctor.analysis.time.owners import EagerOwner
 from pt2doctor.analysis.time.profile import OutsideTime, ProfileView, RegionTime
 from pt2doctor.trace.types import SourceLine
@@ -66,7 +66,7 @@ class BreakContext(NamedTuple):
 def profile_findings(
     view: ProfileView,
     names: Mapping[str, str],
-    skipped_frames: list[str],
+    skipped_frames: Sequence[SkippedFrame],
     device: str,
     breaks: Mapping[str, BreakContext] | None = None,
     owners: Sequence[EagerOwner] = (),
@@ -74,7 +74,7 @@ def profile_findings(
     lines: Sequence[EagerLine] = (),
 ) -> list[Finding]:
     """``names``: compile id -> the frame's name; ``skipped_frames``: frames Dynamo ran
-    eagerly (where); ``device``: ``cuda`` or ``cpu`` (the fixes differ); ``breaks``: compile
+    eagerly, with the share of the eager op samples their own lines hold; ``device``: ``cuda`` or ``cpu`` (the fixes differ); ``breaks``: compile
     id -> its break's context; ``trials``: the run's optimizer trials (``optimizer_trial``
     events: an eager optimizer's step timed against its fused variant); ``lines``: the user's
     lines that ran the eager ops (analysis/time/lines.py)."""
@@ -316,7 +316,7 @@ def eager_op_us(view: ProfileView, owners: Sequence[EagerOwner] = ()) -> float:
 
 def _eager_only(
     view: ProfileView,
-    skipped_frames: list[str],
+    skipped_frames: Sequence[SkippedFrame],
     owners: Sequence[EagerOwner] = (),
     lines: Sequence[EagerLine] = (),
 ) -> list[Finding]:
@@ -340,7 +340,12 @@ def _eager_only(
             evidence.append(
                 f"{share} of the step at the graph break at {item.site.file}:{item.site.line}"
             )
-    evidence += [f"skipped by Dynamo: {where}" for where in skipped_frames[:5]]
+    evidence += [
+        f"skipped by Dynamo: {frame.where}"
+        + (f": its own lines ran {_ms(frame.share * eager, view)} of these ops "
+           f"({frame.share:.0%}, by the window's stack samples)" if frame.share else "")
+        for frame in skipped_frames[:5]
+    ]  # fmt: skip
     if lines:
         evidence.append("by the user's line that ran them (the window's stack samples): " + "; ".join(
             f"{Path(item.file).name}:{item.line} in {item.function} "

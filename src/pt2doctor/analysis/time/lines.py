@@ -42,6 +42,38 @@ class EagerLine:
     """Of the samples that fell inside an eager ATen op."""
 
 
+@dataclass(frozen=True, slots=True)
+class SkippedFrame:
+    """A frame Dynamo skipped (it runs eagerly), and the share of the window's eager op time
+    that its own body ran: the samples whose innermost user line is in it (a function it
+    calls is a frame of its own, which Dynamo compiles or skips apart)."""
+
+    where: str
+    """As the report names the frame: ``Block.mlp (file:line)``."""
+    file: str
+    function: str
+    line: int
+    """Its ``def`` line."""
+    share: float = 0.0
+    """Of the samples that fell inside an eager ATen op; 0.0 when no sample was in it."""
+
+
+def skipped_frame_shares(lines: list[EagerLine], frames: list[SkippedFrame]) -> list[SkippedFrame]:
+    """``frames`` with the share of the eager op samples their own lines hold, the most
+    first: a line is a frame's when it is in the frame's file and function, at or after its
+    ``def`` (of two frames of one name in one file, the nearer ``def`` above the line)."""
+    shares = dict.fromkeys(range(len(frames)), 0.0)
+    for item in lines:
+        owners = [(frame.line, i) for i, frame in enumerate(frames)
+                  if (frame.file, frame.function) == (item.file, item.function)
+                  and frame.line <= item.line]  # fmt: skip
+        if owners:
+            shares[max(owners)[1]] += item.share
+    found = [SkippedFrame(f.where, f.file, f.function, f.line, shares[i])
+             for i, f in enumerate(frames)]  # fmt: skip
+    return sorted(found, key=lambda frame: -frame.share)
+
+
 def _users(file: str) -> bool:
     """A file of the user's own code: not a library's, the standard library's, pt2doctor's,
     nor generated (``<string>``, ``<frozen ...>``)."""
