@@ -348,7 +348,9 @@ def tried_row(
 ) -> dict[str, Any]:
     """The ``findings[].tried`` object of one try; ``main``: the run without the fix, None for
     a correctness finding's fix (meant to change the results); ``remains``: whether the
-    finding is still there in the re-run (:func:`verdict`)."""
+    finding is still there in the re-run (:func:`verdict`), None for a fix of time
+    (``timed``), which is judged by the hot loop's call alone: its finding may rightly remain
+    (a library-bound loop that freezing made faster is still library-bound)."""
     after = outcome(found.run)
     changed = None if main is None else results_change(main, found.run)
     timed = trial.get("timed")  # a fix of time: judged by the hot loop's call
