@@ -224,8 +224,8 @@ def test_an_int_timestep_recompiles_once_and_a_tensor_timestep_compiles_once(
 ) -> None:
     """TRUTH.md 45: ``cmodel(x, t)`` with a Python int t: one recompile (t == 999), then t is
     dynamic for the other 49 steps and both sampling passes. Low severity, nothing in the
-    plan, no limit or mark advice; the author's tensor timestep compiles once, the same
-    samples."""
+    plan, no limit or mark advice; the tensor timestep is offered, with the line to check;
+    applied (the author's fixed twin) it compiles once, the same samples."""
     report, done = _ninth(doctor_run, "ddpm_sample")
     finding = _finding(report, "recompiles")
     assert finding["severity"] == "info" and report["plan"] == [] and not _acted(report)
@@ -234,8 +234,14 @@ def test_an_int_timestep_recompiles_once_and_a_tensor_timestep_compiles_once(
     text = _all_text(report)
     for wrong in ("recompile_limit", "mark_dynamic", "dynamic=False", "allow_unspec_int"):
         assert wrong not in text, wrong
+    # The optional fix, with the line to check first (t only enters tensor arithmetic there).
+    used = line_of("ddpm_sample", "args = t * freqs")
+    assert "pass `torch.tensor(t)`" in finding["advice"]
+    assert f"(as at line {used}: `args = t * freqs`)" in finding["advice"]
     fixed = _ninth_fixed(doctor_run, done, "ddpm_sample_fixed")
     assert compiles(fixed.run_dir) == 1 < compiles(done.run_dir) == 2
+    sample = next(line for line in _stdout(done).splitlines() if line.startswith("sample: "))
+    assert sample in _stdout(fixed).splitlines()  # the same samples, to every printed digit
     assert len(_recompile_reasons(done.run_dir)) == 1
     print(f"TRUTH ddpm_sample: compiles {compiles(done.run_dir)} -> {compiles(fixed.run_dir)}")
 

@@ -51,6 +51,7 @@ from pt2doctor.analysis.recompiles.fix_model import (
 )
 from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
+    Outlook,
     VariantRow,
     Varying,
     per_instance_flags,
@@ -654,6 +655,7 @@ def _unbounded_fix(
 
 _PLAIN_NAME = lazy_compile(r"[A-Za-z_]\w*")
 _FLOAT = lazy_compile(r"-?\d+\.\d*(?:e[-+]?\d+)?")
+_INT = lazy_compile(r"-?\d+")
 
 
 def handed_over(explanation: FrameExplanation, row: Varying) -> bool:
@@ -861,7 +863,7 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
             f" Or pass {' and '.join(f'`torch.tensor({name})`' for name in floats)} (a 0-d "
             "tensor is traced, not guarded): one compile from the first call."
             if floats
-            else ""
+            else _int_as_tensor(explanation, outlook)
         )
         fixes.append(
             Fix(
@@ -883,6 +885,28 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
              if not any(name in said for name in _CONFIG_NAME.findall(hint))}  # fmt: skip
     fixes += [Fix(f"Dynamo's hint: {hint}") for hint in sorted(hints)]
     return fixes
+
+
+def _int_as_tensor(explanation: FrameExplanation, outlook: Outlook) -> str:
+    """The 0-d tensor offer for an int argument that became dynamic (a sampler's timestep),
+    with what to verify first: an int that is a size, an index, a slice bound or a range
+    cannot be a tensor (the frame would read it back with ``.item()``), and the trace does
+    not say which it is, so the line that guarded it is quoted to check."""
+    ints = [row.source for row in outlook.varying if row.dynamic and row.kind == "value"
+            and _PLAIN_NAME.fullmatch(row.source) and all(_INT.fullmatch(v) for v in row.values)]  # fmt: skip
+    if len(ints) != 1:
+        return ""
+    (name,) = ints
+    used = next((c.installed_at for c in changes_of(explanation)
+                 if c.source == name and c.installed_at is not None), None)  # fmt: skip
+    at = (f" (as at line {used.line}: `{used.code.strip()}`)"
+          if used is not None and used.code else "")  # fmt: skip
+    return (
+        f" To skip that one recompile: where `{name}` only enters tensor arithmetic{at}, not a "
+        f"size, an index, a slice bound or a range (there a tensor is read back with .item() "
+        f"and breaks the graph), pass `torch.tensor({name})`: a 0-d tensor is traced, not "
+        "guarded, so one graph serves every value from the first call."
+    )
 
 
 _CONFIG_NAME = lazy_compile(r"\b(?:torch\._dynamo\.config\.)?([a-z_]{12,})\s*=\s*True")
