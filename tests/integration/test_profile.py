@@ -301,6 +301,44 @@ def test_a_frame_dynamo_skipped_is_named_with_the_eager_op_time_its_own_lines_ra
     assert f"its own lines ran {shown}" in said, said
 
 
+def _loader_ms(report: dict[str, Any]) -> float:
+    """The profiler's own DataLoader ``__next__`` events in the window, ms per counted call."""
+    events = _events(report)
+    spent = sum(e["dur"] for e in events if e["name"].startswith("enumerate(DataLoader)#"))
+    return float(spent / _counted(report["profile"]["window"], 20) / 1000)
+
+
+def test_a_dataloader_without_workers_is_the_step_s_wait_and_workers_shorten_it(
+    doctor_run: Any,
+) -> None:
+    """An evaluation loop whose Dataset makes each sample in Python, num_workers=0: the time
+    its ``__next__`` takes (torch's profiler labels it) is the step's wait on data, named with
+    the workers fix. The truth: the program re-run with two workers makes the same batches
+    (the same checksum) and the profiler's own ``__next__`` events shrink."""
+    runs = {}
+    for key, args in (("profile_loader", ()), ("profile_loader_workers", ("--workers", "2"))):
+        run = doctor_run(key, ("--profile",), "../time/loader_eval", *args)
+        assert run.returncode == 0, run.stderr[-3000:]
+        report = json.loads((run.run_dir / "report.json").read_text())
+        report["_stdout"] = (run.run_dir / "stdout.log").read_text()
+        runs[key] = report
+    written, fixed = runs["profile_loader"], runs["profile_loader_workers"]
+    (finding,) = _findings(written, "data_loading")
+    measured = _loader_ms(written)
+    assert finding["facts"]["iterator"] == "_SingleProcessDataLoaderIter"
+    assert finding["facts"]["loading_ms"] == pytest.approx(measured, rel=0.1)
+    assert "num_workers=N" in finding["advice"] and finding.get("saves_ms") is None
+    assert "at most the" in finding["saves_unmeasured"]
+    checksum = [line for line in written["_stdout"].splitlines() if line.startswith("checksum")]
+    assert checksum and checksum == [
+        line for line in fixed["_stdout"].splitlines() if line.startswith("checksum")
+    ]
+    assert _loader_ms(fixed) < 0.75 * measured, (_loader_ms(fixed), measured)
+    for other in _findings(fixed, "data_loading"):  # workers that still keep the step waiting
+        assert other["facts"]["iterator"] == "_MultiProcessingDataLoaderIter"
+        assert "num_workers=N" not in other["advice"]
+
+
 def test_where_the_time_goes_reads_in_every_format(breaks: dict[str, Any]) -> None:
     run_dir: Path = breaks["_dir"]
     markdown = (run_dir / "report.md").read_text()

@@ -63,6 +63,7 @@ Code = Literal[
     "eager_only_time",
     "compiled_slower_than_eager",
     "eager_optimizer",
+    "data_loading",
     "noisy_profile",
     # the device side of a profiler trace (analysis/time/device_findings.py)
     "dtoh_sync",
@@ -203,6 +204,11 @@ SPECS: dict[Code, CodeSpec] = dict(
               "(torch's profiler labels it): fused=True, foreach=True or a compiled step; "
               "`saves_ms` is its fused (or foreach) variant timed in the run on copies of "
               "its parameters"),
+        _spec("data_loading", "profile", "performance", "warning",
+              "the step waits on its DataLoader's `__next__` (torch's profiler labels it) for "
+              "at least 5% of the step, outside compiled regions: workers where it loads in "
+              "the process, more or faster workers where it has them; what they save is not "
+              "measured (`saves_unmeasured`)"),
         _spec("compiled_slower_than_eager", "profile", "performance", "warning",
               "a compiled callable's paired calls (compiled and eager one after the other, "
               "`run --profile`) ran slower compiled: both medians, at least 5% apart, and the "

@@ -88,6 +88,7 @@ def profile_findings(
         *_graph_break_cost(view, breaks or {}),
         *_eager_only(view, skipped_frames, owners, lines),
         *_eager_optimizer(view, owners, device, trials),
+        *_data_loading(view, owners),
     ]
 
 
@@ -435,6 +436,64 @@ def _eager_optimizer(
                 saves_ms=saves,
                 saves_unmeasured=unmeasured,
                 facts=facts,
+            )
+        )
+    return found
+
+
+DATA_LOADING_ADVICE = {
+    "_SingleProcessDataLoaderIter": (
+        "The DataLoader makes each batch in this process (num_workers=0), between the compiled "
+        "calls: every step waits while its samples are loaded and collated. Pass "
+        "num_workers=N (N > 0: worker processes make the next batches while the step runs; "
+        "persistent_workers=True keeps them between epochs; pin_memory=True where batches go "
+        "to a GPU). Workers need CPU cores of their own: what they save is at most the time "
+        "above, and nothing where the cores are busy. The batches and their order stay the "
+        "same (a random transform in the Dataset draws from each worker's own seed)."
+    ),
+    "_MultiProcessingDataLoaderIter": (
+        "The step waits for the DataLoader's workers: they make batches slower than the "
+        "compiled step uses them. Give it more workers where cores are free (num_workers), a "
+        "larger prefetch_factor for uneven batches, or less work per sample in the Dataset "
+        "(work done once per batch in collate_fn, or on the device)."
+    ),
+}
+
+
+def _data_loading(view: ProfileView, owners: Sequence[EagerOwner]) -> list[Finding]:
+    """``data_loading``: the step waits on its DataLoader (torch's profiler labels each
+    ``__next__``: ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``) for a visible
+    share of the step. Its fix depends on the iterator: workers for one that loads in the
+    process, more or faster workers for one that already has them. What workers would save is
+    not measured here (it depends on free cores): the finding says so."""
+    found = []
+    for owner in owners:
+        if owner.kind != "data_loading" or owner.us < MIN_SHARE * view.wall_us:
+            continue
+        kind = owner.label.split("#", 1)[-1].split(".", 1)[0]
+        advice = DATA_LOADING_ADVICE.get(
+            kind, DATA_LOADING_ADVICE["_MultiProcessingDataLoaderIter"]
+        )
+        found.append(
+            Finding(
+                "warning",
+                "data_loading",
+                f"The step waits on its DataLoader: {_ms(owner.us, view)} per call "
+                f"({_pct(owner.us, view.wall_us)} of the step) in {kind}.__next__, outside "
+                "every compiled region",
+                advice,
+                [
+                    f"{owner.label}: {owner.calls} calls in the window, {_ms(owner.us, view)} per "
+                    f"call of the hot loop, of which ATen ops {_ms(owner.aten_us, view)}"
+                ],
+                Subject("program", "DataLoader"),
+                saves_unmeasured=(
+                    "what workers save depends on the CPU cores free for them: at most the "
+                    f"{_ms(owner.us, view)} per call measured here"
+                    if kind == "_SingleProcessDataLoaderIter"
+                    else "what more or faster workers save is not measured in this run"
+                ),
+                facts={"loading_ms": round(view.per_call(owner.us), 6), "iterator": kind},
             )
         )
     return found
