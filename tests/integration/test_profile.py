@@ -324,6 +324,13 @@ def test_a_dataloader_without_workers_is_the_step_s_wait_and_workers_shorten_it(
         runs[key] = report
     written, fixed = runs["profile_loader"], runs["profile_loader_workers"]
     (finding,) = _findings(written, "data_loading")
+    # The compiled nn.Sequential runs torch's code (through its compile wrapper): its region
+    # is named by the user's torch.compile call, not by torch's file.
+    source = (PROGRAM.parent / "loader_eval.py").read_text().splitlines()
+    line = next(i for i, code in enumerate(source, 1) if "= torch.compile(model)" in code)
+    assert [r["display_name"] for r in written["profile"]["regions"]] == [
+        f"Sequential.forward (compiled at {PROGRAM.parent / 'loader_eval.py'}:{line})"
+    ]
     measured = _loader_ms(written)
     assert finding["facts"]["iterator"] == "_SingleProcessDataLoaderIter"
     assert finding["facts"]["loading_ms"] == pytest.approx(measured, rel=0.1)

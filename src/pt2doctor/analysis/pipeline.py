@@ -157,7 +157,8 @@ def analyse_run(
         from pt2doctor.analysis.time.analyse import profile_analysis
 
         trials = run.probes.optimizer_trials if run.probes is not None else []
-        profiled = profile_analysis(run.profile, ledger, sites, trials)
+        profiled = profile_analysis(run.profile, ledger, sites, trials,
+                                    [e.compile_call for e in explanations])  # fmt: skip
         if profiled.findings:  # a measured fallback op replaces the static finding of it
             measured = {f.code for f in profiled.findings if f.code == "fallback_op"}
             kept = [f for f in findings if f.code not in measured]

@@ -108,4 +108,6 @@ def compiled_at_label(name: str, file: str | None, call: Mapping[str, Any] | Non
     (the frame's own place then names it)."""
     if not call or not call.get("file") or not file or library_path(file) is None:
         return None
+    if "." not in name and str(call.get("target", "")).startswith("module") and call.get("name"):
+        name = f"{call['name']}.{name}"  # torch's wrapper of a compiled module: its class
     return f"{name} (compiled at {call['file']}:{call.get('line')})"

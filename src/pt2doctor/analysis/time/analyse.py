@@ -12,7 +12,7 @@ from typing import Any
 from pt2doctor.analysis.breaks.sites import GraphBreakSite, user_caller
 from pt2doctor.analysis.findings.model import Finding
 from pt2doctor.analysis.findings.trace_findings import frame_where, resume_label
-from pt2doctor.analysis.recompiles.frame_names import display_name
+from pt2doctor.analysis.recompiles.frame_names import compiled_at_label, display_name, frame_name
 from pt2doctor.analysis.recompiles.ledger import Ledger
 from pt2doctor.analysis.text import counted
 from pt2doctor.analysis.time.device import DEVICE_CATEGORIES, DeviceProfile, device_profile
@@ -136,17 +136,23 @@ def profile_analysis(
     ledger: Ledger,
     sites: list[GraphBreakSite],
     trials: Sequence[Mapping[str, Any]] = (),
+    compile_calls: Sequence[Mapping[str, Any] | None] = (),
 ) -> ProfileResult:
     """The run's profiled window: where its time went, and its findings (``trials``: the
-    run's optimizer trials, which measure an eager optimizer's fix)."""
+    run's optimizer trials, which measure an eager optimizer's fix; ``compile_calls``: each
+    ledger frame's ``torch.compile`` call, in order, which names a frame whose code is
+    torch's or a library's by the user's call)."""
     window = capture.window
     if not isinstance(capture.trace, ChromeTrace):
         return ProfileResult(capture.path, window, error=capture.error or "no trace")
     calls = window.get("calls")
     if not isinstance(calls, int) or calls <= 0:
         return ProfileResult(capture.path, window, error=_unavailable_why(window))
+    calls_of = dict(zip(map(id, ledger.frames), compile_calls, strict=False))
     names = {
-        entry.compile_id: resume_label(frame.function) or display_name(frame)
+        entry.compile_id: resume_label(frame.function)
+        or compiled_at_label(frame_name(frame).name, frame.file, calls_of.get(id(frame)))
+        or display_name(frame)
         for frame in ledger.frames
         for entry in frame.compiles
     }
