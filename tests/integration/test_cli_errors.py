@@ -234,3 +234,25 @@ def test_a_missing_program_and_a_script_that_is_not_executable_are_one_line_each
     # It wrote no TORCH_TRACE log (it never imported torch): the headline says so, not "—".
     captured = capsys.readouterr()
     assert "pt2doctor report — no TORCH_TRACE log was written" in captured.err + captured.out
+
+
+@torch_run
+def test_a_run_without_out_names_its_run_directory_in_the_title(tmp_path: Path) -> None:
+    """Without ``--out`` the run directory is made under ./pt2doctor-runs; the headline names
+    it (it once read "pt2doctor report — " with nothing after the dash)."""
+    program = tmp_path / "tiny.py"
+    program.write_text(
+        "import torch\n"
+        "f = torch.compile(lambda x: x.sin() + 1, backend='eager')\n"
+        "for _ in range(3):\n"
+        "    f(torch.randn(4))\n"
+    )
+    done = subprocess.run([sys.executable, "-m", "pt2doctor", "run", "--", sys.executable,
+                           str(program)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run_dir,) = (tmp_path / "pt2doctor-runs").iterdir()
+    assert json.loads((run_dir / "report.json").read_text())["summary"]["compiles"] == 1
+    headline = next(line for line in (done.stderr + done.stdout).splitlines()
+                    if line.startswith("pt2doctor report — "))  # fmt: skip
+    assert headline == f"pt2doctor report — pt2doctor-runs/{run_dir.name}"
