@@ -239,7 +239,8 @@ def test_an_eager_adamw_is_named_as_the_optimizer_and_fused_true_shrinks_it(
     report, run_dir, out = run(doctor_run, "eager_optimizer_loop", "--profile")
     finding = _finding(report, "eager_optimizer")
     assert "AdamW" in finding["title"] and "fused=True" in finding["advice"]
-    assert not [f for f in report["findings"] if f["code"] == "eager_only_time"]
+    assert not [f for f in report["findings"]
+                if f["code"] in ("eager_only_time", "eager_outside_compiled")]  # fmt: skip
     _, fixed_dir, fixed_out = run(doctor_run, "eager_optimizer_loop_fixed", "--profile")
     assert _optimizer_step_us(fixed_dir) < 0.8 * _optimizer_step_us(run_dir)
     assert result(fixed_out) == result(out)  # fused changes rounding, not the 4 digits shown

@@ -346,6 +346,36 @@ def test_a_dataloader_without_workers_is_the_step_s_wait_and_workers_shorten_it(
         assert "num_workers=N" not in other["advice"]
 
 
+def test_sampling_code_torch_compile_was_never_given_is_not_called_part_of_the_model(
+    doctor_run: Any,
+) -> None:
+    """A compiled head, its logits sampled top-p in plain Python after each call: no break, no
+    skipped frame, so the eager ops are the program's own code outside every compiled
+    function, not "part of the compiled model" nor a graph break to remove. The profiler's
+    own events: every ``aten::sort`` of the window is outside every compiled region."""
+    program = PROGRAM.parent / "sample_post.py"
+    run = doctor_run("profile_sample_post", ("--profile", "--profile-stacks"),
+                     "../time/sample_post")  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads((run.run_dir / "report.json").read_text())
+    assert report["graph_breaks"] == [] and not [f for f in report["frames"] if f["skipped"]]
+    events = _events(report)
+    regions = [(e["ts"], e["ts"] + e["dur"]) for e in events
+               if e["name"].startswith("Torch-Compiled Region")]  # fmt: skip
+    sorts = [e for e in events if e["name"] == "aten::sort"]
+    assert regions and sorts
+    assert not [e for e in sorts if any(a <= e["ts"] < b for a, b in regions)]
+    assert not _findings(report, "eager_only_time")
+    (outside,) = _findings(report, "eager_outside_compiled")
+    assert "compiled model" not in outside["title"] and outside.get("saves_ms") is None
+    sort_line = marker_in(program, "sort")
+    assert outside["subject"] == {"kind": "lines", "name": "top_p", "file": str(program),
+                                  "line": sort_line}  # fmt: skip
+    assert f"(`top_p`, sample_post.py:{sort_line})" in outside["advice"]
+    (item,) = [p for p in report["plan"] if p["code"] == "eager_outside_compiled"]
+    assert item["step"] == "performance"
+
+
 def test_where_the_time_goes_reads_in_every_format(breaks: dict[str, Any]) -> None:
     run_dir: Path = breaks["_dir"]
     markdown = (run_dir / "report.md").read_text()

@@ -61,6 +61,7 @@ Code = Literal[
     "library_bound",
     "graph_break_cost",
     "eager_only_time",
+    "eager_outside_compiled",
     "compiled_slower_than_eager",
     "eager_optimizer",
     "data_loading",
@@ -199,6 +200,11 @@ SPECS: dict[Code, CodeSpec] = dict(
         _spec("eager_only_time", "profile", "graph breaks", "warning",
               "at least 25% of the time in torch ops (compiled regions and eager ops) is eager "
               "ATen ops outside every compiled graph"),
+        _spec("eager_outside_compiled", "profile", "performance", "warning",
+              "at least 25% of the time in torch ops is eager ATen ops that no graph break or "
+              "skipped frame leads to: the program's own code torch.compile was never given "
+              "(with `--profile-stacks`, its lines); compiling it is to be measured "
+              "(`saves_unmeasured`)"),
         _spec("eager_optimizer", "profile", "performance", "warning",
               "opt.step() runs eagerly, outside compiled regions, for at least 5% of the step "
               "(torch's profiler labels it): fused=True, foreach=True or a compiled step; "

@@ -186,7 +186,7 @@ def profile_analysis(
     gpu = _device_side(capture.trace, capture.path, findings, no_graphs)
     if window.get("samples") is None:  # not sampled: say how to get the lines
         for finding in findings:
-            if finding.code == "eager_only_time":
+            if finding.code in ("eager_only_time", "eager_outside_compiled"):
                 finding.evidence.append(STACKS_HINT)
     eager = eager_op_us(view, owners)
     return ProfileResult(capture.path, window, view, None, names, notes, findings, gpu,

@@ -315,12 +315,26 @@ def eager_op_us(view: ProfileView, owners: Sequence[EagerOwner] = ()) -> float:
     return sum(us for _, us in view.eager_ops) - sum(owner.aten_us for owner in owners)
 
 
+OUTSIDE_ADVICE = (
+    "No graph break or skipped frame leads to these ops: they run in code torch.compile was "
+    "never given, the program's own code between the compiled calls{where}. Compiling it is "
+    "worth measuring, not assuming: ops with no Inductor lowering (sort, multinomial and "
+    "other fallbacks) run as they do in eager, and a small function pays a compiled call's "
+    "own overhead. Time `torch.compile` on that function against it as it is, or move its "
+    "tensor code into the compiled function, where what can fuse with the model's ops does."
+)
+
+
 def _eager_only(
     view: ProfileView,
     skipped_frames: Sequence[SkippedFrame],
     owners: Sequence[EagerOwner] = (),
     lines: Sequence[EagerLine] = (),
 ) -> list[Finding]:
+    """``eager_only_time``: a large share of the time in torch ops is eager ATen ops that a
+    graph break or a skipped frame leaves outside the compiled graphs; or, where neither
+    leads to them, ``eager_outside_compiled``: the program's own code that torch.compile was
+    never given (not part of the compiled model, and not a break to remove)."""
     ops = sum(us for _, us in view.eager_ops)
     eager = eager_op_us(view, owners)
     # Against the time spent in torch (compiled regions and eager ops), not the wall time: a
@@ -331,16 +345,18 @@ def _eager_only(
     top = ", ".join(f"{name} {_ms(us, view)}" for name, us in view.eager_ops[:4])
     evidence = [
         f"eager ATen ops per call: {top}",
-        f"eager ops {_ms(eager, view)}, compiled regions {_ms(view.compiled_us, view)} "
-        f"per call ({_pct(eager + view.compiled_us, view.wall_us)} of the step)",
+        f"eager ops {_ms(eager, view)} and compiled regions {_ms(view.compiled_us, view)} "
+        f"per call, together {_pct(eager + view.compiled_us, view.wall_us)} of the step",
     ]
+    at_breaks = []
     for item in view.outside:
         at = view.eager_at.get(item.compile_id or "")
         if item.site is not None and at:
             share = _pct(sum(us for _, us in at), view.wall_us)
-            evidence.append(
+            at_breaks.append(
                 f"{share} of the step at the graph break at {item.site.file}:{item.site.line}"
             )
+    evidence += at_breaks
     evidence += [
         f"skipped by Dynamo: {frame.where}"
         + (f": its own lines ran {_ms(frame.share * eager, view)} of these ops "
@@ -354,20 +370,40 @@ def _eager_only(
             for item in lines[:MAX_LINES]
         ))  # fmt: skip
     top_line = lines[0] if lines else None
+    subject = (
+        Subject("lines", top_line.function, top_line.file, top_line.line, None)
+        if top_line is not None
+        else PROGRAM
+    )
+    share = _pct(eager, work)
+    if not at_breaks and not skipped_frames:
+        where = (f" (`{top_line.function}`, {Path(top_line.file).name}:{top_line.line})"
+                 if top_line is not None else "")  # fmt: skip
+        return [
+            Finding(
+                "warning",
+                "eager_outside_compiled",
+                f"{share} of the time in torch ops is ATen ops run eagerly in code outside "
+                "every compiled function",
+                OUTSIDE_ADVICE.format(where=where),
+                evidence,
+                subject,
+                saves_unmeasured="what compiling that code would save is not measured here: "
+                "its ops may have no Inductor lowering",
+            )
+        ]
     return [
         Finding(
             "warning",
             "eager_only_time",
-            f"{_pct(eager, work)} of the time in torch ops is ATen ops run eagerly, outside "
+            f"{share} of the time in torch ops is ATen ops run eagerly, outside "
             'every compiled graph: that part of the "compiled" model runs eagerly',
             "Code Dynamo skipped or did not reach (a frame it skipped, a disabled function, "
             "the code at a graph break, code outside the compiled module) gets none of the "
             "compiler's speedup. Compile it: remove the break or the disable, or compile the "
             "function that calls it.",
             evidence,
-            Subject("lines", top_line.function, top_line.file, top_line.line, None)
-            if top_line is not None
-            else PROGRAM,
+            subject,
         )
     ]
 
