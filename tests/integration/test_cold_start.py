@@ -121,6 +121,28 @@ def test_warm_run_hits_and_the_estimate_holds(cold_warm) -> None:
     )
 
 
+def test_a_profiled_run_after_unprofiled_ones_misses_for_its_own_flags_and_a_second_hits(
+    cold_warm,
+) -> None:
+    """``run --profile`` compiles with provenance and kernel profiling on, which are part of
+    Inductor's cache key: in the cache the unprofiled runs filled, every lookup misses (the
+    raw log's), and the report says why instead of "another program filled it"; a second
+    profiled run hits (the raw log's) what the first one wrote."""
+    root = cold_warm["cold"][0].parent
+    cache = root / "inductor-cache"
+    first = _run(root / "profiled", cache, "run_cold_start", "--profile")
+    lookups = _raw_cache_lookups(root / "profiled")
+    assert lookups and all(name.endswith("_miss") for _, name, _ in lookups)
+    section = first["cold_start"]
+    assert section["cache_dir_at_start"]["fx_graph"] > 0
+    assert "a profiled run's keys hold its provenance and kernel-profiling" in section["verdict"]
+    assert section["advice"][0].startswith("This run was profiled (`run --profile`)")
+    assert not any("another program" in line for line in section["advice"])
+    _run(root / "profiled-again", cache, "run_cold_start", "--profile")
+    again = _raw_cache_lookups(root / "profiled-again")
+    assert again and all(name.endswith("_hit") for _, name, _ in again)
+
+
 def test_diff_names_the_changed_config_value(cold_warm) -> None:
     (_, warm), (_, changed) = cold_warm["warm"], cold_warm["simdlen"]
     causes = [c for c in diff_reports(warm, changed).as_dict()["changes"]

@@ -63,7 +63,8 @@ def cold_start(run: Run, ledger: Ledger, heat: Heat | None) -> ColdStart:
                      "line": record.line, "caches": found})  # fmt: skip
     at_start = None if run.probes is None else run.probes.cache_dir_at_start
     wall_s = None if heat is None else heat.wall_s
-    section: dict[str, Any] = cold_start_section(ledger, wall_s, at_start)
+    section: dict[str, Any] = cold_start_section(ledger, wall_s, at_start,
+                                                 run.profile is not None)  # fmt: skip
     section["key_components"] = shared
     causes = rank_miss_causes(rows, shared)
     section["rank_miss_causes"] = causes

@@ -59,6 +59,14 @@ ADVICE_KEYS_CHANGED = (
     "`pt2doctor diff` of the run that filled the cache against this one names the key "
     "components that differ."
 )
+ADVICE_PROFILED_KEYS = (
+    "This run was profiled (`run --profile`): it compiles with provenance tracking and kernel "
+    "profiling on, which are part of Inductor's cache key, so entries an unprofiled run "
+    "wrote never match it (and its own do not serve an unprofiled run). Another profiled run "
+    "with this cache dir hits; judge the cold start of the program as served from an "
+    "unprofiled `pt2doctor run`. If a profiled run filled the dir, something else in the key "
+    "changed: `pt2doctor diff` of the two runs names it."
+)
 ADVICE_MEGA_CACHE = (
     "For fresh machines (CI, autoscaled servers), save the caches after warmup with "
     "torch.compiler.save_cache_artifacts() and load them before the first compile with "
@@ -237,7 +245,11 @@ def _bypass_reasons(ledger: Ledger) -> list[str]:
 
 
 def _state_phrase(
-    state: CacheState, reasons: list[str], inductor: bool, at_start: dict[str, Any] | None = None
+    state: CacheState,
+    reasons: list[str],
+    inductor: bool,
+    at_start: dict[str, Any] | None = None,
+    profiled: bool = False,
 ) -> str:
     counts, lookups = state.counts, sum(state.counts.values())
     if state.state == "cold":
@@ -246,6 +258,12 @@ def _state_phrase(
             return "cold: every cache missed (an empty or new cache dir, or keys that changed)"
         if not held:
             return "cold: every cache missed (the cache dir was empty at start)"
+        if profiled:
+            return (
+                f"cold: every cache missed, though the cache dir held "
+                f"{counted(int(held), 'compiled graph')} at start: a profiled run's keys hold "
+                "its provenance and kernel-profiling settings, which unprofiled runs' do not"
+            )
         return (
             f"cold: every cache missed, though the cache dir held "
             f"{counted(int(held), 'compiled graph')} at start: their keys differ from this "
@@ -277,10 +295,11 @@ def _verdict(state_phrase: str, compile_s: float, wall_s: float | None,
 
 
 def _advice(ledger: Ledger, state: CacheState, cold_s: float, warm_s: float,
-            reasons: list[str], at_start: dict[str, Any] | None = None) -> list[str]:  # fmt: skip
+            reasons: list[str], at_start: dict[str, Any] | None = None,
+            profiled: bool = False) -> list[str]:  # fmt: skip
     advice: list[str] = []
     if state.state == "cold" and (at_start or {}).get("fx_graph"):
-        advice.append(ADVICE_KEYS_CHANGED)
+        advice.append(ADVICE_PROFILED_KEYS if profiled else ADVICE_KEYS_CHANGED)
     elif state.state in ("cold", "partial"):
         advice += [ADVICE_PERSISTENT_DIR.format(warm=warm_s, cold=cold_s), ADVICE_MEGA_CACHE]
     if state.counts["bypass"]:
@@ -328,10 +347,14 @@ def baked_key_parts(key: str) -> tuple[str, str]:
 
 
 def cold_start_section(
-    ledger: Ledger, wall_s: float | None, at_start: dict[str, Any] | None = None
+    ledger: Ledger,
+    wall_s: float | None,
+    at_start: dict[str, Any] | None = None,
+    profiled: bool = False,
 ) -> dict[str, Any]:
     """The report's ``cold_start`` object (docs/report-schema.md); ``at_start``: the cache
-    dir's entries before the first compile (probes), when the run recorded them."""
+    dir's entries before the first compile (probes), when the run recorded them; ``profiled``:
+    the run compiled with ``--profile``'s settings, which are part of the cache key."""
     compile_s = sum(entry.record.compile_time_s or 0.0 for entry in ledger.compiles)
     phases: Counter[str] = Counter()
     for entry in ledger.compiles:
@@ -353,14 +376,18 @@ def cold_start_section(
         "frames": _frame_rows(ledger),
         "verdict": _verdict(
             _state_phrase(
-                state, reasons, any(key.startswith("inductor") for key in totals), at_start
+                state,
+                reasons,
+                any(key.startswith("inductor") for key in totals),
+                at_start,
+                profiled,
             ),
             compile_s,
             wall_s,
             totals,
         ),
         "warm_estimate_s": round(warm_s, 6),
-        "advice": _advice(ledger, state, compile_s, warm_s, reasons, at_start),
+        "advice": _advice(ledger, state, compile_s, warm_s, reasons, at_start, profiled),
         "cache_dir_at_start": at_start,
         "baked_constants": baked_constants(ledger),
     }
