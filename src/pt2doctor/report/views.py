@@ -57,7 +57,7 @@ def headline(report: Report) -> Section:
             "code": block.code,
             "title": cut(block.title),
             "also": [cut(also) for also in block.also],
-            "evidence": [cut(line, 200) for line in block.evidence[:6]],
+            "evidence": [cut(line) for line in block.evidence[:6]],
             "advice": block.advice,
             "more": block.more,
         }
