@@ -374,6 +374,11 @@ def test_sampling_code_torch_compile_was_never_given_is_not_called_part_of_the_m
     assert f"(`top_p`, sample_post.py:{sort_line})" in outside["advice"]
     (item,) = [p for p in report["plan"] if p["code"] == "eager_outside_compiled"]
     assert item["step"] == "performance"
+    # The lines are in "where the time goes" in every format, not only in the finding.
+    assert f"| sample\\_post.py:{sort_line} in top\\_p |" in (run.run_dir / "report.md").read_text()
+    html = (run.run_dir / "report.html").read_text()
+    assert f"<code>sample_post.py:{sort_line} in top_p</code>" in html
+    assert f"(stack samples): sample_post.py:{sort_line} in" in run.stderr
 
 
 def test_where_the_time_goes_reads_in_every_format(breaks: dict[str, Any]) -> None:

@@ -337,6 +337,10 @@ def _time(report: Report) -> list[str]:
         for where, value in pv.outside_rows(profile)
     ]
     lines += md_table(["outside the regions", "per call", "of the step"], rows)
+    by_line = pv.eager_line_rows(profile)
+    if by_line:
+        rows = [[md_text(where), pv.ms(value), pv.pct(value, wall)] for where, value in by_line]
+        lines += md_table([pv.EAGER_LINES_LABEL, "per call", "of the step"], rows)
     lines += [f"Chrome trace: {md_code(profile.get('trace_file'))}", ""]
     return lines
 

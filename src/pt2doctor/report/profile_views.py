@@ -81,6 +81,19 @@ def outside_rows(profile: Mapping[str, Any]) -> list[tuple[str, float]]:
     return rows
 
 
+EAGER_LINES_SHOWN = 5
+EAGER_LINES_LABEL = "eager ops by the line that ran them (stack samples)"
+
+
+def eager_line_rows(profile: Mapping[str, Any]) -> list[tuple[str, float]]:
+    """(``file.py:27 in top_p``, ms per call) of the user's lines that ran the window's eager
+    ops (``run --profile-stacks``), the most first; [] without the flag."""
+    return [
+        (f"{file_name(line['file'])}:{line['line']} in {line['function']}", line["ms_per_call"])
+        for line in profile.get("eager_lines", [])[:EAGER_LINES_SHOWN]
+    ]
+
+
 def summary_line(profile: Mapping[str, Any]) -> str:
     window = profile["window"]
     share = profile.get("compiled_share")
@@ -146,6 +159,10 @@ def profile_section(report: Report) -> Section | None:
         "eager_ops": [
             {"name": op["name"], "ms": ms(op["ms_per_call"])} for op in profile.get("eager_ops", [])
         ],
+        "eager_lines": [
+            {"where": where, "ms": ms(value)} for where, value in eager_line_rows(profile)
+        ],
+        "eager_lines_label": EAGER_LINES_LABEL,
         "trace": profile.get("trace_file"),
         "notes": profile.get("notes", []),
     }

@@ -270,6 +270,9 @@ def _time(console: Console, report: RunReport) -> None:
         console.print(kernels)
     outside = "; ".join(f"{where} {pv.ms(value)}" for where, value in pv.outside_rows(profile))
     console.print(f"  outside the regions: {escape(outside)}")
+    by_line = "; ".join(f"{where} {pv.ms(value)}" for where, value in pv.eager_line_rows(profile))
+    if by_line:
+        console.print(f"  {pv.EAGER_LINES_LABEL}: {escape(by_line)}")
     console.print(f"  [dim]Chrome trace: {escape(str(profile.get('trace_file')))}[/]")
 
 
