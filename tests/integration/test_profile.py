@@ -379,6 +379,12 @@ def test_sampling_code_torch_compile_was_never_given_is_not_called_part_of_the_m
     html = (run.run_dir / "report.html").read_text()
     assert f"<code>sample_post.py:{sort_line} in top_p</code>" in html
     assert f"(stack samples): sample_post.py:{sort_line} in" in run.stderr
+    # The window's times are taken under the profiler; the paired calls' are not, and they
+    # are shown beside them.
+    assert report["profile"]["paired"]
+    for paired in report["profile"]["paired"]:
+        said = f"Head (sample_post.py:{paired['line']}): compiled "
+        assert said in " ".join(run.stderr.split()) and said in html
 
 
 def test_where_the_time_goes_reads_in_every_format(breaks: dict[str, Any]) -> None:

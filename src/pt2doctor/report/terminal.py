@@ -273,6 +273,8 @@ def _time(console: Console, report: RunReport) -> None:
     by_line = "; ".join(f"{where} {pv.ms(value)}" for where, value in pv.eager_line_rows(profile))
     if by_line:
         console.print(f"  {pv.EAGER_LINES_LABEL}: {escape(by_line)}")
+    for row in pv.paired_rows(profile):
+        console.print(f"  {pv.PAIRED_LABEL}: {escape(row)}")
     console.print(f"  [dim]Chrome trace: {escape(str(profile.get('trace_file')))}[/]")
 
 

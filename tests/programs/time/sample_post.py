@@ -38,7 +38,7 @@ def main() -> None:
     state = torch.randn(4, WIDTH)
     drawn = []
     with torch.no_grad():
-        for _ in range(40):
+        for _ in range(60):
             token = top_p(head(state))
             drawn.append(int(token[0, 0]))
             state = state.roll(1, dims=0)
