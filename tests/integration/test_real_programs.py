@@ -384,6 +384,27 @@ def test_a_unets_attention_blocks_are_repeated_modules_and_regional_compilation_
     assert _graphs(REAL / "unet_denoise.py", "--regional", env=run_env)[0] == 2  # the fix, applied
 
 
+def test_unet_resnet_copies_of_their_own_shapes_are_not_told_regional_compilation_shortens_it(
+    doctor_run: Any, run_env: dict[str, str]
+) -> None:
+    """A UNet2DModel compiled whole: ResnetBlock2D's lines 8 times in one graph, but the
+    copies' weights come in 7 shapes, and regional compilation shares a graph only between
+    copies of one shape. The report says how many shapes and that it is unlikely to shorten
+    the compile (info, not a warning to act on). Applied (``--regional``), the program's own
+    graph count is the number of shapes the report gave."""
+    pytest.importorskip("diffusers")
+    report = _report(corpus_run(doctor_run, "real_unet2d"))
+    (finding,) = [f for f in report["findings"] if f["code"] == "repeated_blocks"]
+    assert "diffusers/models/resnet.py) run 8 times in one graph" in finding["title"]
+    regional, _ = _graphs(REAL / "unet2d_denoise.py", "--regional", env=run_env)
+    assert (
+        regional > 4 and f"the 8 copies' weights come in {regional} shapes" in finding["evidence"]
+    )
+    assert finding["severity"] == "info" and "unlikely to shorten the compile" in finding["advice"]
+    assert "It shortens the compile" not in finding["advice"]
+    assert _graphs(REAL / "unet2d_denoise.py", env=run_env)[0] == 1
+
+
 def test_the_frames_a_logging_break_splits_off_are_one_cause_with_the_break(
     doctor_run: Any, run_env: dict[str, str]
 ) -> None:
@@ -457,6 +478,7 @@ CORPUS = {  # key: (pt2doctor run flags, program): one run per key, shared by th
     "real_vit": (TRY_ONE, "../real/vit_batches"),
     "real_bucketed": (TRY_ONE, "../real/bucketed_server"),  # nothing to try: warm-up is code
     "real_unet": ((), "../real/unet_denoise"),
+    "real_unet2d": ((), "../real/unet2d_denoise"),
     "real_finetune_logging": ((), "../real/gpt2_finetune_logging"),
     "real_call_counter": (TRY_ONE, "../real/lm_call_counter"),
 }
@@ -469,7 +491,7 @@ def test_no_fix_asks_the_user_to_edit_a_library(doctor_run: Any, key: str) -> No
     of torch or a dependency (a library line may be named as where a break or guard is, with
     the user's way out, never as the line to change)."""
     if key not in ("real_rotary", "real_opt_sched", "real_partial_batch", "real_call_counter"):
-        pytest.importorskip("diffusers" if key == "real_unet" else "transformers")
+        pytest.importorskip("diffusers" if key.startswith("real_unet") else "transformers")
     report = _report(corpus_run(doctor_run, key))
     texts = _fixes(report) + [f["advice"] for f in report["findings"]]
     texts += [site["advice"] for site in report["graph_breaks"]]

@@ -29,7 +29,7 @@ _FILE_COMMENT = re.compile(
 _NODE = re.compile(r"^\s+(?P<name>[A-Za-z_]\w*)(?:: \"[^\"]*\")? = (?P<rhs>.+)$")
 _OWNER = re.compile(r"\b[lL]_\w*?(?=_(?:parameters|buffers)_)")
 _SIGNATURE = re.compile(r"^\s*def forward\(self, (?P<args>.*)\):\s*$")
-_ARG_SHAPE = re.compile(r"\w+: \"[a-z]+\d*\[(?P<shape>[^\]]*)\]")
+_ARG_SHAPE = re.compile(r"(?P<name>\w+): \"[a-z]+\d*\[(?P<shape>[^\]]*)\]")
 _STACK_FRAME = re.compile(
     r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>[^\n]+)\n(?P<code>[^\n]*)'
 )
@@ -71,6 +71,9 @@ class OutputGraph(NamedTuple):
     node_lines: dict[str, int]
     """Node name -> index into ``lines`` (to join Inductor's ``Source Nodes`` to a line)."""
     inputs: list[int | None]
+    weights: tuple[tuple[str, str], ...] = ()
+    """The graph's parameter and buffer inputs: (the name its nodes read, as in ``owners``
+    (``l_self_modules_layers_modules_0_parameters_weight_``), its shape (``32, 3, 3, 3``))."""
 
 
 class Launch(NamedTuple):
@@ -124,6 +127,7 @@ def parse_output_graph(payload: str) -> OutputGraph:
     owners: dict[tuple[str, int, str, str], set[str]] = {}
     contexts: dict[tuple[str, int, str, str], set[str]] = {}
     inputs: list[int | None] = []
+    weights: tuple[tuple[str, str], ...] = ()
     current: tuple[str, int, str, str] | None = None
     last_owner = ""
     for text in payload.splitlines():
@@ -141,7 +145,10 @@ def parse_output_graph(payload: str) -> OutputGraph:
             owners.setdefault(current, set()).update(read)
             last_owner = read[-1] if read else last_owner
         elif current is None and (signature := _SIGNATURE.match(text)) is not None:
-            inputs = [_numel(m["shape"]) for m in _ARG_SHAPE.finditer(signature["args"])]
+            found = list(_ARG_SHAPE.finditer(signature["args"]))
+            inputs = [_numel(m["shape"]) for m in found]
+            weights = tuple(("l" + m["name"][1:], m["shape"]) for m in found
+                            if "_parameters_" in m["name"] or "_buffers_" in m["name"])  # fmt: skip
     kept = [key for key in order if kinds[key]]
     position = {key: at for at, key in enumerate(kept)}
     lines = [
@@ -155,7 +162,9 @@ def parse_output_graph(payload: str) -> OutputGraph:
         )
         for key in kept
     ]
-    return OutputGraph(lines, {name: position[key] for name, key in node_lines.items()}, inputs)
+    return OutputGraph(
+        lines, {name: position[key] for name, key in node_lines.items()}, inputs, weights
+    )
 
 
 def _numel(shape: str) -> int | None:

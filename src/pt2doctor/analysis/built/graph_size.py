@@ -83,7 +83,7 @@ def unrolled_loop_findings(ledger: Ledger) -> list[Finding]:
         for group in _loop_lines(graph.lines, total):
             if _per_module_calls(group):
                 continue
-            finding = _unrolled(entry, group, total)
+            finding = _unrolled(entry, group, total, graph.weights)
             lines = range(min(line.line for line in group), max(line.line for line in group) + 1)
             # The same loop in another variant, even where it kept other lines of its body (an
             # optimizer's first step has lines its later steps skip): one finding.
@@ -129,7 +129,28 @@ def _per_module_calls(group: list[GraphLine]) -> bool:
     return max(len(line.contexts - {""}) for line in group) * 2 >= repeats
 
 
-def _unrolled(entry: CompileEntry, group: list[GraphLine], total: int) -> Finding:
+def _weight_shapes(group: list[GraphLine], weights: tuple[tuple[str, str], ...]) -> int:
+    """How many different weight shapes the copies of ``group`` have: for each line, its
+    copies' modules (``owners``) by the shapes of their parameters and buffers (the graph's
+    inputs), the most of any line (0: the graph does not say)."""
+    most = 0
+    for line in group:
+        shapes = {
+            tuple(sorted(shape for name, shape in weights
+                         if name.startswith((f"{owner}_parameters_", f"{owner}_buffers_"))))
+            for owner in line.owners
+        }  # fmt: skip
+        shapes.discard(())
+        most = max(most, len(shapes))
+    return most
+
+
+def _unrolled(
+    entry: CompileEntry,
+    group: list[GraphLine],
+    total: int,
+    weights: tuple[tuple[str, str], ...] = (),
+) -> Finding:
     ops, repeats = sum(line.ops for line in group), _repeats(group[0])
     first, last = min(line.line for line in group), max(line.line for line in group)
     where = f"line {first}" if first == last else f"lines {first}-{last}"
@@ -149,10 +170,15 @@ def _unrolled(entry: CompileEntry, group: list[GraphLine], total: int) -> Findin
             f"{where} of {group[0].function} ({group[0].file}) run {repeats} times in one "
             f"graph, once per module that calls them: {share}"
         )
-        advice = _repeated_advice(group[0].file, class_of_line(group[0].file, first))
+        shapes = _weight_shapes(group, weights)
+        if shapes > 1:
+            evidence.append(f"the {repeats} copies' weights come in {shapes} shapes")
+        advice = _repeated_advice(group[0].file, class_of_line(group[0].file, first), repeats,
+                                  shapes)  # fmt: skip
         # Regional compilation pays off on many ops; a small graph that compiled slowly (a
-        # loaded machine) is no reason to restructure the program.
-        many = ops >= _MANY_OPS
+        # loaded machine) is no reason to restructure the program. Nor does it where most
+        # copies have weights of their own shape: each shape is a graph of its own.
+        many = ops >= _MANY_OPS and 2 * shapes <= repeats
         return Finding(
             "warning" if many else "info", "repeated_blocks", title, advice, evidence, subject
         )
@@ -197,7 +223,7 @@ def _stepped_at(entry: CompileEntry) -> tuple[str, Subject] | None:
             Subject("lines", name, caller.file, caller.line, name))  # fmt: skip
 
 
-def _repeated_advice(file: str, block: str | None = None) -> str:
+def _repeated_advice(file: str, block: str | None = None, copies: int = 0, shapes: int = 0) -> str:
     """The same module code, run by many modules (a layer stack, a UNet's attention blocks):
     Dynamo inlines each call, so the graph holds a copy per module. Regional compilation
     compiles the block once (tests/programs/real/unet_denoise.py: 8 copies of the attention
@@ -216,13 +242,23 @@ def _repeated_advice(file: str, block: str | None = None) -> str:
         else "for block in model.layers: block.compile() (the ModuleList that holds the "
         "repeated blocks)"
     )
+    slower = ("the step can get slower (a graph per block: no fusion across blocks, a call "
+              "and its guards each), so measure both before keeping it")  # fmt: skip
+    inlined = ("Dynamo inlines every module call, so this graph holds one copy of that code per "
+               "module that runs it, and compile time grows with the copies.")  # fmt: skip
+    if 2 * shapes > copies:
+        return (
+            f"{inlined} Here the {copies} copies have {shapes} different weight shapes, and "
+            "regional compilation shares a graph only between blocks of one shape: it would "
+            f"compile {shapes} graphs or more (more where the input sizes differ too), so it "
+            "is unlikely to shorten the compile, and " + slower + f". If it is wanted: {how}."
+        )
+    # (Fewer shapes than half the copies: a block that holds several of them, as a UNet's
+    # transformer block holds its self- and cross-attention, may have fewer still.)
     return (
-        "Dynamo inlines every module call, so this graph holds one copy of that code per module "
-        "that runs it, and compile time grows with the copies. Compile the repeated block "
-        f"instead of the whole model (regional compilation): {how}. Blocks of one class and "
-        "shape then share one compiled graph. It shortens the compile; the step can get slower "
-        "(a graph per block: no fusion across blocks, a call and its guards each), so measure "
-        "both before keeping it."
+        f"{inlined} Compile the repeated block instead of the whole model (regional "
+        f"compilation): {how}. Blocks of one class and shape then share one compiled graph. "
+        "It shortens the compile; " + slower + "."
     )
 
 
