@@ -387,6 +387,22 @@ def test_sampling_code_torch_compile_was_never_given_is_not_called_part_of_the_m
         assert said in " ".join(run.stderr.split()) and said in html
 
 
+def test_a_program_that_ends_with_the_window_says_it_was_not_paired(doctor_run: Any) -> None:
+    """24 calls: 5 of warmup, 20 in the window (one may be re-measured), none left for a block
+    of compiled and a block of eager calls. The probes sent no ``paired_calls`` event, and
+    the report says why there are no paired times, in every format."""
+    report = _run(doctor_run, "profile_unpaired", "--calls", "24")
+    events = [
+        json.loads(line) for line in (report["_dir"] / "probes.jsonl").read_text().splitlines()
+    ]
+    assert not [e for e in events if e.get("kind") == "paired_calls"]
+    assert "paired" not in report["profile"]
+    said = "compiled and eager were not paired"
+    assert any(note.startswith(said) for note in report["profile"]["notes"])
+    assert said in (report["_dir"] / "report.md").read_text()
+    assert said in " ".join(report["_stderr"].split())
+
+
 def test_where_the_time_goes_reads_in_every_format(breaks: dict[str, Any]) -> None:
     run_dir: Path = breaks["_dir"]
     markdown = (run_dir / "report.md").read_text()

@@ -57,6 +57,12 @@ from pt2doctor.trace.types import CompileRecord, ExportTrace, Run, ShapeEvent, S
 if TYPE_CHECKING:  # heat exists only for a run directory's probes
     from pt2doctor.analysis.breaks.heat import Heat
 
+NOT_PAIRED = (
+    "compiled and eager were not paired: the paired times without the profiler (and "
+    "compiled_slower_than_eager) come from a compiled callable's calls after the profile "
+    "window, in blocks of compiled and eager calls, and the program ended before one block "
+    "of each; give it more steps after warmup"
+)
 _LIMIT = lazy_compile(r"recompile.limit|cache_size_limit|recompile_limit", re.I)
 
 
@@ -437,6 +443,8 @@ def assemble_report(analysis: RunAnalysis) -> RunReport:
         report["profile"] = profile_section(analysis.profile)
         if analysis.paired:
             report["profile"]["paired"] = [paired.as_json() for paired in analysis.paired]
+        elif report["profile"].get("available") is not False:
+            report["profile"].setdefault("notes", []).append(NOT_PAIRED)
         for row, site in zip(report["graph_breaks"], sites, strict=True):
             cost = analysis.profile.break_cost_ms(site)
             if cost is not None:

@@ -275,6 +275,8 @@ def _time(console: Console, report: RunReport) -> None:
         console.print(f"  {pv.EAGER_LINES_LABEL}: {escape(by_line)}")
     for row in pv.paired_rows(profile):
         console.print(f"  {pv.PAIRED_LABEL}: {escape(row)}")
+    for note in profile.get("notes", []):
+        console.print(f"  [dim]note: {escape(note)}[/]")
     console.print(f"  [dim]Chrome trace: {escape(str(profile.get('trace_file')))}[/]")
 
 
