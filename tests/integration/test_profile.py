@@ -382,6 +382,14 @@ def test_sampling_code_torch_compile_was_never_given_is_not_called_part_of_the_m
     # The window's times are taken under the profiler; the paired calls' are not, and they
     # are shown beside them.
     assert report["profile"]["paired"]
+    # The profiler's own cost (the region's time profiled less the same call's plain median)
+    # is left out of the overhead before the head is judged overhead-bound, and said.
+    (paired,) = report["profile"]["paired"]
+    (region,) = [r for r in report["profile"]["regions"] if r["part"] == "forward"]
+    cost = region["ms_per_call"] - paired["compiled_ms"]
+    for bound in _findings(report, "overhead_bound"):
+        said = f"without the profiler the call takes {paired['compiled_ms']:.3f} ms"
+        assert (said in bound["evidence"][-1]) == (cost > 0 and not paired["noisy"]), bound
     for paired in report["profile"]["paired"]:
         said = f"Head (sample_post.py:{paired['line']}): compiled "
         assert said in " ".join(run.stderr.split()) and said in html

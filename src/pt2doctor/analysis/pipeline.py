@@ -157,8 +157,10 @@ def analyse_run(
         from pt2doctor.analysis.time.analyse import profile_analysis
 
         trials = run.probes.optimizer_trials if run.probes is not None else []
+        # One compiled callable paired quietly: its plain time tells the profiler's own cost.
+        plain = paired[0].compiled_ms if len(paired) == 1 and not paired[0].noisy else None
         profiled = profile_analysis(run.profile, ledger, sites, trials,
-                                    [e.compile_call for e in explanations])  # fmt: skip
+                                    [e.compile_call for e in explanations], plain)  # fmt: skip
         if profiled.findings:  # a measured fallback op replaces the static finding of it
             measured = {f.code for f in profiled.findings if f.code == "fallback_op"}
             kept = [f for f in findings if f.code not in measured]

@@ -187,7 +187,9 @@ SPECS: dict[Code, CodeSpec] = dict(
               "compiled graphs ran through `CompiledFunction` and no backward ran"),
         _spec("overhead_bound", "profile", "performance", "warning",
               "a region of at least 5% of the step spends more than half its time outside "
-              "kernels"),
+              "kernels; where the one compiled callable was paired quietly, the profiler's "
+              "own cost (the region's profiled time less the paired plain median) is left "
+              "out of the overhead first"),
         _spec("library_bound", "profile", "performance", "info",
               "library kernels take more than 60% of the compiled time (device time on a "
               "GPU trace): where the time is, not a ceiling"),

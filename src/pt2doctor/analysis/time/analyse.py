@@ -137,11 +137,14 @@ def profile_analysis(
     sites: list[GraphBreakSite],
     trials: Sequence[Mapping[str, Any]] = (),
     compile_calls: Sequence[Mapping[str, Any] | None] = (),
+    plain_ms: float | None = None,
 ) -> ProfileResult:
     """The run's profiled window: where its time went, and its findings (``trials``: the
     run's optimizer trials, which measure an eager optimizer's fix; ``compile_calls``: each
     ledger frame's ``torch.compile`` call, in order, which names a frame whose code is
-    torch's or a library's by the user's call)."""
+    torch's or a library's by the user's call; ``plain_ms``: the one compiled callable's
+    median call without the profiler, from its paired calls, which tells the profiler's own
+    cost)."""
     window = capture.window
     if not isinstance(capture.trace, ChromeTrace):
         return ProfileResult(capture.path, window, error=capture.error or "no trace")
@@ -175,7 +178,7 @@ def profile_analysis(
         for frame in ledger.frames if frame.skipped
     ])  # fmt: skip
     findings = _noise_findings(
-        profile_findings(view, names, skipped, device, context, owners, trials, lines),
+        profile_findings(view, names, skipped, device, context, owners, trials, lines, plain_ms),
         quiet,
         window,
     )

@@ -72,8 +72,11 @@ def profile_findings(
     owners: Sequence[EagerOwner] = (),
     trials: Sequence[Mapping[str, Any]] = (),
     lines: Sequence[EagerLine] = (),
+    plain_ms: float | None = None,
 ) -> list[Finding]:
-    """``names``: compile id -> the frame's name; ``skipped_frames``: frames Dynamo ran
+    """``plain_ms``: the one compiled callable's median call without the profiler (its
+    paired calls), which tells the profiler's own cost; ``names``: compile id -> the frame's
+    name; ``skipped_frames``: frames Dynamo ran
     eagerly, with the share of the eager op samples their own lines hold; ``device``: ``cuda`` or ``cpu`` (the fixes differ); ``breaks``: compile
     id -> its break's context; ``trials``: the run's optimizer trials (``optimizer_trial``
     events: an eager optimizer's step timed against its fused variant); ``lines``: the user's
@@ -82,7 +85,7 @@ def profile_findings(
         return []
     return [
         *_autograd_in_inference(view, names),
-        *_overhead_bound(view, names, device),
+        *_overhead_bound(view, names, device, plain_ms),
         *_library_bound(view, device),
         *_fallback_ops(view),
         *_graph_break_cost(view, breaks or {}),
@@ -123,13 +126,35 @@ def _autograd_in_inference(view: ProfileView, names: Mapping[str, str]) -> list[
     ]
 
 
-def _overhead_bound(view: ProfileView, names: Mapping[str, str], device: str) -> list[Finding]:
+def _profiler_cost_us(view: ProfileView, plain_ms: float | None) -> float:
+    """The profiler's own cost in the window's one compiled region, per call, in us: its time
+    per call profiled less the same call's median without the profiler (the paired calls,
+    ``plain_ms``). 0.0 where it cannot be told: no plain time, or more than one region (a
+    compiled call that breaks is several regions and eager code between them)."""
+    regions = [region for region in view.regions if region.graph_calls]
+    if plain_ms is None or len(regions) != 1 or not regions[0].calls:
+        return 0.0
+    return max(0.0, regions[0].us / regions[0].calls - 1000.0 * plain_ms)
+
+
+def _overhead_bound(
+    view: ProfileView, names: Mapping[str, str], device: str, plain_ms: float | None = None
+) -> list[Finding]:
+    """``overhead_bound``: compiled regions that spend most of their time outside any kernel.
+    The profiler lengthens every op it records, and that lands in the overhead; where the
+    same call's time without the profiler is known (``plain_ms``, the paired calls of the one
+    compiled callable), that cost is taken out before judging, and said."""
+    cost = _profiler_cost_us(view, plain_ms)
+
+    def overhead(region: RegionTime) -> float:
+        return max(0.0, region.overhead_us - cost * region.calls)
+
     bound = [
         region
         for region in view.regions
         if region.graph_calls
         and region.us >= MIN_SHARE * view.wall_us
-        and region.overhead_us > OVERHEAD_SHARE * region.us
+        and overhead(region) > OVERHEAD_SHARE * (region.us - cost * region.calls)
     ]
     if not bound:
         return []
@@ -145,15 +170,15 @@ def _overhead_bound(view: ProfileView, names: Mapping[str, str], device: str) ->
         fix += (f" The graph break{'s' if len(breaks) > 1 else ''} at {', '.join(breaks[:3])} "
                 "split the step into more regions, each paying it again: removing "
                 f"{'them' if len(breaks) > 1 else 'it'} merges them.")  # fmt: skip
-    overhead = sum(region.overhead_us for region in bound)
-    total = sum(region.us for region in bound)
+    spent = sum(overhead(region) for region in bound)
+    total = sum(region.us - cost * region.calls for region in bound)
     what = _region_name(bound[0], names) if len(bound) == 1 else f"{len(bound)} compiled regions"
     return [
         Finding(
             "warning",
             "overhead_bound",
             f"{what} {'is' if len(bound) == 1 else 'are'} overhead-bound: "
-            f"{_pct(overhead, total)} of {'its' if len(bound) == 1 else 'their'} time is "
+            f"{_pct(spent, total)} of {'its' if len(bound) == 1 else 'their'} time is "
             "outside any kernel",
             f"Each call spends more time getting to its kernels (guards, wrappers, the "
             f"autograd function, Python) than in them, so faster kernels cannot help. {fix}",
@@ -164,7 +189,16 @@ def _overhead_bound(view: ProfileView, names: Mapping[str, str], device: str) ->
                 f"overhead {_ms(region.overhead_us, view)}"
                 + (f" (guards {_ms(region.guards_us, view)})" if region.guards_us else "")
                 for region in bound
-            ],
+            ]
+            + (
+                [
+                    f"without the profiler the call takes {plain_ms:.3f} ms (its paired calls): "
+                    f"the profiler's own cost, {cost / 1000:.3f} ms per call, is left out of the "
+                    "overhead before judging"
+                ]
+                if cost and plain_ms is not None
+                else []
+            ),
             saves_unmeasured=(
                 'a try of mode="reduce-overhead" (`run --try-fixes`) measures it'
                 if device == "cuda"
