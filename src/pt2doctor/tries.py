@@ -83,4 +83,7 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
             verdicts[key] = verdict(before, outcome(tried), changed, remains)
         index.append({"n": n, "trial": trial})
         (folder / TRIES_INDEX).write_text(json.dumps(index, indent=1), encoding="utf-8")
+    if not index:  # asked, and nothing it could apply: the report says so
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / TRIES_INDEX).write_text("[]", encoding="utf-8")
     return len(index)

@@ -101,12 +101,16 @@ def test_both_marks_of_a_shared_length_are_applied_at_each_call(doctor_run: Any)
 
 def test_a_program_with_nothing_to_apply_is_not_re_run(doctor_run: Any) -> None:
     """The rotary cache keyed by length: its fix is code (slice one table), so nothing is
-    tried and no tries directory is made."""
+    re-run (tries/index.json is empty), and the report says so, not only the terminal."""
     run = corpus_run(doctor_run, "real_rotary")
     report = _report(run)
-    assert not (run.run_dir / "tries").exists()
+    assert json.loads((run.run_dir / "tries" / "index.json").read_text()) == []
+    assert [p.name for p in (run.run_dir / "tries").iterdir()] == ["index.json"]
     assert not any("tried" in f or "tryable" in f for f in report["findings"])
     assert "no fix in the report is one it can apply itself" in run.stderr
+    said = "--try-fixes re-ran nothing: no fix in this report is one pt2doctor can apply"
+    assert report["run"]["try_fixes"].startswith(said)
+    assert said in (run.run_dir / "report.md").read_text()
 
 
 def test_the_setting_that_would_silence_the_hooks_is_never_proposed(

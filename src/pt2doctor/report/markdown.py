@@ -57,6 +57,9 @@ def _headline(report: Report) -> list[str]:
     ran = run_line(report.get("run"))
     if ran is not None:
         lines += [f"Ran {md_code(ran.command)}{md_text(ran.rest)}", ""]
+    tried = (report.get("run") or {}).get("try_fixes")
+    if tried:
+        lines += [md_text(tried), ""]
     if report.get("redacted"):
         lines += ["_Redacted: source lines removed, paths made relative._", ""]
     return lines

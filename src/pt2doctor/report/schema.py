@@ -57,6 +57,11 @@ from pt2doctor.trace.types import CompileRecord, ExportTrace, Run, ShapeEvent, S
 if TYPE_CHECKING:  # heat exists only for a run directory's probes
     from pt2doctor.analysis.breaks.heat import Heat
 
+NOTHING_TO_TRY = (
+    "--try-fixes re-ran nothing: no fix in this report is one pt2doctor can apply itself (a "
+    "config value, input marks, a torch.compile setting); the fixes shown are changes to the "
+    "code, to apply and re-run"
+)
 NOT_PAIRED = (
     "compiled and eager were not paired: the paired times without the profiler (and "
     "compiled_slower_than_eager) come from a compiled callable's calls after the profile "
@@ -435,6 +440,8 @@ def assemble_report(analysis: RunAnalysis) -> RunReport:
         from pt2doctor.analysis.findings.run_findings import run_section
 
         report["run"] = run_section(run.manifest, run.probes, heat)
+        if run.tries_asked and not run.tries:
+            report["run"]["try_fixes"] = NOTHING_TO_TRY
     if analysis.ranks is not None:
         report["ranks"] = ranks_section(analysis.ranks, ledger, heat)
     if analysis.profile is not None:

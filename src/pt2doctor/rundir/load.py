@@ -42,6 +42,7 @@ def load_run(path: Path) -> Run:
     if run.profile is None and (run.manifest or {}).get("profile_calls"):
         run.profile = ProfileCapture({}, None, str(path / PROFILE_DIR / PROFILE_TRACE), NO_WINDOW)
     run.tries = load_tries(path)
+    run.tries_asked = (path / TRIES_DIR / TRIES_INDEX).is_file()
     run.stdout = _printed(path / STDOUT_LOG)
     return run
 

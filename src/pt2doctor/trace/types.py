@@ -372,9 +372,12 @@ class Run:
     profile: ProfileCapture | None = None
     """The profiled window (``run --profile``); None: the run kept none."""
     tries: list[Try] = field(default_factory=list)
+    """The re-runs ``run --try-fixes`` made, each with a fix applied (tries/index.json)."""
+    tries_asked: bool = False
+    """``run --try-fixes`` was given (tries/index.json exists, empty when nothing could be
+    applied)."""
     stdout: str | None = None
     """What the program printed (the run directory's stdout.log, its first megabyte)."""
-    """The re-runs ``run --try-fixes`` made, each with a fix applied (tries/index.json)."""
 
 
 @dataclass(slots=True)
