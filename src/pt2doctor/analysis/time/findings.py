@@ -366,9 +366,10 @@ def _eager_only(
     lines: Sequence[EagerLine] = (),
 ) -> list[Finding]:
     """``eager_only_time``: a large share of the time in torch ops is eager ATen ops that a
-    graph break or a skipped frame leaves outside the compiled graphs; or, where neither
-    leads to them, ``eager_outside_compiled``: the program's own code that torch.compile was
-    never given (not part of the compiled model, and not a break to remove)."""
+    graph break or a skipped frame leaves outside the compiled graphs; or, where they lead to
+    less than half of them, ``eager_outside_compiled``: the program's own code that
+    torch.compile was never given (not part of the compiled model, and not a break to
+    remove)."""
     ops = sum(us for _, us in view.eager_ops)
     eager = eager_op_us(view, owners)
     # Against the time spent in torch (compiled regions and eager ops), not the wall time: a
@@ -382,10 +383,11 @@ def _eager_only(
         f"eager ops {_ms(eager, view)} and compiled regions {_ms(view.compiled_us, view)} "
         f"per call, together {_pct(eager + view.compiled_us, view.wall_us)} of the step",
     ]
-    at_breaks = []
+    at_breaks, reached_us = [], 0.0
     for item in view.outside:
         at = view.eager_at.get(item.compile_id or "")
         if item.site is not None and at:
+            reached_us += sum(us for _, us in at)
             share = _pct(sum(us for _, us in at), view.wall_us)
             at_breaks.append(
                 f"{share} of the step at the graph break at {item.site.file}:{item.site.line}"
@@ -410,7 +412,13 @@ def _eager_only(
         else PROGRAM
     )
     share = _pct(eager, work)
-    if not at_breaks and not skipped_frames:
+    # A skipped frame's ops are its sampled share; unsampled, they may be all of them.
+    reached_us += (
+        sum(frame.share for frame in skipped_frames) * eager
+        if lines
+        else (eager if skipped_frames else 0.0)
+    )
+    if reached_us < 0.5 * eager:  # most of it: no break or skipped frame leads there
         where = (f" (`{top_line.function}`, {Path(top_line.file).name}:{top_line.line})"
                  if top_line is not None else "")  # fmt: skip
         return [
