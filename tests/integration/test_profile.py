@@ -395,6 +395,31 @@ def test_sampling_code_torch_compile_was_never_given_is_not_called_part_of_the_m
         assert said in " ".join(run.stderr.split()) and said in html
 
 
+def test_a_small_break_does_not_make_the_sampling_code_part_of_the_compiled_model(
+    doctor_run: Any,
+) -> None:
+    """The same program with a ``.item()`` check in the head (a graph break whose eager code
+    is a sliver): the sampling after each call still holds most of the eager op time, every
+    ``aten::sort`` of it outside every compiled region (the profiler's events), so the
+    finding stays ``eager_outside_compiled``, with the break's share in its evidence."""
+    program = PROGRAM.parent / "sample_post.py"
+    run = doctor_run("profile_sample_post_break", ("--profile",), "../time/sample_post", "--break")
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads((run.run_dir / "report.json").read_text())
+    report["_dir"] = run.run_dir
+    (site,) = report["graph_breaks"]
+    assert site["site"]["line"] == marker_in(program, "break")
+    events = _events(report)
+    regions = [(e["ts"], e["ts"] + e["dur"]) for e in events
+               if e["name"].startswith("Torch-Compiled Region")]  # fmt: skip
+    sorts = [e for e in events if e["name"] == "aten::sort"]
+    assert sorts and not [e for e in sorts if any(a <= e["ts"] < b for a, b in regions)]
+    assert not _findings(report, "eager_only_time")
+    (outside,) = _findings(report, "eager_outside_compiled")
+    assert any(f"at the graph break at {program}:{site['site']['line']}" in line
+               for line in outside["evidence"])  # fmt: skip
+
+
 def test_a_program_that_ends_with_the_window_says_it_was_not_paired(doctor_run: Any) -> None:
     """24 calls: 5 of warmup, 20 in the window (one may be re-measured), none left for a block
     of compiled and a block of eager calls. The probes sent no ``paired_calls`` event, and

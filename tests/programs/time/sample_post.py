@@ -4,8 +4,11 @@ model's head compiled, its next-token logits sampled top-p in plain Python after
 (tests/integration/test_profile.py).
 
 No graph break, no skipped frame: the sampling is code torch.compile was never given, and it
-holds most of the eager op time.
+holds most of the eager op time. ``--break``: a ``.item()`` check in the head's forward, a
+graph break whose eager code is a small part of that time.
 """
+
+import sys
 
 import torch
 from torch import nn
@@ -20,7 +23,10 @@ class Head(nn.Module):
         self.out = nn.Linear(WIDTH, VOCAB, bias=False)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
-        return self.out(self.norm(h))
+        h = self.norm(h)
+        if "--break" in sys.argv and h.abs().max().item() > 1e6:  # MARK:break
+            h = h / 2
+        return self.out(h)
 
 
 def top_p(logits: torch.Tensor, p: float = 0.9) -> torch.Tensor:
