@@ -74,13 +74,14 @@ def profile_findings(
     lines: Sequence[EagerLine] = (),
     plain_ms: float | None = None,
 ) -> list[Finding]:
-    """``plain_ms``: the one compiled callable's median call without the profiler (its
-    paired calls), which tells the profiler's own cost; ``names``: compile id -> the frame's
-    name; ``skipped_frames``: frames Dynamo ran
-    eagerly, with the share of the eager op samples their own lines hold; ``device``: ``cuda`` or ``cpu`` (the fixes differ); ``breaks``: compile
-    id -> its break's context; ``trials``: the run's optimizer trials (``optimizer_trial``
-    events: an eager optimizer's step timed against its fused variant); ``lines``: the user's
-    lines that ran the eager ops (analysis/time/lines.py)."""
+    """``names``: compile id -> the frame's name; ``skipped_frames``: frames Dynamo ran
+    eagerly, with the share of the eager op samples their own lines hold; ``device``: ``cuda``
+    or ``cpu`` (the fixes differ); ``breaks``: compile id -> its break's context; ``trials``:
+    the run's optimizer trials (``optimizer_trial`` events: an eager optimizer's step timed
+    against its fused variant); ``lines``: the user's lines that ran the eager ops
+    (analysis/time/lines.py); ``plain_ms``: the one compiled
+    callable's median call without the profiler (its paired calls), which tells the
+    profiler's own cost."""
     if view.wall_us <= 0 or view.calls <= 0:
         return []
     return [
@@ -350,8 +351,9 @@ def eager_op_us(view: ProfileView, owners: Sequence[EagerOwner] = ()) -> float:
 
 
 OUTSIDE_ADVICE = (
-    "No graph break or skipped frame leads to these ops: they run in code torch.compile was "
-    "never given, the program's own code between the compiled calls{where}. Compiling it is "
+    "Most of these ops are not at a graph break or in a skipped frame: they run in code "
+    "torch.compile was never given, the program's own code between the compiled "
+    "calls{where}. Compiling it is "
     "worth measuring, not assuming: ops with no Inductor lowering (sort, multinomial and "
     "other fallbacks) run as they do in eager, and a small function pays a compiled call's "
     "own overhead. Time `torch.compile` on that function against it as it is, or move its "
