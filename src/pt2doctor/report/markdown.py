@@ -344,8 +344,8 @@ def _time(report: Report) -> list[str]:
     if by_line:
         rows = [[md_text(where), pv.ms(value), pv.pct(value, wall)] for where, value in by_line]
         lines += md_table([pv.EAGER_LINES_LABEL, "per call", "of the step"], rows)
-    lines += [f"{pv.PAIRED_LABEL.capitalize()}: {md_text(row)}" for row in pv.paired_rows(profile)]
-    lines += [""] if pv.paired_rows(profile) else []
+    paired = [f"{pv.PAIRED_LABEL.capitalize()}: {md_text(row)}" for row in pv.paired_rows(profile)]
+    lines += [*paired, ""] if paired else []
     notes = [f"- {md_text(note)}" for note in profile.get("notes", [])]
     lines += [*notes, ""] if notes else []
     lines += [f"Chrome trace: {md_code(profile.get('trace_file'))}", ""]

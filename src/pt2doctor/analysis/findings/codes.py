@@ -203,8 +203,9 @@ SPECS: dict[Code, CodeSpec] = dict(
               "at least 25% of the time in torch ops (compiled regions and eager ops) is eager "
               "ATen ops outside every compiled graph"),
         _spec("eager_outside_compiled", "profile", "performance", "warning",
-              "at least 25% of the time in torch ops is eager ATen ops that no graph break or "
-              "skipped frame leads to: the program's own code torch.compile was never given "
+              "at least 25% of the time in torch ops is eager ATen ops, of which graph breaks and "
+              "skipped frames lead to less than half (an unsampled skipped frame counts whole): "
+              "the program's own code torch.compile was never given "
               "(with `--profile-stacks`, its lines); compiling it is to be measured "
               "(`saves_unmeasured`)"),
         _spec("eager_optimizer", "profile", "performance", "warning",

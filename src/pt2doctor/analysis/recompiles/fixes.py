@@ -27,6 +27,7 @@ installed torch. Measured on torch 2.13 with ``backend="eager"``:
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -856,9 +857,7 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
     if not fixes and any(state_created(row) for row in outlook.varying):
         fixes.append(Fix(OPTIMIZER_STATE_FIX))
     if outlook.bounded and not fixes and dynamic:
-        floats = [row.source for row in outlook.varying if row.dynamic and row.kind == "value"
-                  and _PLAIN_NAME.fullmatch(row.source) and all(_FLOAT.fullmatch(v)
-                                                               for v in row.values)]  # fmt: skip
+        floats = _dynamic_names(outlook, _FLOAT)
         tensor = (
             f" Or pass {' and '.join(f'`torch.tensor({name})`' for name in floats)} (a 0-d "
             "tensor is traced, not guarded): one compile from the first call."
@@ -887,13 +886,20 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
     return fixes
 
 
+def _dynamic_names(outlook: Outlook, number: re.Pattern[str]) -> list[str]:
+    """The plain names (a frame's own arguments, not attributes) of the values that became
+    dynamic, every value of which ``number`` matches (a float, an int)."""
+    return [row.source for row in outlook.varying if row.dynamic and row.kind == "value"
+            and _PLAIN_NAME.fullmatch(row.source)
+            and all(number.fullmatch(v) for v in row.values)]  # fmt: skip
+
+
 def _int_as_tensor(explanation: FrameExplanation, outlook: Outlook) -> str:
     """The 0-d tensor offer for an int argument that became dynamic (a sampler's timestep),
     with what to verify first: an int that is a size, an index, a slice bound or a range
     cannot be a tensor (the frame would read it back with ``.item()``), and the trace does
     not say which it is, so the line that guarded it is quoted to check."""
-    ints = [row.source for row in outlook.varying if row.dynamic and row.kind == "value"
-            and _PLAIN_NAME.fullmatch(row.source) and all(_INT.fullmatch(v) for v in row.values)]  # fmt: skip
+    ints = _dynamic_names(outlook, _INT)
     if len(ints) != 1:
         return ""
     (name,) = ints

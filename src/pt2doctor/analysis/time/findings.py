@@ -389,11 +389,10 @@ def _eager_only(
     for item in view.outside:
         at = view.eager_at.get(item.compile_id or "")
         if item.site is not None and at:
-            reached_us += sum(us for _, us in at)
-            share = _pct(sum(us for _, us in at), view.wall_us)
-            at_breaks.append(
-                f"{share} of the step at the graph break at {item.site.file}:{item.site.line}"
-            )
+            spent = sum(us for _, us in at)
+            reached_us += spent
+            at_breaks.append(f"{_pct(spent, view.wall_us)} of the step at the graph break at "
+                             f"{item.site.file}:{item.site.line}")  # fmt: skip
     evidence += at_breaks
     evidence += [
         f"skipped by Dynamo: {frame.where}"
@@ -550,7 +549,7 @@ def _data_loading(view: ProfileView, owners: Sequence[EagerOwner]) -> list[Findi
     for owner in owners:
         if owner.kind != "data_loading" or owner.us < MIN_SHARE * view.wall_us:
             continue
-        kind = owner.label.split("#", 1)[-1].split(".", 1)[0]
+        kind = owner.owner_class  # the iterator's class: _SingleProcessDataLoaderIter
         advice = DATA_LOADING_ADVICE.get(
             kind, DATA_LOADING_ADVICE["_MultiProcessingDataLoaderIter"]
         )

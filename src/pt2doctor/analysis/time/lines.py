@@ -62,7 +62,7 @@ def skipped_frame_shares(lines: list[EagerLine], frames: list[SkippedFrame]) -> 
     """``frames`` with the share of the eager op samples their own lines hold, the most
     first: a line is a frame's when it is in the frame's file and function, at or after its
     ``def`` (of two frames of one name in one file, the nearer ``def`` above the line)."""
-    shares = dict.fromkeys(range(len(frames)), 0.0)
+    shares = [0.0] * len(frames)
     for item in lines:
         owners = [(frame.line, i) for i, frame in enumerate(frames)
                   if (frame.file, frame.function) == (item.file, item.function)
