@@ -1,6 +1,6 @@
 """What a performance finding says its fix saves (`saves_ms`), against the fix applied and timed.
 
-Three programs, three findings, each claim from a real ``pt2doctor run --profile`` and each
+Four programs, four findings, each claim from a real ``pt2doctor run --profile`` and each
 truth from applying the fix and timing it, never from the tool's text:
 
 - ``eager_optimizer`` on tests/programs/real/blind/eager_optimizer_loop.py (an uncompiled
@@ -12,6 +12,9 @@ truth from applying the fix and timing it, never from the tool's text:
 - ``autograd_in_inference`` on tests/programs/time/mlp_block.py ``--grad``: the claim is the
   autograd wrapper's time in the profile; the truth is the program's compiled block called
   with grad and under ``no_grad``, alternating.
+- ``graph_break_cost`` on mlp_block.py ``--item-break`` (a ``.item()`` branch between two
+  regions): the claim is the break's eager time, the profiler's own cost taken out; the truth
+  is the block with the branch as ``torch.where`` (one graph) against it, calls alternating.
 
 Each must land within 30% of the claim. Timing on a 2-core VM changes between moments and
 processes (docs/PERFORMANCE.md), so this is a tier of its own (``-m claims``, ``make
@@ -31,6 +34,7 @@ import statistics
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -219,6 +223,63 @@ def test_no_grad_saves_what_the_autograd_in_inference_finding_claims(tmp_path: P
     def measure() -> tuple[float | None, float]:
         report, _ = _profiled(tmp_path, MLP_BLOCK, "--grad")
         return _claim(report, "autograd_in_inference"), _no_grad_saving_per_call()
+
+    claim, truth = _lands(measure)
+    assert claim > 0
+    assert truth > 0
+
+
+# --- graph_break_cost: the break removed -------------------------------------------------------
+
+
+def _break_removed_saving_per_call(rounds: int = 1000) -> float:
+    """mlp_block.py ``--item-break``'s compiled block (its module, its requests, one thread)
+    against the same block with the fix its break advice names applied: the ``.item()``
+    branch as ``torch.where`` (one graph, no break), calls alternating; the outputs must be
+    the same. The difference of the medians, ms."""
+    threads, argv = torch.get_num_threads(), sys.argv
+    sys.argv = [str(MLP_BLOCK), "--item-break"]
+    try:
+        program = runpy.run_path(str(MLP_BLOCK), run_name="mlp_block")
+        block = program["Block"]
+        module = types.ModuleType("mlp_block")  # Dynamo imports a traced function's module
+        module.__dict__.update(program)
+        sys.modules["mlp_block"] = module
+
+        def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+            h = self.norm(x)
+            h = torch.where(h.abs().max() > 100, h / 100, h)
+            return self.mlp(h).cumsum(dim=-1)
+
+        fixed = block()
+        fixed.forward = types.MethodType(forward, fixed)
+        fixed.load_state_dict(program["model"]._orig_mod.state_dict())
+        models = {"break": program["model"], "fixed": torch.compile(fixed)}
+        requests = program["requests"]
+        times: dict[str, list[float]] = {"break": [], "fixed": []}
+        with torch.no_grad():
+            torch.testing.assert_close(models["fixed"](requests[0]), models["break"](requests[0]))
+            for call in range(rounds + 10):
+                x = requests[call % len(requests)]
+                for which in ("break", "fixed") if call % 2 == 0 else ("fixed", "break"):
+                    start = time.perf_counter()
+                    models[which](x)
+                    if call >= 10:
+                        times[which].append((time.perf_counter() - start) * 1e3)
+        return _median_difference(times, "break", "fixed")
+    finally:
+        sys.modules.pop("mlp_block", None)
+        sys.argv = argv
+        torch.set_num_threads(threads)
+
+
+def test_removing_the_break_saves_what_graph_break_cost_claims(tmp_path: Path) -> None:
+    """The claim is the break's eager time in the profile, the profiler's own cost taken out
+    by the call's paired plain time; the truth is the fix applied and timed."""
+
+    def measure() -> tuple[float | None, float]:
+        report, _ = _profiled(tmp_path, MLP_BLOCK, "--item-break")
+        return _claim(report, "graph_break_cost"), _break_removed_saving_per_call()
 
     claim, truth = _lands(measure)
     assert claim > 0

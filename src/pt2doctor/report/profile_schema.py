@@ -50,6 +50,11 @@ def _section(
                 "site": _line(item.site),
                 "compile_id": item.compile_id,
                 "ms_per_call": _round(per(item.us)),
+                **(
+                    {"resumed_guards_ms": _round(per(item.resumed_guards_us))}
+                    if item.resumed_guards_us
+                    else {}
+                ),
             }
             for item in view.outside
         ],

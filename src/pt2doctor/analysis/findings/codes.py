@@ -198,7 +198,9 @@ SPECS: dict[Code, CodeSpec] = dict(
               "its calls preempted, or a spread over a quarter of the median): the verdicts "
               "that rest on shares of its time (overhead_bound, library_bound) are withheld"),
         _spec("graph_break_cost", "profile", "graph breaks", "info|warning",
-              "a break site's eager time per call; `warning` from 5% of the step"),
+              "a break site's eager time per call; `warning` from 5% of the step; `saves_ms` "
+              "adds the resumed frame's guard check and takes the profiler's own cost out "
+              "where the call was paired quietly"),
         _spec("eager_only_time", "profile", "graph breaks", "warning",
               "at least 25% of the time in torch ops (compiled regions and eager ops) is eager "
               "ATen ops outside every compiled graph"),

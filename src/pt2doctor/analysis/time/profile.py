@@ -88,6 +88,9 @@ class OutsideTime:
     us: float
     compile_id: str | None = None
     """The region whose graph ended at this break."""
+    resumed_guards_us: float = 0.0
+    """The guard checks of the frame Dynamo resumed after the break (a region's own time, not
+    in ``us``): what a call pays again because the break splits it, gone with the break."""
 
 
 @dataclass(slots=True)
@@ -128,7 +131,17 @@ class ProfileView:
 
 
 class _Region:
-    __slots__ = ("cid", "cut", "end", "graph_end", "guards", "nested", "start", "tail_nested")
+    __slots__ = (
+        "cid",
+        "cut",
+        "end",
+        "graph_end",
+        "guards",
+        "nested",
+        "start",
+        "tail_guards",
+        "tail_nested",
+    )
 
     def __init__(self, cid: str, start: float, end: float, guards: float) -> None:
         self.cid = cid
@@ -139,6 +152,9 @@ class _Region:
         """Time of the regions (and their lookups) nested in this one."""
         self.tail_nested = 0.0
         """Of it, what started after this region's graph returned."""
+        self.tail_guards = 0.0
+        """Of that, the guard checks (cache lookups) of the regions nested there: the frame
+        Dynamo resumes after a graph break in this one."""
         self.graph_end: float | None = None
         self.cut = False
         """Still open when the window closed: its tail after the graph is not in it."""
@@ -239,12 +255,14 @@ def trace_window(trace: ChromeTrace) -> tuple[float, float]:
     return start, end
 
 
-_OTHER, _REGION, _LOOKUP_CODE, _FWD, _BACK, _CALL, _ATEN, _KERNEL = range(8)
+_OTHER, _REGION, _LOOKUP_CODE, _FWD, _BACK, _CALL, _ATEN, _KERNEL, _MARK = range(9)
 _BUSY = frozenset((_FWD, _BACK, _CALL, _ATEN, _KERNEL))
 """Open events under which an ATen op is not eager: graph calls, kernels, other ATen ops."""
 
 
 def _code(name: str) -> int:
+    if name == PROFILE_PERIOD_MARK:
+        return _MARK
     if name.startswith(_REGION_PREFIX):
         return _REGION
     if name == _LOOKUP:
@@ -331,6 +349,8 @@ class _Walk:
         """Each of those ops: (start, end, the region it ran in)."""
         self.forward_autograd = 0
         self.autograd_us = 0.0
+        self.own_us = 0.0
+        """pt2doctor's own time inside regions (its period marks' probe), left out."""
         self.end = 0.0
 
     def run(self, start: float, end: float) -> None:
@@ -368,6 +388,9 @@ class _Walk:
             if ts + dur > end:  # open when the window closed: cut at its end
                 dur = end - ts
             top = kinds[-1] if kinds else _OTHER
+            if code == _MARK:
+                self._own_mark(ts, dur, items)
+                code = _OTHER
             if code == _OTHER or (code == _ATEN and (busy or top == _CALL)):
                 if top == _CALL:  # a kernel of the graph call on top
                     owner = items[-1]
@@ -396,6 +419,20 @@ class _Walk:
             self._close(item)
         return 1 if code in _BUSY else 0
 
+    def _own_mark(self, ts: float, dur: float, items: list[_Open | None]) -> None:
+        """pt2doctor's own period mark, made right after the hot graph returned: the time from
+        the graph's end to the mark's is the probe's (its call count, its clock and the mark),
+        not the program's. It is left out of the region and of the window, so it is never
+        charged to a graph break's eager code (where it was half of a small break's time) or
+        to a region's overhead."""
+        region = self._region_of(items)
+        if region is None or region.graph_end is None or ts < region.graph_end:
+            return
+        hook = ts + dur - region.graph_end
+        region.nested += hook
+        region.tail_nested += hook
+        self.own_us += hook
+
     def _region_of(self, items: list[_Open | None]) -> _Region | None:
         for item in reversed(items):
             if item is not None and item.region is not None:
@@ -422,6 +459,7 @@ class _Walk:
                 region.nested += dur + guards
                 if region.graph_end is not None and ts >= region.graph_end:
                     region.tail_nested += dur + guards
+                    region.tail_guards += guards
             item = _Open(ts + dur, _REGION)
             name = trace.names[trace.name[i]]
             item.region = _Region(name[len(_REGION_PREFIX) :], ts, ts + dur, guards)
@@ -596,6 +634,7 @@ def profile_view(
         walk.run(begin, stop)
     charges = _Charges(builts)
     tails: dict[str, list[float]] = {}
+    resumed: dict[str, list[float]] = {}
     cut: dict[str, int] = {}
     for region in walk.regions:
         row = charges.region(region.cid, "forward")
@@ -611,6 +650,7 @@ def profile_view(
                 cut[region.cid] = cut.get(region.cid, 0) + 1
             else:
                 tails.setdefault(region.cid, []).append(tail)
+                resumed.setdefault(region.cid, []).append(region.tail_guards)
         row.us += own
     # The window opens and closes in the hot region's call, after its graph: the last call's
     # break tail is past the window's end, and the first call's (before any complete region)
@@ -618,6 +658,10 @@ def profile_view(
     breaks = {
         cid: sum(found) / len(found) * (len(found) + cut.get(cid, 0))
         for cid, found in tails.items()
+    }
+    resumed_guards = {
+        cid: sum(found) / len(found) * (len(found) + cut.get(cid, 0))
+        for cid, found in resumed.items()
     }
     for region, children, us in walk.forward_calls:
         charges.graph_call(region.cid, "forward", children, us)
@@ -641,7 +685,7 @@ def profile_view(
         # generated kernels are what the graph calls spent outside the ops they name.
         for key, us in charges.unnamed.items():
             charges.regions[key].kernels_us += max(us, 0.0)
-    wall = sum(max(stop - begin, 0.0) for begin, stop in ranges)
+    wall = sum(max(stop - begin, 0.0) for begin, stop in ranges) - walk.own_us
     view = ProfileView(calls, wall, hot_compile_id)
     view.window = (start, end)
     view.ranges = list(ranges)
@@ -653,7 +697,8 @@ def profile_view(
         )
     view.regions = sorted(charges.regions.values(), key=lambda r: -r.us)
     view.kernels = sorted(charges.kernels.values(), key=lambda k: -k.us)
-    outside = [OutsideTime(break_sites[cid], us, cid) for cid, us in breaks.items()]
+    outside = [OutsideTime(break_sites[cid], us, cid, resumed_guards.get(cid, 0.0))
+               for cid, us in breaks.items()]  # fmt: skip
     rest = wall - view.compiled_us - sum(item.us for item in outside)
     view.outside = [*sorted(outside, key=lambda o: -o.us), OutsideTime(None, max(rest, 0.0))]
     inductor = {r.compile_id for r in view.regions if r.graph_calls} | set(graphless)
