@@ -18,6 +18,7 @@ from test_blind_programs import EAGER, break_sites, compiles, line_of, result, r
 from test_real_programs import REAL, _report, corpus_run, tried_graphs
 
 from oracles import marker_in
+from pt2doctor.analysis.findings.verdicts import CODE_CHANGE, CODE_FIXES_UNTRIED
 
 pytestmark = pytest.mark.torch_run
 PROGRAMS = Path(__file__).resolve().parents[1] / "programs" / "run"
@@ -186,3 +187,13 @@ def test_a_setting_the_break_advice_names_is_tried_and_judged_by_the_break_being
     untried = [f for f in report["findings"] if f.get("tryable") and not f.get("tries")]
     assert untried and all(any(e.startswith("not tried: the --try-fixes budget (1 re-run)")
                                for e in f["evidence"]) for f in untried)  # fmt: skip
+    # Every fix not re-run is named with its reason: the break's code fixes (pt2doctor never
+    # edits the code), the others' settings (the budget went first).
+    assert site["not_tried"] and {item["why"] for item in site["not_tried"]} == {CODE_CHANGE}
+    assert [item["fix"] for item in site["not_tried"]] == [
+        "the changes to the code its advice names"
+    ]
+    assert site["advice"].endswith(CODE_FIXES_UNTRIED)
+    for finding in untried:
+        names = {item["fix"] for item in finding["not_tried"] if "budget" in item["why"]}
+        assert {fix["label"] for fix in finding["tryable"]} <= names

@@ -337,6 +337,8 @@ def finding_row(finding: Finding) -> types.Finding:
     if finding.tries:
         row["tries"] = finding.tries
         row["tried"] = finding.tries[-1]
+    if finding.not_tried:
+        row["not_tried"] = finding.not_tried
     return row
 
 

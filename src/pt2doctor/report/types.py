@@ -119,6 +119,8 @@ class Finding(_FindingBase, total=False):
     verdict: helped|no_effect|worse|unsafe, run_dir, trial, summary, results_changed?}``."""
     tries: list[dict[str, Any]]
     """Every try of its fixes, in order (``tried`` is the last)."""
+    not_tried: list[dict[str, str]]
+    """``run --try-fixes``: each of its fixes not re-run, ``{fix, why}``. Added 2026-12-07."""
     cause: str
     """Shared by the findings of one root cause (a frame's ``recompile_limit_hit`` and its
     ``recompiles``: ``frame STREAM/ID``); the reports show them as one."""

@@ -99,6 +99,9 @@ class Finding:
     tries: list[dict[str, Any]] = field(default_factory=list)
     """What ``run --try-fixes`` measured for its fixes, in the order they were tried
     (analysis/findings/verdicts.py)."""
+    not_tried: list[dict[str, str]] = field(default_factory=list)
+    """After ``run --try-fixes``: each of its fixes that was not re-run, ``{fix, why}``
+    (a change to the code, the budget spent, an earlier fix that helped)."""
     cause: str | None = None
     """Findings of one root cause share it (a frame's limit hit and its recompiles): the
     reports show them as one (report/format.py grouped_findings)."""

@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pt2doctor.analysis.breaks.sites import GraphBreakSite, graph_break_sites
 from pt2doctor.analysis.findings.codes import SEVERITIES, spec
@@ -29,6 +29,9 @@ from pt2doctor.analysis.findings.model import Finding
 from pt2doctor.analysis.recompiles.ledger import Ledger, compile_ledger
 from pt2doctor.analysis.text import counted
 from pt2doctor.trace.types import Manifest, Run, Try
+
+if TYPE_CHECKING:
+    from pt2doctor.analysis.recompiles.fix_model import Fix
 
 Verdict = Literal["helped", "partly", "no_effect", "worse", "unsafe"]
 VERDICT_WORDS = {
@@ -461,6 +464,8 @@ def attach_tries(
                 if row["verdict"] == "helped" and moved and finding.saves_ms is None:
                     finding.saves_ms = round(moved["before"] - moved["after"], 6)
                     finding.saves_unmeasured = None
+        if tries:
+            finding.not_tried = _not_tried(finding, rows, len(tries))
         if not rows:
             if tries and any(fix.application is not None for fix in finding.fixes):
                 finding.evidence.append(
@@ -470,6 +475,54 @@ def attach_tries(
             continue
         finding.tries = [row for _, row in rows]
         finding.advice = tried_advice(finding, rows)
+        if any(item["why"] == CODE_CHANGE for item in finding.not_tried):
+            finding.advice += " " + CODE_FIXES_UNTRIED
+
+
+CODE_CHANGE = (
+    "a change to the program's code: --try-fixes applies only settings, input marks and "
+    "torch.compile arguments; make the change and run again to compare"
+)
+CODE_FIXES_UNTRIED = (
+    "(The fixes that change the code were not tried: --try-fixes applies only settings, "
+    "input marks and torch.compile arguments.)"
+)
+
+
+def _fix_name(fix: Fix) -> str:
+    """A fix as the user knows it: its label where pt2doctor can apply it, else its text's
+    first sentence (cut at 160 characters)."""
+    if fix.application is not None:
+        return fix.application.label
+    first = fix.text.split(". ")[0].strip()
+    return first if len(first) <= 160 else first[:159].rstrip() + "…"
+
+
+def _not_tried(
+    finding: Finding, rows: list[tuple[int, dict[str, Any]]], runs: int
+) -> list[dict[str, str]]:
+    """Each fix of ``finding`` that ``run --try-fixes`` did not re-run, and why: a change to
+    the code (never applied by pt2doctor), an earlier fix of the finding that helped, or the
+    budget of re-runs spent first."""
+    tried = {index for index, _ in rows}
+    helped = any(row["verdict"] == "helped" for _, row in rows)
+    found = []
+    for index, fix in enumerate(finding.fixes):
+        if index in tried:
+            continue
+        if fix.application is None:
+            why = CODE_CHANGE
+        elif helped:
+            why = "an earlier fix of this finding helped"
+        else:
+            why = (f"the --try-fixes budget ({counted(runs, 're-run')}) was spent first; a "
+                   "larger budget tries it")  # fmt: skip
+        found.append({"fix": _fix_name(fix), "why": why})
+    if finding.code in SETTINGS_IN_ADVICE and all(f.application for f in finding.fixes):
+        # Its advice names the settings among changes to the code, which are not fixes of
+        # their own here: said once.
+        found.append({"fix": "the changes to the code its advice names", "why": CODE_CHANGE})
+    return found
 
 
 def tried_advice(finding: Finding, rows: list[tuple[int, dict[str, Any]]]) -> str:
