@@ -174,13 +174,40 @@ def test_steady_state_keeps_raw_samples(inductor_run: CheckRun) -> None:
             assert steady[kind]["p50_s"] == pytest.approx(statistics.median(values), abs=1e-8)
             assert steady[kind]["p95_s"] == pytest.approx(cuts[94], abs=1e-8)
             assert steady[kind]["p99_s"] == pytest.approx(cuts[98], abs=1e-8)
-        eager_s, compiled_s = sum(totals["eager"].values()), sum(totals["compiled"].values())
+        left_out = set(steady["preempted"])  # the machine's stalls (test_a_stalled_...)
+        eager_s, compiled_s = (sum(v for i, v in totals[kind].items() if i not in left_out)
+                               for kind in ("eager", "compiled"))  # fmt: skip
         assert steady["iterations"] == 6
         assert steady["speedup"] == pytest.approx(eager_s / compiled_s, abs=1e-4)
         low, high = steady["speedup_ci95"]
         assert low <= steady["speedup"] <= high
         assert group["late_compiles"] == []
         assert set(group["warmup"]["per_cell"]) == set(group["cells"])
+
+
+def test_a_stalled_iteration_is_named_and_left_out_of_the_speedup(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """tests/programs/check/preempted.py stops its own process for 0.2 s on one call, as a
+    busy machine does. The truth is the raw samples': the one iteration that took over 0.15 s.
+    The report names that iteration (and only it: a 20 us call's jitter is no stall), the
+    speedup is the other iterations', and the terminal says so."""
+    done = run_check(tmp_path, run_env, "preempted.py", "--backend", "eager",
+                     "--iterations", "30", "--no-cold-start")  # fmt: skip
+    (group,) = done.groups().values()
+    samples = [json.loads(line) for line in Path(group["samples"]).read_text().splitlines()]
+    (stalled,) = {s["iteration"] for s in samples if s["seconds"] > 0.15}
+    steady = group["steady"]
+    assert steady["preempted"] == [stalled]
+    assert steady["noise_warnings"][0].startswith(
+        f"1 of 30 steady iterations preempted (iteration {stalled}: up to 2"
+    )
+    kept = {kind: sum(s["seconds"] for s in samples
+                      if s["kind"] == kind and s["iteration"] != stalled)
+            for kind in ("eager", "compiled")}  # fmt: skip
+    assert steady["speedup"] == pytest.approx(kept["eager"] / kept["compiled"], abs=1e-4)
+    assert max(steady["compiled"]["p99_s"], steady["eager"]["p99_s"]) > 0.1  # kept there
+    assert "1 iteration preempted (left out of the speedup)" in " ".join(done.stdout.split())
 
 
 def test_warmup_reuses_what_alignment_compiled(inductor_run: CheckRun) -> None:

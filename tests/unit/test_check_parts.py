@@ -148,6 +148,31 @@ def test_steady_summary_flags_noise() -> None:
     assert any("spread is wide" in w for w in summary["noise_warnings"])
 
 
+def test_a_preempted_iteration_is_named_and_left_out_of_the_speedup() -> None:
+    """Twenty iterations at 2 ms eager and 1 ms compiled, and one compiled call stalled 60 ms
+    by the machine: the total-time speedup would read 2.0 as 0.5; left out, it stays 2.0,
+    and the warning names the iteration. The percentiles keep it (tail latency is the
+    user's)."""
+    times = [(2e-3, 1e-3)] * 20
+    times[7] = (2e-3, 60e-3)
+    samples = [
+        {"iteration": i, "kind": kind, "part": "call", "seconds": seconds}
+        for i, pair in enumerate(times)
+        for kind, seconds in zip(("eager", "compiled"), pair, strict=True)
+    ]
+    summary = steady_summary(samples)
+    assert summary["preempted"] == [7]
+    assert summary["speedup"] == pytest.approx(2.0)
+    assert summary["speedup_ci95"] == [pytest.approx(2.0), pytest.approx(2.0)]
+    assert summary["compiled"]["p99_s"] > 10e-3
+    (warning, *_) = summary["noise_warnings"]
+    assert warning.startswith(
+        "1 of 20 steady iterations preempted (iteration 7: up to 60 ms against a median of 1 ms)"
+    )
+    quiet = steady_summary([s for s in samples if s["iteration"] != 7])
+    assert quiet["preempted"] == [] and not quiet["noise_warnings"]
+
+
 def test_rmse_rule_accepts_rounding_noise_but_not_a_wrong_result() -> None:
     torch.manual_seed(0)
     fp64 = torch.randn(4096, dtype=torch.float64)

@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pt2doctor.trace.spread import NOISY_PREEMPTED, PREEMPTED
 
 BOOTSTRAP_RESAMPLES = 1000
 # A spread wider than this (interquartile range over median) makes percentiles unreliable.
 NOISY_IQR_RATIO = 0.25
 # A speedup interval wider than this fraction of the speedup cannot tell small changes apart.
 NOISY_CI_RATIO = 0.10
+PREEMPTED_MIN_S = 1e-3
+"""A preempted iteration is also this much over its side's median: a time slice, not jitter."""
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -128,7 +133,13 @@ def steady_summary(samples: Sequence[dict[str, Any]], seed: int = 0) -> dict[str
     for sample in samples:
         parts.setdefault((sample["kind"], sample["part"]), []).append(float(sample["seconds"]))
     dists = distribution(eager), distribution(compiled)
-    interval = speedup_interval(eager, compiled, seed)
+    preempted = preempted_iterations(eager, compiled)
+    left_out = set(preempted)
+    kept = [i for i in range(len(eager)) if i not in left_out]
+    interval = speedup_interval([eager[i] for i in kept], [compiled[i] for i in kept], seed)
+    warnings = noise_warnings(*dists, interval)
+    if preempted:
+        warnings.insert(0, preempted_warning(eager, compiled, preempted))
     return {
         "iterations": len(eager),
         "eager": dists[0].as_dict(),
@@ -139,8 +150,42 @@ def steady_summary(samples: Sequence[dict[str, Any]], seed: int = 0) -> dict[str
         },
         "speedup": _rounded(interval[0]),
         "speedup_ci95": [_rounded(interval[1]), _rounded(interval[2])],
-        "noise_warnings": noise_warnings(*dists, interval),
+        "noise_warnings": warnings,
+        "preempted": preempted,
     }
+
+
+def preempted_iterations(eager: Sequence[float], compiled: Sequence[float]) -> list[int]:
+    """The 0-based steady iterations whose eager or compiled time is over PREEMPTED times its
+    side's median (trace/spread.py's rule) and over it by at least PREEMPTED_MIN_S: the
+    machine did something else meanwhile (a scheduler's time slice is milliseconds; a 20 us
+    call's usual jitter is 3x). Fewer than five iterations tell nothing."""
+    if len(eager) < 5:
+        return []
+    found: set[int] = set()
+    for values in (eager, compiled):
+        median = statistics.median(values)
+        found |= {i for i, value in enumerate(values)
+                  if value > PREEMPTED * median and value - median > PREEMPTED_MIN_S}  # fmt: skip
+    return sorted(found)
+
+
+def preempted_warning(
+    eager: Sequence[float], compiled: Sequence[float], preempted: Sequence[int]
+) -> str:
+    """Which iterations were preempted and by how much; what is done with them."""
+    sides = [(values, statistics.median(values)) for values in (eager, compiled)]
+    worst, median = max(((values[i], mid) for values, mid in sides for i in preempted),
+                        key=lambda pair: pair[0] / pair[1] if pair[1] > 0 else pair[0])  # fmt: skip
+    shown = ", ".join(str(i) for i in preempted[:8]) + (", …" if len(preempted) > 8 else "")
+    many = len(preempted) > NOISY_PREEMPTED * len(eager)
+    return (
+        f"{len(preempted)} of {len(eager)} steady iterations preempted (iteration {shown}: up "
+        f"to {worst * 1e3:.3g} ms against a median of {median * 1e3:.3g} ms): left out of the "
+        "speedup, kept in the percentiles"
+        + (" (so many that the machine is too busy to time on: run again when it is quiet)"
+           if many else "")
+    )  # fmt: skip
 
 
 def _rounded(value: float) -> float | None:

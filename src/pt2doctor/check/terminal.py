@@ -174,6 +174,9 @@ def _noise(report: CheckReport, console: Console) -> None:
     runs = sorted({steady["iterations"] for _, steady in noisy if "iterations" in steady})
     worst = [f"latency IQR up to {max(spreads):.0%} of the median"] if spreads else []
     worst += [f"speedup interval up to ±{max(halves):.0%}"] if halves else []
+    preempted = sum(len(steady.get("preempted") or ()) for _, steady in noisy)
+    if preempted:
+        worst.insert(0, f"{counted(preempted, 'iteration')} preempted (left out of the speedup)")
     console.print(
         f"[yellow]noise[/] in {escape(which)} ({'/'.join(map(str, runs))} iterations): "
         f"{', '.join(worst)}: the timings are indicative only (a busy machine or too few "

@@ -113,6 +113,9 @@ class Steady(TypedDict, total=False):
     speedup: float | None
     speedup_ci95: list[float] | None
     noise_warnings: list[str]
+    preempted: list[int]
+    """0-based steady iterations whose eager or compiled time was over 3x its side's median:
+    left out of the speedup. Added 2026-12-07."""
 
 
 class Warmup(TypedDict, total=False):
