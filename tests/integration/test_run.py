@@ -11,6 +11,7 @@ fixture ``doctor_run`` (once per session and key, across xdist workers).
 from __future__ import annotations
 
 import json
+import os
 import queue
 import re
 import shutil
@@ -629,3 +630,28 @@ def test_module_run_counts_a_break_after_an_empty_graph(tmp_path: Path, run_env)
     assert site["hits"] == counts["calls"]
     (first,) = [c for c in report["compiles"] if c["compile_id"] == "0/0"]
     assert first["graph_count"] == 0  # nothing compiled before the break
+
+
+def test_a_host_random_draw_under_fullgraph_gets_the_draw_outside_not_a_branch_fix(
+    doctor_run,
+) -> None:
+    """Under fullgraph=True the NumPy draw's float() fails the compile at its line. There is no
+    branch there: the advice is the host-random one (draw outside, pass a tensor), never the
+    data-dependent branch's or the compiler-error ladder's. The fix applied (``--fixed``)
+    compiles and prints the eager program's checksum."""
+    run = doctor_run("fullgraph_noise", EAGER, "run_fullgraph_noise")
+    assert run.returncode == 1
+    (failure,) = [f for f in run.report["findings"] if f["code"] == "compile_failure"]
+    line = marker_line("run_fullgraph_noise", "draw")
+    assert f"run_fullgraph_noise.py:{line}" in failure["advice"]
+    assert "draw them outside the compiled call and pass them in as a tensor" in failure["advice"]
+    assert "Python branch on a size" not in failure["advice"]
+    assert "backend='eager', then 'aot_eager'" not in failure["advice"]
+    fixed = doctor_run("fullgraph_noise_fixed", EAGER, "run_fullgraph_noise", "--fixed")
+    assert fixed.returncode == 0 and fixed.report["summary"]["failures"] == 0
+    eager = subprocess.run(
+        [sys.executable, str(PROGRAMS / "run_fullgraph_noise.py"), "--fixed"],
+        capture_output=True, text=True, check=True, timeout=120,
+        env={**os.environ, "TORCHDYNAMO_DISABLE": "1"},
+    )  # fmt: skip
+    assert _checksum((fixed.run_dir / "stdout.log").read_text()) == _checksum(eager.stdout)

@@ -758,7 +758,7 @@ def break_advice(
     if category == "print_or_logging":
         return _logging_advice(event, inlined)
     if category == "data_dependent_scalar":
-        if _RANDOM_DRAW.search((event.site and event.site.code) or ""):
+        if RANDOM_DRAW.search((event.site and event.site.code) or ""):
             return HOST_RANDOM_ADVICE  # a branch on a NumPy or Random draw: not a tensor's value
         return _scalar_advice(event, following)
     if category == "python_side_effect":
@@ -775,7 +775,7 @@ def break_advice(
         return OwnFix(RNN_ADVICE)
     if _PACKING.search(text):
         return OwnFix(PACKING_ADVICE)
-    if category == "unsupported_builtin_or_c_extension" and _HOST_RANDOM.search(code):
+    if category == "unsupported_builtin_or_c_extension" and HOST_RANDOM.search(code):
         return HOST_RANDOM_ADVICE
     if _GENERATOR_ARG.search(code) and "proxy" in text:
         return OwnFix(TORCH_GENERATOR_ADVICE)
@@ -825,10 +825,10 @@ PACKING_ADVICE = (
 )
 
 
-_HOST_RANDOM = lazy_compile(r"\b(?:random|np\.random|numpy\.random|time)\.\w+\(")
+HOST_RANDOM = lazy_compile(r"\b(?:random|np\.random|numpy\.random|time)\.\w+\(")
 # A host draw in a branch: NumPy's global RNG (traced as a tensor op, so the branch reads a
 # tensor), or a random.Random / NumPy Generator object's draw.
-_RANDOM_DRAW = lazy_compile(
+RANDOM_DRAW = lazy_compile(
     r"\b(?:np|numpy)\.random\.\w+\(|\b\w*(?:rng|random|gen)\w*\."
     r"(?:random|rand|uniform|randint|integers|choice|normal|standard_normal)\("
 )

@@ -68,6 +68,13 @@ FIXES = {
         "mark it with torch._dynamo.maybe_mark_dynamic instead of mark_dynamic (the compiler "
         "may then specialize it), drop the mark, or make that code independent of the size."
     ),
+    "data_dependent_value": (
+        "The program turns a tensor into a Python number{at} (float(), int(), .item()): a "
+        "value the compiler only knows at run time, which under fullgraph=True is an error "
+        "(without it, a graph break). Keep it a tensor (arithmetic with tensors works the "
+        "same, and stays in the graph), or move that code out of the compiled function and "
+        "pass the value in as a tensor."
+    ),
     "data_dependent": (
         "The program guards on a data-dependent value{at}: a Python branch on a size or value "
         "the compiler only knows at run time. If the check only skips work the code after it "
@@ -118,8 +125,19 @@ def compile_error_advice(fail_type: str, reason: str) -> str | None:
     if fail_type in DATA_DEPENDENT or _DATA_DEPENDENT_TEXT.search(reason):
         line = _user_line(reason)
         at = f" at {line[0]} (`{line[1]}`)" if line else ""
+        code = line[1] if line else ""
+        from pt2doctor.analysis.breaks.advice import HOST_RANDOM, HOST_RANDOM_ADVICE, RANDOM_DRAW
+
+        if RANDOM_DRAW.search(code) or HOST_RANDOM.search(code):
+            # NumPy's RNG is traced as a tensor op: the value read from it is data-dependent.
+            return f"The value{at} is a host random draw. {HOST_RANDOM_ADVICE}"
+        if code and not _BRANCH.search(code):
+            return FIXES["data_dependent_value"].format(at=at)
         return FIXES["data_dependent"].format(at=at)
     return None
+
+
+_BRANCH = lazy_compile(r"^\s*(?:if|elif|while|assert)\b|\bif\b.+\belse\b|\bbool\(")
 
 
 def custom_op_advice(text: str) -> str | None:
