@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pt2doctor.cli import main
+from pt2doctor.report.format import md_text
 
 CHECK_DIR = Path(__file__).resolve().parents[1] / "programs" / "check"
 TIMEOUT_S = 900
@@ -244,6 +245,11 @@ def test_custom_op_with_a_wrong_fake_is_named_on_the_cell(
     assert clause["ok"] is False and clause["measured"] == "1 of 1 custom op failing"
     assert "pt2doctor_test.rms_score.default (" in clause["detail"]
     assert "test_faketensor" in clause["detail"]
+    # The note is the fix: whole in report.md, under the failing cells, and in the terminal
+    # (under the cell table, not a narrow column that cut it).
+    markdown = (run.out / "report.md").read_text()
+    assert f"- <code>fake/b10</code>: {md_text(note)}" in markdown
+    assert " ".join(note.split()) in " ".join(run.stdout.split())
 
 
 def test_bf16_rounding_is_noted_as_precision_by_design(

@@ -481,6 +481,7 @@ CORPUS = {  # key: (pt2doctor run flags, program): one run per key, shared by th
     "real_unet2d": ((), "../real/unet2d_denoise"),
     "real_finetune_logging": ((), "../real/gpt2_finetune_logging"),
     "real_call_counter": (TRY_ONE, "../real/lm_call_counter"),
+    "real_llama_collate": (("--backend", "eager", *TRY_ONE), "../real/llama_collate_train"),
 }
 _LIBRARY_LINE = re.compile(r"at (\S*(?:site-packages|/torch/|transformers/|nn/modules/)\S*):\d+")
 
@@ -499,3 +500,32 @@ def test_no_fix_asks_the_user_to_edit_a_library(doctor_run: Any, key: str) -> No
         for sentence in re.split(r"(?<=[.;])\s+", text):
             if re.search(r"\b(Rewrite|rewrite|edit|Edit) (that|this) line", sentence):
                 assert not _LIBRARY_LINE.search(text), text
+
+
+def test_a_whole_compiled_hf_model_behind_a_library_decorator_gets_the_marks_that_work(
+    doctor_run: Any,
+) -> None:
+    """torch.compile(model) on a Llama whose forward is behind transformers' decorator: the
+    first frame Dynamo compiles is library code, and it is the entry of the user's compiled
+    call, not a frame split off by a break (there is none). Its batch dims, dynamic after
+    recompiles, get marks on the tensors the collate made, grouped by tensor; the eval's
+    flags are by design. The marks, applied by --try-fixes, remove the length and batch
+    recompiles (outside review: 4 graphs -> 2) and the losses are the same."""
+    pytest.importorskip("transformers")
+    run = corpus_run(doctor_run, "real_llama_collate")
+    report = _report(run)
+    assert report["summary"]["graph_breaks"] == 0
+    (finding,) = [f for f in report["findings"] if f["code"] == "recompiles"]
+    assert "nothing of yours to mark" not in finding["advice"]
+    for name in ("input_ids", "attention_mask", "labels"):
+        assert f"torch._dynamo.maybe_mark_dynamic(batch['{name}'], [0, 1])" in finding["advice"]
+    tried = finding["tried"]
+    assert tried["verdict"] == "helped", tried
+    assert tried["after"]["compiles"] < tried["before"]["compiles"]
+    folder = run.run_dir / "tries" / "1"
+    fixed = (folder / "stdout.log").read_text()
+    graphs = int(re.search(r"^graphs: (\d+)$", fixed, re.M)[1])  # type: ignore[index]
+    original = (run.run_dir / "stdout.log").read_text()
+    assert graphs < int(re.search(r"^graphs: (\d+)$", original, re.M)[1])  # type: ignore[index]
+    result = re.compile(r"^result: .*$", re.M)
+    assert result.search(fixed)[0] == result.search(original)[0]  # type: ignore[index]

@@ -10,6 +10,7 @@ from pt2doctor.analysis.text import counted
 from pt2doctor.check.cost import cost_line
 from pt2doctor.check.types import ALIGNED, CheckReport, Distribution, Steady, VariantRow
 from pt2doctor.check.views import shown_value, worst_tensor
+from pt2doctor.check.where import notes_by_text
 from pt2doctor.report.format import frame_name, md_code, md_table, md_text, ms_text, seconds_text
 
 Report = CheckReport
@@ -74,7 +75,12 @@ def _failing_cells(report: Report) -> list[str]:
     more = (
         [f"... and {len(rows) - MAX_ROWS} more in report.json", ""] if len(rows) > MAX_ROWS else []
     )
-    return ["### Failing cells", "", *shown, *more]
+    failing = [cell for cell in report["cells"] if cell["verdict"] not in ALIGNED]
+    notes = [
+        f"- {', '.join(md_code(cell_id) for cell_id in ids)}: {md_text(note)}"
+        for ids, note in notes_by_text(failing)
+    ]
+    return ["### Failing cells", "", *shown, *more, *notes, *([""] if notes else [])]
 
 
 def _p50_p99_ms(dist: Distribution | None) -> str:

@@ -18,7 +18,7 @@ from pt2doctor.check.types import (
     VariantRow,
     verdict_rank,
 )
-from pt2doctor.check.where import where_note
+from pt2doctor.check.where import notes_by_text
 from pt2doctor.report.format import frame_name, ms_text, seconds_text
 
 _STYLE = {
@@ -46,8 +46,9 @@ def _worst_tensor(entry: Alignment) -> str:
 
 def _cells_table(report: CheckReport) -> Table:
     """One row per cell; the worst variant's numbers when any variant is not a pass. A cell id
-    folds onto the next line rather than being cut (``llama/s16/float32/e…`` hid eval/train);
-    the notes column is there when a cell has notes."""
+    folds onto the next line rather than being cut (``llama/s16/float32/e…`` hid eval/train).
+    The cells' notes are printed under the table, whole (:func:`_cell_notes`): a notes column
+    wrapped a custom op's fix to 70 lines and cut it."""
     rows = []
     for cell in report["cells"]:
         entries = cell["variants"]
@@ -55,17 +56,6 @@ def _cells_table(report: CheckReport) -> Table:
             entries, default=None, key=lambda n: verdict_rank(entries[n].get("verdict"))
         )
         worst = entries.get(worst_name, {}) if worst_name else {}
-        notes = []
-        for name, entry in entries.items():
-            if entry.get("stride_mismatches"):
-                notes.append(
-                    f"{name}: stride differs ({', '.join(entry['stride_mismatches'][:2])})"
-                )
-            if entry.get("eager_nondeterministic"):
-                notes.append(f"{name}: eager differs from itself")
-            if (entry.get("where") or {}).get("culprit") is not None:
-                notes.append(f"{name}: {where_note(entry['where'])}")
-        notes += cell.get("notes", [])
         verdict = cell["verdict"]
         labels = ", ".join(f"{n}={e.get('verdict', 'not run')}" for n, e in entries.items())
         rows.append(
@@ -74,20 +64,22 @@ def _cells_table(report: CheckReport) -> Table:
                 f"[{_STYLE.get(verdict, 'white')}]{verdict}[/]",
                 escape(labels),
                 _worst_tensor(worst) if worst else "",
-                escape("; ".join(notes)),
             ]
         )
-    with_notes = any(row[-1] for row in rows)
     table = Table(title="Alignment per cell (eager vs compiled)", title_justify="left")
     table.add_column("cell", overflow="fold")
     for column in ("verdict", "variants"):
         table.add_column(column)
     table.add_column("worst tensor / error", overflow="fold")
-    if with_notes:
-        table.add_column("notes")
     for row in rows:
-        table.add_row(*(row if with_notes else row[:-1]))
+        table.add_row(*row)
     return table
+
+
+def _cell_notes(report: CheckReport, console: Console) -> None:
+    """Each cell's notes, one line each, under the cell table."""
+    for ids, note in notes_by_text(report["cells"]):
+        console.print(f"  {escape(', '.join(ids))}: {escape(note)}")
 
 
 def _group_line(variant: VariantRow, group: GroupRow) -> str:
@@ -213,6 +205,7 @@ def render_check(report: CheckReport, console: Console) -> None:
     counts = ", ".join(f"{n} {verdict}" for verdict, n in summary["verdicts"].items())
     console.print(f"[bold]pt2doctor check[/]: {counted(summary['cells'], 'cell')}: {counts}")
     console.print(_cells_table(report))
+    _cell_notes(report, console)
     _render_variants(report, console)
     _details(report, console)
     for change in report["environment_changes"]:

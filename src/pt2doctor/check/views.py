@@ -82,6 +82,10 @@ def worst_tensor(entry: Alignment) -> dict[str, Any] | None:
     }
 
 
+MAX_NOTE = 2000
+"""A note is a cause and its fix (a custom op's, with the caches to clear): kept whole."""
+
+
 def _notes(entry: Alignment) -> list[str]:
     notes = []
     strides = entry.get("stride_mismatches") or []
@@ -97,7 +101,7 @@ def _notes(entry: Alignment) -> list[str]:
         notes.append(f"eager differs from itself (nondeterministic): {names}")
     if entry.get("warmup_error"):
         notes.append(f"warmup failed: {entry['warmup_error']}")
-    return [cut(note) for note in notes]
+    return [cut(note, MAX_NOTE) for note in notes]
 
 
 def accuracy(report: Report, latencies: Latencies) -> Section | None:
@@ -116,7 +120,8 @@ def accuracy(report: Report, latencies: Latencies) -> Section | None:
                     "worst": worst_tensor(entry),
                     "tolerance": entry.get("tolerance"),
                     "error": cut(entry.get("error")),
-                    "notes": _notes(entry) + [cut(note) for note in cell.get("notes", [])],
+                    "notes": _notes(entry)
+                    + [cut(note, MAX_NOTE) for note in cell.get("notes", [])],
                 }
             )
     if not rows:

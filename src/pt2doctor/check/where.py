@@ -1,9 +1,9 @@
-"""The module a failing cell's compiled numbers leave eager's at, in a few words (every check
-rendering)."""
+"""The module a failing cell's compiled numbers leave eager's at, in a few words, and every note
+a cell carries (every check rendering)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -17,3 +17,29 @@ def where_note(where: Mapping[str, Any]) -> str:
     what = "backward (its gradients) " if where.get("gradients") else ""
     return (f"{what}leaves eager at {module} ({where.get('kind')}"
             f"{', ' + source if source else ''}){how}")  # fmt: skip
+
+
+def cell_note_lines(cell: Mapping[str, Any]) -> list[str]:
+    """Every note of one cell, whole, as the terminal and report.md print them under the cell
+    table: per variant its stride difference, eager's nondeterminism and where its numbers
+    leave eager's; then the cell's own notes (the user side: a custom op's fix, precision by
+    design, the build's mode)."""
+    notes = []
+    for name, entry in cell["variants"].items():
+        if entry.get("stride_mismatches"):
+            notes.append(f"{name}: stride differs ({', '.join(entry['stride_mismatches'][:2])})")
+        if entry.get("eager_nondeterministic"):
+            notes.append(f"{name}: eager differs from itself")
+        if (entry.get("where") or {}).get("culprit") is not None:
+            notes.append(f"{name}: {where_note(entry['where'])}")
+    return notes + list(cell.get("notes", []))
+
+
+def notes_by_text(cells: Iterable[Mapping[str, Any]]) -> list[tuple[list[str], str]]:
+    """(cell ids, note) for every note of ``cells``, a note the cells share said once with all
+    their ids (a custom op's fix on every cell that calls it), in first-seen order."""
+    found: dict[str, list[str]] = {}
+    for cell in cells:
+        for note in cell_note_lines(cell):
+            found.setdefault(note, []).append(str(cell["id"]))
+    return [(ids, note) for note, ids in found.items()]

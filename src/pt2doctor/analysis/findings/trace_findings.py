@@ -20,7 +20,7 @@ from pt2doctor.analysis.breaks.sites import GraphBreakSite, user_caller
 from pt2doctor.analysis.findings.codes import SEVERITIES, Severity
 from pt2doctor.analysis.findings.model import LOG, Finding, Subject
 from pt2doctor.analysis.paths import library_path, short_library_path
-from pt2doctor.analysis.recompiles.changes import LAYOUT_KINDS
+from pt2doctor.analysis.recompiles.changes import FLAG_KINDS, LAYOUT_KINDS
 from pt2doctor.analysis.recompiles.fix_model import CARRIED, DYNAMO_CONFIG, Fix, FixApplication
 from pt2doctor.analysis.recompiles.fixes import (
     handed_over,
@@ -232,6 +232,21 @@ def _recompile_state(frame: FrameEntry, explanation: FrameExplanation) -> str:
         names = ", ".join(v.source for v in explanation.outlook.varying if v.kind == "inference")
         state = (f"{frame.variants} variants: {names} arrives as an inference tensor and as a "
                  "normal one")  # fmt: skip
+    elif (
+        bounded is True
+        and any(v.dynamic and v.kind == "size" for v in explanation.outlook.varying)
+        and all(
+            (v.dynamic and v.kind == "size") or v.kind in FLAG_KINDS
+            for v in explanation.outlook.varying
+        )
+    ):
+        # Sizes a mark makes dynamic from the first call, and flags (train/eval, grad mode)
+        # whose variants are by design: not all of it is.
+        sized = [v for v in explanation.outlook.varying if v.kind == "size"]
+        flags = [v.source for v in explanation.outlook.varying if v.kind in FLAG_KINDS]
+        state = (f"{frame.variants} variants: {counted(len(sized), 'size')} became dynamic "
+                 f"after recompiles, and {', '.join(flags[:3])} "
+                 f"{'changes' if len(flags) == 1 else 'change'} by design")  # fmt: skip
     elif bounded is True:
         state = f"{frame.variants} variants by design; pre-warm them"
     elif (

@@ -170,8 +170,16 @@ def _dynamic_size_fix(rows: list[Varying], call_site: SourceLine | None = None) 
         return None
     marks = [mark for mark in found if mark is not None]
     sources = ", ".join(row.source for row in rows)
-    calls = " and ".join(f"torch._dynamo.maybe_mark_dynamic({t}, {dim})" for t, dim, _, _ in marks)
-    keywords = [name for _, _, keyword, name in marks if keyword]
+    # One call per tensor, with every dim of it (maybe_mark_dynamic takes a list).
+    dims: dict[str, list[int]] = {}
+    for tensor, dim, _, _ in marks:
+        dims.setdefault(tensor, []).append(int(dim))
+    calls = " and ".join(
+        f"torch._dynamo.maybe_mark_dynamic({tensor}, "
+        f"{found[0] if len(found) == 1 else sorted(found)})"
+        for tensor, found in dims.items()
+    )
+    keywords = list(dict.fromkeys(name for _, _, keyword, name in marks if keyword))
     passed = " and ".join(f"{k}=" for k in keywords)
     at = _passed_at(call_site, keywords)
     if keywords and at:

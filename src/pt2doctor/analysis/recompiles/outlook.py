@@ -214,7 +214,13 @@ def attach_compile_calls(
         package = library_path(str(frame.file)) if frame.file else None
         stdlib = package is None and bool(frame.file) and not is_user_file(str(frame.file))
         library = stdlib or (package is not None and not package.startswith("torch/"))
-        explanation.split_off = bool(calls) and library and not named and not frame.is_resume
+        # Split off: Dynamo reached it as a frame of its own below a caller it compiled (or
+        # skipped) first. The first frame of its stream is the entry of a compiled call (a
+        # compiled HF model's forward behind transformers' own decorator), not split off.
+        below = any(other.stream == frame.stream and other.frame_id < frame.frame_id
+                    for other in frames)  # fmt: skip
+        explanation.split_off = (bool(calls) and library and not named and not frame.is_resume
+                                 and below)  # fmt: skip
         explanation.compile_call = found[0] if len(found) == 1 else None
         instances = [
             c for c in named if str(c.get("target")).startswith("module") and c.get("name") == owner

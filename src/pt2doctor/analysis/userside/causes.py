@@ -27,9 +27,11 @@ OPCHECK_KINDS = (
     ("test_aot_dispatch_dynamic", "custom_op_fake"),
 )
 CACHE_NOTE = (
-    " Then run once with TORCHINDUCTOR_FX_GRAPH_CACHE=0 (or clear the Inductor cache): the "
-    "compile caches key on the graph, not on the op's register_fake or mutates_args, so a warm "
-    "cache keeps running the code compiled before the fix."
+    " Then clear the compile caches before you check the fix: delete the Inductor cache "
+    "directory (TORCHINDUCTOR_CACHE_DIR; by default /tmp/torchinductor_$USER), or point "
+    "TORCHINDUCTOR_CACHE_DIR at a new empty one. The caches key on the traced graph, not on "
+    "the op's register_fake or mutates_args, so a warm cache keeps running the code compiled "
+    "before the fix, and a run with the cache turned off does not replace that entry."
 )
 FIXES = {
     "custom_op_fake": (
