@@ -178,3 +178,48 @@ def test_a_custom_pass_given_a_uuid_is_a_cache_bypass_turned_hit_and_addresses_a
                           for c in better)  # fmt: skip
     worse = [c for c in changes(fixed_dir, second) if c["kind"] == "cache_miss_cause"]
     assert worse and all(c["regression"] for c in worse)
+
+
+def test_a_fixed_program_diffed_both_ways_reads_as_one_change_seen_from_each_side(
+    capsys, tmp_path, run_env, programs_dir
+):
+    """run_diff_counter.py as first written (saved as infer_old.py: a branch that breaks the
+    graph, and a counter that makes the resumed frame recompile to the limit) and fixed
+    (``--fixed``: torch.where, no counter; the same checksum). Old → fixed: the break site is
+    gone, named by the old file, and so is the recompiling frame, as changes, not
+    regressions; fixed → old: both are regressions. A graph's time per call is not
+    comparable either way (the break changed what the graph covers)."""
+    import shutil
+    import subprocess
+    import sys
+
+    old = tmp_path / "infer_old.py"
+    shutil.copyfile(programs_dir / "run" / "run_diff_counter.py", old)
+    runs = {}
+    for name, program, args in (("a", old, ()), ("b", programs_dir / "run" / "run_diff_counter.py",
+                                                  ("--fixed",))):  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "pt2doctor", "run", "--out", str(tmp_path / name), "--",
+             sys.executable, str(program), *args],
+            env=run_env, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs[name] = (tmp_path / name / "stdout.log").read_text()
+    assert runs["a"] == runs["b"]  # the fix changes no result
+    _, out = _diff(capsys, str(tmp_path / "a"), str(tmp_path / "b"), "--format", "json", *QUIET)
+    forward = json.loads(out)["changes"]
+    _, out = _diff(capsys, str(tmp_path / "b"), str(tmp_path / "a"), "--format", "json", *QUIET)
+    backward = json.loads(out)["changes"]
+    line = marker_in(old, "branch")
+    (gone,) = [c for c in forward if c["kind"] == "removed_break_site"]
+    assert gone["subject"] == f"infer_old.py:{line} forward" and not gone["regression"]
+    frames = [c for c in forward if c["kind"] == "frame"]
+    assert frames and all(c["after"] == 0 and not c["regression"] for c in frames), frames
+    assert any("A hit the recompile limit" in c["detail"] for c in frames)
+    assert not [c for c in forward if c["regression"]], forward
+    (new,) = [c for c in backward if c["kind"] == "new_break_site"]
+    assert new["regression"]
+    assert [c for c in backward if c["kind"] == "frame" and c["regression"] and c["before"] == 0]
+    for change in forward + backward:
+        if change["kind"] == "time_per_call_s":
+            assert "not comparable" in change["detail"] and not change["regression"]

@@ -53,16 +53,17 @@ def test_the_minifiers_repro_runs_without_this_machines_paths_and_says_reproduce
 def test_a_program_is_copied_with_the_modules_beside_it_that_it_imports(tmp_path: Path) -> None:
     source = tmp_path / "src"
     source.mkdir()
-    (source / "helpers.py").write_text("X = 1\n")
+    (source / "helpers.py").write_text("from ops import clip\nX = 1\n")  # ops via helpers
+    (source / "ops.py").write_text("import helpers\nclip = None\n")  # and a cycle back
     (source / "unused.py").write_text("Y = 2\n")
     program = source / "train.py"
     program.write_text("import torch\nimport helpers\nfrom json import dumps\nprint(helpers.X)\n")
-    assert local_imports(program) == ([source / "helpers.py"], [])
+    assert local_imports(program) == ([source / "helpers.py", source / "ops.py"], [])
     out = tmp_path / "repro"
     repro = write_program_repro(out, ["python", str(program), "--steps", "2"], "eager",
                                 "It crashes.", "it fails at the dynamo layer")  # fmt: skip
     assert repro["written"] and repro["standalone"] and repro["source"] == "program"
-    assert sorted(p.name for p in out.iterdir()) == ["helpers.py", "repro.py", "train.py"]
+    assert sorted(p.name for p in out.iterdir()) == ["helpers.py", "ops.py", "repro.py", "train.py"]
     runner = (out / "repro.py").read_text()
     assert "BACKEND = 'eager'" in runner and "['--steps', '2']" in runner
     compile(runner, "repro.py", "exec")

@@ -68,25 +68,36 @@ if __name__ == "__main__":
 
 
 def local_imports(program: Path) -> tuple[list[Path], list[str]]:
-    """The modules beside the program that it imports (to copy with it), and what cannot be
-    read (a syntax error)."""
-    try:
-        tree = ast.parse(program.read_text(errors="replace"))
-    except SyntaxError as error:
-        return [], [f"{program.name} does not parse ({error.msg}, line {error.lineno})"]
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module.split(".")[0])
-    found = []
-    for name in sorted(names):
-        for candidate in (program.parent / f"{name}.py", program.parent / name):
-            if candidate.exists() and candidate.resolve() != program.resolve():
-                found.append(candidate)
-                break
-    return found, []
+    """The modules beside the program that it imports, and those they import in turn (a
+    ``model.py`` that imports ``ops.py``), to copy with it; and what cannot be read (a
+    syntax error)."""
+    found: list[Path] = []
+    unreadable: list[str] = []
+    todo, seen = [program], {program.resolve()}
+    while todo:
+        source = todo.pop(0)
+        if source.is_dir():
+            continue  # a package beside the program is copied whole
+        try:
+            tree = ast.parse(source.read_text(errors="replace"))
+        except SyntaxError as error:
+            unreadable.append(f"{source.name} does not parse ({error.msg}, line {error.lineno})")
+            continue
+        names: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.split(".")[0])
+        for name in sorted(names):
+            for candidate in (program.parent / f"{name}.py", program.parent / name):
+                if candidate.exists():
+                    if candidate.resolve() not in seen:
+                        seen.add(candidate.resolve())
+                        found.append(candidate)
+                        todo.append(candidate)
+                    break
+    return found, unreadable
 
 
 def write_program_repro(

@@ -53,6 +53,20 @@ def _bisect_line(report: AblateReport) -> str | None:
     return f"compiler_bisector: {found['backend']} / {subsystem}{number}{info}"
 
 
+_PLACEHOLDERS = {"<n>": "N", "<path>": "PATH", "<addr>": "ADDRESS", "<name>": "NAME"}
+
+
+def _shown(signature: str | None) -> str:
+    """A failure signature as the reader sees it: its masks (numbers, paths, addresses and
+    generated names, left out so two runs compare) as words, not ``<n>``."""
+    signature = signature or ""
+    if signature.strip() == "exit <n>":
+        return "a non-zero exit code"
+    for mask, word in _PLACEHOLDERS.items():
+        signature = signature.replace(mask, word)
+    return signature
+
+
 def _checked(verified: Verified) -> str:
     """Whether the repro failed the same way, both signatures side by side (reports from
     before the signatures say only whether it failed)."""
@@ -61,13 +75,13 @@ def _checked(verified: Verified) -> str:
         return f"{'reproduces' if verified['reproduces'] else 'does NOT reproduce'} ({run})"
     if verified["reproduces"]:
         numbers = f": {verified['output']}" if verified["expected"] == "diverged from eager" else ""
-        return f"reproduces the program's failure: {verified['expected']} (exit 1{numbers})"
+        return f"reproduces the program's failure: {_shown(verified['expected'])} (exit 1{numbers})"
     if verified.get("signature"):
         return (
-            f"does NOT reproduce: it fails with {verified['signature']}, the program failed "
-            f"with {verified['expected']}"
+            f"does NOT reproduce: it fails with {_shown(verified['signature'])}, the program "
+            f"failed with {_shown(verified['expected'])}"
         )
-    return f"does NOT reproduce ({run}); the program failed with {verified['expected']}"
+    return f"does NOT reproduce ({run}); the program failed with {_shown(verified['expected'])}"
 
 
 def repro_holds(repro: Repro) -> str:

@@ -212,6 +212,18 @@ def _frame_changes(a: Report, b: Report) -> list[Change]:
             line += "; limit not hit → hit: B runs new inputs eagerly past the limit"
         subject = _display_key(frame) + key[len(_frame_key(frame)) :]  # its log, its order
         changes.append(Change("frame", subject, old_variants, frame["variants"], worse, line))
+    # A's frames with no counterpart in B that recompiled or hit the limit: gone (B → A names
+    # them as new, so A → B says they are gone, never as a regression).
+    for key in before:
+        old = before[key]
+        if key in pairs.values() or (old["variants"] <= 1 and not old.get("limit_hit")):
+            continue
+        line = (f"gone in B: variants {old['variants']} → 0; causes {_set(_causes(old))} → {{}}; "
+                f"compile time {_frame_compile_s(a, old):.3g} s → 0 s")  # fmt: skip
+        if old.get("limit_hit"):
+            line += "; A hit the recompile limit (ran new inputs eagerly past it)"
+        subject = _display_key(old) + key[len(_frame_key(old)) :]
+        changes.append(Change("frame", subject, old["variants"], 0, False, line))
     return changes
 
 
@@ -355,14 +367,15 @@ _BY_EXTENT = frozenset({"time_per_call_s", "kernels", "graph_ops"})
 
 
 def _by_extent(changes: list[Change], a: Report, b: Report) -> list[Change]:
-    """A graph's time per call, kernels or ops, not a regression where the graph breaks of
-    its function differ between A and B: a break fixed makes the graph cover code that ran
-    eagerly, so it does more, and the program less (EXTENT_CHANGED)."""
+    """A graph's time per call, kernels or ops, not comparable where the graph breaks of its
+    function differ between A and B: a break fixed makes the graph cover code that ran
+    eagerly, so it does more, and the program less (EXTENT_CHANGED). Said both ways (A → B
+    and B → A read the same), and never a regression."""
     breaks = (_breaks_by_function(a), _breaks_by_function(b))
     kept = []
     for change in changes:
         place = _GRAPH_PLACE.search(change.subject) if change.kind in _BY_EXTENT else None
-        if place is not None and change.regression:
+        if place is not None:  # either way: a faster graph that covers less is no gain
             function = _RESUME_LINE.sub("", place[1]).removeprefix(_RESUME_PREFIX)
             where = (place[2], function)
             if breaks[0].get(where, set()) != breaks[1].get(where, set()):
@@ -425,6 +438,15 @@ def _renamed(value: Any, old: str, new: str) -> Any:
     return value
 
 
+def _named_in_a(change: Change, a_script: str | None, b_script: str | None) -> Change:
+    """A change about something only A has (a break site or a frame gone in B), with A's
+    script name back in its subject (A was matched under B's name, :func:`_as_b_script`)."""
+    only_a = change.kind == "removed_break_site" or (change.kind == "frame" and not change.after)
+    if not only_a or not a_script or not b_script:
+        return change
+    return replace(change, subject=change.subject.replace(b_script, a_script))
+
+
 def _as_b_script(a: Report, b: Report) -> Report:
     """A, with its script named as B's where the two runs ran the same program under two
     names (``train.py``, then a fixed copy ``train_fixed.py``): sites and frames are matched by
@@ -446,9 +468,13 @@ def diff_reports(a: Report, b: Report, noise: Noise | None = None,
 
     noise = noise or Noise()
     diff = Diff(*names)
-    a = _as_b_script(a, b)
-    diff.changes += _break_changes(a, b)
-    diff.changes += _frame_changes(a, b)
+    renamed = _as_b_script(a, b)
+    scripts = (_script(a), _script(b)) if renamed is not a else None
+    a = renamed
+    gone = _break_changes(a, b) + _frame_changes(a, b)
+    if scripts is not None:  # what is gone from A is named by A's own script
+        gone = [_named_in_a(change, *scripts) for change in gone]
+    diff.changes += gone
     diff.changes += _timing_changes(a, b, noise)
     diff.changes += environment_changes(a, b)
     diff.changes += cache_miss_causes(a, b)
