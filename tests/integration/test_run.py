@@ -655,3 +655,28 @@ def test_a_host_random_draw_under_fullgraph_gets_the_draw_outside_not_a_branch_f
         env={**os.environ, "TORCHDYNAMO_DISABLE": "1"},
     )  # fmt: skip
     assert _checksum((fixed.run_dir / "stdout.log").read_text()) == _checksum(eager.stdout)
+
+
+def test_an_input_of_the_wrong_shape_is_the_programs_error_not_the_compilers(doctor_run) -> None:
+    """nn.Linear(8, 4) called with 9 features: the recompile fails on fake tensors. The
+    failure is named by the user's compiled module (not torch's ``inner`` wrapper), its
+    advice says the same call fails in eager (it does: the program run with Dynamo off
+    raises too), and the recompile it came from serves nothing, said without a fix."""
+    run = doctor_run("wrong_shape", EAGER, "run_wrong_shape")
+    assert run.returncode == 1
+    findings = {f["code"]: f for f in run.report["findings"]}
+    failure = findings["compile_failure"]
+    line = marker_line("run_wrong_shape", "compile")
+    assert f"of Linear.forward (compiled at {PROGRAMS / 'run_wrong_shape.py'}:{line})" in (
+        failure["title"]
+    )
+    assert "The same call raises in eager" in failure["advice"]
+    assert "backend='eager', then 'aot_eager'" not in failure["advice"]
+    eager = subprocess.run(
+        [sys.executable, str(PROGRAMS / "run_wrong_shape.py")], capture_output=True, text=True,
+        timeout=120, env={**os.environ, "TORCHDYNAMO_DISABLE": "1"}, check=False,
+    )  # fmt: skip
+    assert eager.returncode == 1 and "RuntimeError" in eager.stderr
+    recompiles = findings["recompiles"]
+    assert recompiles["severity"] == "info" and "failed" in recompiles["title"]
+    assert "Nothing to fix" not in recompiles["advice"] and not recompiles.get("tryable")

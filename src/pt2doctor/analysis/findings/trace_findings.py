@@ -425,6 +425,19 @@ def _frame_findings(
         )
     findings += _given_up_findings(frame)
     recompiles = _recompile_finding(frame, explanation)
+    failed = [e for e in frame.compiles if e.record.fail_type and e is not frame.refused]
+    if recompiles is not None and failed and failed[-1] is frame.compiles[-1]:
+        # The last recompile raised: its change is what the failing call brought, not a
+        # variant that serves anything (it never compiled).
+        last = failed[-1]
+        recompiles.title = (f"{frame_where(frame, explanation.compile_call)} recompiled and its "
+                            f"recompile {last.compile_id} failed")  # fmt: skip
+        recompiles.severity = "info"
+        recompiles.advice = (
+            f"The last recompile ({last.compile_id}) failed: the change above is what the "
+            "failing call brought (see the compile failure); it serves nothing."
+        )
+        recompiles.fixes = []
     if recompiles is not None:
         if frame.limit_hit:  # the limit hit is what the recompiles led to: one cause
             findings[0].cause = recompiles.cause = f"frame {frame.stream}/{frame.frame_id}"
@@ -515,9 +528,11 @@ def raised_in_label(frame: SourceLine | None) -> str | None:
     return f"raised in {frame.function} ({os.path.basename(frame.file)}:{frame.line})"
 
 
-def _compile_failure(failure: FailureEntry) -> Finding:
+def _compile_failure(failure: FailureEntry, name: str | None = None) -> Finding:
     """A compile that raised: the first line of the error, where in the user's code it was
-    raised (a user pass, a custom kernel), and custom-op advice when the error names one."""
+    raised (a user pass, a custom kernel), and custom-op advice when the error names one.
+    ``name``: its frame as the user knows it (a compiled module's forward, not torch's
+    ``inner`` wrapper)."""
     reason = failure.fail_reason.strip()
     evidence = [failure.compile_id, reason.splitlines()[0] if reason else failure.fail_type]
     raised = raised_in_label(failure.raised_in)
@@ -531,7 +546,7 @@ def _compile_failure(failure: FailureEntry) -> Finding:
     return Finding(
         "error",
         "compile_failure",
-        f"Compile {failure.compile_id} of {failure.function} failed: {failure.fail_type}",
+        f"Compile {failure.compile_id} of {name or failure.function} failed: {failure.fail_type}",
         advice or COMPILE_ERROR_ADVICE,
         evidence,
         Subject(
@@ -552,9 +567,13 @@ def find_findings(
     if explanations is None:
         explanations = explain_frames(ledger.frames, None, {})
     findings: list[Finding] = []
+    frames = {(frame.stream, str(frame.frame_id)): (frame, explanation)
+              for frame, explanation in zip(ledger.frames, explanations, strict=True)}  # fmt: skip
     for failure in ledger.failures:
         if failure.kind == "compile_error":
-            findings.append(_compile_failure(failure))
+            found = frames.get((failure.stream, failure.compile_id.split("/")[0]))
+            name = frame_where(found[0], found[1].compile_call) if found is not None else None
+            findings.append(_compile_failure(failure, name))
     by_frame = [
         (frame, explanation, _frame_findings(frame, explanation, sites))
         for frame, explanation in zip(ledger.frames, explanations, strict=True)

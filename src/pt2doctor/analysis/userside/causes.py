@@ -10,6 +10,7 @@ come before ``compiler_bug``."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,13 @@ FIXES = {
         "mark it with torch._dynamo.maybe_mark_dynamic instead of mark_dynamic (the compiler "
         "may then specialize it), drop the mark, or make that code independent of the size."
     ),
+    "fake_op_error": (
+        "Dynamo ran {op} with this call's shapes and dtypes (on fake tensors, which follow "
+        "eager's rules) and it raised {error}. The same call raises in eager: the program "
+        "passes inputs that do not fit{at} (a size or dtype the model was not built for). "
+        "Fix the inputs, not the compiler; `torch.compiler.set_stance('force_eager')` runs "
+        "the call eagerly to show the same error."
+    ),
     "data_dependent_value": (
         "The program turns a tensor into a Python number{at} (float(), int(), .item()): a "
         "value the compiler only knows at run time, which under fullgraph=True is an error "
@@ -124,6 +132,13 @@ def compile_error_advice(fail_type: str, reason: str) -> str | None:
     ops = custom_op_advice(reason)
     if ops is not None:
         return ops
+    fake = _FAKE_OP_ERROR.search(reason)
+    if fake is not None and "making fake tensor call" in reason:
+        op = fake["builtin"] or fake["target"]
+        line = _user_line(reason)
+        at = f" at {line[0]} (`{line[1]}`)" if line else ""
+        return FIXES["fake_op_error"].format(op=op, error=f"{fake['type']}: {fake['message'].rstrip('.')}",
+                                             at=at)  # fmt: skip
     if fail_type in DATA_DEPENDENT or _DATA_DEPENDENT_TEXT.search(reason):
         line = _user_line(reason)
         at = f" at {line[0]} (`{line[1]}`)" if line else ""
@@ -139,6 +154,11 @@ def compile_error_advice(fail_type: str, reason: str) -> str | None:
     return None
 
 
+_FAKE_OP_ERROR = lazy_compile(
+    r"call_\w+ (?:<built-in function (?P<builtin>\w+)>|(?P<target>\S+?))\(.*?got "
+    r"(?P<type>\w+(?:Error|Exception))\('(?P<message>[^']*)'\)",
+    re.S,
+)
 _BRANCH = lazy_compile(r"^\s*(?:if|elif|while|assert)\b|\bif\b.+\belse\b|\bbool\(")
 
 
