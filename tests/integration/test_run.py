@@ -667,8 +667,9 @@ def test_an_input_of_the_wrong_shape_is_the_programs_error_not_the_compilers(doc
     findings = {f["code"]: f for f in run.report["findings"]}
     failure = findings["compile_failure"]
     line = marker_line("run_wrong_shape", "compile")
-    assert f"of Linear.forward (compiled at {PROGRAMS / 'run_wrong_shape.py'}:{line})" in (
-        failure["title"]
+    assert (
+        f"of Linear.forward (compiled at {PROGRAMS / 'run_wrong_shape.py'}:{line})"
+        in (failure["title"])
     )
     assert "The same call raises in eager" in failure["advice"]
     assert "backend='eager', then 'aot_eager'" not in failure["advice"]
