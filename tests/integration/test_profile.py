@@ -678,6 +678,9 @@ def test_preempted_calls_are_named_and_left_out_and_the_verdict_stands(
     assert first["not_kept"] == "noisier" and len(first["preempted"]) >= 7
     notes = " ".join(report["profile"]["notes"])
     assert f"{len(preempted)} calls of 20 took far longer" in notes and "measured again" in notes
+    # Stopped (SIGSTOP): off the CPU, the machine's doing, not a compile's or the program's.
+    assert "the machine ran something else meanwhile: call " in notes
+    assert "a compile ran inside it" not in notes
     # The whole window, from the profiler's own events: the region is a sliver of it (under 5%
     # on a quiet machine; the suite's other worker slows the region's own calls).
     region = sum(e["dur"] for e in _events(report, whole=True)
@@ -689,6 +692,23 @@ def test_preempted_calls_are_named_and_left_out_and_the_verdict_stands(
     else:
         assert _findings(report, "overhead_bound") and not _findings(report, "noisy_profile")
     assert not _findings(report, "library_bound")
+
+
+def test_a_call_that_compiled_inside_the_window_is_said_to_be_the_compile(
+    doctor_run: Any,
+) -> None:
+    """Call 12 of mlp_block serves two requests at once: a new shape, so a recompile inside
+    the window (opened after 5 warm calls). That call is left out like a preempted one, and
+    the note says a compile ran inside it, not that the machine was busy (outside review:
+    the eval's compile read as the machine's)."""
+    report = _run(doctor_run, "profile_reshaped", "--reshape-at", "12")
+    window = report["profile"]["window"]
+    assert window["compiles_in_window"] >= 1
+    periods = _periods(report)
+    slowest = max(range(len(periods)), key=periods.__getitem__)
+    assert slowest in window["noise"]["preempted"]
+    notes = " ".join(report["profile"]["notes"])
+    assert f"a compile ran inside it: call {slowest + 1} (" in notes
 
 
 def test_a_window_still_noisy_when_measured_again_says_it_cannot_tell(

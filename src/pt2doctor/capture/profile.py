@@ -102,6 +102,8 @@ class ProfileWindow:
         self.seen = 0
         self.opened_at = 0.0
         self.compiles_in_window = 0
+        self.compile_periods: list[int] = []
+        """The 0-based period each compile inside the window ran in."""
         self.compiles = 0
         self.compiles_at_call: dict[str, int] = {}
         """Each graph's compile count at its previous call: steady when none came since."""
@@ -127,6 +129,7 @@ class ProfileWindow:
         self.compiles += 1
         if self.state == "open":
             self.compiles_in_window += 1
+            self.compile_periods.append(max(len(self.marks) - 1, 0))
 
     def after(self, compile_id: str, calls: int) -> None:
         """Right after a graph returned: open the window, or close it after its last call.
@@ -189,6 +192,7 @@ class ProfileWindow:
         self.hot = compile_id
         self.seen = 0
         self.compiles_in_window = 0
+        self.compile_periods = []
         self.opened_at = time.monotonic()
         self.marks = [(time.perf_counter_ns(), time.thread_time_ns())]
         interval_ms = _sample_interval_ms()
@@ -240,6 +244,7 @@ class ProfileWindow:
             "closed_by": why,
             "wall_s": round(wall, 6),
             "compiles_in_window": self.compiles_in_window,
+            "compile_periods": self.compile_periods,
             "trace_bytes": trace.stat().st_size,
             "pid": os.getpid(),
             "rank": os.environ.get("RANK"),

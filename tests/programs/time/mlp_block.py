@@ -12,6 +12,8 @@ served one request at a time, the way a small inference service calls its model
   frame (it cannot resume inside a loop), so the MLP runs eagerly.
 - ``--width N``: the block's width (64: a small request, overhead-bound).
 - ``--batch N``: the same requests served N to a call (overhead_bound's fix).
+- ``--reshape-at N``: call N serves two requests at once (a batch of 2): a recompile, inside
+  the profile window when N falls there.
 - ``--user-profiler PATH``: the program profiles itself, as a user does: ``torch.profiler``
   with a ``schedule`` (2 calls skipped, 2 warm, 20 recorded), ``prof.step()`` after each call
   (a ``ProfilerStep#N`` each), the trace exported to PATH.
@@ -74,6 +76,7 @@ torch.manual_seed(0)
 torch.set_num_threads(1)  # one request, one core: steady times beside the suite's other worker
 model = torch.compile(Block())
 BATCH = int(sys.argv[sys.argv.index("--batch") + 1]) if "--batch" in sys.argv else 1
+RESHAPE_AT = int(sys.argv[sys.argv.index("--reshape-at") + 1]) if "--reshape-at" in sys.argv else -1
 requests = [torch.randn(1, WIDTH) for _ in range(CALLS * BATCH)]
 profiler: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
 if "--user-profiler" in sys.argv:
@@ -87,7 +90,8 @@ with contextlib.nullcontext() if "--grad" in sys.argv else torch.no_grad(), prof
     for first in range(0, len(requests), BATCH):
         if first // BATCH in PREEMPT:
             preempted()
-        model(torch.cat(requests[first : first + BATCH]))
+        extra = 1 if first // BATCH == RESHAPE_AT else 0  # a second request: a new shape
+        model(torch.cat(requests[first : first + BATCH + extra]))
         if prof is not None:
             prof.step()  # type: ignore[attr-defined]
 print("served", len(requests))

@@ -260,7 +260,10 @@ def _quiet_periods(trace: ChromeTrace, window: Mapping[str, Any]) -> _Quiet:
     if len(bounds) != len(walls):
         return _Quiet(notes=[f"the trace has {len(bounds)} call marks for {len(walls)} timed "
                              "calls: no call is left out"])  # fmt: skip
-    quiet = _quiet(bounds, walls, [float(v) for v in window.get("periods_cpu_ms") or []], "call")
+    cpus = [float(v) for v in window.get("periods_cpu_ms") or []]
+    compiled = {int(v) for v in window.get("compile_periods") or []}
+    unplaced = "compile_periods" not in window and bool(window.get("compiles_in_window"))
+    quiet = _quiet(bounds, walls, cpus, "call", compiled, unplaced)
     for other in window.get("other_windows") or []:
         why = other.get("not_kept")
         preempted = len(other.get("preempted") or [])
@@ -283,10 +286,15 @@ def _quiet(
     walls: Sequence[float],
     cpus: Sequence[float],
     what: str,
+    compiled: set[int] | frozenset[int] = frozenset(),
+    unplaced: bool = False,
 ) -> _Quiet:
     """Leave out the preempted ``what``\\s (calls of the hot loop, or ``ProfilerStep``\\s) of
     ``bounds``, each timed ``walls`` (ms) and ``cpus`` (the thread's CPU time, ms, if known),
-    and say which."""
+    and say which, and why: a compile inside it (``compiled``: the periods that held one;
+    ``unplaced``: the window held compiles whose periods were not recorded, before
+    2026-12-07), the program's own work (its CPU time grew as much as its wall time), or the
+    machine."""
     noise = calls_noise(walls, cpus)
     if noise is None or not noise.preempted:
         return _Quiet(noise)
@@ -295,14 +303,25 @@ def _quiet(
     if not ranges or kept <= 0:
         return _Quiet(noise, notes=[f"every {what} was preempted: none is left out"])
     offs = noise.off_cpu_ms or (None,) * len(noise.preempted)  # no CPU times: none
-    slow = ", ".join(
-        f"{i + 1} ({ms:.3g} ms" + (f", {off:.3g} ms off the CPU)" if off is not None else ")")
-        for i, ms, off in zip(noise.preempted, noise.slowest, offs, strict=True)
-    )
+    why: dict[str, list[str]] = {}
+    for i, ms, off in zip(noise.preempted, noise.slowest, offs, strict=True):
+        shown = f"{i + 1} ({ms:.3g} ms" + (
+            f", {off:.3g} ms off the CPU)" if off is not None else ")"
+        )
+        if i in compiled:
+            cause = "a compile ran inside it"
+        elif unplaced:
+            cause = "a compile inside the window, or the machine running something else"
+        elif off is not None and off < 0.5 * (ms - noise.median_ms):
+            cause = "the program itself was busy (its CPU time grew with it)"
+        else:
+            cause = "the machine ran something else meanwhile"
+        why.setdefault(cause, []).append(shown)
+    causes = "; ".join(f"{cause}: {what} {', '.join(items)}" for cause, items in why.items())
     note = (
         f"{counted(len(noise.preempted), what)} of {noise.calls} took far longer than the "
-        f"median {what} ({noise.median_ms:.3g} ms): the machine ran something else meanwhile. "
-        f"Left out, so the times are over the other {kept}: {what} {slow}"
+        f"median {what} ({noise.median_ms:.3g} ms), left out, so the times are over the other "
+        f"{kept}. Why: {causes}"
     )
     return _Quiet(noise, ranges, kept, [note])
 
