@@ -492,7 +492,7 @@ def test_blind_forecaster_is_the_programs_own_traced_code_not_a_compiler_bug(
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["layered.py", "--cell", "nothing/like/this"], "nothing/like/this"),
+        (["layered.py", "--cell", "nothing/like/this"], "no cell matches --cell nothing/like/this"),
         (["layered.py", "--backend", "no_such_backend"], "no_such_backend"),
         (["missing.py"], "missing.py"),
     ],

@@ -260,6 +260,10 @@ def test_an_eager_adamw_is_named_as_the_optimizer_and_fused_true_shrinks_it(
     for item in report["plan"]:
         if item["step"] == "performance":
             assert item["saves_ms"] is not None or item["saves_unmeasured"], item
+    # A training loop is never offered freezing (it bakes in weights that train).
+    for item in report["findings"]:
+        if item["code"] == "library_bound":
+            assert "does not apply" in item["advice"] and "no_grad" not in item["advice"]
     # The fixed program's fused optimizer is not tried again, and says so.
     (fixed_trial,) = [e for e in _probe_events(fixed_dir) if e["kind"] == "optimizer_trial"]
     assert fixed_trial["skipped"] == "the optimizer is already fused"

@@ -66,8 +66,11 @@ def _run_case_file(path: Path) -> dict[str, object]:
     return module.__dict__
 
 
-def select_cells(cases: Sequence[Case], patterns: Sequence[str] = ()) -> list[Cell]:
-    """The cells of all cases, filtered by ``--cells`` patterns when given."""
+def select_cells(
+    cases: Sequence[Case], patterns: Sequence[str] = (), flag: str = "--cells"
+) -> list[Cell]:
+    """The cells of all cases, filtered by ``patterns`` when given (``flag``: the option
+    they came from, as the error names it)."""
     selected, every = [], []
     for case in cases:
         try:
@@ -78,7 +81,7 @@ def select_cells(cases: Sequence[Case], patterns: Sequence[str] = ()) -> list[Ce
         selected += [cell for cell in case_cells if not patterns or matches(cell.id, patterns)]
     if not selected:
         shown = ", ".join(every[:6]) + (f" (+{len(every) - 6} more)" if len(every) > 6 else "")
-        raise UsageError(f"no cell matches --cells {' '.join(patterns)}; the cells are {shown}")
+        raise UsageError(f"no cell matches {flag} {' '.join(patterns)}; the cells are {shown}")
     return selected
 
 

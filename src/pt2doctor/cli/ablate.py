@@ -19,7 +19,7 @@ from pt2doctor.rundir.write import default_run_dir, require_fresh_dir
 def _pick_cell(case_file: Path, pattern: str | None) -> Cell:
     from pt2doctor.cases.loader import load_cases, select_cells
 
-    chosen = select_cells(load_cases(case_file), [pattern] if pattern else [])
+    chosen = select_cells(load_cases(case_file), [pattern] if pattern else [], "--cell")
     exact = [cell for cell in chosen if cell.id == pattern]
     if exact:
         return exact[0]

@@ -219,19 +219,25 @@ def _library_bound(view: ProfileView, device: str) -> list[Finding]:
     top = [k for k in view.kernels if k.kind == "library"][:3]
     # Freezing applies to an inference graph only: grad disabled, so no autograd function.
     inference = view.forward_autograd_calls == 0 and view.backward_calls == 0
-    fix = (
-        'On GPU, `mode="max-autotune"` tries Triton and CUTLASS templates against the '
-        "library's matmuls and convolutions."
-        if device == "cuda"
-        else f"On CPU, `{FREEZING} = True` pre-packs weights for oneDNN and can make "
-        "convolutions faster; it applies to inference graphs only ("
-        + ("these are: the loop runs without grad" if inference
-           else "these record autograd: run the loop under `torch.no_grad()` first")
-        + "), and bakes the weights in as constants (a later change to them is not seen). "
-        "It changed nothing on an MLP measured here (docs/PERFORMANCE.md): measure it "
-        "before keeping it (`run --profile --try-fixes` does). Fewer or smaller matmuls "
-        "also move this part."
-    )  # fmt: skip
+    convolutions = any("conv" in k.name for k in view.kernels if k.kind == "library")
+    if device == "cuda":
+        fix = ('On GPU, `mode="max-autotune"` tries Triton and CUTLASS templates against the '
+               "library's matmuls and convolutions.")  # fmt: skip
+    elif view.backward_calls > 0:  # training: the weights change every step
+        fix = ("This loop trains (a backward runs), so freezing, which bakes the weights in "
+               "as constants, does not apply; fewer or smaller matmuls move this part.")  # fmt: skip
+    else:
+        fix = (
+            f"On CPU, `{FREEZING} = True` pre-packs weights for oneDNN"
+            + (" and can make convolutions faster" if convolutions else "")
+            + "; it applies to inference graphs only ("
+            + ("these are: the loop runs without grad" if inference
+               else "these record autograd: run the loop under `torch.no_grad()` first")
+            + "), and bakes the weights in as constants (a later change to them is not "
+            "seen). It changed nothing on an MLP measured here (docs/PERFORMANCE.md): measure "
+            "it before keeping it (`run --profile --try-fixes` does). Fewer or smaller "
+            "matmuls also move this part."
+        )  # fmt: skip
     tryable = device != "cuda" and inference
     return [
         Finding(
