@@ -206,6 +206,15 @@ def test_a_fixed_program_diffed_both_ways_reads_as_one_change_seen_from_each_sid
         assert done.returncode == 0, done.stderr[-3000:]
         runs[name] = (tmp_path / name / "stdout.log").read_text()
     assert runs["a"] == runs["b"]  # the fix changes no result
+    # The two frames Dynamo resumes after the break (one per way it goes) recompile on the
+    # counter: the one that changed once gets the counter's fix, not Dynamo's hint, and both
+    # are one cause with the limit hit (one block in the reports).
+    report = json.loads((tmp_path / "a" / "report.json").read_text())
+    twins = [f for f in report["findings"] if f["code"] == "recompiles"]
+    assert len(twins) == 2 and len({f["cause"] for f in twins}) == 1 and twins[0]["cause"]
+    assert all(f["advice"].startswith("self.calls is an int attribute") for f in twins)
+    (limit,) = [f for f in report["findings"] if f["code"] == "recompile_limit_hit"]
+    assert limit["cause"] == twins[0]["cause"]
     _, out = _diff(capsys, str(tmp_path / "a"), str(tmp_path / "b"), "--format", "json", *QUIET)
     forward = json.loads(out)["changes"]
     _, out = _diff(capsys, str(tmp_path / "b"), str(tmp_path / "a"), "--format", "json", *QUIET)

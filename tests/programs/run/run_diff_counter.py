@@ -1,7 +1,7 @@
 """Two versions of one inference module for ``pt2doctor diff`` in both directions
 (tests/integration/test_diff.py). As written: a data-dependent branch (a graph break) and a call
-counter on the module after it, so the frame Dynamo resumes after the break recompiles for
-every count until the recompile limit. ``--fixed``: the branch as ``torch.where`` and no
+counter on the module after it, so the frame Dynamo resumes after the break (one per way the
+branch goes) recompiles for every count until the recompile limit. ``--fixed``: the branch as ``torch.where`` and no
 counter (one graph, no recompile); the same outputs."""
 
 import sys
@@ -32,6 +32,6 @@ torch.manual_seed(0)
 model = torch.compile(Clipper(), backend="eager")
 total = 0.0
 with torch.no_grad():
-    for _ in range(12):
-        total += float(model(torch.randn(4, 8)).sum())
+    for step in range(12):  # two large batches late: the branch goes the other way twice
+        total += float(model(torch.randn(4, 8) * (1 + 4 * (step in (9, 11)))).sum())
 print(f"CHECKSUM {total:.5f}")

@@ -578,6 +578,7 @@ def find_findings(
         (frame, explanation, _frame_findings(frame, explanation, sites))
         for frame, explanation in zip(ledger.frames, explanations, strict=True)
     ]
+    _share_twin_diagnosis(by_frame)
     findings += [finding for _, _, own in by_frame for finding in own]
     breaks = [_break_finding(site) for site in sites]
     _group_under_breaks(by_frame, sites, breaks)
@@ -601,6 +602,44 @@ def find_findings(
             )
         )
     return sort_findings(findings)
+
+
+HINT_ONLY = "Dynamo's hint: "
+"""How a recompiles finding's advice starts where pt2doctor has no fix of its own."""
+
+
+def _share_twin_diagnosis(
+    by_frame: list[tuple[FrameEntry, FrameExplanation, list[Finding]]],
+) -> None:
+    """Two frames of one code (Dynamo resumes after a break in one frame per path through
+    it) recompiling on the same value: where one has a fix and the other only Dynamo's hint
+    (it changed once, too few to tell), the other gets the first's fix, and both, with the
+    first's limit hit, share one cause (the reports show them as one)."""
+    recompiles = [(frame, explanation, f) for frame, explanation, own in by_frame
+                  for f in own if f.code == "recompiles"]  # fmt: skip
+    for frame, explanation, finding in recompiles:
+        if not finding.advice.startswith(HINT_ONLY):
+            continue
+        sources = {row.source for row in explanation.outlook.varying}
+        for other, other_explanation, diagnosed in recompiles:
+            if (
+                other is frame
+                or diagnosed.advice.startswith(HINT_ONLY)
+                or (other.file, other.function) != (frame.file, frame.function)
+                or not sources & {row.source for row in other_explanation.outlook.varying}
+            ):
+                continue
+            cause = diagnosed.cause or f"frame {other.stream}/{other.frame_id}"
+            finding.advice, finding.fixes = diagnosed.advice, list(diagnosed.fixes)
+            for _, _, own in by_frame:
+                for member in own:
+                    if (
+                        member is diagnosed
+                        or member is finding
+                        or (member.cause is not None and member.cause == diagnosed.cause)
+                    ):
+                        member.cause = cause
+            break
 
 
 def _package(file: str | None) -> str | None:
