@@ -159,7 +159,8 @@ def ledger_section(report: Report) -> Section | None:
                         "compile_time_s": c["compile_time_s"],
                         "calls": c.get("calls"),
                         "after_warmup": c.get("after_warmup"),
-                        "failed": c["failed"],
+                        "failed": c["failed"] and not c.get("refused"),
+                        "refused": bool(c.get("refused")),
                     }
                     for c in compiles
                     if c is not None

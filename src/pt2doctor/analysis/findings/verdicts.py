@@ -330,7 +330,8 @@ def changes(before: dict[str, Any], after: dict[str, Any], wall: bool = True) ->
         if old != new or name == "compiles" or (name == "limit_hits" and old):
             shown.append(f"{_NAMES[name]} {old} → {new}")
     if wall and before.get("wall_s") is not None and after.get("wall_s") is not None:
-        shown.append(f"wall {before['wall_s']:.1f} → {after['wall_s']:.1f} s")
+        shown.append(f"wall {before['wall_s']:.1f} → {after['wall_s']:.1f} s (the whole run, "
+                     "its compiles included)")  # fmt: skip
     return ", ".join(shown)
 
 
