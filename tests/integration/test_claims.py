@@ -72,6 +72,22 @@ def _claim(report: dict[str, Any], code: str) -> float | None:
     return float(found[0]["saves_ms"]) if found and found[0].get("saves_ms") else None
 
 
+def _claim_lands(
+    tmp: Path, code: str, truth: Callable[[], float], script: Path, *args: str
+) -> None:
+    """``code``'s ``saves_ms`` in a profiled run of ``script`` lands within WITHIN of
+    ``truth()``, the fix applied and timed; both are savings (> 0)."""
+
+    def measure() -> tuple[float | None, float]:
+        report, _ = _profiled(tmp, script, *args)
+        return _claim(report, code), truth()
+
+    measure.__qualname__ = f"{code}.measure"
+    claim, saved = _lands(measure)
+    assert claim > 0
+    assert saved > 0
+
+
 def _lands(measure: Callable[[], tuple[float | None, float]]) -> tuple[float, float]:
     """Measure (claim, truth) up to ATTEMPTS times; the first pair within WITHIN of the claim,
     else fail with every pair measured."""
@@ -138,13 +154,9 @@ def _fused_saving_per_iteration(rounds: int = 40) -> float:
 
 
 def test_fused_adamw_saves_what_the_eager_optimizer_finding_claims(tmp_path: Path) -> None:
-    def measure() -> tuple[float | None, float]:
-        report, _ = _profiled(tmp_path, BLIND / "eager_optimizer_loop.py")
-        return _claim(report, "eager_optimizer"), _fused_saving_per_iteration()
-
-    claim, truth = _lands(measure)
-    assert claim > 0
-    assert truth > 0
+    _claim_lands(
+        tmp_path, "eager_optimizer", _fused_saving_per_iteration, BLIND / "eager_optimizer_loop.py"
+    )
 
 
 # --- compiled_slower_than_eager: serve it eagerly ----------------------------------------------
@@ -184,13 +196,12 @@ def test_serving_the_decode_eagerly_saves_what_compiled_slower_than_eager_claims
     """The program's decode served by its eager model against its compiled one: the fix (serve
     the eager one), applied."""
 
-    def measure() -> tuple[float | None, float]:
-        report, _ = _profiled(tmp_path, BLIND / "small_decode_slower.py")
-        return _claim(report, "compiled_slower_than_eager"), _eager_serving_saving_per_token()
-
-    claim, truth = _lands(measure)
-    assert claim > 0
-    assert truth > 0
+    _claim_lands(
+        tmp_path,
+        "compiled_slower_than_eager",
+        _eager_serving_saving_per_token,
+        BLIND / "small_decode_slower.py",
+    )
 
 
 # --- autograd_in_inference: no_grad ------------------------------------------------------------
@@ -220,13 +231,7 @@ def _no_grad_saving_per_call(rounds: int = 200) -> float:
 
 
 def test_no_grad_saves_what_the_autograd_in_inference_finding_claims(tmp_path: Path) -> None:
-    def measure() -> tuple[float | None, float]:
-        report, _ = _profiled(tmp_path, MLP_BLOCK, "--grad")
-        return _claim(report, "autograd_in_inference"), _no_grad_saving_per_call()
-
-    claim, truth = _lands(measure)
-    assert claim > 0
-    assert truth > 0
+    _claim_lands(tmp_path, "autograd_in_inference", _no_grad_saving_per_call, MLP_BLOCK, "--grad")
 
 
 # --- graph_break_cost: the break removed -------------------------------------------------------
@@ -277,10 +282,6 @@ def test_removing_the_break_saves_what_graph_break_cost_claims(tmp_path: Path) -
     """The claim is the break's eager time in the profile, the profiler's own cost taken out
     by the call's paired plain time; the truth is the fix applied and timed."""
 
-    def measure() -> tuple[float | None, float]:
-        report, _ = _profiled(tmp_path, MLP_BLOCK, "--item-break")
-        return _claim(report, "graph_break_cost"), _break_removed_saving_per_call()
-
-    claim, truth = _lands(measure)
-    assert claim > 0
-    assert truth > 0
+    _claim_lands(
+        tmp_path, "graph_break_cost", _break_removed_saving_per_call, MLP_BLOCK, "--item-break"
+    )
