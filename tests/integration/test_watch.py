@@ -6,6 +6,7 @@ loops; the assertion messages must carry the explanation (site, category, failed
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -266,6 +267,37 @@ def test_watch_profiles_the_steady_calls_in_process() -> None:
     assert all(r["calls"] == calls for r in profile["regions"])
     assert any("another backend" in note for note in profile["notes"])
     assert Path(profile["trace_file"]).is_file()
+
+
+def scaled_step(x, temperature):
+    return (x * 2).softmax(-1) / temperature
+
+
+def test_a_window_whose_hot_variant_stops_is_timed_over_its_whole_calls() -> None:
+    """An annealed float: six calls at 2.0 (the window opens on that variant after five),
+    then a new value each call: one recompile makes it dynamic and every later call goes to
+    that variant. The window closes at the block's end holding two calls of the first
+    variant; the recompile and the later calls are the tail after its last call (outside
+    review: 325 ms "per call" of a 0.7 ms step, its eager ops the compile's tracing).
+    The time per call is the whole periods', from the profiler's own marks."""
+    torch._dynamo.reset()
+    compiled = torch.compile(scaled_step, backend="eager")
+    x = torch.randn(8, 64)
+    with pt2doctor.watch(profile=20) as w:
+        for step in range(20):
+            compiled(x, 2.0 if step < 7 else 2.0 - 0.01 * step)
+    report = w.report()  # the window closes with the block
+    profile = report["profile"]
+    window = profile["window"]
+    assert window["closed_by"] == "exit" and window["compiles_in_window"] == 1
+    trace = json.loads(Path(profile["trace_file"]).read_text())
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    start = next(e["ts"] + e["dur"] for e in events if e["name"] == "pt2doctor: window start")
+    marks = sorted(e["ts"] for e in events if e["name"] == "pt2doctor: call")
+    assert window["ms_per_call"] == pytest.approx((marks[-1] - start) / len(marks) / 1000,
+                                                  rel=0.05)  # fmt: skip
+    assert any("ran after the hot graph's last call" in note for note in profile["notes"])
+    assert not [op for op in profile["eager_ops"] if op["name"] == "aten::_softmax"]
 
 
 def denoise_step(x, i):

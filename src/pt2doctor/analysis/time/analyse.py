@@ -112,9 +112,14 @@ def _notes(view: ProfileView, window: dict[str, Any], device: str, cached: int) 
     if cached:
         notes.append(CACHED_KERNELS.format(graphs=counted(cached, "graph")))
     compiles = window.get("compiles_in_window") or 0
-    if compiles:
+    placed = window.get("compile_periods")
+    periods = len(window.get("periods_ms") or [])
+    if compiles and placed is None:  # before 2026-12-07: where they ran is not known
         notes.insert(0, f"{counted(compiles, 'compile')} ran inside the window: their time is "
                         "counted outside the regions")  # fmt: skip
+    elif tail := sum(1 for period in placed or () if int(period) >= periods):
+        notes.insert(0, f"{counted(tail, 'compile')} ran after the hot graph's last call in "
+                        "the window: not in the times")  # fmt: skip
     size = window.get("trace_bytes")
     if isinstance(size, int) and size > LARGE_TRACE_BYTES:
         notes.append(f"the Chrome trace is {size / 1e6:.0f} MB: Perfetto opens it slowly; "
@@ -263,7 +268,8 @@ def _quiet_periods(trace: ChromeTrace, window: Mapping[str, Any]) -> _Quiet:
     cpus = [float(v) for v in window.get("periods_cpu_ms") or []]
     compiled = {int(v) for v in window.get("compile_periods") or []}
     unplaced = "compile_periods" not in window and bool(window.get("compiles_in_window"))
-    quiet = _quiet(bounds, walls, cpus, "call", compiled, unplaced)
+    whole = window.get("closed_by") in ("exit", "seconds")  # a tail after the last call
+    quiet = _quiet(bounds, walls, cpus, "call", compiled, unplaced, whole)
     for other in window.get("other_windows") or []:
         why = other.get("not_kept")
         preempted = len(other.get("preempted") or [])
@@ -288,42 +294,58 @@ def _quiet(
     what: str,
     compiled: set[int] | frozenset[int] = frozenset(),
     unplaced: bool = False,
+    whole: bool = False,
 ) -> _Quiet:
     """Leave out the preempted ``what``\\s (calls of the hot loop, or ``ProfilerStep``\\s) of
     ``bounds``, each timed ``walls`` (ms) and ``cpus`` (the thread's CPU time, ms, if known),
-    and say which, and why: a compile inside it (``compiled``: the periods that held one;
-    ``unplaced``: the window held compiles whose periods were not recorded, before
-    2026-12-07), the program's own work (its CPU time grew as much as its wall time), or the
-    machine."""
+    and those that held a compile (``compiled``: not steady state, and a compile's tracing
+    runs ATen ops that would read as the program's eager ops), and say which, and why: the
+    program's own work (its CPU time grew as much as its wall time), the machine, or
+    (``unplaced``: the window held compiles whose periods were not recorded, before
+    2026-12-07) either. ``whole``: count only the whole periods even when none is left out
+    (a window closed at exit or on time has a tail after its last call)."""
     noise = calls_noise(walls, cpus)
-    if noise is None or not noise.preempted:
+    compiled = {i for i in compiled if i < len(walls)}
+    if noise is None or (not noise.preempted and not compiled):
+        if whole and bounds:
+            return _Quiet(noise, kept_ranges(bounds, ()), len(bounds))
         return _Quiet(noise)
-    ranges = kept_ranges(bounds, set(noise.preempted))
-    kept = noise.calls - len(noise.preempted)
+    left_out = set(noise.preempted) | compiled
+    ranges = kept_ranges(bounds, left_out)
+    kept = noise.calls - len(left_out)
     if not ranges or kept <= 0:
-        return _Quiet(noise, notes=[f"every {what} was preempted: none is left out"])
+        return _Quiet(noise, notes=[f"every {what} was preempted or compiled: none is left out"])
+    notes = []
     offs = noise.off_cpu_ms or (None,) * len(noise.preempted)  # no CPU times: none
     why: dict[str, list[str]] = {}
-    for i, ms, off in zip(noise.preempted, noise.slowest, offs, strict=True):
+    slow = [(i, ms, off) for i, ms, off in zip(noise.preempted, noise.slowest, offs, strict=True)
+            if i not in compiled]  # fmt: skip
+    for i, ms, off in slow:
         shown = f"{i + 1} ({ms:.3g} ms" + (
             f", {off:.3g} ms off the CPU)" if off is not None else ")"
         )
-        if i in compiled:
-            cause = "a compile ran inside it"
-        elif unplaced:
+        if unplaced:
             cause = "a compile inside the window, or the machine running something else"
         elif off is not None and off < 0.5 * (ms - noise.median_ms):
             cause = "the program itself was busy (its CPU time grew with it)"
         else:
             cause = "the machine ran something else meanwhile"
         why.setdefault(cause, []).append(shown)
-    causes = "; ".join(f"{cause}: {what} {', '.join(items)}" for cause, items in why.items())
-    note = (
-        f"{counted(len(noise.preempted), what)} of {noise.calls} took far longer than the "
-        f"median {what} ({noise.median_ms:.3g} ms), left out, so the times are over the other "
-        f"{kept}. Why: {causes}"
-    )
-    return _Quiet(noise, ranges, kept, [note])
+    if slow:
+        causes = "; ".join(f"{cause}: {what} {', '.join(items)}" for cause, items in why.items())
+        notes.append(
+            f"{counted(len(slow), what)} of {noise.calls} took far longer than the median "
+            f"{what} ({noise.median_ms:.3g} ms), left out. Why: {causes}"
+        )
+    if compiled:
+        shown = ", ".join(str(i + 1) for i in sorted(compiled))
+        notes.append(
+            f"{counted(len(compiled), what)} of {noise.calls} held a compile ({what} {shown}): "
+            "left out, as not steady state (a compile's tracing also runs ATen ops that would "
+            "read as the program's eager ops)"
+        )
+    notes.append(f"the times are over the other {counted(kept, what)}")
+    return _Quiet(noise, ranges, kept, notes)
 
 
 WITHHELD = ("overhead_bound", "library_bound")
