@@ -681,3 +681,23 @@ def test_an_input_of_the_wrong_shape_is_the_programs_error_not_the_compilers(doc
     recompiles = findings["recompiles"]
     assert recompiles["severity"] == "info" and "failed" in recompiles["title"]
     assert "Nothing to fix" not in recompiles["advice"] and not recompiles.get("tryable")
+
+
+def test_a_loop_count_passed_as_an_argument_is_a_loop_count_not_a_global(doctor_run) -> None:
+    """``for _ in range(n_refine)`` with ``n_refine`` an argument: one graph per count to the
+    limit (second outside review: "an int the compiled code reads from a global ... pass it
+    in as an argument", which it already was). The advice names the loop and compiling what
+    it runs; applied (``--fixed``), one graph serves every count, with the same numbers."""
+    run = doctor_run("loop_count_arg", EAGER, "run_loop_count_arg")
+    assert run.returncode == 0, run.stderr[-3000:]
+    advice = " ".join(f["advice"] for f in run.report["findings"] if f["code"] == "recompiles")
+    line = marker_line("run_loop_count_arg", "loop")
+    assert f"n_refine is the count of the loop at {PROGRAMS / 'run_loop_count_arg.py'}:{line}" in (
+        advice
+    )
+    assert "reads from a global" not in advice and "Pass it in as an argument" not in advice
+    fixed = doctor_run("loop_count_arg_fixed", EAGER, "run_loop_count_arg", "--fixed")
+    assert fixed.report["summary"]["compiles"] == 1 < run.report["summary"]["compiles"]
+    assert _checksum((fixed.run_dir / "stdout.log").read_text()) == _checksum(
+        (run.run_dir / "stdout.log").read_text()
+    )

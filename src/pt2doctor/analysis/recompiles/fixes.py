@@ -823,8 +823,11 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
                     and r.values == row.values]  # fmt: skip
             if row in same and same[0] is not row:
                 continue  # one fix names every size the user's dynamic=False keeps static
-            fix = _unbounded_fix(row, change, explanation.compile_call, same,
-                                 explanation.stores.get(row.source))  # fmt: skip
+            fix = (
+                (loop_count_fix(row, change, outlook) if row.kind == "value" else None)
+                or _unbounded_fix(row, change, explanation.compile_call, same,
+                                  explanation.stores.get(row.source))
+            )  # fmt: skip
         else:
             fix = None
         if fix is not None:

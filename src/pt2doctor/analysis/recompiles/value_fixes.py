@@ -22,7 +22,7 @@ from pt2doctor.analysis.recompiles.fix_model import (
     values_text,
 )
 from pt2doctor.analysis.recompiles.outlook import FrameExplanation, Outlook, Varying
-from pt2doctor.analysis.source_lines import following_code
+from pt2doctor.analysis.source_lines import following_code, parameters_at
 from pt2doctor.trace.messages import is_user_file
 from pt2doctor.trace.patterns import lazy_compile
 
@@ -166,6 +166,7 @@ def constant_fix(
         and row.expr.root not in ("self", "kwargs")
         and line is not None
         and _used_as_size(row.source, line.statement)
+        and row.expr.root not in (parameters_at(line.file, line.line) or ())
     ):
         # Not an argument (an int argument goes dynamic after one recompile): a global, or
         # what the code reaches through one, baked in at every value.
