@@ -343,3 +343,32 @@ def test_a_skipped_loop_frame_says_whether_its_break_is_in_a_function_it_calls()
     inline = skipped["sample_inline"]
     assert f"break at test_watch.py:{_line('inline_break')}" in inline
     assert "compile the loop body as its own function" in inline
+
+
+def test_the_in_process_api_says_what_a_misuse_got_wrong() -> None:
+    """Arguments swapped, a string for a count, a tensor for a list of samples, the inputs
+    before the model: one TypeError naming the call and what it got (second outside review:
+    'no compiled frame of None', a raw TypeError from deep inside, a tensor read row by row
+    into a verdict, an AttributeError on named_modules, and profile='20' accepted and
+    ignored)."""
+    torch._dynamo.reset()
+    model = torch.nn.Linear(4, 4)
+    compiled = torch.compile(model, backend="eager")
+    with pt2doctor.watch() as w:
+        compiled(torch.randn(2, 4))
+    with pytest.raises(TypeError, match=r"assert_max_variants: fn must be the function or module"):
+        w.assert_max_variants(1, model)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"assert_max_variants: n must be an int, got str '2'"):
+        w.assert_max_variants(model, "2")  # type: ignore[arg-type]
+    w.assert_max_variants(compiled, 1)  # what torch.compile returned is accepted
+    with pytest.raises(TypeError, match=r"watch: profile must be an int, got str '20'"):
+        pt2doctor.watch(profile="20")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"should_compile: samples must be a list of inputs"):
+        pt2doctor.should_compile(model, torch.randn(4, 4))
+    with pytest.raises(TypeError, match=r"compare_modules: the first argument must be the model"):
+        pt2doctor.compare_modules(torch.randn(2, 4), model)
+    # Code compiled before the watch is not compiled again inside it: the message says so.
+    with pt2doctor.watch() as again:
+        compiled(torch.randn(2, 4))
+    with pytest.raises(AssertionError, match=r"nothing compiled while this watch was open"):
+        again.assert_max_variants(model, 1)

@@ -178,6 +178,9 @@ def compare_gradients(
     module's doc). ``model`` and its gradients are not changed. ``compile_fn``: how to compile
     a module instead (a check variant's settings). The recordings are spilled
     to files as cases/numerics.py's are, and read back one module at a time."""
+    from pt2doctor.inprocess.arguments import module_argument
+
+    module_argument("compare_gradients", model)
     with _Spill() as spill:
         return _compare(model, args, kwargs, backend, loss_fn, tolerance, compile_fn, spill)
 

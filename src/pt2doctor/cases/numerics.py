@@ -445,6 +445,9 @@ def compare_modules(
     the numerics knobs at the culprit (default: when compiling with Inductor by name).
     ``isolate``: make each compile in a forked child (cases/forked.py); default: when the
     recordings reach ``ISOLATE_ABOVE_BYTES``, where memory is what limits the search."""
+    from pt2doctor.inprocess.arguments import module_argument
+
+    module_argument("compare_modules", model)
     with _Spill() as spill:
         return _compare(model, args, kwargs, backend, tolerance, compile_fn, repro_dir,
                         try_knobs, isolate, spill)  # fmt: skip

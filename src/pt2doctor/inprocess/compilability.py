@@ -13,6 +13,10 @@ from pt2doctor.errors import UsageError
 def should_compile(fn: Callable[..., Any], samples: Sequence[Any]) -> Compilability:
     """Run ``fn`` eagerly on each sample (a tuple of positional args, or one argument) under an
     aten-op recorder and compare the op sequences (needs at least two samples)."""
+    from pt2doctor.inprocess.arguments import compiled_argument, samples_argument
+
+    compiled_argument("should_compile", "fn", fn)
+    samples_argument("should_compile", samples)
     if len(samples) < 2:
         raise UsageError("should_compile needs at least two representative inputs")
     sequences = [

@@ -140,6 +140,10 @@ class Watch:
         """At most ``n`` compiled variants of ``fn`` (a function, or a module's forward) and of
         each resume function Dynamo made from it after a graph break."""
         from pt2doctor import torchcompat  # torch is imported: the caller compiled fn
+        from pt2doctor.inprocess.arguments import compiled_argument, count_argument
+
+        compiled_argument("assert_max_variants", "fn", fn)
+        count_argument("assert_max_variants", "n", n)
 
         # What torch.compile returned is unwrapped: a compiled module is its module, a
         # compiled function the function it wraps (their own code is torch's wrapper).
@@ -148,18 +152,37 @@ class Watch:
         code = getattr(getattr(target, "forward", target), "__code__", None)
         name = getattr(code, "co_name", getattr(target, "__name__", None))
 
+        # A compiled torch module (nn.Linear) is compiled through torch's own wrapper frame,
+        # which the report names by the module's class and method.
+        shown = f"{type(target).__name__}.forward" if hasattr(target, "forward") else None
+
         def is_part_of_fn(frame: dict[str, Any]) -> bool:
             resume = RESUME_NAME.match(frame["function"] or "")
             own = resume.group(1) if resume else frame["function"]
+            if shown and str(frame.get("display_name") or "").startswith(f"{shown} (through "):
+                return True
             return bool(own == name and (code is None or frame["file"] == code.co_filename))
 
         seen = self.report()["frames"]
         frames = [frame for frame in seen if is_part_of_fn(frame)]
+        if not frames and shown and code is not None and "/torch/" in code.co_filename:
+            # Without its class known (watch() does not record torch.compile calls), the
+            # wrapper frame is named by the method alone.
+            frames = [f for f in seen
+                      if str(f.get("display_name") or "").startswith("forward (through ")]  # fmt: skip
         if not frames:
             where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
             compiled = ", ".join(frame_label(f["function"], f["file"], f["line"]) for f in seen)
+            before = (
+                ": nothing compiled while this watch was open; code compiled before it (an "
+                "earlier watch, or another instance of the same class) is not recompiled, so "
+                "call torch._dynamo.reset() before the watch to see it"
+                if not compiled
+                else ""
+            )
             raise AssertionError(
-                f"no compiled frame of {name}{where} was captured (compiled: {compiled or 'none'})"
+                f"no compiled frame of {name}{where} was captured (compiled: "
+                f"{compiled or 'none'}){before}"
             )
         too_many = [frame for frame in frames if frame["variants"] > n]
         if too_many:
@@ -193,7 +216,11 @@ def watch(
     time each graph call spends outside its library and fallback ops). ``metrics_port=N``:
     serve the compile events as OpenMetrics on port N while it watches (the ``metrics``
     extra), as ``report --follow --metrics-port`` does."""
-    return Watch(out, profile, metrics_port)
+    from pt2doctor.inprocess.arguments import count_argument
+
+    count_argument("watch", "profile", profile, optional=True)
+    count_argument("watch", "metrics_port", metrics_port, optional=True)
+    return Watch(Path(out) if out is not None else None, profile, metrics_port)
 
 
 class _LiveExport:
