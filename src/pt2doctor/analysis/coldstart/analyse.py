@@ -63,8 +63,9 @@ def cold_start(run: Run, ledger: Ledger, heat: Heat | None) -> ColdStart:
                      "line": record.line, "caches": found})  # fmt: skip
     at_start = None if run.probes is None else run.probes.cache_dir_at_start
     wall_s = None if heat is None else heat.wall_s
+    kernels = bool((run.manifest or {}).get("kernels"))
     section: dict[str, Any] = cold_start_section(ledger, wall_s, at_start,
-                                                 run.profile is not None)  # fmt: skip
+                                                 run.profile is not None, kernels)  # fmt: skip
     section["key_components"] = shared
     causes = rank_miss_causes(rows, shared)
     section["rank_miss_causes"] = causes

@@ -250,6 +250,7 @@ def _state_phrase(
     inductor: bool,
     at_start: dict[str, Any] | None = None,
     profiled: bool = False,
+    kernels: bool = False,
 ) -> str:
     counts, lookups = state.counts, sum(state.counts.values())
     if state.state == "cold":
@@ -275,6 +276,10 @@ def _state_phrase(
         return (
             f"bypassed: no graph used the cache ({reasons[0] if reasons else 'no reason logged'})"
         )
+    if state.state == "no_cache" and inductor and kernels:
+        return ("no cache lookup: `run --kernels` turns the FX graph and AOTAutograd caches off, "
+                "so every graph compiles afresh (a hit would replay another compile's kernel "
+                "lines)")  # fmt: skip
     if state.state == "no_cache" and inductor:
         return "no cache lookup logged (Inductor's caches disabled, or not logged by this torch)"
     if state.state == "no_cache":
@@ -287,7 +292,8 @@ def _verdict(state_phrase: str, compile_s: float, wall_s: float | None,
              phases: dict[str, float]) -> str:  # fmt: skip
     where = f"{compile_s:.1f} s compiling"
     if wall_s:
-        where = f"{compile_s:.1f} s of {wall_s:.0f} s compiling"
+        total = f"{wall_s:.0f}" if wall_s >= 10 else f"{wall_s:.1f}"
+        where = f"{compile_s:.1f} s of {total} s compiling"
     if phases and compile_s > 0:
         top = max(phases, key=lambda key: phases[key])
         where += f", {100 * phases[top] / compile_s:.0f}% {PHASE_LABELS.get(top, top)}"
@@ -351,10 +357,12 @@ def cold_start_section(
     wall_s: float | None,
     at_start: dict[str, Any] | None = None,
     profiled: bool = False,
+    kernels: bool = False,
 ) -> dict[str, Any]:
     """The report's ``cold_start`` object (docs/report-schema.md); ``at_start``: the cache
     dir's entries before the first compile (probes), when the run recorded them; ``profiled``:
-    the run compiled with ``--profile``'s settings, which are part of the cache key."""
+    the run compiled with ``--profile``'s settings, which are part of the cache key;
+    ``kernels``: ``run --kernels`` turned the compile caches off."""
     compile_s = sum(entry.record.compile_time_s or 0.0 for entry in ledger.compiles)
     phases: Counter[str] = Counter()
     for entry in ledger.compiles:
@@ -381,6 +389,7 @@ def cold_start_section(
                 any(key.startswith("inductor") for key in totals),
                 at_start,
                 profiled,
+                kernels,
             ),
             compile_s,
             wall_s,
