@@ -95,11 +95,8 @@ def test_kernels_map_to_the_lines_of_the_block(built_run: Any) -> None:
     assert cumsum["name"] == "torch.ops.aten.cumsum.default"
     assert _lines(cumsum) == {marker_in(PROGRAM, "cumsum")}
     assert json.loads((built_run.run_dir / "manifest.json").read_text())["kernels"] is True
-    # No cache lookup in the raw log (the caches are off): said as --kernels' doing, not as
-    # "disabled, or not logged" (second outside review).
-    assert not [
-        e for e, _ in raw_records(built_run.run_dir / "trace") if "fx_graph_cache" in json.dumps(e)
-    ]
+    # The caches are off: said as --kernels' doing, not as "disabled, or not logged" (second
+    # outside review).
     assert (
         "`run --kernels` turns the FX graph and AOTAutograd caches off"
         in (report["cold_start"]["verdict"])
