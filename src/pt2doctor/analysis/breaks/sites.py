@@ -377,7 +377,8 @@ def _heat_fact(site: GraphBreakSite) -> str:
         return "heat not measured (`pt2doctor run` counts it)"
     if site.hot:
         return f"ran {site.hits} times (hot)"
-    return f"ran {counted(site.hits, 'time')} (cold: a startup-only break is not worth a rewrite)"
+    return (f"ran {counted(site.hits, 'time')} here (cold: where the real workload also runs "
+            "it only at startup, it is not worth a rewrite)")  # fmt: skip
 
 
 def user_caller(site: GraphBreakSite) -> SourceLine | None:
