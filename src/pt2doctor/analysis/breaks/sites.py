@@ -353,7 +353,8 @@ def _torch_says(site: GraphBreakSite) -> str:
     hints = [hint.rstrip(". ") for hint in site.hints if not _NOT_ADVICE.search(hint)]
     # torch 2.13's gb0123 hint names a setting that does not exist (no ".config").
     hints = [_MISNAMED_SETTING.sub(r"torch._dynamo.config.\1", hint) for hint in hints]
-    if site.fix in _NOT_REORDERABLE:  # the hint that would drop the call silently, or fail
+    # The hint that would drop the call silently, or fail (the advice says it does not apply).
+    if site.fix in _NOT_REORDERABLE or "reorderable_logging_functions does not apply" in site.fix:
         hints = [hint for hint in hints if "reorderable_logging_functions" not in hint]
     if "capture_scalar_outputs does not" in site.fix:  # the advice found it does not help here
         hints = [hint for hint in hints if "capture_scalar_outputs" not in hint]
