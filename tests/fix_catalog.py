@@ -168,6 +168,7 @@ FIXES: dict[str, CatalogFix] = {
     "requires_grad.outside": _fix(
         "REQUIRES_GRAD_ADVICE", "Change it outside the compiled function, around the call"
     ),
+    "backward.after_call": _fix("BACKWARD_ADVICE", "call `.backward()` on it after the call"),
     "rnn.outside": _fix("RNN_ADVICE", "Keep the RNN out of the compiled region"),
     "packing.padded": _fix("PACKING_ADVICE", "run the RNN on the padded batch"),
     "host_random.pass_tensor": _fix(

@@ -767,6 +767,8 @@ def break_advice(
     text = f"{event.gb_type}\n{event.explanation}\n{event.reason}"
     if "Tensor.requires_grad_()" in event.gb_type:
         return OwnFix(REQUIRES_GRAD_ADVICE)
+    if "Tensor.backward()" in event.gb_type:
+        return OwnFix(BACKWARD_ADVICE)
     where = f"{event.site.function if event.site else ''}\n{text}"
     setup = next((call for pattern, call in _SETUP_CALLS if pattern in where), None)
     if setup is not None:
@@ -795,6 +797,14 @@ SETUP_ADVICE = (
     "every call. Do it once, outside, and pass the result in (the stacked parameters, the "
     "copied template): the compiled function then holds only the per-call tensor work. Redo "
     "the setup where its inputs change (an ensemble that keeps training restacks)."
+)
+BACKWARD_ADVICE = (
+    "Dynamo does not trace `.backward()` inside a compiled function: the graph ends there and "
+    "the backward runs eagerly, on every call. Return the loss from the compiled function "
+    "and call `.backward()` on it after the call: AOTAutograd compiles the backward of what "
+    "the compiled function computed, so forward and backward are both compiled, and the "
+    "gradients are the same. torch's trace_autograd_ops = True traces the call instead; it "
+    "is experimental, and the returned loss then has to be detached."
 )
 REQUIRES_GRAD_ADVICE = (
     "Dynamo does not trace changing a tensor's requires_grad (`requires_grad_`, a module's "
