@@ -849,6 +849,7 @@ def test_a_backward_and_a_norm_branch_in_a_compiled_step_are_two_named_sites(
     assert len(sites) == break_sites(done.run_dir) == 2
     backward = sites[line_of("clip_and_log", "loss.backward()")]
     assert "torch._dynamo.config.trace_autograd_ops" in backward["advice"]
+    assert "call `.backward()` on it after the call" in backward["advice"]  # the fix first
     assert "torch._dynamo.trace_autograd_ops" not in backward["advice"]
     assert (
         "torch.where" in sites[line_of("clip_and_log", "if total_norm > SKIP_THRESHOLD:")]["advice"]

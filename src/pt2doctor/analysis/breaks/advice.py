@@ -803,8 +803,8 @@ BACKWARD_ADVICE = (
     "the backward runs eagerly, on every call. Return the loss from the compiled function "
     "and call `.backward()` on it after the call: AOTAutograd compiles the backward of what "
     "the compiled function computed, so forward and backward are both compiled, and the "
-    "gradients are the same. torch's trace_autograd_ops = True traces the call instead; it "
-    "is experimental, and the returned loss then has to be detached."
+    "gradients are the same. torch._dynamo.config.trace_autograd_ops = True traces the call "
+    "instead; it is experimental, and the returned loss then has to be detached."
 )
 REQUIRES_GRAD_ADVICE = (
     "Dynamo does not trace changing a tensor's requires_grad (`requires_grad_`, a module's "
