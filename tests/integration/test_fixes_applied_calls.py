@@ -474,6 +474,42 @@ def test_the_adapter_is_loaded_once_outside_the_compiled_call() -> None:
     assert proof.after.count("graph_breaks") == 0
 
 
+def _scaled_in_place(compile, check_inside):
+    torch.manual_seed(0)
+    base = torch.randn(6, 8)
+    batches = [base[:3], base[3:], torch.randn(3, 8)]  # two views of one storage, one owner
+
+    def scale_(x):
+        # A view shares its storage: copy it before writing in place.
+        owned = x.untyped_storage().nbytes() == x.numel() * x.element_size() if check_inside else 1
+        if not owned:
+            x = x.clone()
+        return x.mul_(0.5).add_(1.0)
+
+    scale_ = compile(scale_)
+    out = []
+    for x in batches:
+        if not check_inside and x.untyped_storage().nbytes() != x.numel() * x.element_size():
+            x = x.clone()
+        out.append(scale_(x))
+    return out, base
+
+
+def scale_checks_storage_inside(compile):
+    """An in-place scale that copies a view first, checking the tensor's storage inside the
+    compiled function."""
+    return _scaled_in_place(compile, check_inside=True)
+
+
+def scale_checks_storage_outside(compile):
+    return _scaled_in_place(compile, check_inside=False)
+
+
+def test_the_storage_check_moves_out_of_the_compiled_function() -> None:
+    proof = prove("builtin.move_out", scale_checks_storage_inside, scale_checks_storage_outside)
+    assert proof.after.count("graph_breaks") == 0
+
+
 # --- disable.remove: a break the code asks for ------------------------------------------------
 
 
@@ -662,7 +698,7 @@ def test_class_weights_are_read_before_the_compiled_step() -> None:
     assert proof.after.count("graph_breaks") == 0
 
 
-# --- other.move_out: backward() and an iterator's next() in the compiled step -----------------
+# --- backward.after_call and other.move_out: backward() and an iterator's next() in the step ---
 
 
 def _train_regressor(compile, backward_inside):
@@ -699,6 +735,45 @@ def train_step_returns_loss(compile):
 
 def test_backward_is_called_on_the_returned_loss_outside_the_compiled_step() -> None:
     proof = prove("backward.after_call", train_step_calls_backward, train_step_returns_loss)
+    assert proof.after.count("graph_breaks") == 0
+
+
+def _autoencoder_steps(compile, backward_inside):
+    torch.manual_seed(0)
+    encoder, decoder = nn.Linear(12, 3), nn.Linear(3, 12)
+    params = [*encoder.parameters(), *decoder.parameters()]
+    opt = torch.optim.Adam(params, lr=1e-2)
+    batches = [torch.randn(5, 12) for _ in range(3)]
+
+    def reconstruction_step(x):
+        loss = F.mse_loss(decoder(torch.tanh(encoder(x))), x)
+        if backward_inside:
+            loss.backward()
+        return loss.detach() if backward_inside else loss
+
+    reconstruction_step = compile(reconstruction_step)
+    losses = []
+    for x in batches:
+        opt.zero_grad()
+        loss = reconstruction_step(x)
+        if not backward_inside:
+            loss.backward()
+        opt.step()
+        losses.append(loss.detach())
+    return losses, [p.detach().clone() for p in params]
+
+
+def autoencoder_backward_inside(compile):
+    """An autoencoder's step that backpropagates inside the compiled function."""
+    return _autoencoder_steps(compile, backward_inside=True)
+
+
+def autoencoder_backward_after(compile):
+    return _autoencoder_steps(compile, backward_inside=False)
+
+
+def test_the_autoencoder_backpropagates_after_the_compiled_step() -> None:
+    proof = prove("backward.after_call", autoencoder_backward_inside, autoencoder_backward_after)
     assert proof.after.count("graph_breaks") == 0
 
 
@@ -743,40 +818,10 @@ def gradient_descent_warmup_passed_in(compile):
     return path
 
 
-def _scaled_in_place(compile, check_inside):
-    torch.manual_seed(0)
-    base = torch.randn(6, 8)
-    batches = [base[:3], base[3:], torch.randn(3, 8)]  # two views of one storage, one owner
-
-    def scale_(x):
-        # A view shares its storage: copy it before writing in place.
-        owned = x.untyped_storage().nbytes() == x.numel() * x.element_size() if check_inside else 1
-        if not owned:
-            x = x.clone()
-        return x.mul_(0.5).add_(1.0)
-
-    scale_ = compile(scale_)
-    out = []
-    for x in batches:
-        if not check_inside and x.untyped_storage().nbytes() != x.numel() * x.element_size():
-            x = x.clone()
-        out.append(scale_(x))
-    return out, base
-
-
-def scale_checks_storage_inside(compile):
-    """An in-place scale that copies a view first, checking the tensor's storage inside the
-    compiled function."""
-    return _scaled_in_place(compile, check_inside=True)
-
-
-def scale_checks_storage_outside(compile):
-    return _scaled_in_place(compile, check_inside=False)
-
-
-def test_the_storage_check_moves_out_of_the_compiled_function() -> None:
-    proof = prove("builtin.move_out", scale_checks_storage_inside, scale_checks_storage_outside)
+def test_the_step_size_iterator_is_advanced_outside_the_compiled_update() -> None:
+    proof = prove("other.move_out", gradient_descent_with_warmup, gradient_descent_warmup_passed_in)
     assert proof.after.count("graph_breaks") == 0
+    assert proof.after.count("compiles") < proof.before.count("compiles")
 
 
 def _blends(compile, alias_check_inside):
@@ -810,12 +855,6 @@ def blend_checks_aliasing_outside(compile):
 def test_the_aliasing_check_moves_out_of_the_compiled_blend() -> None:
     proof = prove("other.move_out", blend_checks_aliasing_inside, blend_checks_aliasing_outside)
     assert proof.after.count("graph_breaks") == 0
-
-
-def test_the_step_size_iterator_is_advanced_outside_the_compiled_update() -> None:
-    proof = prove("other.move_out", gradient_descent_with_warmup, gradient_descent_warmup_passed_in)
-    assert proof.after.count("graph_breaks") == 0
-    assert proof.after.count("compiles") < proof.before.count("compiles")
 
 
 # --- setup.outside: one-time setup inside the compiled function -------------------------------
@@ -1006,86 +1045,6 @@ def fgsm_marks_input_before(compile):
 
 def test_the_input_is_marked_requiring_grad_before_the_compiled_loss() -> None:
     proof = prove("requires_grad.outside", fgsm_marks_input_inside, fgsm_marks_input_before)
-    assert proof.after.count("graph_breaks") == 0
-
-
-# --- backward.after_call: loss.backward() inside the compiled step -----------------------------
-
-
-def _classifier_steps(compile, backward_inside):
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    data = [(torch.randn(6, 8), torch.randint(0, 4, (6,))) for _ in range(3)]
-
-    def step(x, y):
-        loss = F.cross_entropy(model(x), y)
-        if backward_inside:
-            loss.backward()
-        return loss
-
-    step = compile(step)
-    losses = []
-    for x, y in data:
-        opt.zero_grad()
-        loss = step(x, y)
-        if not backward_inside:
-            loss.backward()
-        opt.step()
-        losses.append(loss.detach())
-    return losses, _params(model)
-
-
-def classifier_backward_inside(compile):
-    """A training step that calls loss.backward() inside the compiled function."""
-    return _classifier_steps(compile, backward_inside=True)
-
-
-def classifier_backward_after(compile):
-    return _classifier_steps(compile, backward_inside=False)
-
-
-def test_the_backward_is_called_on_the_returned_loss() -> None:
-    proof = prove("backward.after_call", classifier_backward_inside, classifier_backward_after)
-    assert proof.after.count("graph_breaks") == 0
-
-
-def _autoencoder_steps(compile, backward_inside):
-    torch.manual_seed(0)
-    encoder, decoder = nn.Linear(12, 3), nn.Linear(3, 12)
-    params = [*encoder.parameters(), *decoder.parameters()]
-    opt = torch.optim.Adam(params, lr=1e-2)
-    batches = [torch.randn(5, 12) for _ in range(3)]
-
-    def reconstruction_step(x):
-        loss = F.mse_loss(decoder(torch.tanh(encoder(x))), x)
-        if backward_inside:
-            loss.backward()
-        return loss.detach() if backward_inside else loss
-
-    reconstruction_step = compile(reconstruction_step)
-    losses = []
-    for x in batches:
-        opt.zero_grad()
-        loss = reconstruction_step(x)
-        if not backward_inside:
-            loss.backward()
-        opt.step()
-        losses.append(loss.detach())
-    return losses, [p.detach().clone() for p in params]
-
-
-def autoencoder_backward_inside(compile):
-    """An autoencoder's step that backpropagates inside the compiled function."""
-    return _autoencoder_steps(compile, backward_inside=True)
-
-
-def autoencoder_backward_after(compile):
-    return _autoencoder_steps(compile, backward_inside=False)
-
-
-def test_the_autoencoder_backpropagates_after_the_compiled_step() -> None:
-    proof = prove("backward.after_call", autoencoder_backward_inside, autoencoder_backward_after)
     assert proof.after.count("graph_breaks") == 0
 
 

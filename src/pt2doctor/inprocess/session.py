@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from pt2doctor import torchcompat
 from pt2doctor.analysis.findings.trace_findings import frame_label
+from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME
 from pt2doctor.analysis.text import counted
 from pt2doctor.capture.probes import ProbeRecorder, install_torch_probes
@@ -153,23 +154,29 @@ class Watch:
         name = getattr(code, "co_name", getattr(target, "__name__", None))
 
         # A compiled torch module (nn.Linear) is compiled through torch's own wrapper frame,
-        # which the report names by the module's class and method.
-        shown = f"{type(target).__name__}.forward" if hasattr(target, "forward") else None
+        # which the report names by the module's class and method, or by the method alone
+        # where the class is not known (watch() does not record torch.compile calls).
+        module = hasattr(target, "forward")
+        torch_module = (
+            module
+            and code is not None
+            and str(library_path(code.co_filename) or "").startswith("torch/")
+        )
+
+        def through(frame: dict[str, Any], shown: str) -> bool:
+            return str(frame.get("display_name") or "").startswith(f"{shown} (through ")
 
         def is_part_of_fn(frame: dict[str, Any]) -> bool:
             resume = RESUME_NAME.match(frame["function"] or "")
             own = resume.group(1) if resume else frame["function"]
-            if shown and str(frame.get("display_name") or "").startswith(f"{shown} (through "):
+            if module and through(frame, f"{type(target).__name__}.forward"):
                 return True
             return bool(own == name and (code is None or frame["file"] == code.co_filename))
 
         seen = self.report()["frames"]
         frames = [frame for frame in seen if is_part_of_fn(frame)]
-        if not frames and shown and code is not None and "/torch/" in code.co_filename:
-            # Without its class known (watch() does not record torch.compile calls), the
-            # wrapper frame is named by the method alone.
-            frames = [f for f in seen
-                      if str(f.get("display_name") or "").startswith("forward (through ")]  # fmt: skip
+        if not frames and torch_module:
+            frames = [frame for frame in seen if through(frame, "forward")]
         if not frames:
             where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
             compiled = ", ".join(frame_label(f["function"], f["file"], f["line"]) for f in seen)

@@ -425,11 +425,11 @@ def _frame_findings(
         )
     findings += _given_up_findings(frame)
     recompiles = _recompile_finding(frame, explanation)
-    failed = [e for e in frame.compiles if e.record.fail_type and e is not frame.refused]
-    if recompiles is not None and failed and failed[-1] is frame.compiles[-1]:
+    last = frame.compiles[-1] if frame.compiles else None
+    if (recompiles is not None and last is not None and last.record.fail_type
+            and last is not frame.refused):  # fmt: skip
         # The last recompile raised: its change is what the failing call brought, not a
         # variant that serves anything (it never compiled).
-        last = failed[-1]
         recompiles.title = (f"{frame_where(frame, explanation.compile_call)} recompiled and its "
                             f"recompile {last.compile_id} failed")  # fmt: skip
         recompiles.severity = "info"
@@ -629,16 +629,10 @@ def _share_twin_diagnosis(
                 or not sources & {row.source for row in other_explanation.outlook.varying}
             ):
                 continue
+            # Where the diagnosed frame hit the limit, its findings already share a cause.
             cause = diagnosed.cause or f"frame {other.stream}/{other.frame_id}"
             finding.advice, finding.fixes = diagnosed.advice, list(diagnosed.fixes)
-            for _, _, own in by_frame:
-                for member in own:
-                    if (
-                        member is diagnosed
-                        or member is finding
-                        or (member.cause is not None and member.cause == diagnosed.cause)
-                    ):
-                        member.cause = cause
+            finding.cause = diagnosed.cause = cause
             break
 
 

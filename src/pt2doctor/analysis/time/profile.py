@@ -652,17 +652,15 @@ def profile_view(
                 tails.setdefault(region.cid, []).append(tail)
                 resumed.setdefault(region.cid, []).append(region.tail_guards)
         row.us += own
+
     # The window opens and closes in the hot region's call, after its graph: the last call's
     # break tail is past the window's end, and the first call's (before any complete region)
     # is in it; each call's is charged at the mean of the complete ones.
-    breaks = {
-        cid: sum(found) / len(found) * (len(found) + cut.get(cid, 0))
-        for cid, found in tails.items()
-    }
-    resumed_guards = {
-        cid: sum(found) / len(found) * (len(found) + cut.get(cid, 0))
-        for cid, found in resumed.items()
-    }
+    def with_cut(per_region: dict[str, list[float]]) -> dict[str, float]:
+        return {cid: sum(found) / len(found) * (len(found) + cut.get(cid, 0))
+                for cid, found in per_region.items()}  # fmt: skip
+
+    breaks, resumed_guards = with_cut(tails), with_cut(resumed)
     for region, children, us in walk.forward_calls:
         charges.graph_call(region.cid, "forward", children, us)
     orphans = 0

@@ -132,16 +132,14 @@ def compile_error_advice(fail_type: str, reason: str) -> str | None:
     ops = custom_op_advice(reason)
     if ops is not None:
         return ops
+    line = _user_line(reason)
+    at = f" at {line[0]} (`{line[1]}`)" if line else ""
     fake = _FAKE_OP_ERROR.search(reason)
     if fake is not None and "making fake tensor call" in reason:
         op = fake["builtin"] or fake["target"]
-        line = _user_line(reason)
-        at = f" at {line[0]} (`{line[1]}`)" if line else ""
         return FIXES["fake_op_error"].format(op=op, error=f"{fake['type']}: {fake['message'].rstrip('.')}",
                                              at=at)  # fmt: skip
     if fail_type in DATA_DEPENDENT or _DATA_DEPENDENT_TEXT.search(reason):
-        line = _user_line(reason)
-        at = f" at {line[0]} (`{line[1]}`)" if line else ""
         code = line[1] if line else ""
         from pt2doctor.analysis.breaks.advice import HOST_RANDOM, HOST_RANDOM_ADVICE, RANDOM_DRAW
 
