@@ -270,6 +270,9 @@ FIXES: dict[str, CatalogFix] = {
         "Register the hooks once, before the first compiled call",
         "results",
     ),
+    "inference_mode.alike": _fix(
+        "state_fixes:INFERENCE_MODE_FIX", "Make the calls alike", "recompile"
+    ),
     "inference_tensor.alike": _fix(
         "state_fixes:INFERENCE_TENSOR_FIX", "Make the inputs alike", "recompile"
     ),

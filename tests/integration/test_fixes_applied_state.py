@@ -23,6 +23,8 @@ variant and the compiles stay as many (2 -> 2 here).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -31,6 +33,8 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 from fixproof import prove  # noqa: E402
+
+_SOURCE_LINES = Path(__file__).read_text(encoding="utf-8").splitlines()
 
 # --- lr_tensor.tensor_lr -----------------------------------------------------------------------
 
@@ -476,7 +480,7 @@ def test_hooks_registered_once_give_the_eager_results_in_as_many_compiles(before
     assert proof.after.count("recompiles") == 1  # on the flag, as it was on the hook count
 
 
-# --- inference_tensor.alike --------------------------------------------------------------------
+# --- inference_mode.alike, inference_tensor.alike --------------------------------------------------------------------
 
 
 def _scorer():
@@ -509,12 +513,31 @@ def server_warmup_in_inference_mode_fixed(compile):
 
 def test_a_warmup_made_as_the_requests_are_serves_them() -> None:
     proof = prove(
-        "inference_tensor.alike",
+        "inference_mode.alike",
         server_warmup_in_inference_mode,
         server_warmup_in_inference_mode_fixed,
     )
     assert proof.shown
     assert proof.measures["compiles"] == (2, 1)
+    # Each variant's calling line and the `with` around it, from the run's compile-start
+    # stacks and this file: the parameters' keys tell the mode, not "an inference tensor".
+    advice = " ".join(proof.before.advice())
+    start = next(i for i, line in enumerate(_SOURCE_LINES, 1)
+                 if line.startswith("def server_warmup_in_inference_mode("))  # fmt: skip
+    lines = {text.strip(): n for n, text in enumerate(_SOURCE_LINES[start : start + 10], start + 1)}
+    warmup, serve = lines["served = [predict(torch.zeros(4, 8)).clone()]"], lines[
+        "served.append(predict(torch.randn(4, 8)))"]  # fmt: skip
+    assert (
+        f"call at test_fixes_applied_state.py:{warmup} (`served = [predict(torch.zeros(4, "
+        f"8)).clone()]`, in server_warmup_in_inference_mode) ran under "
+        f"`torch.inference_mode()` (line {lines['with torch.inference_mode():']})"
+    ) in advice
+    assert (
+        f"test_fixes_applied_state.py:{serve} (`served.append(predict(torch.randn(4, 8)))`, "
+        "in server_warmup_in_inference_mode) ran outside `torch.inference_mode()` (under "
+        f"`torch.no_grad()`, line {lines['with torch.no_grad():']})"
+    ) in advice
+    assert "fn[" not in advice and "weight" not in advice  # the parameters are not the cause
 
 
 def inference_handler_after_no_grad_warmup(compile):
@@ -546,7 +569,7 @@ def inference_handler_after_no_grad_warmup_fixed(compile):
 
 def test_a_warmup_through_the_inference_mode_handler_serves_the_requests() -> None:
     proof = prove(
-        "inference_tensor.alike",
+        "inference_mode.alike",
         inference_handler_after_no_grad_warmup,
         inference_handler_after_no_grad_warmup_fixed,
     )
@@ -594,6 +617,50 @@ def test_an_inference_tensor_called_under_no_grad_is_named() -> None:
         preprocessed_in_inference_mode_fixed,
     )
     assert proof.shown
+
+
+def scores_cached_and_live(compile):
+    """An evaluation that builds its reference batch once, at startup, under
+    torch.inference_mode() (a cache), then scores it and a live batch each round under
+    torch.no_grad(): the cached batch is an inference tensor, the live ones are not."""
+    model = _scorer().eval()
+    predict = compile(model)
+    with torch.inference_mode():
+        cached = torch.randn(4, 8) * 2.0
+    scores = []
+    with torch.no_grad():
+        for _ in range(3):
+            scores.append(predict(cached))
+            live = torch.randn(4, 8)
+            scores.append(predict(live))
+    return scores
+
+
+def scores_cached_and_live_fixed(compile):
+    model = _scorer().eval()
+    predict = compile(model)
+    with torch.no_grad():  # the cache made as the live batches are
+        cached = torch.randn(4, 8) * 2.0
+    scores = []
+    with torch.no_grad():
+        for _ in range(3):
+            scores.append(predict(cached))
+            live = torch.randn(4, 8)
+            scores.append(predict(live))
+    return scores
+
+
+def test_an_inference_tensor_cache_is_named_with_the_line_that_made_it() -> None:
+    """Both calls under no_grad, one passing a tensor made under inference_mode: the fix names
+    that tensor, the line that made it and the ``with`` around it (from the calling line in
+    the compile's stack and the user's file)."""
+    proof = prove("inference_tensor.alike", scores_cached_and_live, scores_cached_and_live_fixed)
+    assert proof.shown
+    assert proof.measures["compiles"] == (2, 1)
+    advice = " ".join(proof.before.advice())
+    made = next(i for i, line in enumerate(_SOURCE_LINES, 1) if "cached = torch.randn" in line)
+    assert f"`cached` (made at test_fixes_applied_state.py:{made}" in advice
+    assert f"under `torch.inference_mode()` at line {made - 1}" in advice
 
 
 # --- grad_mode_too.separate --------------------------------------------------------------------

@@ -32,7 +32,8 @@ def test_each_snapshot_replaces_the_process_file(tmp_path: Path) -> None:
     assert probes is not None
     assert (probes.graph_calls, probes.complete) == ({"0/0": 4}, True)
     kinds = [json.loads(line)["kind"] for line in (tmp_path / "probes.jsonl").open()]
-    assert kinds == ["compiled"]  # events only: no snapshot lines
+    # events only, no snapshot lines: the compile and its calling line (this test)
+    assert kinds == ["compiled", "compile_site"]
 
 
 def test_processes_are_summed_and_a_half_written_file_is_ignored(tmp_path: Path) -> None:

@@ -28,7 +28,8 @@ class SteppedClock:
 
     @staticmethod
     def _plan(durations: list[float]) -> list[float]:
-        plan, now = [0.0, 0.0], 0.0  # the recorder's t0, and the compiled event's timestamp
+        # the recorder's t0, the compiled event's timestamp and the compile_site event's
+        plan, now = [0.0, 0.0, 0.0], 0.0
         for duration in durations:
             plan += [now, now + duration]
             now += duration + 1.0

@@ -35,6 +35,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
     attach_attribute_stores,
     attach_compile_calls,
+    attach_compile_sites,
     change_line,
     explain_frames,
 )
@@ -134,6 +135,8 @@ def analyse_run(
         attach_compile_calls(ledger.frames, explanations, run.probes.compile_calls)
     if run.probes is not None and run.probes.attribute_stores:
         attach_attribute_stores(explanations, run.probes.attribute_stores)
+    if run.probes is not None and run.probes.compile_sites:
+        attach_compile_sites(explanations, run.probes.compile_sites)
     ranks = cross_rank_analysis(run, ledger, sites, collective_timeout_s)
     cold = cold_start(run, ledger, heat)
     explain_cache_imbalance(ranks, cold.miss_causes)

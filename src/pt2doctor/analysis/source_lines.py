@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import linecache
 from pathlib import Path
 
 from pt2doctor.trace.types import SourceLine
@@ -108,6 +109,21 @@ def class_of_line(file: str | None, line: int | None) -> str | None:
     return found[1] if found else None
 
 
+def positional_parameters(file: str | None, line: int | None) -> tuple[str, ...] | None:
+    """The positional parameters, in order, of the function of ``file`` whose first line (its
+    ``def`` or first decorator: a frame's line) is ``line``, a leading ``self``/``cls`` left
+    out; None when the file cannot be read or no function starts there."""
+    tree = _tree(file) if file and line is not None else None
+    if tree is None:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and line in (
+                node.lineno, *(d.lineno for d in node.decorator_list[:1])):  # fmt: skip
+            names = [arg.arg for arg in [*node.args.posonlyargs, *node.args.args]]
+            return tuple(names[1:] if names[:1] in (["self"], ["cls"]) else names)
+    return None
+
+
 def defined_at(file: str | None, line: int | None) -> frozenset[int] | None:
     """The first lines of the innermost function around ``line`` of ``file``: its ``def`` and
     its first decorator (a frame's line is one of them); None when unknown."""
@@ -139,3 +155,82 @@ def whole_statement(site: SourceLine | None) -> str:
     node = min(starting, key=lambda n: (n.end_lineno or n.lineno) - n.lineno)
     segment = ast.get_source_segment(text, node)
     return " ".join(segment.split()) if segment else fallback
+
+
+_MODES = ("inference_mode", "no_grad", "enable_grad", "set_grad_enabled", "autocast")
+"""The context managers (and decorators) that set the mode a call runs in: the guarded grad
+and inference modes, and autocast."""
+
+
+def modes_around(site: SourceLine | None) -> list[SourceLine]:
+    """The ``with`` items and decorators around ``site``'s line that set a mode
+    (``torch.inference_mode()``, ``torch.no_grad()``, ``torch.autocast(...)``), outermost
+    first, each as its line with ``code`` the item's own text; read from the user's file, in
+    the innermost function that holds the line (or the module's top level). [] when none is
+    there (a caller may set it) or the file cannot be read."""
+    if site is None or not site.file or site.line is None:
+        return []
+    tree = _tree(site.file)
+    if tree is None:
+        return []
+    line = site.line
+    function = _innermost_function(site.file, line)
+    scope: ast.AST = function if function is not None else tree
+    found: list[SourceLine] = []
+
+    def add(node: ast.expr) -> None:
+        call = node.func if isinstance(node, ast.Call) else node
+        name = call.attr if isinstance(call, ast.Attribute) else getattr(call, "id", "")
+        if name in _MODES:
+            found.append(SourceLine(site.file, node.lineno, site.function, ast.unparse(node)))
+
+    if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+        for decorator in function.decorator_list:
+            add(decorator)
+    for node in ast.walk(scope):
+        if (isinstance(node, ast.With | ast.AsyncWith) and node.body
+                and node.body[0].lineno <= line <= (node.end_lineno or node.lineno)
+                and _innermost_function(site.file, node.lineno) is function):  # fmt: skip
+            for item in node.items:
+                add(item.context_expr)
+    return sorted(found, key=lambda item: item.line or 0)
+
+
+def assigned_before(site: SourceLine | None, name: str) -> SourceLine | None:
+    """The user's line that last assigned ``name`` before ``site``'s line, in the function that
+    holds it (a ``for`` target or a ``with ... as`` too); in a loop with no earlier assignment,
+    the assignment later in the loop (the previous iteration's). None when the file cannot be
+    read or nothing there assigns it (a parameter, a global)."""
+    if site is None or not site.file or site.line is None or not name.isidentifier():
+        return None
+    tree = _tree(site.file)
+    if tree is None:
+        return None
+    function = _innermost_function(site.file, site.line)
+    scope: ast.AST = function if function is not None else tree
+    lines: list[int] = []
+    for node in ast.walk(scope):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(
+            node, ast.AnnAssign | ast.AugAssign | ast.NamedExpr | ast.For | ast.AsyncFor
+        ):
+            targets = [node.target]
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            targets = [node.optional_vars]
+        for target in targets:
+            if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
+                lines.append(int(getattr(node, "lineno", None) or target.lineno))
+    if function is not None:
+        lines = [n for n in lines if _innermost_function(site.file, n) is function]
+    before = [n for n in lines if n < site.line]
+    loops = [node for node in ast.walk(scope) if isinstance(node, ast.For | ast.While)
+             and node.lineno <= site.line <= (node.end_lineno or node.lineno)]  # fmt: skip
+    after = [n for n in lines if n > site.line and any(
+        loop.lineno <= n <= (loop.end_lineno or loop.lineno) for loop in loops)]  # fmt: skip
+    chosen = max(before) if before else (max(after) if after else None)
+    if chosen is None:
+        return None
+    code = linecache.getline(site.file, chosen).strip()
+    return SourceLine(site.file, chosen, site.function, code or None)

@@ -12,6 +12,7 @@ Standard library only (the watched interpreter may lack pt2doctor's dependencies
 from __future__ import annotations
 
 import json
+import linecache
 import os
 import re
 import threading
@@ -23,11 +24,14 @@ from typing import Any, TextIO
 
 from pt2doctor import torchcompat
 from pt2doctor.capture.baked import previous_constants, program_key
+from pt2doctor.capture.frames import caller_frame
 from pt2doctor.rundir import COUNTERS_DIR, PROBES_FILE
 from pt2doctor.trace.spread import spread_bucket
 
 # A crash loses at most this much heat; a snapshot costs a few dict copies and one write.
 FLUSH_SECONDS = 0.5
+# Compiles whose calling line is recorded (a program that recompiles without end stays bounded).
+MAX_COMPILE_SITES = 500
 # Per-process counter files, under the run directory (see the module docstring).
 # Set by torchrun (and other launchers) for each worker: every event says which rank wrote it.
 RANK_ENV = "RANK"
@@ -64,6 +68,7 @@ class ProbeRecorder:
         self.closed = False
         self.pid = os.getpid()
         self.graph_exceptions = 0
+        self.sited: set[str] = set()  # compile ids whose calling line is recorded
         self.rank = _rank_from_env()
         self.window: Any = None
         """The profiled window (``run --profile``: capture/profile.py ProfileWindow)."""
@@ -151,6 +156,9 @@ class ProbeRecorder:
             frame_calls=self.frame_calls(compile_id),
             wall_time=time.time(),
         )
+        if compile_id not in self.sited and len(self.sited) < MAX_COMPILE_SITES:
+            self.sited.add(compile_id)
+            self.compile_site(compile_id)
         calls, seconds, clock = self.graph_calls, self.graph_seconds, self.clock
         calls.setdefault(compile_id, 0)
         seconds.setdefault(compile_id, 0.0)
@@ -186,6 +194,17 @@ class ProbeRecorder:
         )
         counted_graph.__wrapped__ = fn  # type: ignore[attr-defined]
         return counted_graph
+
+    def compile_site(self, compile_id: str) -> None:
+        """A ``compile_site`` event: the user's line that called the frame ``compile_id``
+        compiles. Dynamo compiles a frame when it is called, before it runs, so the innermost
+        user frame on the stack is its caller; the trace's stack may leave that caller out (a
+        compiled function called from another function: torch 2.13 logs the module's line)."""
+        frame = caller_frame()
+        if frame is None:
+            return
+        code = linecache.getline(str(frame["file"]), int(frame["line"])).strip()
+        self.event("compile_site", compile_id=compile_id, code=code[:200], **frame)
 
     def graph_exception(self, compile_id: str, error: BaseException) -> None:
         """Record which compiled graph raised (the first 100; never masks the error)."""

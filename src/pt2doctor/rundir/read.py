@@ -151,6 +151,9 @@ def _add_event(data: ProbeData, event: dict[str, Any]) -> None:
         data.optimizer_trials.append({k: v for k, v in event.items() if k not in ("kind", "t")})
     elif kind == "output_digest" and len(data.output_digests) < 128:
         data.output_digests.append({k: v for k, v in event.items() if k not in ("kind", "t")})
+    elif kind == "compile_site" and len(data.compile_sites) < 500:
+        data.compile_sites.setdefault(str(event.get("compile_id")), {
+            k: event.get(k) for k in ("file", "line", "function", "code")})  # fmt: skip
     elif kind == "attribute_store" and len(data.attribute_stores) < 200:
         data.attribute_stores.append({k: v for k, v in event.items() if k != "kind"})
     elif kind == "module_hook" and len(data.module_hooks) < 200:

@@ -40,6 +40,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     settled,
     unfreezing_params,
 )
+from pt2doctor.analysis.recompiles.state_fixes import inference_mode_alone
 from pt2doctor.analysis.recompiles.value_fixes import learning_rate_sources, list_arguments
 from pt2doctor.analysis.source_lines import defined_at
 from pt2doctor.analysis.text import counted, id_ranges
@@ -143,8 +144,11 @@ def _recompile_severity(frame: FrameEntry, explanation: FrameExplanation) -> Sev
         return "error"
     if _recompile_seconds(frame) is not None or user_specialized(explanation):
         return "warning"  # (a size the user's line keeps static: a line to change)
-    if any(row.kind == "inference" for row in explanation.outlook.varying):
-        return "warning"  # inputs made under inference_mode and outside it: not by design
+    if any(row.kind == "inference" for row in explanation.outlook.varying) or (
+        inference_mode_alone(explanation)
+    ):
+        # inputs made, or calls run, under inference_mode and outside it: not by design
+        return "warning"
     if explanation.outlook.bounded is True or (
         explanation.outlook.bounded is None and _benign(frame)
     ):
@@ -228,6 +232,9 @@ def _recompile_state(frame: FrameEntry, explanation: FrameExplanation) -> str:
         serve = "serves" if dynamic == 1 else "serve"
         state = (f"{frame.variants} variants: {counted(dynamic, 'value')} became dynamic after "
                  f"one recompile and {serve} every new value")  # fmt: skip
+    elif bounded is True and inference_mode_alone(explanation):
+        state = (f"{frame.variants} variants: called under torch.inference_mode() and outside "
+                 "it")  # fmt: skip
     elif bounded is True and any(v.kind == "inference" for v in explanation.outlook.varying):
         names = ", ".join(v.source for v in explanation.outlook.varying if v.kind == "inference")
         state = (f"{frame.variants} variants: {names} arrives as an inference tensor and as a "

@@ -17,6 +17,7 @@ from pt2doctor.analysis.recompiles.guards import (
     FailedGuard,
     device_of_keys,
     diff_guard_sets,
+    fold_inference_mode,
     parse_recompile_reason,
 )
 from pt2doctor.analysis.recompiles.sources import (
@@ -42,6 +43,7 @@ FLAG_KINDS = frozenset(
         "none",
         "rank",
         "inference",
+        "inference_mode",
     }
 )
 # A tensor's memory layout (its strides at the same sizes): layouts come from a small set
@@ -76,7 +78,8 @@ _ITEM_IS = lazy_compile(
     r"(?P<expr>[A-Za-z_][\w.\[\]'\"]*\.item\(\)) == (?P<value>-?\d+(?:\.\d*)?(?:e[-+]?\d+)?)"
 )
 _TENSOR_KINDS = {"dispatch key set": "dispatch_keys"}
-_GLOBAL_NAMES = {"grad_mode": "grad mode", "autocast": "autocast"}
+_GLOBAL_NAMES = {"grad_mode": "grad mode", "autocast": "autocast",
+                 "inference_mode": "inference mode"}  # fmt: skip
 
 
 def kind_words(kind: str, source: str) -> str:
@@ -422,6 +425,7 @@ def changes_against(
     failures = [f for f in dynamo_failures if against in f.against]
     if record.guards and earlier.guards:
         failures += diff_guard_sets(earlier.guards, record.guards, record.symbols, against)
+        failures = fold_inference_mode(failures, earlier.guards, record.guards, against)
     values = _new_values(record)
     return fold_changes([to_change(f, values) for f in failures], dynamic_sources(record))
 

@@ -26,7 +26,6 @@ installed torch. Measured on torch 2.13 with ``backend="eager"``:
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import PurePosixPath
 from typing import Any
@@ -59,6 +58,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     state_created,
     unfreezing_params,
 )
+from pt2doctor.analysis.recompiles.passed import keyword_passed, positional_passed
 from pt2doctor.analysis.recompiles.state_fixes import (
     GRAD_MODE_TOO,
     HOOKS_CHANGED,
@@ -67,9 +67,14 @@ from pt2doctor.analysis.recompiles.state_fixes import (
     OPTIMIZER_STATE_FIX,
     device_fix,
     dtype_fix,
+    dtype_name,
     flags_fix,
     hooks_of,
+    inference_fix,
+    inference_made,
+    inference_mode_alone,
     layout_fix,
+    made_note,
     per_instance_flags_fix,
     unfreezing_fix,
 )
@@ -250,64 +255,11 @@ def _marks_save_a_recompile(explanation: FrameExplanation, rows: list[Varying]) 
     )
 
 
-def _line_tree(call_site: SourceLine | None) -> ast.Module | None:
-    """The user's calling line, parsed (None when there is none or it does not parse alone:
-    a call spread over several lines)."""
-    try:
-        return ast.parse((call_site.code or "").strip()) if call_site is not None else None
-    except SyntaxError:
-        return None
-
-
-def _keyword_passed(call_site: SourceLine | None, name: str) -> str | None:
-    """What the user's calling line passes as ``name=`` (``ids`` in ``model(input_ids=ids)``,
-    ``batch['input_ids']`` in ``model(**batch)``), when the line parses and says so once."""
-    tree = _line_tree(call_site)
-    if tree is None:
-        return None
-    passed = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            for keyword in node.keywords:
-                # a name or a name's item/attribute: what the line made (ids.to(device)) is a
-                # new tensor at every call, and a mark on it marks nothing the user holds
-                plain = not any(isinstance(n, ast.Call) for n in ast.walk(keyword.value))
-                if keyword.arg == name and plain:
-                    passed.add(ast.unparse(keyword.value))
-                elif keyword.arg is None and isinstance(keyword.value, ast.Name):
-                    passed.add(f"{keyword.value.id}['{name}']")
-    return passed.pop() if len(passed) == 1 else None
-
-
-def _positional_passed(call_site: SourceLine | None, index: int) -> str | None:
-    """The name the user's calling line passes as positional argument ``index`` (``x`` in
-    ``float(compiled(x).sum())``): the one plain name at that position among the line's calls,
-    None when there is none or more than one."""
-    tree = _line_tree(call_site)
-    if tree is None:
-        return None
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
-    # ``model(x.to(device))``: device is .to's argument, not the model's; the model gets a
-    # tensor the line made, which no mark reaches
-    if any(isinstance(c.func, ast.Attribute) and c.func.attr in _TENSOR_METHODS for c in calls):
-        return None
-    passed = [c.args[index] for c in calls if len(c.args) > index]
-    names = {arg.id for arg in passed if isinstance(arg, ast.Name)}
-    return names.pop() if len(names) == 1 else None
-
-
-_TENSOR_METHODS = frozenset({
-    "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "long", "int", "contiguous",
-    "view", "reshape", "unsqueeze", "squeeze", "permute", "transpose", "flatten", "expand",
-    "clone", "detach", "type", "pin_memory",
-})  # fmt: skip
-
-
 def _passed_at(call_site: SourceLine | None, keywords: list[str]) -> str | None:
     """``gpt2_serve.py:12`` when the calling line passes every keyword in ``keywords``."""
     if call_site is None or not keywords or call_site.line is None:
         return None
-    if any(_keyword_passed(call_site, name) is None for name in keywords):
+    if any(keyword_passed(call_site, name) is None for name in keywords):
         return None
     return f"{PurePosixPath(call_site.file or '?').name}:{call_site.line}"
 
@@ -325,7 +277,7 @@ def _input_dim(
     name = expr.argument
     if not expr.keyword:
         return (name, expr.dim, False, name)
-    return (_keyword_passed(call_site, name) or f"batch['{name}']", expr.dim, True, name)
+    return (keyword_passed(call_site, name) or f"batch['{name}']", expr.dim, True, name)
 
 
 def _mark_trial(row: Varying) -> FixApplication | None:
@@ -707,7 +659,7 @@ def _zero_one_fix(row: Varying, explanation: FrameExplanation) -> Fix:
     expr = row.expr
     if found is None and expr is not None and expr.dim is not None and expr.argument == "args":
         # a module called positionally (``compiled(x)``): args[i] is what the line passes
-        passed = _positional_passed(explanation.call_site, expr.indices[0])
+        passed = positional_passed(explanation.call_site, expr.indices[0])
         found = None if passed is None else (passed, expr.dim, False, passed)
     unbacked = (f"torch._dynamo.decorators.mark_unbacked({found[0]}, {found[1]})" if found
                 else "torch._dynamo.decorators.mark_unbacked(tensor, dim)")  # fmt: skip
@@ -835,21 +787,29 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
     layouts = [row for row in outlook.varying if row.kind in LAYOUT_KINDS and not row.dynamic]
     if layouts and outlook.bounded is not False:
         strides = [row for row in outlook.varying if row.kind in LAYOUT_KINDS]
-        fixes.append(Fix(layout_fix(layouts, strides)))
+        fixes.append(Fix(layout_fix(layouts, strides, made_note(explanation, layouts[:1]))))
     dtypes = [row for row in outlook.varying if row.kind == "dtype" and not row.dynamic]
     if dtypes and outlook.bounded is not False and not fixes:
-        fixes.append(Fix(dtype_fix(dtypes)))
+        fixes.append(Fix(dtype_fix(dtypes, made_note(explanation, dtypes, dtype_name))))
     devices = [row for row in outlook.varying if row.kind == "device" and not row.dynamic]
     if devices and outlook.bounded is not False and not fixes:
-        fixes.append(Fix(device_fix(devices)))
+        fixes.append(Fix(device_fix(devices, made_note(explanation, devices, str))))
     flags = [row for row in outlook.varying if row.kind in FLAG_KINDS and not row.dynamic
              and row.kind not in ("dtype", "device")]  # fmt: skip
     for pattern, rows in per_instance_flags(flags).items():
         if not fixes:
             fixes.append(per_instance_flags_fix(pattern, rows, explanation))
     inference = [row for row in flags if row.kind == "inference"]
-    if inference:
-        text = INFERENCE_TENSOR_FIX.format(names=and_words([r.source for r in inference]))
+    alone = inference_mode_alone(explanation)
+    if inference or alone:
+        text = (
+            inference_fix(explanation, inference)
+            if alone
+            else INFERENCE_TENSOR_FIX.format(
+                names=and_words([r.source for r in inference]),
+                made=inference_made(explanation, inference),
+            )
+        )
         if any(row.kind == "grad_mode" for row in flags):
             # Training and serving through one function: alike inputs still leave the grad mode.
             text += GRAD_MODE_TOO

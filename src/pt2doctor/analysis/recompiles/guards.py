@@ -423,6 +423,54 @@ def diff_guard_sets(
 _DISPATCH_CHANGE = lazy_compile(r"expected (.*), actual (.*)$")
 
 
+def inference_modes(guards: list[Guard]) -> bool | None:
+    """Whether the call a variant was compiled for ran under ``torch.inference_mode()``, read
+    from a module parameter's dispatch keys in its guards: inside the mode every tensor's
+    Autograd keys are excluded, and a parameter is never an inference tensor, so its keys tell
+    the mode (an input's cannot: an inference tensor outside the mode has the keys of a normal
+    tensor inside it). None when no parameter is guarded (a plain function's inputs alone)."""
+    for guard in guards:
+        if guard.kind != "TENSOR_MATCH" or "_parameters[" not in guard.source:
+            continue
+        fields = _tensor_fields(guard.code)
+        if fields is None:
+            continue
+        keys = {key.strip() for key in fields["keys"].split(",")}
+        if "ADInplaceOrView" in keys:
+            return not any(key.startswith("Autograd") for key in keys)
+    return None
+
+
+def fold_inference_mode(
+    failures: list[FailedGuard], old: list[Guard], new: list[Guard], against: str
+) -> list[FailedGuard]:
+    """``failures`` (Dynamo's and the guard-set diff's, against variant ``against``) with the
+    inference mode's change as one failure, when one call ran under ``torch.inference_mode()``
+    and the other outside it (no_grad is not enough: it leaves the keys as they are). Every
+    tensor's dispatch keys change with the mode: a normal tensor's Autograd keys, an inference
+    tensor's ADInplaceOrView; those are the mode's change, not the tensors'. A tensor whose
+    keys changed by both was also made the other way (an inference tensor, then a normal one),
+    and stays."""
+    modes = inference_modes(old), inference_modes(new)
+    if None in modes or modes[0] == modes[1]:
+        return failures
+    on_off = ["on" if mode else "off" for mode in modes]
+    kept = [f for f in failures if not _follows_inference_mode(f)]
+    return [*kept, FailedGuard(
+        f"inference mode changed: expected {on_off[0]}, actual {on_off[1]}", "grad_mode",
+        None, [against], "guard_diff", ("global", "inference_mode"))]  # fmt: skip
+
+
+def _follows_inference_mode(failure: FailedGuard) -> bool:
+    """A tensor's dispatch key change that the inference mode's change alone makes: its
+    Autograd keys (a normal tensor) or its ADInplaceOrView (an inference tensor), not both."""
+    if failure.key[:1] != ("tensor",) or failure.key[2:3] != ("dispatch key set",):
+        return False
+    before, after = _keys_of(failure.text)
+    return _differ_only_by(before, after, "Autograd") or _differ_only_by(
+        before, after, "ADInplaceOrView")  # fmt: skip
+
+
 def _keys_of(text: str) -> tuple[str, str]:
     """The two key sets of a dispatch key change's text (``expected A, actual B``)."""
     match = _DISPATCH_CHANGE.search(text)

@@ -9,6 +9,7 @@ from typing import Literal
 from pt2doctor.analysis.recompiles.guards import (
     FailedGuard,
     diff_guard_sets,
+    fold_inference_mode,
     merge_failed_guards,
     parse_recompile_reason,
 )
@@ -173,6 +174,9 @@ def _failed_guards(
             if old.guards:
                 failures += diff_guard_sets(
                     old.guards, record.guards, record.symbols, str(old.compile_id)
+                )
+                failures = fold_inference_mode(
+                    failures, old.guards, record.guards, str(old.compile_id)
                 )
     merged = merge_failed_guards(failures)
     specialized = {text.split(" = ", 1)[0].strip() for text in record.specializations}

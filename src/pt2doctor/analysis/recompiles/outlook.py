@@ -41,7 +41,7 @@ from pt2doctor.analysis.recompiles.guards import BRANCH_LINE
 from pt2doctor.analysis.recompiles.ledger import RESUME_NAME, FrameEntry, produced_code
 from pt2doctor.analysis.recompiles.sources import UserExpr, human_source
 from pt2doctor.analysis.recompiles.variant_values import guard_values, value_of
-from pt2doctor.analysis.source_lines import parameters_at
+from pt2doctor.analysis.source_lines import parameters_at, positional_parameters
 from pt2doctor.analysis.text import counted, id_ranges
 from pt2doctor.trace.messages import is_user_file
 from pt2doctor.trace.patterns import lazy_compile
@@ -175,6 +175,12 @@ class FrameExplanation:
     call_site: SourceLine | None = None
     """The user's line that called the frame (``out = model(input_ids=ids).logits``), from
     the first compile's stack: the fix that marks an input names the tensor passed there."""
+    parameters: tuple[str, ...] | None = None
+    """The compiled function's positional parameters, ``self`` left out (None: unknown):
+    which argument of the calling line a guarded input is."""
+    call_sites: dict[str, SourceLine] = field(default_factory=dict)
+    """Each compile's own calling line (compile id -> line), where its stack has one: a
+    warmup call and a serving call are two lines, and what each passed is made above it."""
 
 
 def attach_attribute_stores(
@@ -195,6 +201,20 @@ def attach_attribute_stores(
                                           -float(store.get("t") or 0.0)))  # fmt: skip
             if found:
                 explanation.stores[row.source] = found[0]
+
+
+def attach_compile_sites(
+    explanations: list[FrameExplanation], sites: dict[str, dict[str, Any]]
+) -> None:
+    """Each variant's calling line as the probes saw it at its compile's start (the trace's
+    stack may leave the caller out: ``main()`` for a line inside ``main``), over the trace's."""
+    for explanation in explanations:
+        for variant in explanation.variants:
+            site = sites.get(variant.compile_id)
+            if site and site.get("file") and isinstance(site.get("line"), int):
+                explanation.call_sites[variant.compile_id] = SourceLine(
+                    str(site["file"]), site["line"], site.get("function"), site.get("code")
+                )
 
 
 def attach_compile_calls(
@@ -678,9 +698,12 @@ def explain_frame(
         )
         look = Outlook(True, reason, look.varying, None, look.recompile_limit)
     call_site = next((e.record.call_site for e in frame.compiles if e.record.call_site), None)
+    call_sites = {str(e.record.compile_id): e.record.call_site for e in frame.compiles
+                  if e.record.call_site is not None}  # fmt: skip
     resume = RESUME_NAME.match(frame.function or "")
     return FrameExplanation(
         kept, refused_item, rows, look, after_warmup, cache_class, call_site=call_site,
+        call_sites=call_sites, parameters=positional_parameters(frame.file, frame.line),
         resume_line=int(resume.group(2)) if resume else None,
         resumed_parameters=parameters_at(frame.file, int(resume.group(2))) if resume else None,
     )  # fmt: skip

@@ -4,16 +4,24 @@ module hooks, an optimizer's state made at its first step."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import PurePosixPath
+
 from pt2doctor.analysis.breaks.advice import RECOMPILE_ADVICE
+from pt2doctor.analysis.recompiles.changes import INFERENCE
 from pt2doctor.analysis.recompiles.fix_model import Fix, and_words, changes_of
 from pt2doctor.analysis.recompiles.outlook import (
     FrameExplanation,
+    VariantRow,
     Varying,
     flag_states,
     instances_of,
 )
+from pt2doctor.analysis.recompiles.passed import keyword_passed, positional_passed
+from pt2doctor.analysis.source_lines import assigned_before, modes_around
 from pt2doctor.analysis.text import counted
 from pt2doctor.trace.patterns import lazy_compile
+from pt2doctor.trace.types import SourceLine
 
 _HOOK_DICTS = ("._forward_hooks", "._forward_pre_hooks", "._backward_hooks",
                "._backward_pre_hooks")  # fmt: skip
@@ -37,8 +45,185 @@ INFERENCE_TENSOR_FIX = (
     "own variant, and a variant compiled for one never serves the other (a warmup input made "
     "under inference_mode does not warm up requests made outside it). Make the inputs alike: "
     "all inside `torch.inference_mode()` or all outside it (the warmup input made the way "
-    "requests are)."
+    "requests are).{made}"
 )
+
+INFERENCE_MODE_FIX = (
+    "{calls}: Dynamo guards whether a call runs under `torch.inference_mode()`{tensors} "
+    "(every tensor's dispatch keys change with it; `torch.no_grad()` alone leaves them as they "
+    "are), so each compiles its own variant, and the variant one compiled never serves the "
+    "other: a warmup under inference_mode does not warm up calls served outside it. Make the "
+    "calls alike: {alike}."
+)
+
+
+def _where(site: SourceLine) -> str:
+    return f"{PurePosixPath(site.file or '?').name}:{site.line}"
+
+
+def _call_words(site: SourceLine | None, mode: str | None) -> str:
+    """``the call at serve.py:11 (`compiled(sample)`, in warmup) ran under
+    `torch.inference_mode()` (line 9)``: a variant's calling line and the mode it ran in, with
+    the ``with`` (or decorator) that set it where the calling function shows one."""
+    if site is None:
+        return f"a call ran {'under' if mode == 'on' else 'outside'} `torch.inference_mode()`"
+    said = f"`{site.statement}`, " if site.statement else ""
+    words = f"the call at {_where(site)} ({said}in {site.function or '?'})"
+    around = modes_around(site)
+    inference = [item for item in around if "inference_mode" in (item.code or "")]
+    if mode == "on":
+        at = (f"`{inference[-1].code}` (line {inference[-1].line})" if inference
+              else "`torch.inference_mode()`, set by a caller")  # fmt: skip
+        return f"{words} ran under {at}"
+    other = [item for item in around if item not in inference]
+    inside = f" (under `{other[-1].code}`, line {other[-1].line})" if other else ""
+    return f"{words} ran outside `torch.inference_mode()`{inside}"
+
+
+def passed_and_made(
+    site: SourceLine | None, row: Varying, parameters: tuple[str, ...] | None = None
+) -> tuple[str, SourceLine] | None:
+    """The name the calling line ``site`` passes as ``row``'s tensor (``sample`` in
+    ``compiled(sample)``) and the user's line above it that made it (``sample =
+    torch.randn(8, 16)``), where the line names it and the calling function assigns it."""
+    expr = row.expr
+    if site is None or expr is None:
+        return None
+    if expr.argument == "args" and expr.indices:
+        name = positional_passed(site, expr.indices[0])
+    else:
+        index = (
+            parameters.index(expr.argument) if parameters and expr.argument in parameters else None
+        )
+        name = keyword_passed(site, expr.argument) or (
+            positional_passed(site, index) if index is not None else None
+        )
+    made = assigned_before(site, name) if name else None
+    return (name, made) if name and made is not None else None
+
+
+def _passing_words(site: SourceLine | None, rows: list[Varying], variant: VariantRow,
+                   explanation: FrameExplanation) -> str:  # fmt: skip
+    """``, passing `users` (made at line 622: `users, items = ...`): a normal tensor``: each
+    tensor a call passed, with the user's line above it that made it where the calling line
+    names it (else its parameter's name), and what it was."""
+    said: list[str] = []
+    for row in rows:
+        kind = variant.serves.get(row.source)
+        if kind is None:
+            continue
+        found = passed_and_made(site, row, explanation.parameters)
+        if found is not None:
+            text = f"`{found[0]}` (made at line {found[1].line}: `{found[1].statement}`): {kind}"
+        elif row.expr is not None and row.expr.argument != "args":
+            text = f"{row.source}: {kind}"
+        else:
+            text = kind
+        if text not in said:
+            said.append(text)
+    return f", passing {and_words(said)}" if said else ""
+
+
+def made_note(
+    explanation: FrameExplanation, rows: list[Varying], shown: Callable[[str], str] | None = None
+) -> str:
+    """`` Here `x` (float32 and float64) is made at train.py:12 (`x = ...`).``: the user's line
+    that made each tensor ``rows`` guard, from each variant's calling line (``shown`` gives a
+    variant's value in words; None leaves values out). '' where no calling line names the
+    tensor or no assignment above it makes it."""
+    made_by: dict[tuple[str, str], list[str]] = {}
+    for variant in explanation.variants:
+        site = explanation.call_sites.get(variant.compile_id)
+        for row in rows:
+            found = passed_and_made(site, row, explanation.parameters)
+            if found is None:
+                continue
+            name, made = found
+            values = made_by.setdefault((name, f"{_where(made)} (`{made.statement}`)"), [])
+            value = variant.serves.get(row.source)
+            if shown is not None and value and shown(value) not in values:
+                values.append(shown(value))
+    said = [
+        f"`{name}`{f' ({and_words(values)})' if values else ''} is made at {where}"
+        for (name, where), values in made_by.items()
+    ]
+    return f" Here {and_words(said)}." if said else ""
+
+
+def inference_made(explanation: FrameExplanation, rows: list[Varying]) -> str:
+    """`` Here `cached` (made at eval.py:12: `cached = ...`, under `torch.inference_mode()`
+    at line 11) is the inference tensor, passed at eval.py:15.``: the user's line that made
+    each inference tensor a variant was called with, as its calling line shows it."""
+    said: list[str] = []
+    for variant in explanation.variants:
+        site = explanation.call_sites.get(variant.compile_id)
+        for row in rows:
+            found = (
+                passed_and_made(site, row, explanation.parameters)
+                if variant.serves.get(row.source) == INFERENCE
+                else None
+            )
+            if found is None or site is None:
+                continue
+            name, made = found
+            modes = [m for m in modes_around(made) if "inference_mode" in (m.code or "")]
+            under = f", under `{modes[-1].code}` at line {modes[-1].line}" if modes else ""
+            text = (f"`{name}` (made at {_where(made)}: `{made.statement}`{under}), passed at "
+                    f"{_where(site)}")  # fmt: skip
+            if text not in said:
+                said.append(text)
+    if not said:
+        return ""
+    return f" Here the inference tensor is {and_words(said)}."
+
+
+def inference_mode_alone(explanation: FrameExplanation) -> bool:
+    """A recompile whose inference mode changed and whose grad mode did not: a call under
+    ``torch.inference_mode()`` against one under ``torch.no_grad()`` (a warmup and the
+    requests), which can be made alike. With the grad mode it is training against serving,
+    two modes by design."""
+    return any(
+        "inference_mode" in kinds and "grad_mode" not in kinds
+        for kinds in ({change.kind for change in item.changes} for item in explanation.recompiles)
+    )
+
+
+def inference_fix(explanation: FrameExplanation, tensors: list[Varying]) -> str:
+    """A frame called under ``torch.inference_mode()`` and outside it (a warmup and the
+    serving loop): each variant's calling line, the mode around it, and the line that made an
+    inference tensor it passed, as the run's stacks and the user's file show them."""
+    seen: set[tuple[str | None, int | None]] = set()
+    calls = []
+    for variant in explanation.variants:
+        site = explanation.call_sites.get(variant.compile_id)
+        key = (site.file, site.line) if site is not None else (None, None)
+        if key in seen:
+            continue
+        seen.add(key)
+        mode = variant.serves.get("inference mode")
+        calls.append(_call_words(site, mode) + _passing_words(site, tensors, variant, explanation))
+    served = [v.serves.get("inference mode") for v in explanation.variants]
+    outside = next((explanation.call_sites.get(v.compile_id) for v in explanation.variants
+                    if v.serves.get("inference mode") == "off"), None)  # fmt: skip
+    inside = next((explanation.call_sites.get(v.compile_id) for v in explanation.variants
+                   if v.serves.get("inference mode") == "on"), None)  # fmt: skip
+    if inside is not None and outside is not None and served[:1] == ["on"]:
+        alike = (f"make the call at {_where(inside)} the way the call at {_where(outside)} "
+                 f"runs (outside inference_mode, its inputs made outside it too), or run "
+                 f"{_where(outside)} under `torch.inference_mode()` as well")  # fmt: skip
+    elif inside is not None and outside is not None:
+        alike = (f"run the call at {_where(inside)} outside inference_mode as "
+                 f"{_where(outside)} is, or both under `torch.inference_mode()`, with "
+                 "their inputs made the same way")  # fmt: skip
+    else:
+        alike = ("every call under `torch.inference_mode()` or every call outside it, with "
+                 "the inputs made the same way")  # fmt: skip
+    return INFERENCE_MODE_FIX.format(
+        calls="; ".join(calls)[:1].upper() + "; ".join(calls)[1:],
+        tensors=", and whether its inputs are inference tensors" if tensors else "",
+        alike=alike,
+    )
+
 
 GRAD_MODE_TOO = (
     " The grad mode changed in the same recompile (a training call and a no_grad / "
@@ -159,12 +344,12 @@ _DTYPE_NAMES = {"Float": "float32", "Half": "float16", "Double": "float64",
                 "ComplexDouble": "complex128"}  # fmt: skip
 
 
-def _dtype_name(value: str) -> str:
+def dtype_name(value: str) -> str:
     """``float32`` for ``Float`` or ``torch.float32``."""
     return _DTYPE_NAMES.get(value, value.removeprefix("torch."))
 
 
-def device_fix(rows: list[Varying]) -> str:
+def device_fix(rows: list[Varying], made: str = "") -> str:
     """An input that arrives on several devices: each device compiles its own variant (the
     guard is on the tensor's dispatch keys). One device where it is made, else pre-warm."""
     names = " and ".join(f"{row.source} on {' / '.join(row.values)}" for row in rows)
@@ -174,19 +359,20 @@ def device_fix(rows: list[Varying]) -> str:
         "device, or left on the host), move it where it is made "
         "(`torch.tensor(..., device=device)`, or `.to(device)` once before the loop); if both "
         "are meant (one model served on two devices), the variants are bounded: pre-warm each."
+        + made
     )
 
 
-def dtype_fix(rows: list[Varying]) -> str:
+def dtype_fix(rows: list[Varying], made: str = "") -> str:
     """An input that arrives in several dtypes: one dtype where it is made, else pre-warm. A
     model whose own parameters changed dtype was converted (``model.to(torch.bfloat16)``):
     autocast instead, which keeps the weights."""
     names = ", ".join(
-        f"{row.source} as {' / '.join(_dtype_name(v) for v in row.values)}" for row in rows
+        f"{row.source} as {' / '.join(dtype_name(v) for v in row.values)}" for row in rows
     )
     converted = [row for row in rows if row.source.startswith("self.")]
     if converted:
-        dtypes = " / ".join(_dtype_name(v) for v in converted[0].values)
+        dtypes = " / ".join(dtype_name(v) for v in converted[0].values)
         return (
             f"{names}: the model itself was converted ({dtypes}: `model.to(dtype)` or "
             "`.half()`), so each dtype compiles its own variant (by design; pre-warm each). "
@@ -199,14 +385,14 @@ def dtype_fix(rows: list[Varying]) -> str:
     first = rows[0]
     # One dtype for every batch: a floating one where one arrived (casting float images to
     # uint8 would truncate them), else the first seen.
-    seen = [_dtype_name(value) for value in first.values]
+    seen = [dtype_name(value) for value in first.values]
     target = next((d for d in seen if d.startswith(("float", "bfloat"))), seen[0])
     return (
         f"{names}: each dtype compiles its own variant, and the compiled code computes in the "
         "dtype it is given. Give it one dtype where it is made or loaded (the data pipeline: "
         f"`{first.source}.to(torch.{target})` before the call, or a dtype the loader always "
         "returns): one variant serves every batch. Otherwise pre-warm each dtype before "
-        "timing or serving."
+        "timing or serving." + made
     )
 
 
@@ -214,7 +400,7 @@ _CHANNEL_STRIDE = lazy_compile(r"^(?P<tensor>.+)\.stride\(\)\[1\]$")
 _STRIDE_DIM = lazy_compile(r"^(?P<tensor>.+)\.stride\(\)\[(?P<dim>\d+)\]$")
 
 
-def layout_fix(rows: list[Varying], strides: list[Varying]) -> str:
+def layout_fix(rows: list[Varying], strides: list[Varying], made: str = "") -> str:
     """``rows``: the strides that stayed static (named); ``strides``: every stride that changed,
     the channel dim's too (automatic dynamic makes it dynamic: 1 → 4096, while the others,
     multiples of it, stay static), which tells a channels_last layout."""
@@ -244,5 +430,5 @@ def layout_fix(rows: list[Varying], strides: list[Varying]) -> str:
         "memory layout (a permuted, transposed or sliced view, or made by another compiled "
         "graph), and each layout compiles its own variant; marking the sizes dynamic does not "
         f"help. Give {'it' if one else 'them'} one layout where {'it is' if one else 'they are'} "
-        f"made or stored (the data pipeline), {convert}; or pre-warm both layouts."
+        f"made or stored (the data pipeline), {convert}; or pre-warm both layouts.{made}"
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import orjson
 
+from pt2doctor.analysis.recompiles.guards import inference_modes
 from pt2doctor.analysis.recompiles.sources import UserExpr, length_of, named_value, user_expr
 from pt2doctor.trace.patterns import lazy_compile
 from pt2doctor.trace.types import CompileRecord
@@ -53,6 +54,9 @@ def guard_values(record: CompileRecord) -> dict[UserExpr, str]:
             if key is not None:  # a dict's keys are guarded one by one: its length
                 length = length_of(user_expr(key["dict"]))
                 values[length] = str(max(int(values.get(length, 0)), int(key["index"]) + 1))
+    mode = inference_modes(record.guards or [])
+    if mode is not None:  # read from a parameter's dispatch keys
+        values[named_value("inference mode")] = "on" if mode else "off"
     return values
 
 
