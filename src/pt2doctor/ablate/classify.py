@@ -202,10 +202,13 @@ def error_numbers(outcome: dict[str, Any]) -> str:
     return str(outcome.get("error") or "")
 
 
-def accepted_gap(rungs: Sequence[dict[str, Any]]) -> str:
+def accepted_gap(rungs: Sequence[dict[str, Any]], toggles: Sequence[dict[str, Any]] = ()) -> str:
     """Where a passing rung's worst tensor failed allclose and passed by the RMSE rule (compiled
     no further from float64 than eager is), the gap that was accepted, in a sentence: a large
-    elementwise error is never passed over in silence. '' when there is none."""
+    elementwise error is never passed over in silence. With the rung run again under
+    ``emulate_precision_casts`` (``toggles``), what that did to the gap: closed, it is the
+    low-precision rounding, by design (script mode's verdict for the same failure). '' when
+    there is none."""
     accepted = [
         (rung, rung["worst"]) for rung in rungs
         if rung.get("status") == "ok" and (rung.get("worst") or {}).get("rule") == "rmse"
@@ -219,7 +222,28 @@ def accepted_gap(rungs: Sequence[dict[str, Any]]) -> str:
         f" The largest difference accepted: {worst['name']} differs from eager by up to "
         f"{worst['max_abs_error']:.3g} at the {rung['backend']!r} rung (allclose at tolerance "
         f"{rung.get('tolerance')} fails), passed by the RMSE rule: compiled is no further from "
-        f"the float64 reference than eager{versus}."
+        f"the float64 reference than eager{versus}." + _rounding(worst, toggles)
+    )
+
+
+def _rounding(worst: dict[str, Any], toggles: Sequence[dict[str, Any]]) -> str:
+    """What ``emulate_precision_casts=True`` did to the accepted gap, in a sentence."""
+    toggle = next((t for t in toggles if t.get("name") == "emulate_precision_casts=True"), None)
+    if toggle is None:
+        return ""
+    emulated = (toggle.get("worst") or {}).get("max_abs_error")
+    gap = worst.get("max_abs_error")
+    if toggle.get("status") != "ok" or not isinstance(emulated, int | float) or not isinstance(
+            gap, int | float):  # fmt: skip
+        return f" emulate_precision_casts=True was tried: {toggle.get('status')}."
+    if emulated <= gap / 4:
+        return (
+            f" With torch._inductor.config.emulate_precision_casts = True it is {emulated:.3g}: "
+            "the gap is low-precision rounding (Inductor keeps intermediates in float32 where "
+            "eager rounds each op), by design, not a compiler bug."
+        )
+    return (
+        f" With emulate_precision_casts = True it is still {emulated:.3g}: not the rounding alone."
     )
 
 
@@ -229,6 +253,7 @@ def conclusion(
     bisected: dict[str, Any] | None,
     user_side: dict[str, Any] | None = None,
     compared: bool = True,
+    toggles: Sequence[dict[str, Any]] = (),
 ) -> Conclusion:
     """The verdict: layer, failure kind, category and one sentence saying it; ``user_side``
     (from :mod:`pt2doctor.ablate.userside`) makes the category ``user_side`` and names the
@@ -255,7 +280,7 @@ def conclusion(
             else "No layer crashes: the command exits 0 under every rung. Its outputs were not "
             "compared: --accuracy-check CMD says whether they match."
         )
-        sentence += accepted_gap(rungs)
+        sentence += accepted_gap(rungs, toggles)
         return {
             "layer": None, "failure": None, "category": None, "sentence": sentence,
             "user_side": None,

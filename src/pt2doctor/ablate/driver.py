@@ -197,6 +197,21 @@ class Ablation:
             found.append({"name": name, "backend": backend, **outcome})
         return found
 
+    def accepted_gap_toggles(self, rungs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Where every rung passed but Inductor's passed by the RMSE rule alone (an elementwise
+        gap over tolerance) in a low-precision cell: that rung again with Inductor rounding
+        like eager (``emulate_precision_casts``), which says whether the gap is the rounding,
+        as script mode's toggle says for the same failure. [] otherwise."""
+        cell = self.options.cell
+        low = cell.dtype in LOW_PRECISION or cell.autocast in LOW_PRECISION
+        gaps = [rung for rung in rungs if rung.get("backend") == "inductor"
+                and rung.get("status") == "ok" and (rung.get("worst") or {}).get("rule") == "rmse"]  # fmt: skip
+        if not (low and gaps):
+            return []
+        outcome = self.trial("emulate-precision", "inductor", **self._settings("inductor"),
+                             toggle="emulate_precision_casts")  # fmt: skip
+        return [{"name": "emulate_precision_casts=True", "backend": "inductor", **outcome}]
+
     def custom_ops(self, failing: dict[str, Any]) -> list[dict[str, Any]]:
         """opcheck and eager-vs-compiled of every custom op the cell calls, on the inputs
         it received in the eager run (one worker)."""
@@ -373,6 +388,7 @@ def run_ablation(options: AblateOptions, progress: Progress | None = None) -> di
         pieces["repro"] = {"written": False, "reason": "the model fails without compiling: "
                            "the case is its own repro, and nothing compiled is to blame"}  # fmt: skip
     if failing is None:
+        pieces["toggles"] = ablation.accepted_gap_toggles(rungs)
         return pieces
     pieces["hooks"] = failing.get("hooks") or []
     pieces["hook_changes"] = failing.get("hook_changes") or []

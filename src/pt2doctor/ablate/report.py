@@ -78,7 +78,8 @@ def build_ablate_report(
     failing = first_failure(rungs) or eager_failure(rungs)
     user_side = user_side_verdict(pieces, failing)
     unchecked = target.get("mode") == "script" and not target.get("accuracy_check")
-    verdict = conclusion(rungs, module, bisected, user_side, compared=not unchecked)
+    verdict = conclusion(rungs, module, bisected, user_side, compared=not unchecked,
+                         toggles=pieces.get("toggles") or ())  # fmt: skip
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "ablate",
