@@ -24,6 +24,7 @@ from typing import Any
 from pt2doctor.capture.options import RunOptions
 from pt2doctor.capture.runner import run_program
 from pt2doctor.rundir import TRIES_DIR, TRIES_INDEX
+from pt2doctor.trace.types import Run
 
 
 def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lambda _: None) -> int:
@@ -32,10 +33,12 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
     once; each re-run is judged by its own outcome against the main run's."""
     from pt2doctor.analysis.findings.codes import spec
     from pt2doctor.analysis.findings.verdicts import (
+        CONTROL_LABEL,
         Target,
         next_trial,
         outcome,
         results_change,
+        target_moved,
         target_of,
         target_remains,
         timed_verdict,
@@ -59,6 +62,8 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
         for t in found:
             targets.setdefault(trial_key(t), target_of(finding))
     before = outcome(main)
+    control: Run | None = None  # the program re-run without a fix, once a try's results differ
+    controls: list[dict[str, Any]] = []
     verdicts: dict[str, str] = {}
     index: list[dict[str, Any]] = []
     folder = options.out / TRIES_DIR
@@ -75,14 +80,29 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
         )
         tried = load_run(out)
         key = trial_key(trial)
-        changed = results_change(main, tried) if judged.get(key) else None
+        changed = results_change(main, tried, control) if judged.get(key) else None
+        if changed is not None and control is None:
+            # Other results: the fix's doing, or the program's (unseeded draws)? The program
+            # once more without a fix says; it is not one of the N tries.
+            say(f"re-run without a fix: do the results change run to run? ({changed})")
+            control_trial = {"label": CONTROL_LABEL, "control": True}
+            control_n = budget + 1
+            run_program(dataclasses.replace(options, out=folder / str(control_n), try_fix=None,
+                                            quiet=True, profile_calls=None))  # fmt: skip
+            control = load_run(folder / str(control_n))
+            controls.append({"n": control_n, "trial": control_trial})
+            changed = results_change(main, tried, control)
         if trial.get("timed"):
             verdicts[key] = timed_verdict(before, outcome(tried), changed, main, tried)
         else:
-            remains = target_remains(targets[key], analyse_run(tried).findings)
+            after = analyse_run(tried).findings
+            remains = target_remains(targets[key], after) or (
+                target_moved(targets[key], after, findings) is not None
+            )
             verdicts[key] = verdict(before, outcome(tried), changed, remains)
         index.append({"n": n, "trial": trial})
-        (folder / TRIES_INDEX).write_text(json.dumps(index, indent=1), encoding="utf-8")
+        (folder / TRIES_INDEX).write_text(json.dumps(index + controls, indent=1),
+                                          encoding="utf-8")  # fmt: skip
     if not index:  # asked, and nothing it could apply: the report says so
         folder.mkdir(parents=True, exist_ok=True)
         (folder / TRIES_INDEX).write_text("[]", encoding="utf-8")

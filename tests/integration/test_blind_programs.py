@@ -1193,3 +1193,28 @@ def test_padding_to_a_multiple_of_eight_under_dynamic_shapes_asks_nothing(
     report, _ = _ninth(doctor_run, "pad8_seq")
     assert report["plan"] == []
     assert not [f for f in report["findings"] if f["severity"] != "info"]
+
+
+def test_a_warmup_in_inference_mode_and_float64_transposed_requests_get_all_three_fixes(
+    doctor_run: Any,
+) -> None:
+    """TRUTH.md 73 (the third outside review): the recompile's guards are the inference mode,
+    the strides and the dtype. Each gets its fix (the dtype's was left out when another fix
+    was given, and following the others still recompiled), with the calling lines from the
+    run; a warmup that never serves a request is a warning. The author's fix compiles once
+    and prints the same checksum."""
+    report, done = _ninth(doctor_run, "server_decode_layout")
+    finding = _finding(report, "recompiles")
+    assert finding["severity"] == "warning"
+    advice = finding["advice"]
+    warmup = line_of("server_decode_layout", "cmodel(dummy)")
+    served = line_of("server_decode_layout", "return cmodel(x)")
+    assert (
+        f"call at server_decode_layout.py:{warmup} (`cmodel(dummy)`, in warmup) ran under" in advice
+    )
+    assert f"server_decode_layout.py:{served} (`return cmodel(x)`, in handle) ran outside" in advice
+    assert "`.contiguous()`" in advice and "x.to(torch.float32)" in advice
+    decoded = line_of("server_decode_layout", "x = decode(payload)")
+    assert f"`x` (float64) comes from server_decode_layout.py:{decoded}" in advice
+    fixed = _ninth_fixed(doctor_run, done, "server_decode_layout_fixed")
+    assert compiles(fixed.run_dir) == 1 < compiles(done.run_dir)

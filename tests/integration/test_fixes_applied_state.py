@@ -659,7 +659,7 @@ def test_an_inference_tensor_cache_is_named_with_the_line_that_made_it() -> None
     assert proof.measures["compiles"] == (2, 1)
     advice = " ".join(proof.before.advice())
     made = next(i for i, line in enumerate(_SOURCE_LINES, 1) if "cached = torch.randn" in line)
-    assert f"`cached` (made at test_fixes_applied_state.py:{made}" in advice
+    assert f"`cached` (from test_fixes_applied_state.py:{made}" in advice
     assert f"under `torch.inference_mode()` at line {made - 1}" in advice
 
 

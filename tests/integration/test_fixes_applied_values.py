@@ -1153,3 +1153,64 @@ def test_lengths_that_cut_rows_with_an_offset_get_the_mask_not_bookkeeping() -> 
     advice = _advice_at(reranker_scores_shifted_candidates_per_row,
                         "for b, n in enumerate(lengths.tolist()):")  # fmt: skip
     assert "mask the positions past each length" in advice
+
+
+# --- a list whose length is guarded: what the code does with it decides the fix --------------
+# Not catalogued (the paragraph is built from the code it reads), applied here the same way:
+# the report must give the fix, and the program with it applied compiles less and computes the
+# same numbers.
+
+
+def _temperature_schedule(compile, fixed: bool):
+    """A training step handed the list of temperatures the loop lowers every third step; the
+    compiled code reads only the last one (second outside review, p5_mixed)."""
+    net = torch.nn.Linear(8, 4)
+
+    def step(x, temps):
+        logits = net(x) / (temps if fixed else temps[-1])
+        return logits.logsumexp(-1).mean()
+
+    step = compile(step)
+    temps, losses = [1.0], []
+    for i in range(9):
+        if i % 3 == 0:
+            temps.append(temps[-1] * 0.9)
+        losses.append(step(torch.randn(4, 8), torch.tensor(temps[-1]) if fixed else temps))
+    return losses
+
+
+def _running_means(compile, fixed: bool):
+    """A step handed the whole list of past losses, which the loop grows, to scale by their
+    mean: the compiled code reads all of it (sum and len)."""
+    net = torch.nn.Linear(8, 1)
+
+    def step(x, history):
+        mean = history.mean() if fixed else sum(history) / len(history)
+        return (net(x).squeeze(-1) / mean).mean()
+
+    step = compile(step)
+    history, out = [1.0], []
+    for _ in range(6):
+        loss = step(torch.randn(4, 8), torch.tensor(history) if fixed else history)
+        history.append(1.0 + float(loss.detach().abs()))
+        out.append(loss)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("program", "said"),
+    [
+        (_temperature_schedule, "pass that item instead of the list (`torch.tensor(temps[-1])`"),
+        (_running_means, "grows it outside the compiled function and passes it in whole"),
+    ],
+)
+def test_a_growing_list_gets_the_fix_for_what_the_compiled_code_reads(program, said) -> None:
+    before = _compiled_run(lambda compile: program(compile, False), "eager", None, {})
+    advice = " ".join(f["advice"] for f in before.report["findings"] if f["code"] == "recompiles")
+    assert said in advice, advice
+    assert "append them outside" not in advice  # the list is grown outside already
+    after = _compiled_run(lambda compile: program(compile, True), "eager", None, {})
+    assert after.report["summary"]["compiles"] < before.report["summary"]["compiles"]
+    torch.manual_seed(0)
+    eager = program(lambda fn, **_: fn, False)
+    torch.testing.assert_close(after.outputs, eager)

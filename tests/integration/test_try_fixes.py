@@ -197,3 +197,36 @@ def test_a_setting_the_break_advice_names_is_tried_and_judged_by_the_break_being
     for finding in untried:
         names = {item["fix"] for item in finding["not_tried"] if "budget" in item["why"]}
         assert {fix["label"] for fix in finding["tryable"]} <= names
+
+
+def test_an_unseeded_program_is_not_called_unsafe_and_a_break_that_moved_is_not_gone(
+    doctor_run: Any,
+) -> None:
+    """TRUTH.md 72 (written blind): capture_scalar_outputs moves the ``.item()`` break to the
+    ``if`` on its value, and the unseeded program prints other numbers on every run. The try
+    is judged by both: the program run once more without a fix prints other numbers too, so
+    they are not compared (was "unsafe: changed the program's results"), and the break that
+    moved is not a break removed (was "the finding is gone"). The truth: the re-runs' own
+    logs (a break at the ``if`` line in tries/1, other numbers in the run without a fix)."""
+    report, run_dir, out = run(doctor_run, "clip_temps_step", *EAGER, "--try-fixes", "1")
+    item = line_of("clip_temps_step", "norm = h.norm().item()")
+    branch = line_of("clip_temps_step", "if norm > 10.0:")
+    (site,) = [f for f in report["findings"] if f["code"] == "graph_break"]
+    assert site["subject"]["line"] == item
+    (tried,) = site["tries"]
+    assert tried["verdict"] not in ("helped", "unsafe"), tried
+    assert tried["moved_to"]["line"] == branch and tried["finding_remains"] is True
+    assert tried["results_vary"] == ["printed"] and "results_changed" not in tried
+    assert break_sites(run_dir / "tries" / "1") == 1
+    index = json.loads((run_dir / "tries" / "index.json").read_text())
+    (control,) = [item for item in index if item["trial"].get("control")]
+    control_out = (run_dir / "tries" / str(control["n"]) / "stdout.log").read_text()
+    done = [
+        line for line in (control_out, out) for line in line.splitlines() if line.startswith("done")
+    ]
+    assert len(done) == 2 and done[0] != done[1]  # the program alone prints other numbers
+    assert "capture_scalar_outputs = True` or `export" not in site["advice"]
+    assert "torch.where" in site["advice"]
+    # The list the step reads one item of: pass the item (TRUTH.md: 6 -> 4 compiles).
+    (recompiles,) = [f for f in report["findings"] if f["code"] == "recompiles"]
+    assert "pass that item instead of the list (`torch.tensor(temps[-1])`" in recompiles["advice"]

@@ -234,3 +234,36 @@ def assigned_before(site: SourceLine | None, name: str) -> SourceLine | None:
         return None
     code = linecache.getline(site.file, chosen).strip()
     return SourceLine(site.file, chosen, site.function, code or None)
+
+
+_GROWERS = frozenset({"append", "extend", "insert", "pop", "update", "setdefault", "clear",
+                      "popitem", "remove"})  # fmt: skip
+
+
+def grown_in_function(site: SourceLine | None, name: str) -> bool | None:
+    """Whether the function of the user's file around ``site``'s line changes the list or dict
+    ``name`` (``temps.append(...)``, ``self.history['loss'] += [...]``, ``d[k] = v``): a
+    compiled function that grows it itself, against one that is handed it grown. None when the
+    file cannot be read or no function holds the line."""
+    if site is None or site.file is None:
+        return None
+    function = _innermost_function(site.file, site.line)
+    if function is None:
+        return None
+    wanted = name.replace('"', "'")
+    for node in ast.walk(function):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _GROWERS and ast.unparse(node.func.value) == wanted):  # fmt: skip
+            return True
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AugAssign):
+            targets = [node.target]
+        for target in targets:
+            base = target.value if isinstance(target, ast.Subscript) else target
+            if ast.unparse(base) == wanted and (
+                isinstance(node, ast.AugAssign) or base is not target
+            ):
+                return True
+    return False

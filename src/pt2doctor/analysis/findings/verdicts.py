@@ -194,11 +194,39 @@ def _digests(run: Run) -> dict[tuple[str, int], dict[str, Any]]:
     return {(str(e.get("site")), int(e.get("call") or 0)): e for e in events}
 
 
-def results_change(before: Run, after: Run) -> str | None:
+def results_change(before: Run, after: Run, control: Run | None = None) -> str | None:
     """What a fix changed in the program's results: what it printed
     (:func:`printed_change`), else what its compiled callables returned
-    (:func:`output_change`); None when neither changed."""
-    return printed_change(before.stdout, after.stdout) or output_change(before, after)
+    (:func:`output_change`); None when neither changed. ``control``: the program run again
+    without the fix; what differs there too varies run to run (an unseeded program), and is
+    not the fix's doing (:func:`results_vary`)."""
+    vary = results_vary(before, control)
+    printed = None if "printed" in vary else printed_change(before.stdout, after.stdout)
+    returned = None if "returned" in vary else output_change(before, after)
+    return printed or returned
+
+
+def results_vary(before: Run, control: Run | None) -> set[str]:
+    """What differs between two runs of the program without a fix (``control``: a re-run of
+    it): ``printed`` numbers, or what its compiled code ``returned``; such a result varies run
+    to run (the program draws unseeded numbers), and a try cannot be judged by it."""
+    if control is None:
+        return set()
+    vary = set()
+    if printed_change(before.stdout, control.stdout) is not None:
+        vary.add("printed")
+    if output_change(before, control) is not None:
+        vary.add("returned")
+    return vary
+
+
+CONTROL_LABEL = "the program again, no fix"
+"""A ``--try-fixes`` re-run without any fix (``trial["control"]``), made when a try's results
+differ from the main run's: whether they differ run to run anyway."""
+
+
+def control_of(tries: list[Try]) -> Try | None:
+    return next((found for found in tries if found.trial.get("control")), None)
 
 
 def verdict(
@@ -252,6 +280,23 @@ def target_remains(target: Target, findings: list[Finding]) -> bool:
     rank = SEVERITIES.index(severity)
     return any(f.code == code and _identity(f) == subject
                and SEVERITIES.index(f.severity) <= rank for f in findings)  # fmt: skip
+
+
+def target_moved(target: Target, findings: list[Finding], before: list[Finding]) -> Finding | None:
+    """For a graph break gone from the re-run: a break the re-run has at another line of the
+    same function, which the run without the fix did not have. The break moved (with
+    capture_scalar_outputs an ``.item()`` stays in the graph, and the ``if`` on its value
+    breaks instead): not a break removed. None otherwise."""
+    code, subject, _ = target
+    if code != "graph_break" or not subject.get("file"):
+        return None
+    had = {(f.subject.file, f.subject.line) for f in before if f.code == code}
+    return next(
+        (f for f in findings if f.code == code and f.subject.file == subject.get("file")
+         and f.subject.function == subject.get("function")
+         and (f.subject.file, f.subject.line) not in had),
+        None,
+    )  # fmt: skip
 
 
 TIME_FLOOR = 0.05
@@ -349,14 +394,18 @@ def tried_row(
     found: Try,
     main: Run | None = None,
     remains: bool | None = None,
+    control: Run | None = None,
+    moved: Finding | None = None,
 ) -> dict[str, Any]:
     """The ``findings[].tried`` object of one try; ``main``: the run without the fix, None for
-    a correctness finding's fix (meant to change the results); ``remains``: whether the
+    a correctness finding's fix (meant to change the results); ``control``: the program
+    re-run without any fix, where one was made (:data:`CONTROL_LABEL`); ``remains``: whether the
     finding is still there in the re-run (:func:`verdict`), None for a fix of time
     (``timed``), which is judged by the hot loop's call alone: its finding may rightly remain
     (a library-bound loop that freezing made faster is still library-bound)."""
     after = outcome(found.run)
-    changed = None if main is None else results_change(main, found.run)
+    changed = None if main is None else results_change(main, found.run, control)
+    vary = set() if main is None else results_vary(main, control)
     timed = trial.get("timed")  # a fix of time: judged by the hot loop's call
     row = {
         "fix": trial.get("label", ""),
@@ -366,7 +415,7 @@ def tried_row(
         "verdict": (
             timed_verdict(before, after, changed, main, found.run)
             if timed
-            else verdict(before, after, changed, remains)
+            else verdict(before, after, changed, True if moved is not None else remains)
         ),
         "run_dir": f"tries/{found.n}",
         "trial": trial,
@@ -378,10 +427,20 @@ def tried_row(
         if calls[0] is not None and calls[1] is not None:
             row["time_per_call_ms"] = {"before": round(calls[0][0], 6),
                                        "after": round(calls[1][0], 6)}  # fmt: skip
+    elif moved is not None:
+        row["finding_remains"] = True
+        row["moved_to"] = {"line": moved.subject.line, "title": moved.title}
+        row["summary"] = (f"{row['summary']}; the break moved to line {moved.subject.line}: "
+                          f"{moved.title}")  # fmt: skip
     elif remains is not None:
         row["finding_remains"] = remains
         gone = "the finding is gone from the re-run" if not remains else "the finding remains"
         row["summary"] = f"{row['summary']}; {gone}"
+    if vary:
+        said = " and ".join(sorted(vary))
+        row["results_vary"] = sorted(vary)
+        row["summary"] += (f"; what the program {said} was not compared: it differs between two "
+                           "runs without the fix too (unseeded random numbers?)")  # fmt: skip
     if changed is not None:
         row["results_changed"] = changed
         row["summary"] = f"{row['summary']}; {changed}"
@@ -449,6 +508,8 @@ def attach_tries(
     run's outcome; ``findings_of``: a re-run's findings, to tell whether the finding is gone),
     and rewrite its advice: a tried fix that helped is said first with its numbers; one that
     did not is replaced by "tried X: no effect (…)" and the next candidate."""
+    control = control_of(tries)
+    tries = [found for found in tries if found is not control]
     by_key = {trial_key(found.trial): found for found in tries}
     for finding in findings:
         rows: list[tuple[int, dict[str, Any]]] = []
@@ -457,9 +518,13 @@ def attach_tries(
             found = None if trial is None else by_key.get(trial_key(trial))
             if trial is not None and found is not None:
                 kept = None if spec(finding.code).step == "correctness" else main
-                remains = (None if findings_of is None or trial.get("timed")
-                           else target_remains(target_of(finding), findings_of(found)))  # fmt: skip
-                row = tried_row(trial, before, found, kept, remains)
+                judged = findings_of is not None and not trial.get("timed")
+                after = findings_of(found) if judged and findings_of is not None else []
+                remains = target_remains(target_of(finding), after) if judged else None
+                moved = (target_moved(target_of(finding), after, findings)
+                         if judged and not remains else None)  # fmt: skip
+                row = tried_row(trial, before, found, kept, remains,
+                                None if control is None else control.run, moved)  # fmt: skip
                 rows.append((index, row))
                 moved = row.get("time_per_call_ms")
                 if row["verdict"] == "helped" and moved and finding.saves_ms is None:
@@ -534,8 +599,11 @@ def tried_advice(finding: Finding, rows: list[tuple[int, dict[str, Any]]]) -> st
     said = [f"Tried {row['fix']}: {VERDICT_WORDS['helped']} ({row['summary']})." for row in helped]
     if finding.code in SETTINGS_IN_ADVICE:  # the fixes tried are settings the advice names
         said += [f"Tried {row['fix']}: {VERDICT_WORDS[row['verdict']]} ({row['summary']})."
+                 + (MOVED if row.get("moved_to") else "")
                  for _, row in rows if row["verdict"] != "helped"]  # fmt: skip
-        return " ".join([*said, finding.advice])
+        tried = [str(name).rsplit(".", 1)[-1] for _, row in rows if row["verdict"] != "helped"
+                 for name in dict(row["trial"].get("config") or {})]  # fmt: skip
+        return " ".join([*said, _without_hints_of(finding.advice, tried)])
     # What helped is the news: the tries that did not come after it, in the order run.
     said += [
         f"Tried {row['fix']}{' before it' if helped else ''}: {VERDICT_WORDS[row['verdict']]} "
@@ -559,6 +627,22 @@ def tried_advice(finding: Finding, rows: list[tuple[int, dict[str, Any]]]) -> st
             bounded = finding.severity == "info" and finding.code == "recompiles"
             rest.append((len(finding.fixes), BOUNDED_LEFT if bounded else NOTHING_LEFT))
     return " ".join(said + [text for _, text in rest])
+
+
+MOVED = (
+    " The value is now read where the code uses it, and the break is there: the setting alone "
+    "does not remove it; the rewrite below does."
+)
+
+
+def _without_hints_of(advice: str, settings: list[str]) -> str:
+    """``advice`` without torch's relayed hints (``torch (gb0124): Set
+    `...capture_scalar_outputs = True` ...``) that name a setting a try showed does not help:
+    repeating it after the try would contradict it."""
+    for setting in settings:
+        advice = re.sub(rf"torch \(gb\d+\): (?:(?!\. ).)*\b{re.escape(setting)}\b(?:(?!\. ).)*\.\s*",
+                        "", advice)  # fmt: skip
+    return advice
 
 
 SETTINGS_IN_ADVICE = frozenset({"graph_break", "hook_changed_after_compile", "library_bound"})

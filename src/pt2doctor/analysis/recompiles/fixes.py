@@ -789,10 +789,17 @@ def recompile_candidates(explanation: FrameExplanation) -> list[Fix]:
         strides = [row for row in outlook.varying if row.kind in LAYOUT_KINDS]
         fixes.append(Fix(layout_fix(layouts, strides, made_note(explanation, layouts[:1]))))
     dtypes = [row for row in outlook.varying if row.kind == "dtype" and not row.dynamic]
-    if dtypes and outlook.bounded is not False and not fixes:
+    # An input's dtype needs its own fix beside the others (a layout, the inference mode):
+    # following them alone still recompiles on it (third outside review, p1b).
+    inputs = [row for row in dtypes if not row.source.startswith("self.")]
+    if dtypes and outlook.bounded is not False and (not fixes or inputs == dtypes):
         fixes.append(Fix(dtype_fix(dtypes, made_note(explanation, dtypes, dtype_name))))
     devices = [row for row in outlook.varying if row.kind == "device" and not row.dynamic]
-    if devices and outlook.bounded is not False and not fixes:
+    if (
+        devices
+        and outlook.bounded is not False
+        and (not fixes or not any(row.source.startswith("self.") for row in devices))
+    ):
         fixes.append(Fix(device_fix(devices, made_note(explanation, devices, str))))
     flags = [row for row in outlook.varying if row.kind in FLAG_KINDS and not row.dynamic
              and row.kind not in ("dtype", "device")]  # fmt: skip

@@ -104,7 +104,7 @@ def passed_and_made(
 
 def _passing_words(site: SourceLine | None, rows: list[Varying], variant: VariantRow,
                    explanation: FrameExplanation) -> str:  # fmt: skip
-    """``, passing `users` (made at line 622: `users, items = ...`): a normal tensor``: each
+    """``, passing `users` (from line 622: `users, items = ...`): a normal tensor``: each
     tensor a call passed, with the user's line above it that made it where the calling line
     names it (else its parameter's name), and what it was."""
     said: list[str] = []
@@ -114,7 +114,7 @@ def _passing_words(site: SourceLine | None, rows: list[Varying], variant: Varian
             continue
         found = passed_and_made(site, row, explanation.parameters)
         if found is not None:
-            text = f"`{found[0]}` (made at line {found[1].line}: `{found[1].statement}`): {kind}"
+            text = f"`{found[0]}` (from line {found[1].line}: `{found[1].statement}`): {kind}"
         elif row.expr is not None and row.expr.argument != "args":
             text = f"{row.source}: {kind}"
         else:
@@ -127,7 +127,7 @@ def _passing_words(site: SourceLine | None, rows: list[Varying], variant: Varian
 def made_note(
     explanation: FrameExplanation, rows: list[Varying], shown: Callable[[str], str] | None = None
 ) -> str:
-    """`` Here `x` (float32 and float64) is made at train.py:12 (`x = ...`).``: the user's line
+    """`` Here `x` (float32 and float64) comes from train.py:12 (`x = ...`).``: the user's line
     that made each tensor ``rows`` guard, from each variant's calling line (``shown`` gives a
     variant's value in words; None leaves values out). '' where no calling line names the
     tensor or no assignment above it makes it."""
@@ -144,14 +144,14 @@ def made_note(
             if shown is not None and value and shown(value) not in values:
                 values.append(shown(value))
     said = [
-        f"`{name}`{f' ({and_words(values)})' if values else ''} is made at {where}"
+        f"`{name}`{f' ({and_words(values)})' if values else ''} comes from {where}"
         for (name, where), values in made_by.items()
     ]
     return f" Here {and_words(said)}." if said else ""
 
 
 def inference_made(explanation: FrameExplanation, rows: list[Varying]) -> str:
-    """`` Here `cached` (made at eval.py:12: `cached = ...`, under `torch.inference_mode()`
+    """`` Here `cached` (from eval.py:12: `cached = ...`, under `torch.inference_mode()`
     at line 11) is the inference tensor, passed at eval.py:15.``: the user's line that made
     each inference tensor a variant was called with, as its calling line shows it."""
     said: list[str] = []
@@ -168,7 +168,7 @@ def inference_made(explanation: FrameExplanation, rows: list[Varying]) -> str:
             name, made = found
             modes = [m for m in modes_around(made) if "inference_mode" in (m.code or "")]
             under = f", under `{modes[-1].code}` at line {modes[-1].line}" if modes else ""
-            text = (f"`{name}` (made at {_where(made)}: `{made.statement}`{under}), passed at "
+            text = (f"`{name}` (from {_where(made)}: `{made.statement}`{under}), passed at "
                     f"{_where(site)}")  # fmt: skip
             if text not in said:
                 said.append(text)

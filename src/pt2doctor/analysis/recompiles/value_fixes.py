@@ -22,7 +22,7 @@ from pt2doctor.analysis.recompiles.fix_model import (
     values_text,
 )
 from pt2doctor.analysis.recompiles.outlook import FrameExplanation, Outlook, Varying
-from pt2doctor.analysis.source_lines import following_code, parameters_at
+from pt2doctor.analysis.source_lines import following_code, grown_in_function, parameters_at
 from pt2doctor.trace.messages import is_user_file
 from pt2doctor.trace.patterns import lazy_compile
 
@@ -370,15 +370,38 @@ def loop_count_fix(row: Varying, change: SourceChange | None, outlook: Outlook) 
 
 
 def length_fix(row: Varying, change: SourceChange | None) -> Fix:
-    """A Python list or dict whose length changes at every call: the code grows it (appends
-    a logged value each step), and Dynamo guards its length."""
+    """A Python list or dict whose length changed while the program ran, and Dynamo guards its
+    length. What to do depends on the code: the compiled code reads one item of it (pass the
+    item), is handed it grown by the caller (pass what it needs from it), or grows it itself
+    (appends a logged value each step: keep that state outside)."""
     assert row.expr is not None and row.expr.length_of is not None
+    name = row.expr.length_of
+    line = change.installed_at if change else None
     where = read_at(change)
+    said = (
+        f"{name} is a Python list or dict the compiled code reads{where}, and it grew while the "
+        f"program ran ({row.source} {values_text(row)} so far): Dynamo guards its length, so "
+        "each new length compiles a new variant until the recompile limit, then the calls run "
+        "eagerly."
+    )
+    own = line is not None and not (line.file and library_path(line.file) is not None)
+    item = (re.search(rf"(?<![\w.]){re.escape(name)}\[(-?\d+)\]", line.code or "")
+            if own and line is not None else None)  # fmt: skip
+    if item is not None:
+        read = f"{name}[{item.group(1)}]"
+        return Fix(
+            f"{said} The compiled code reads one item of it, `{read}`: pass that item instead "
+            f"of the list (`torch.tensor({read})`, a 0-d tensor, is traced and never "
+            "recompiles; a float is made dynamic after one recompile)."
+        )
+    if own and grown_in_function(line, name) is False:
+        return Fix(
+            f"{said} Your code grows it outside the compiled function and passes it in whole: "
+            "pass what the compiled code needs from it instead (a tensor made from it, or the "
+            "items it reads), so that its length is not guarded."
+        )
     return Fix(
-        f"{row.expr.length_of} is a Python list or dict the compiled code reads{where} and "
-        f"that grows at every call ({row.source} {values_text(row)} so far): Dynamo guards its "
-        "length, so each call compiles a new variant until the recompile limit, then runs "
-        "eagerly. Keep that Python state out of the compiled function: return the values "
+        f"{said} Keep that Python state out of the compiled function: return the values "
         "(detached tensors) and append them outside the compiled call."
     )
 
