@@ -230,6 +230,9 @@ def assigned_before(site: SourceLine | None, name: str) -> SourceLine | None:
     after = [n for n in lines if n > site.line and any(
         loop.lineno <= n <= (loop.end_lineno or loop.lineno) for loop in loops)]  # fmt: skip
     chosen = max(before) if before else (max(after) if after else None)
+    if chosen is None and function is not None:  # a module-level name the function reads
+        chosen = max((n for n in _top_level_assignments(tree, name) if n < function.lineno),
+                     default=None)  # fmt: skip
     if chosen is None:
         return None
     code = linecache.getline(site.file, chosen).strip()
@@ -267,3 +270,37 @@ def grown_in_function(site: SourceLine | None, name: str) -> bool | None:
             ):
                 return True
     return False
+
+
+def _top_level_assignments(tree: ast.Module, name: str) -> list[int]:
+    """The lines of the module's own statements (outside functions and classes) that assign
+    ``name`` (inside an ``if __name__ == "__main__":`` or a ``with`` block too)."""
+    found: list[int] = []
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        if isinstance(node, ast.Assign | ast.AnnAssign) and any(
+                isinstance(n, ast.Name) and n.id == name
+                for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                for n in ast.walk(target)):  # fmt: skip
+            found.append(node.lineno)
+        for field in ("body", "orelse", "finalbody"):
+            pending += [child for child in getattr(node, field, []) if isinstance(child, ast.stmt)]
+    return found
+
+
+def called_on(site: SourceLine | None, method: str) -> str | None:
+    """The name whose ``method`` the statement at ``site`` calls (``opt`` for
+    ``opt.step()``), read from the user's file; None when it calls none, or several."""
+    if site is None or site.file is None or site.line is None:
+        return None
+    tree = _tree(site.file)
+    if tree is None:
+        return None
+    names = {node.func.value.id for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+             and node.func.attr == method and isinstance(node.func.value, ast.Name)
+             and node.lineno == site.line}  # fmt: skip
+    return names.pop() if len(names) == 1 else None

@@ -240,7 +240,9 @@ def _pair(recorder: ProbeRecorder, window: Any) -> None:
     # An eager optimizer's fused step, timed against its own on copies, after the window (or
     # between a noisy one and its re-measure: an optimizer step comes between two forwards).
     torchcompat.try_optimizer_steps(
-        lambda result: recorder.event("optimizer_trial", **result), ready=window.between_windows
+        lambda result: recorder.event("optimizer_trial", **result),
+        ready=window.between_windows,
+        where=caller_frame,
     )
 
 

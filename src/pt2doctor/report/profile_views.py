@@ -107,7 +107,12 @@ def paired_rows(profile: Mapping[str, Any]) -> list[str]:
             continue
         speedup = item.get("speedup")
         ratio = ""
-        if speedup:
+        if item.get("verdict") == "cannot tell":
+            # the pairs do not agree on a side: no ratio of medians is shown as a result
+            slower = item.get("slower_pairs")
+            ratio = ("cannot tell which is faster" + (f", slower compiled in {slower} of the "
+                     f"pairs" if isinstance(slower, int) else ""))  # fmt: skip
+        elif speedup:
             ratio = (f"{speedup:.2f}x faster compiled" if speedup >= 1
                      else f"{1 / speedup:.2f}x slower compiled")  # fmt: skip
         noisy = ", noisy" if item.get("noisy") else ""

@@ -20,8 +20,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-PAIRS = 8
-"""Timed steps of each variant (alternating)."""
+PAIRS = 16
+"""Timed steps of each variant (alternating): enough pairs that one preempted step does not
+decide (8 flipped the verdict on a busy machine: the third outside review)."""
 MAX_ELEMENTS = 25_000_000
 """An optimizer over more parameter elements than this is not tried (the copies' memory)."""
 MAX_OPTIMIZERS = 3
@@ -101,11 +102,14 @@ def optimizer_trial(optimizer: Any, pairs: int = PAIRS) -> dict[str, Any]:
 
 
 def try_optimizer_steps(
-    on_done: Callable[[dict[str, Any]], None], ready: Callable[[], bool]
+    on_done: Callable[[dict[str, Any]], None],
+    ready: Callable[[], bool],
+    where: Callable[[], dict[str, Any] | None] | None = None,
 ) -> Callable[[], None] | None:
     """After ``ready()``, each optimizer's next step (up to MAX_OPTIMIZERS) runs
-    :func:`optimizer_trial` and sends its result to ``on_done``. Returns what removes the hook
-    (None: this torch has no global optimizer step hooks)."""
+    :func:`optimizer_trial` and sends its result to ``on_done``, with ``step_at``: the user's
+    line that called ``step()`` (``where``: the innermost user frame). Returns what removes the
+    hook (None: this torch has no global optimizer step hooks)."""
     try:
         import torch
         from torch.optim.optimizer import register_optimizer_step_post_hook
@@ -129,7 +133,8 @@ def try_optimizer_steps(
                       "skipped": f"{type(error).__name__}: {error}"[:300]}  # fmt: skip
         finally:
             busy[0] = False
-        on_done(result)
+        frame = where() if where is not None else None
+        on_done({**result, "step_at": frame} if frame else result)
 
     handle = register_optimizer_step_post_hook(after_step)
     return handle.remove

@@ -7,6 +7,7 @@ Thresholds are shares of the window's wall time: a part under MIN_SHARE is not w
 
 from __future__ import annotations
 
+import linecache
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from pt2doctor.analysis.findings.codes import Severity
 from pt2doctor.analysis.findings.model import PROGRAM, Finding, Subject
 from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.fix_model import Fix, FixApplication
+from pt2doctor.analysis.source_lines import assigned_before, called_on
 from pt2doctor.analysis.text import counted
 from pt2doctor.analysis.time.lines import EagerLine, SkippedFrame
 from pt2doctor.analysis.time.owners import EagerOwner
@@ -510,6 +512,30 @@ OPTIMIZER_ADVICE = (
 )
 
 
+def _optimizer_lines(
+    trial: Mapping[str, Any] | None,
+) -> tuple[SourceLine | None, SourceLine | None]:
+    """The user's line that called the optimizer's ``step()`` (the trial's ``step_at``) and
+    the line above it that made the optimizer (``opt = torch.optim.AdamW(...)``), read from the
+    user's file; None where unknown, or a library's."""
+    at = (trial or {}).get("step_at")
+    if not isinstance(at, dict) or not at.get("file") or not isinstance(at.get("line"), int):
+        return None, None
+    file, line = str(at["file"]), int(at["line"])
+    if library_path(file) is not None:
+        return None, None
+    step = SourceLine(file, line, at.get("function"), linecache.getline(file, line).strip())
+    name = called_on(step, "step")
+    made = assigned_before(step, name) if name else None
+    return step, made
+
+
+AGREE = 0.75
+"""The share of the optimizer trial's alternating pairs in which the fused step must be the
+faster one for its saving to be claimed (the rest of the way down: "was not faster"; between:
+cannot tell, a busy machine)."""
+
+
 def _eager_optimizer(
     view: ProfileView,
     owners: Sequence[EagerOwner],
@@ -535,13 +561,24 @@ def _eager_optimizer(
         }
         trial = next((t for t in trials if t.get("optimizer") == owner.owner_class), None)
         saves, unmeasured = None, _untimed(trial)
+        cost = f"{_ms(owner.us, view)} per call"
         if trial is not None and unmeasured is None:
             default, variant = _median(trial["default_ms"]), _median(trial["variant_ms"])
-            if default <= variant:
+            # Each alternating pair: the same moment for both, so a busy machine slows both.
+            diffs = [d - v for d, v in zip(trial["default_ms"], trial["variant_ms"], strict=False)]
+            faster = sum(1 for diff in diffs if diff > 0)
+            steps = owner.calls / view.calls  # optimizer steps per call of the hot loop
+            cost = f"{default * steps:.3g} ms per call without the profiler"
+            if faster <= (1 - AGREE) * len(diffs):
                 unmeasured = (f"{trial['variant']} was not faster when timed in the run "
-                              f"({variant:.3f} ms against {default:.3f} ms per step)")  # fmt: skip
-            else:  # the trial's saving per step, times the steps per call of the hot loop
-                saves = round((default - variant) * owner.calls / view.calls, 6)
+                              f"({variant:.3f} ms against {default:.3f} ms per step, faster in "
+                              f"{faster} of {len(diffs)} alternating steps)")  # fmt: skip
+            elif faster < AGREE * len(diffs):
+                unmeasured = (f"cannot tell: {trial['variant']} was faster in {faster} of "
+                              f"{len(diffs)} alternating steps only ({variant:.3f} ms against "
+                              f"{default:.3f} ms per step, medians; the machine was busy?)")  # fmt: skip
+            else:  # the pairs' median saving per step, times the steps per call of the hot loop
+                saves = round(_median(diffs) * steps, 6)
                 evidence.append(
                     f"timed in the run on copies of its parameters: {owner.owner_class}.step() "
                     f"{default:.3f} ms as configured, {variant:.3f} ms with {trial['variant']} "
@@ -550,16 +587,31 @@ def _eager_optimizer(
                 facts.update(trial_default_ms=round(default, 6),
                              trial_variant_ms=round(variant, 6),
                              variant=str(trial["variant"]))  # fmt: skip
+        step_at, made_at = _optimizer_lines(trial)
+        where = ""
+        if step_at is not None:
+            where = f" At {Path(step_at.file or '?').name}:{step_at.line} (`{step_at.statement}`)"
+            there = ("there" if made_at is not None and f"{owner.owner_class}(" in made_at.statement
+                     else f"to the {owner.owner_class}(...) call that makes it")  # fmt: skip
+            where += (f", the optimizer is the {owner.owner_class} made at line {made_at.line} "
+                      f"(`{made_at.statement}`): add fused=True {there}."
+                      if made_at is not None else ".")  # fmt: skip
         found.append(
             Finding(
                 "warning",
                 "eager_optimizer",
-                f"opt.step() of {owner.owner_class} runs eagerly: {_ms(owner.us, view)} per "
-                f"call ({_pct(owner.us, view.wall_us)} of the step), outside every compiled "
+                f"opt.step() of {owner.owner_class} runs eagerly: {cost} "
+                f"({_pct(owner.us, view.wall_us)} of the step), outside every compiled "
                 "region",
-                OPTIMIZER_ADVICE.format(cls=owner.owner_class, impl=impl),
+                OPTIMIZER_ADVICE.format(cls=owner.owner_class, impl=impl) + where,
                 evidence,
-                Subject("program", f"{owner.owner_class}.step"),
+                Subject(
+                    "program",
+                    f"{owner.owner_class}.step",
+                    step_at.file if step_at else None,
+                    step_at.line if step_at else None,
+                    step_at.function if step_at else None,
+                ),
                 saves_ms=saves,
                 saves_unmeasured=unmeasured,
                 facts=facts,
