@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from oracles import gone_within
+from oracles import gone_within, marker_in
 from pt2doctor.cli import main
 
 pytestmark = pytest.mark.torch_run
@@ -617,3 +617,39 @@ def test_script_mode_retries_the_programs_own_fullgraph_and_never_offers_disable
     assert not any("torch.compiler.disable its" in w or "with torch.compiler.disable" in w
                    for w in workarounds)  # fmt: skip
     assert any("torch.cond" in w and "torch.where" in w for w in workarounds)
+
+
+def test_case_mode_and_script_mode_agree_on_a_data_dependent_branch_under_fullgraph(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """Issue 39, 6e: the same MoE with ``if mask.any():`` as a program compiled with its own
+    fullgraph=True and as a case ablated with --fullgraph: the same layer, category and
+    failure, the same fullgraph=False retry (which runs), the same workarounds (drop fullgraph;
+    torch.cond / torch.where or the check moved out; never torch.compiler.disable), and each
+    names its own branch line."""
+    modes = {}
+    (tmp_path / "case").mkdir()
+    modes["case"], done = ablate(tmp_path / "case", run_env,
+                                 str(ABLATE_DIR / "fullgraph_moe_case.py"), "--fullgraph",
+                                 "--backend", "eager", "--no-verify-repro")  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    (tmp_path / "script").mkdir()
+    modes["script"], done = ablate(tmp_path / "script", run_env, "--backend", "eager",
+                                   "--no-verify-repro", "--", sys.executable,
+                                   str(ABLATE_DIR / "fullgraph_moe.py"))  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    same = ("layer", "category", "failure")
+    verdicts = {
+        mode: tuple(report["conclusion"][k] for k in same) for mode, report in modes.items()
+    }
+    assert verdicts["case"] == verdicts["script"] == ("dynamo", "incompleteness", "crash")
+    for mode, report in modes.items():
+        program = ABLATE_DIR / ("fullgraph_moe_case.py" if mode == "case" else "fullgraph_moe.py")
+        where = f"{program}:{marker_in(program, 'branch')} in forward: if mask.any()"
+        assert where in report["ladder"][0]["error"], (mode, report["ladder"][0]["error"])
+        assert ("fullgraph=False", "ok") in [(t["name"], t["status"]) for t in report["toggles"]]
+    assert modes["case"]["workarounds"][:2] == modes["script"]["workarounds"][:2]
+    first, rewrite = modes["case"]["workarounds"][:2]
+    assert first.startswith("Drop fullgraph=True") and "torch.cond" in rewrite
+    assert not any("with torch.compiler.disable" in w for r in modes.values()
+                   for w in r["workarounds"])  # fmt: skip

@@ -143,13 +143,15 @@ def profile_analysis(
     trials: Sequence[Mapping[str, Any]] = (),
     compile_calls: Sequence[Mapping[str, Any] | None] = (),
     plain_ms: float | None = None,
+    call_sites: Mapping[str, SourceLine] | None = None,
 ) -> ProfileResult:
     """The run's profiled window: where its time went, and its findings (``trials``: the
     run's optimizer trials, which measure an eager optimizer's fix; ``compile_calls``: each
     ledger frame's ``torch.compile`` call, in order, which names a frame whose code is
     torch's or a library's by the user's call; ``plain_ms``: the one compiled callable's
     median call without the profiler, from its paired calls, which tells the profiler's own
-    cost)."""
+    cost; ``call_sites``: compile id -> the user's line that called the frame, where the probes
+    or the trace saw it, over the ledger's)."""
     window = capture.window
     if not isinstance(capture.trace, ChromeTrace):
         return ProfileResult(capture.path, window, error=capture.error or "no trace")
@@ -182,8 +184,13 @@ def profile_analysis(
         SkippedFrame(frame_where(frame), frame.file or "", frame.function or "", frame.line or 0)
         for frame in ledger.frames if frame.skipped
     ])  # fmt: skip
+    called = {e.compile_id: e.record.call_site for e in ledger.compiles
+              if e.record.call_site is not None}  # fmt: skip
+    called.update(call_sites or {})
+    found = profile_findings(view, names, skipped, device, context, owners, trials, lines,
+                             plain_ms, called)  # fmt: skip
     findings = _noise_findings(
-        profile_findings(view, names, skipped, device, context, owners, trials, lines, plain_ms),
+        found,
         quiet,
         window,
     )

@@ -75,6 +75,7 @@ def profile_findings(
     trials: Sequence[Mapping[str, Any]] = (),
     lines: Sequence[EagerLine] = (),
     plain_ms: float | None = None,
+    call_sites: Mapping[str, SourceLine] | None = None,
 ) -> list[Finding]:
     """``names``: compile id -> the frame's name; ``skipped_frames``: frames Dynamo ran
     eagerly, with the share of the eager op samples their own lines hold; ``device``: ``cuda``
@@ -88,7 +89,7 @@ def profile_findings(
         return []
     return [
         *_autograd_in_inference(view, names),
-        *_overhead_bound(view, names, device, plain_ms),
+        *_overhead_bound(view, names, device, plain_ms, call_sites or {}),
         *_library_bound(view, device),
         *_fallback_ops(view),
         *_graph_break_cost(view, breaks or {}, plain_ms),
@@ -141,7 +142,11 @@ def _profiler_cost_us(view: ProfileView, plain_ms: float | None) -> float:
 
 
 def _overhead_bound(
-    view: ProfileView, names: Mapping[str, str], device: str, plain_ms: float | None = None
+    view: ProfileView,
+    names: Mapping[str, str],
+    device: str,
+    plain_ms: float | None = None,
+    call_sites: Mapping[str, SourceLine] | None = None,
 ) -> list[Finding]:
     """``overhead_bound``: compiled regions that spend most of their time outside any kernel.
     The profiler lengthens every op it records, and that lands in the overhead; where the
@@ -169,6 +174,12 @@ def _overhead_bound(
         else "On CPU: give each call more work (batch requests: the overhead is paid per "
         "call, not per sample)."
     )
+    sites = call_sites or {}
+    site = next((sites[r.compile_id] for r in bound if r.compile_id in sites), None)
+    if site is not None and site.file and library_path(site.file) is None:
+        said = f" (`{site.statement}`)" if site.statement else ""
+        fix += (f" The calls come from {Path(site.file).name}:{site.line}{said}: give that call "
+                "a batch of what it is now called with one at a time.")  # fmt: skip
     if breaks:  # only a break splits a region this loop could have as one
         fix += (f" The graph break{'s' if len(breaks) > 1 else ''} at {', '.join(breaks[:3])} "
                 "split the step into more regions, each paying it again: removing "
