@@ -1,15 +1,16 @@
 """What a performance finding says its fix saves (`saves_ms`), against the fix applied and timed.
 
-Four findings on four programs, five claims, each claim from a real ``pt2doctor run
+Four findings on five programs, six claims, each claim from a real ``pt2doctor run
 --profile`` and each truth from applying the fix and timing it, never from the tool's text:
 
 - ``eager_optimizer`` on tests/programs/real/blind/eager_optimizer_loop.py (an uncompiled
   AdamW), and on blind/mlp_adamw_train.py (written blind by the third outside review): the
   claim is the run's trial of ``fused=True``; the truth is the program's own model, data and
   loop with its AdamW and with the same AdamW ``fused=True``, iterations alternating.
-- ``compiled_slower_than_eager`` on blind/small_decode_slower.py (a batch-1 GRU decode): the
-  claim is the run's paired compiled/eager calls; the truth is the program's decode served by
-  its eager model and by its compiled one, requests alternating.
+- ``compiled_slower_than_eager`` on blind/small_decode_slower.py (a batch-1 GRU decode) and on
+  blind/item_scorer.py (a tiny scorer called one item at a time; the third outside review's):
+  the claim is the run's paired compiled/eager calls; the truth is the program's model served
+  eagerly and compiled, requests alternating.
 - ``autograd_in_inference`` on tests/programs/time/mlp_block.py ``--grad``: the claim is the
   autograd wrapper's time in the profile; the truth is the program's compiled block called
   with grad and under ``no_grad``, alternating.
@@ -26,6 +27,7 @@ two sides disagree is measured again (both sides anew, up to three times) before
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.util
 import json
@@ -36,7 +38,7 @@ import subprocess
 import sys
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -103,12 +105,29 @@ def _lands(measure: Callable[[], tuple[float | None, float]]) -> tuple[float, fl
 
 
 def _blind_program(name: str) -> Any:
-    """tests/programs/real/blind/NAME.py imported as a module (its ``main`` not run)."""
+    """tests/programs/real/blind/NAME.py imported as a module (its ``main`` not run), with its
+    own name alone as ``sys.argv`` (a default read from ``sys.argv[1]`` at import, as
+    mlp_adamw_train.py's, must not read pytest's arguments)."""
     spec = importlib.util.spec_from_file_location(name, BLIND / f"{name}.py")
     assert spec is not None and spec.loader is not None
     program = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(program)
+    argv = sys.argv
+    sys.argv = [str(BLIND / f"{name}.py")]
+    try:
+        spec.loader.exec_module(program)
+    finally:
+        sys.argv = argv
     return program
+
+
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _median_difference(times: dict[Any, list[float]], slow: Any, fast: Any) -> float:
@@ -125,9 +144,7 @@ def _fused_saving_per_iteration(rounds: int = 40) -> float:
     import torch.nn.functional as F
 
     program = _blind_program("eager_optimizer_loop")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as the profiled run (OMP_NUM_THREADS=1)
-    try:
+    with _one_thread():  # as the profiled run (OMP_NUM_THREADS=1)
         torch.manual_seed(0)
         x, w = torch.randn(4096, 24), torch.randn(24)
         y = torch.sin(x @ w) + 0.1 * torch.randn(4096)
@@ -150,8 +167,6 @@ def _fused_saving_per_iteration(rounds: int = 40) -> float:
                 if step >= 5:  # compiled, and the optimizers' state made
                     times[which].append((time.perf_counter() - start) * 1e3)
         return _median_difference(times, 0, 1)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def test_fused_adamw_saves_what_the_eager_optimizer_finding_claims(tmp_path: Path) -> None:
@@ -167,9 +182,7 @@ def _fused_saving_mlp(rounds: int = 40) -> float:
     import torch.nn.functional as F
 
     program = _blind_program("mlp_adamw_train")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as the profiled run (OMP_NUM_THREADS=1)
-    try:
+    with _one_thread():  # as the profiled run (OMP_NUM_THREADS=1)
         torch.manual_seed(0)
         models = [program.MLP()]
         models.append(copy.deepcopy(models[0]))
@@ -190,8 +203,6 @@ def _fused_saving_mlp(rounds: int = 40) -> float:
                 if step >= 5:
                     times[which].append((time.perf_counter() - start) * 1e3)
         return _median_difference(times, 0, 1)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def test_fused_adamw_on_a_second_program_saves_what_the_finding_claims(tmp_path: Path) -> None:
@@ -209,9 +220,7 @@ def _eager_serving_saving_per_token(requests: int = 24) -> float:
     both alike): the difference of the medians per token, ms. Timed here, not in the profiled
     run, whose compiled calls hold the profile window and the paired eager calls."""
     program = _blind_program("small_decode_slower")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as the profiled run (OMP_NUM_THREADS=1)
-    try:
+    with _one_thread():  # as the profiled run (OMP_NUM_THREADS=1)
         torch.manual_seed(0)
         model = program.GRUDecoder().eval()
         compiled = torch.compile(copy.deepcopy(model))
@@ -227,8 +236,6 @@ def _eager_serving_saving_per_token(requests: int = 24) -> float:
                                                  context)  # fmt: skip
                 times[which] += [1e3 * t for t in spent]
         return _median_difference(times, "compiled", "eager")
-    finally:
-        torch.set_num_threads(threads)
 
 
 def test_serving_the_decode_eagerly_saves_what_compiled_slower_than_eager_claims(
@@ -326,3 +333,36 @@ def test_removing_the_break_saves_what_graph_break_cost_claims(tmp_path: Path) -
     _claim_lands(
         tmp_path, "graph_break_cost", _break_removed_saving_per_call, MLP_BLOCK, "--item-break"
     )
+
+
+def _eager_scoring_saving_per_call(rounds: int = 600) -> float:
+    """item_scorer.py's model (written blind by the third outside review) scoring one item a
+    call, by its eager model and by its compiled one, calls alternating: the difference of
+    the medians per call, ms."""
+    program = _blind_program("item_scorer")
+    with _one_thread():  # as the profiled run (OMP_NUM_THREADS=1)
+        torch.manual_seed(0)
+        model = program.Scorer().eval()
+        compiled = torch.compile(copy.deepcopy(model))
+        items = torch.randn(rounds, 16)
+        times: dict[str, list[float]] = {"eager": [], "compiled": []}
+        with torch.no_grad():
+            compiled(items[:1])  # compiled, as the program's warmup does
+            for index in range(rounds):
+                item = items[index : index + 1]
+                order = ("eager", "compiled") if index % 2 == 0 else ("compiled", "eager")
+                for which in order:
+                    start = time.perf_counter()
+                    (compiled if which == "compiled" else model)(item)
+                    times[which].append((time.perf_counter() - start) * 1e3)
+        return _median_difference(times, "compiled", "eager")
+
+
+def test_scoring_one_item_eagerly_saves_what_compiled_slower_than_eager_claims(
+    tmp_path: Path,
+) -> None:
+    """A second program for the same fix: a tiny scorer called one item at a time, where the
+    compiled call's overhead is more than the work; serving it with the eager model, applied
+    and timed."""
+    _claim_lands(tmp_path, "compiled_slower_than_eager", _eager_scoring_saving_per_call,
+                 BLIND / "item_scorer.py")  # fmt: skip
