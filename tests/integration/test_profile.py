@@ -9,11 +9,12 @@ a lower per-call time), and with a ``.item()`` break plus an MLP behind
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import itertools
 import json
 import statistics
-import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -806,6 +807,19 @@ def _assert_judged_by_the_windows(report: dict[str, Any], bound: dict[str, Any],
 BLIND = PROGRAM.parents[1] / "real" / "blind"
 
 
+def _program(path: Path) -> Any:
+    """A program imported as a module (its ``main`` not run; its own path alone as argv)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    argv, sys.argv = sys.argv, [str(path)]
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.argv = argv
+    return module
+
+
 def test_freezing_is_tried_on_a_second_library_bound_loop_a_wide_mlp(doctor_run: Any) -> None:
     """blind/wide_mlp_infer.py (the third outside review's): an MLP encoder served under
     no_grad, 91% of its time in matmuls. Freezing is offered and tried, profiled; its author
@@ -823,12 +837,11 @@ def test_freezing_is_tried_on_a_second_library_bound_loop_a_wide_mlp(doctor_run:
 
 
 def test_a_scorer_called_one_item_at_a_time_is_told_to_batch_at_its_line(
-    doctor_run: Any, run_env: dict[str, str]
+    doctor_run: Any,
 ) -> None:
     """blind/item_scorer.py (the third outside review's) scores 2000 items one call each: the
     calls are overhead-bound and the advice names the loop's call. The fix applied
-    (item_scorer_fixed.py: one call for all items) scores them faster per item, by the
-    program's own timing."""
+    (item_scorer_fixed.py: one call for all items) scores them faster."""
     run = doctor_run("profile_item_scorer", ("--profile",), "../real/blind/item_scorer",
                      env={"OMP_NUM_THREADS": "1"})  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
@@ -837,10 +850,23 @@ def test_a_scorer_called_one_item_at_a_time_is_told_to_batch_at_its_line(
     lines = (BLIND / "item_scorer.py").read_text().splitlines()
     call = next(n for n, text in enumerate(lines, 1) if "scores.append(model(" in text)
     assert f"The calls come from item_scorer.py:{call}" in finding["advice"]
-    per_item = {}
-    for name in ("item_scorer", "item_scorer_fixed"):
-        done = subprocess.run([sys.executable, str(BLIND / f"{name}.py")], env=run_env,
-                              capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
-        assert done.returncode == 0, done.stderr[-2000:]
-        per_item[name] = float(done.stdout.split("(")[1].split(" us/item")[0])
-    assert per_item["item_scorer_fixed"] < per_item["item_scorer"] / 4, per_item
+    # The fix applied (item_scorer_fixed.py's score_items: every item in one call), timed
+    # here on the program's own model against its loop: the fastest of a few rounds of each
+    # (one call of ~1 ms is at the mercy of one preemption on a shared machine; CI saw 30x).
+    import torch
+
+    rounds: dict[str, list[float]] = {"item_scorer": [], "item_scorer_fixed": []}
+    programs = {name: _program(BLIND / f"{name}.py") for name in rounds}
+    torch.manual_seed(0)
+    scorer = torch.compile(programs["item_scorer"].Scorer().eval())
+    items = torch.randn(500, 16)
+    with torch.no_grad():
+        for program in programs.values():
+            program.score_items(scorer, items)  # compiled for its shapes first
+        for _ in range(5):
+            for name, program in programs.items():
+                start = time.perf_counter()
+                program.score_items(scorer, items)
+                rounds[name].append(time.perf_counter() - start)
+    best = {name: min(times) for name, times in rounds.items()}
+    assert best["item_scorer_fixed"] < best["item_scorer"] / 4, best
