@@ -24,7 +24,6 @@ from typing import Any
 from pt2doctor.capture.options import RunOptions
 from pt2doctor.capture.runner import run_program
 from pt2doctor.rundir import TRIES_DIR, TRIES_INDEX
-from pt2doctor.trace.types import Run
 
 
 def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lambda _: None) -> int:
@@ -38,6 +37,7 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
         next_trial,
         outcome,
         results_change,
+        results_vary,
         target_moved,
         target_of,
         target_remains,
@@ -62,8 +62,9 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
         for t in found:
             targets.setdefault(trial_key(t), target_of(finding))
     before = outcome(main)
-    control: Run | None = None  # the program re-run without a fix, once a try's results differ
+    # The program re-run without a fix, once a try's results differ, and what differed there.
     controls: list[dict[str, Any]] = []
+    vary: set[str] = set()
     verdicts: dict[str, str] = {}
     index: list[dict[str, Any]] = []
     folder = options.out / TRIES_DIR
@@ -80,18 +81,16 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
         )
         tried = load_run(out)
         key = trial_key(trial)
-        changed = results_change(main, tried, control) if judged.get(key) else None
-        if changed is not None and control is None:
+        changed = results_change(main, tried, vary) if judged.get(key) else None
+        if changed is not None and not controls:
             # Other results: the fix's doing, or the program's (unseeded draws)? The program
             # once more without a fix says; it is not one of the N tries.
             say(f"re-run without a fix: do the results change run to run? ({changed})")
-            control_trial = {"label": CONTROL_LABEL, "control": True}
-            control_n = budget + 1
-            run_program(dataclasses.replace(options, out=folder / str(control_n), try_fix=None,
+            controls.append({"n": budget + 1, "trial": {"label": CONTROL_LABEL, "control": True}})
+            run_program(dataclasses.replace(options, out=folder / str(budget + 1), try_fix=None,
                                             quiet=True, profile_calls=None))  # fmt: skip
-            control = load_run(folder / str(control_n))
-            controls.append({"n": control_n, "trial": control_trial})
-            changed = results_change(main, tried, control)
+            vary = results_vary(main, load_run(folder / str(budget + 1)))
+            changed = results_change(main, tried, vary)
         if trial.get("timed"):
             verdicts[key] = timed_verdict(before, outcome(tried), changed, main, tried)
         else:

@@ -39,7 +39,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     change_line,
     explain_frames,
 )
-from pt2doctor.trace.types import Run, SourceLine, Try
+from pt2doctor.trace.types import Run, Try
 
 if TYPE_CHECKING:  # heat and the profile exist only for a run directory
     from pt2doctor.analysis.breaks.heat import Heat
@@ -162,9 +162,7 @@ def analyse_run(
         trials = run.probes.optimizer_trials if run.probes is not None else []
         # One compiled callable paired quietly: its plain time tells the profiler's own cost.
         plain = paired[0].compiled_ms if len(paired) == 1 and not paired[0].noisy else None
-        probed = {} if run.probes is None else {
-            cid: SourceLine(str(at["file"]), at.get("line"), at.get("function"), at.get("code"))
-            for cid, at in run.probes.compile_sites.items() if at.get("file")}  # fmt: skip
+        probed = run.probes.compile_sites if run.probes is not None else {}
         profiled = profile_analysis(run.profile, ledger, sites, trials,
                                     [e.compile_call for e in explanations], plain, probed)  # fmt: skip
         if profiled.findings:  # a measured fallback op replaces the static finding of it

@@ -152,8 +152,12 @@ def _add_event(data: ProbeData, event: dict[str, Any]) -> None:
     elif kind == "output_digest" and len(data.output_digests) < 128:
         data.output_digests.append({k: v for k, v in event.items() if k not in ("kind", "t")})
     elif kind == "compile_site" and len(data.compile_sites) < 500:
-        data.compile_sites.setdefault(str(event.get("compile_id")), {
-            k: event.get(k) for k in ("file", "line", "function", "code")})  # fmt: skip
+        file, line = event.get("file"), event.get("line")
+        if isinstance(file, str) and file and isinstance(line, int):
+            from pt2doctor.trace.types import SourceLine  # loaded already: ProbeData is
+
+            data.compile_sites.setdefault(str(event.get("compile_id")), SourceLine(
+                file, line, event.get("function"), event.get("code")))  # fmt: skip
     elif kind == "attribute_store" and len(data.attribute_stores) < 200:
         data.attribute_stores.append({k: v for k, v in event.items() if k != "kind"})
     elif kind == "module_hook" and len(data.module_hooks) < 200:

@@ -462,10 +462,10 @@ class ProbeData:
     output_digests: list[dict[str, Any]] = field(default_factory=list)
     """``run --try-fixes``: what each compiled callable returned on its first calls
     (``output_digest`` events: ``site``, ``call``, ``values``: torchcompat/digests.py)."""
-    compile_sites: dict[str, dict[str, Any]] = field(default_factory=dict)
+    compile_sites: dict[str, SourceLine] = field(default_factory=dict)
     """Compile id -> the user's line that called the frame it compiled (``compile_site``
-    events from Dynamo's compile-start callback: ``file``, ``line``, ``function``, ``code``),
-    the first process's where several share ids."""
+    events, made as its first graph is wrapped), the first process's where several share
+    ids."""
     attribute_stores: list[dict[str, Any]] = field(default_factory=list)
     """The user's lines that store plain Python values in module attributes
     (``attribute_store`` events: ``module`` class, ``attr``, ``file``, ``line``, ``code``),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -194,13 +194,11 @@ def _digests(run: Run) -> dict[tuple[str, int], dict[str, Any]]:
     return {(str(e.get("site")), int(e.get("call") or 0)): e for e in events}
 
 
-def results_change(before: Run, after: Run, control: Run | None = None) -> str | None:
+def results_change(before: Run, after: Run, vary: Set[str] = frozenset()) -> str | None:
     """What a fix changed in the program's results: what it printed
     (:func:`printed_change`), else what its compiled callables returned
-    (:func:`output_change`); None when neither changed. ``control``: the program run again
-    without the fix; what differs there too varies run to run (an unseeded program), and is
-    not the fix's doing (:func:`results_vary`)."""
-    vary = results_vary(before, control)
+    (:func:`output_change`); None when neither changed. ``vary``: what differs between two runs
+    without the fix too (:func:`results_vary`), which is not compared: not the fix's doing."""
     printed = None if "printed" in vary else printed_change(before.stdout, after.stdout)
     returned = None if "returned" in vary else output_change(before, after)
     return printed or returned
@@ -404,8 +402,8 @@ def tried_row(
     (``timed``), which is judged by the hot loop's call alone: its finding may rightly remain
     (a library-bound loop that freezing made faster is still library-bound)."""
     after = outcome(found.run)
-    changed = None if main is None else results_change(main, found.run, control)
     vary = set() if main is None else results_vary(main, control)
+    changed = None if main is None else results_change(main, found.run, vary)
     timed = trial.get("timed")  # a fix of time: judged by the hot loop's call
     row = {
         "fix": trial.get("label", ""),
@@ -521,10 +519,10 @@ def attach_tries(
                 judged = findings_of is not None and not trial.get("timed")
                 after = findings_of(found) if judged and findings_of is not None else []
                 remains = target_remains(target_of(finding), after) if judged else None
-                moved = (target_moved(target_of(finding), after, findings)
-                         if judged and not remains else None)  # fmt: skip
+                moved_to = (target_moved(target_of(finding), after, findings)
+                            if judged and not remains else None)  # fmt: skip
                 row = tried_row(trial, before, found, kept, remains,
-                                None if control is None else control.run, moved)  # fmt: skip
+                                None if control is None else control.run, moved_to)  # fmt: skip
                 rows.append((index, row))
                 moved = row.get("time_per_call_ms")
                 if row["verdict"] == "helped" and moved and finding.saves_ms is None:

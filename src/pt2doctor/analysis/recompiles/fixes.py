@@ -58,7 +58,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     state_created,
     unfreezing_params,
 )
-from pt2doctor.analysis.recompiles.passed import keyword_passed, positional_passed
+from pt2doctor.analysis.recompiles.passed import keyword_passed, passed_name
 from pt2doctor.analysis.recompiles.state_fixes import (
     GRAD_MODE_TOO,
     HOOKS_CHANGED,
@@ -659,7 +659,7 @@ def _zero_one_fix(row: Varying, explanation: FrameExplanation) -> Fix:
     expr = row.expr
     if found is None and expr is not None and expr.dim is not None and expr.argument == "args":
         # a module called positionally (``compiled(x)``): args[i] is what the line passes
-        passed = positional_passed(explanation.call_site, expr.indices[0])
+        passed = passed_name(explanation.call_site, expr)
         found = None if passed is None else (passed, expr.dim, False, passed)
     unbacked = (f"torch._dynamo.decorators.mark_unbacked({found[0]}, {found[1]})" if found
                 else "torch._dynamo.decorators.mark_unbacked(tensor, dim)")  # fmt: skip

@@ -204,17 +204,14 @@ def attach_attribute_stores(
 
 
 def attach_compile_sites(
-    explanations: list[FrameExplanation], sites: dict[str, dict[str, Any]]
+    explanations: list[FrameExplanation], sites: dict[str, SourceLine]
 ) -> None:
-    """Each variant's calling line as the probes saw it at its compile's start (the trace's
-    stack may leave the caller out: ``main()`` for a line inside ``main``), over the trace's."""
+    """Each variant's calling line as the probes saw it at its compile (the trace's stack may
+    leave the caller out: ``main()`` for a line inside ``main``), over the trace's."""
     for explanation in explanations:
         for variant in explanation.variants:
-            site = sites.get(variant.compile_id)
-            if site and site.get("file") and isinstance(site.get("line"), int):
-                explanation.call_sites[variant.compile_id] = SourceLine(
-                    str(site["file"]), site["line"], site.get("function"), site.get("code")
-                )
+            if variant.compile_id in sites:
+                explanation.call_sites[variant.compile_id] = sites[variant.compile_id]
 
 
 def attach_compile_calls(

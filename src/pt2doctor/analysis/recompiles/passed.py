@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 
+from pt2doctor.analysis.recompiles.sources import UserExpr
 from pt2doctor.trace.types import SourceLine
 
 
@@ -60,3 +61,18 @@ TENSOR_METHODS = frozenset({
     "view", "reshape", "unsqueeze", "squeeze", "permute", "transpose", "flatten", "expand",
     "clone", "detach", "type", "pin_memory",
 })  # fmt: skip
+
+
+def passed_name(
+    call_site: SourceLine | None, expr: UserExpr, parameters: tuple[str, ...] | None = None
+) -> str | None:
+    """The name the user's calling line passes as the argument ``expr`` starts from: positional
+    argument i for ``args[i]`` (a module called through torch.compile's wrapper), else the
+    argument by keyword, or by its position among ``parameters`` (the compiled function's own,
+    ``self`` left out); None when the line does not name one."""
+    if expr.argument == "args" and expr.indices:
+        return positional_passed(call_site, expr.indices[0])
+    if parameters and expr.argument in parameters:
+        index = parameters.index(expr.argument)
+        return keyword_passed(call_site, expr.argument) or positional_passed(call_site, index)
+    return keyword_passed(call_site, expr.argument)

@@ -17,7 +17,7 @@ from pt2doctor.analysis.recompiles.outlook import (
     flag_states,
     instances_of,
 )
-from pt2doctor.analysis.recompiles.passed import keyword_passed, positional_passed
+from pt2doctor.analysis.recompiles.passed import passed_name
 from pt2doctor.analysis.source_lines import assigned_before, modes_around
 from pt2doctor.analysis.text import counted
 from pt2doctor.trace.patterns import lazy_compile
@@ -86,18 +86,9 @@ def passed_and_made(
     """The name the calling line ``site`` passes as ``row``'s tensor (``sample`` in
     ``compiled(sample)``) and the user's line above it that made it (``sample =
     torch.randn(8, 16)``), where the line names it and the calling function assigns it."""
-    expr = row.expr
-    if site is None or expr is None:
+    if site is None or row.expr is None:
         return None
-    if expr.argument == "args" and expr.indices:
-        name = positional_passed(site, expr.indices[0])
-    else:
-        index = (
-            parameters.index(expr.argument) if parameters and expr.argument in parameters else None
-        )
-        name = keyword_passed(site, expr.argument) or (
-            positional_passed(site, index) if index is not None else None
-        )
+    name = passed_name(site, row.expr, parameters)
     made = assigned_before(site, name) if name else None
     return (name, made) if name and made is not None else None
 
