@@ -17,7 +17,13 @@ from pt2doctor.analysis.recompiles.ledger import Ledger
 from pt2doctor.analysis.text import counted
 from pt2doctor.analysis.time.device import DEVICE_CATEGORIES, DeviceProfile, device_profile
 from pt2doctor.analysis.time.device_findings import device_findings
-from pt2doctor.analysis.time.findings import BreakContext, eager_op_us, profile_findings
+from pt2doctor.analysis.time.findings import (
+    EAGER_SHARE,
+    BreakContext,
+    eager_op_us,
+    eager_share,
+    profile_findings,
+)
 from pt2doctor.analysis.time.lines import (
     EagerLine,
     SkippedFrame,
@@ -189,11 +195,7 @@ def profile_analysis(
     called.update(call_sites or {})
     found = profile_findings(view, names, skipped, device, context, owners, trials, lines,
                              plain_ms, called)  # fmt: skip
-    findings = _noise_findings(
-        found,
-        quiet,
-        window,
-    )
+    findings = _noise_findings(found, quiet, window, eager_share(view, owners))
     cached = sum(1 for e in ledger.compiles if e.record.cache.get("fx_graph") == "hit")
     notes = [*quiet.notes, *_notes(view, window, device, cached)]
     no_graphs = {e.compile_id: e.record.cudagraph_skip_reason for e in ledger.compiles
@@ -242,7 +244,8 @@ def trace_analysis(trace: ChromeTrace, path: str) -> ProfileResult:
     device = "cuda" if "kernel" in trace.categories else "cpu"
     owners = _owners(trace, view)
     names: dict[str, str] = {}  # only the TORCH_TRACE names a compile id's frame
-    findings = _noise_findings(profile_findings(view, names, [], device, {}, owners), quiet)
+    findings = _noise_findings(profile_findings(view, names, [], device, {}, owners), quiet,
+                               eager=eager_share(view, owners))  # fmt: skip
     notes = [*quiet.notes,
              *(n for n in _notes(view, window, device, 0) if n != NOT_COMPARABLE)]  # fmt: skip
     return ProfileResult(path, window, view, None, names, notes, findings)
@@ -358,16 +361,30 @@ def _quiet(
 WITHHELD = ("overhead_bound", "library_bound")
 """Verdicts that rest on shares of the window's time, which a noisy window can flip."""
 
+EAGER_VERDICTS = ("eager_only_time", "eager_outside_compiled")
+"""Verdicts on the eager share of the time in torch ops (``EAGER_SHARE``): withheld too from a
+noisy window where that share is under :data:`CLEAR_EAGER_SHARE`, close enough to the line
+for a loaded machine to have carried it across (a share of op time against op time moves less
+than a share of the wall time: both sides slow down together)."""
+
+CLEAR_EAGER_SHARE = 2 * EAGER_SHARE
+
 
 def _noise_findings(
-    findings: list[Finding], quiet: _Quiet, window: Mapping[str, Any] | None = None
+    findings: list[Finding],
+    quiet: _Quiet,
+    window: Mapping[str, Any] | None = None,
+    eager: float = 0.0,
 ) -> list[Finding]:
     """A window too noisy even with its preempted calls left out gives no verdict that rests
-    on shares of its time: it says it cannot tell instead (``noisy_profile``)."""
+    on shares of its time: it says it cannot tell instead (``noisy_profile``). ``eager``: the
+    eager share of the time in torch ops (:func:`eager_share`), whose verdicts are withheld
+    only when it is close to their line."""
     noise = quiet.noise
     if noise is None or not noise.noisy:
         return findings
-    withheld = [f for f in findings if f.code in WITHHELD]
+    codes = WITHHELD + (EAGER_VERDICTS if eager < CLEAR_EAGER_SHARE else ())
+    withheld = [f for f in findings if f.code in codes]
     others = (window or {}).get("other_windows") or []
     if others:
         again = "It was measured twice, over the program's next calls too, and both were noisy"
@@ -383,8 +400,8 @@ def _noise_findings(
     )
     said = ", ".join(f.code for f in withheld)
     advice = (
-        f"{again}. A verdict on what bounds the loop (overhead, library kernels) rests on "
-        "shares of its time, and a loaded machine moves them: "
+        f"{again}. A verdict on what bounds the loop (overhead, library kernels, eager ops) "
+        "rests on shares of its time, and a loaded machine moves them: "
         + (f"{said} {'is' if len(withheld) == 1 else 'are'} withheld. " if withheld else "")
         + "Run `--profile` again on a quiet machine (or with fewer other processes), or with "
         "more calls (`--profile-calls`)."
@@ -394,7 +411,7 @@ def _noise_findings(
         f"{noise.mad_ms:.3g} ms over the {noise.calls - len(noise.preempted)} calls kept",
         *(f"withheld: {f.title}" for f in withheld),
     ]
-    kept = [f for f in findings if f.code not in WITHHELD]
+    kept = [f for f in findings if f.code not in codes]
     return [*kept, Finding("info", "noisy_profile", title, advice, evidence)]
 
 

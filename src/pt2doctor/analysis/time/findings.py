@@ -411,6 +411,14 @@ def eager_op_us(view: ProfileView, owners: Sequence[EagerOwner] = ()) -> float:
     return sum(us for _, us in view.eager_ops) - sum(owner.aten_us for owner in owners)
 
 
+def eager_share(view: ProfileView, owners: Sequence[EagerOwner] = ()) -> float:
+    """The share of the time in torch ops (compiled regions and eager ops) that is eager ATen
+    ops of the model's (:func:`eager_op_us`): what ``eager_only_time`` and
+    ``eager_outside_compiled`` stand on, against :data:`EAGER_SHARE`."""
+    work = sum(us for _, us in view.eager_ops) + view.compiled_us
+    return eager_op_us(view, owners) / work if work > 0 else 0.0
+
+
 OUTSIDE_ADVICE = (
     "Most of these ops are not at a graph break or in a skipped frame: they run in code "
     "torch.compile was never given, the program's own code between the compiled "
@@ -433,12 +441,11 @@ def _eager_only(
     less than half of them, ``eager_outside_compiled``: the program's own code that
     torch.compile was never given (not part of the compiled model, and not a break to
     remove)."""
-    ops = sum(us for _, us in view.eager_ops)
     eager = eager_op_us(view, owners)
     # Against the time spent in torch (compiled regions and eager ops), not the wall time: a
     # loop's own Python or a machine's stalls between calls dilute a wall-time share.
-    work = ops + view.compiled_us
-    if work <= 0 or eager < EAGER_SHARE * work:
+    work = sum(us for _, us in view.eager_ops) + view.compiled_us
+    if eager_share(view, owners) < EAGER_SHARE:
         return []
     top = ", ".join(f"{name} {_ms(us, view)}" for name, us in view.eager_ops[:4])
     evidence = [
