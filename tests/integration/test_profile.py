@@ -414,6 +414,62 @@ def test_sampling_code_torch_compile_was_never_given_is_not_called_part_of_the_m
         assert said in " ".join(run.stderr.split()) and said in html
 
 
+@pytest.mark.parametrize(
+    ("program", "function", "op"),
+    [("sample_post", "top_p", "aten::sort"), ("postprocess_outside", "postprocess", "aten::mul")],
+)
+def test_compiling_the_function_outside_the_model_is_tried_and_its_saving_measured(
+    doctor_run: Any, program: str, function: str, op: str
+) -> None:
+    """``--try-fixes`` wraps the function whose lines ran most of the eager ops (``top_p``: a
+    sort and a multinomial, which Inductor runs as its fallbacks; ``postprocess``: a chain of
+    elementwise ops, which it fuses) in torch.compile from outside it, with
+    ``fallback_random`` where it draws random numbers (its multinomial then draws eager's
+    numbers, so the results compare), and times the loop profiled as the main run was. The
+    profiler's own events in the re-run show the fix applied: ``op``, the main run's largest
+    eager op, no longer runs outside a compiled region. The saving is the windows' medians
+    when it helped, and says what the try measured when it did not (test_claims.py times
+    both by hand)."""
+    path = PROGRAM.parent / f"{program}.py"
+    run = doctor_run(f"profile_{program}_try", ("--profile", "--profile-stacks", "--try-fixes",
+                     "1"), f"../time/{program}")  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads((run.run_dir / "report.json").read_text())
+    (outside,) = _findings(report, "eager_outside_compiled")
+    assert outside["evidence"][0].startswith(f"eager ATen ops per call: {op} ")
+    tried = outside["tried"]
+    random = " with fallback_random = True" if program == "sample_post" else ""
+    assert tried["fix"].startswith(f"torch.compile({function}){random}")
+    assert tried["trial"]["functions"] == [{"file": str(path), "function": function}]
+    assert f"torch.compile around {function} (60 calls ran compiled)" in tried["applied_as"]
+    trace = json.loads((run.run_dir / tried["run_dir"] / "profile" / "trace.json").read_text())
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    spans = [(e["ts"], e["ts"] + e["dur"], e["name"]) for e in events
+             if e["name"].startswith("Torch-Compiled Region")]  # fmt: skip
+    assert len({name for _, _, name in spans}) == 2  # the model's region, and the function's
+    assert not [e for e in events
+                if e["name"] == op and not any(a <= e["ts"] < b for a, b, _ in spans)]  # fmt: skip
+    # The same results: what the program printed is equal with the fix and without it (a
+    # float sum over fused kernels, to rounding).
+    printed = [
+        [float(line.split()[1]) for line in (folder / "stdout.log").read_text().splitlines()
+         if line.startswith(("drawn", "checksum"))]
+        for folder in (run.run_dir, run.run_dir / tried["run_dir"])
+    ]  # fmt: skip
+    assert printed[0] and printed[0] == pytest.approx(printed[1], rel=1e-6)
+    assert tried["verdict"] != "unsafe"
+    moved = tried.get("time_per_call_ms")
+    if tried["verdict"] == "helped":
+        assert moved and outside["saves_ms"] == pytest.approx(moved["before"] - moved["after"])
+    else:
+        assert outside.get("saves_ms") is None
+        assert outside["saves_unmeasured"].startswith(f"tried torch.compile({function})")
+        if moved:
+            assert f"{moved['before']:.3g} → {moved['after']:.3g} ms" in outside["saves_unmeasured"]
+    # The advice stays whole beside the try.
+    assert "Most of these ops are not at a graph break" in outside["advice"]
+
+
 def test_a_small_break_does_not_make_the_sampling_code_part_of_the_compiled_model(
     doctor_run: Any,
 ) -> None:

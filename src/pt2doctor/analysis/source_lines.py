@@ -124,6 +124,18 @@ def positional_parameters(file: str | None, line: int | None) -> tuple[str, ...]
     return None
 
 
+def top_level_function(file: str | None, line: int | None) -> tuple[str, str] | None:
+    """(name, source) of the module-level function of ``file`` whose own body holds ``line``
+    (not a method, nor a function nested in another): one a program calls by its global name,
+    which ``torch.compile`` can wrap from outside. None otherwise, or when unreadable."""
+    inner = _innermost_function(file, line)
+    tree = _tree(file) if file else None
+    if inner is None or tree is None or inner not in tree.body or not file:
+        return None
+    source = ast.get_source_segment(Path(file).read_text(encoding="utf-8"), inner) or ""
+    return inner.name, source
+
+
 def defined_at(file: str | None, line: int | None) -> frozenset[int] | None:
     """The first lines of the innermost function around ``line`` of ``file``: its ``def`` and
     its first decorator (a frame's line is one of them); None when unknown."""

@@ -205,15 +205,17 @@ def _on_torch(recorder: ProbeRecorder, backend: str | None) -> None:
                 "backend_override", backend=backend, ok=torchcompat.override_backend(backend)
             ),
         )()
+    window = recorder.window
     if os.environ.get(DIGEST_ENV):  # run --try-fixes: what the compiled code returned
         _guarded(
             recorder,
             "output digests",
             lambda: torchcompat.digest_compiled_outputs(
-                lambda found: recorder.event("output_digest", **found), where=caller_frame
+                lambda found: recorder.event("output_digest", **found),
+                where=caller_frame,
+                paused=lambda: window is not None and window.timing,
             ),
         )()
-    window = recorder.window
     if window is not None:  # run --profile: compiled against eager, paired, after the window
         _guarded(recorder, "paired calls", lambda: _pair(recorder, window))()
     plugin = os.environ.get(PLUGIN_ENV)
@@ -249,9 +251,17 @@ def _pair(recorder: ProbeRecorder, window: Any) -> None:
 def _apply_fix(recorder: ProbeRecorder, trial: str) -> None:
     import json
 
-    marker = torchcompat.apply_fix(json.loads(trial), recorder.event)
+    from pt2doctor.capture.compile_functions import compile_functions
+
+    fix = json.loads(trial)
+    marker = torchcompat.apply_fix(fix, recorder.event)
     if marker is not None:  # how many calls each mark reached, at exit
         atexit.register(lambda: recorder.event("try_fix_marks", made=dict(marker.made)))
+    if fix.get("functions"):  # and how many calls each compiled function got
+        compiler = compile_functions(fix["functions"], recorder.event)
+        atexit.register(
+            lambda: recorder.event("try_fix_function_calls", calls=dict(compiler.calls))
+        )
 
 
 def _plugin(spec: str) -> Callable[[ProbeRecorder], None]:

@@ -118,6 +118,11 @@ class ProfileWindow:
         self.others: list[dict[str, Any]] = []
         """The windows measured and not kept: their noise, and why not."""
 
+    @property
+    def timing(self) -> bool:
+        """A window is opening, open or closing: the calls now are the ones it times."""
+        return self.state in ("opening", "open", "closing")
+
     def between_windows(self) -> bool:
         """Done, or between a noisy window and its re-measure (which may be cut short by the
         program's end): what runs outside the profiled calls can run now."""

@@ -146,8 +146,11 @@ def plan_saving(item: Mapping[str, Any]) -> str:
     recompile_limit = 12: helped, …)``)."""
     saves = item.get("saves_ms")
     tried = f" ({item['tried']})" if item.get("tried") else ""
-    if item.get("saves_unmeasured"):
-        return f" (saving not measured: {item['saves_unmeasured']}){tried}"
+    unmeasured = item.get("saves_unmeasured")
+    if unmeasured and str(unmeasured).startswith("tried "):  # a try measured no saving
+        return f" ({unmeasured})"
+    if unmeasured:
+        return f" (saving not measured: {unmeasured}){tried}"
     if not saves or item.get("code") == "graph_break_cost":
         return tried
     return f" (costs {saves:.3f} ms per call){tried}"

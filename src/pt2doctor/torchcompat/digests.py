@@ -62,11 +62,16 @@ def digest_compiled_outputs(
     on_digest: Callable[[dict[str, Any]], None],
     where: Callable[[], dict[str, Any] | None] = lambda: None,
     calls: int = CALLS,
+    paused: Callable[[], bool] = lambda: False,
 ) -> bool:
     """Wrap what ``torch.compile`` returns so that its first ``calls`` results are digested and
-    sent to ``on_digest`` (``site``: the user's line that compiled it, ``call``, ``values``);
-    False when torch is not importable. A compiled module's ``forward`` is wrapped on the
-    module torch.compile returned; ``module.compile()`` (in place) is left alone."""
+    sent to ``on_digest`` (``site``: the user's line that compiled it, ``call``: the call's
+    number, ``values``); False when torch is not importable. A compiled module's ``forward``
+    is wrapped on the module torch.compile returned; ``module.compile()`` (in place) is left
+    alone. While ``paused()`` (a profile window is timing the calls: a digest reads every
+    element of what a call was given and returned, a pass over each in float64), calls are
+    not digested, and the digests go on after it: a try's re-run pauses at the same calls,
+    and the two runs are compared call by call where both digested one."""
     made = [0]
 
     def make(compiled: Any, model: Any) -> Call | None:
@@ -75,12 +80,13 @@ def digest_compiled_outputs(
         at = where() or {}
         site = f"{at.get('file')}:{at.get('line')}#{made[0]}"
         made[0] += 1
-        seen = [0]
+        seen, digested = [0], [0]
 
         def call(function: Callable[..., Any], args: Any, kwargs: Any) -> Any:
-            if seen[0] >= calls:
-                return function(*args, **kwargs)
             seen[0] += 1
+            if digested[0] >= calls or paused():
+                return function(*args, **kwargs)
+            digested[0] += 1
             found: dict[str, Any] = {"site": site, "call": seen[0]}
             with contextlib.suppress(Exception):  # inputs it cannot read: not digested
                 found["inputs"] = digest([args, kwargs])

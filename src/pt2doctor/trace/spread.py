@@ -130,3 +130,18 @@ def calls_noise(walls_ms: Sequence[float], cpus_ms: Sequence[float] = ()) -> Cal
         tuple(walls_ms[i] for i in preempted),
         tuple(off[i] for i in preempted) if off else (),
     )
+
+
+def rank_p_smaller(smaller: Sequence[float], larger: Sequence[float]) -> float:
+    """The one-sided p-value of the rank-sum (Mann-Whitney U) test that the values of
+    ``smaller`` tend to be below those of ``larger``: the chance of ranks so far apart if both
+    came from one distribution (normal approximation with ties counted half and a continuity
+    correction; 1.0 for an empty side). Two windows of calls timed in two processes: one load
+    spike moves a median little and a rank sum less."""
+    n, m = len(smaller), len(larger)
+    if not n or not m:
+        return 1.0
+    u = sum(1.0 if a < b else 0.5 if a == b else 0.0 for a in smaller for b in larger)
+    mean, sd = n * m / 2, math.sqrt(n * m * (n + m + 1) / 12)
+    z = (u - mean - 0.5) / sd  # u above its mean: ``smaller`` is below
+    return 0.5 * math.erfc(z / math.sqrt(2))

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 from collections.abc import Callable, Mapping, Set
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pt2doctor.analysis.breaks.sites import GraphBreakSite, graph_break_sites
@@ -28,18 +30,20 @@ from pt2doctor.analysis.findings.codes import SEVERITIES, spec
 from pt2doctor.analysis.findings.model import Finding
 from pt2doctor.analysis.recompiles.ledger import Ledger, compile_ledger
 from pt2doctor.analysis.text import counted
+from pt2doctor.trace.spread import rank_p_smaller
 from pt2doctor.trace.types import Manifest, Run, Try
 
 if TYPE_CHECKING:
     from pt2doctor.analysis.recompiles.fix_model import Fix
 
-Verdict = Literal["helped", "partly", "no_effect", "worse", "unsafe"]
+Verdict = Literal["helped", "partly", "no_effect", "worse", "unsafe", "cannot_tell"]
 VERDICT_WORDS = {
     "helped": "helped",
     "partly": "helped partly, the finding remains",
     "no_effect": "no effect",
     "worse": "made it worse",
     "unsafe": "changed the program's results",
+    "cannot_tell": "cannot tell",
 }
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 # Lines whose numbers are the machine's or the compiler's, not the program's results:
@@ -300,7 +304,10 @@ def target_moved(target: Target, findings: list[Finding], before: list[Finding])
 TIME_FLOOR = 0.05
 """A fix of time helps when the hot loop's call got faster by more than this share ..."""
 TIME_MADS = 3.0
-"""... and by more than this many MADs of the two windows' calls together."""
+"""... and by more than this many MADs of the two windows' calls together; or by more than
+one MAD where the two windows' calls are apart by rank beyond RANK_P."""
+RANK_P = 1e-4
+"""The rank-sum test's one-sided p-value below which two windows' calls are apart."""
 
 
 def window_call_ms(run: Run) -> tuple[float, float] | None:
@@ -312,24 +319,78 @@ def window_call_ms(run: Run) -> tuple[float, float] | None:
     return float(noise["median_ms"]), float(noise.get("mad_ms") or 0.0)
 
 
+def window_calls(run: Run) -> list[float]:
+    """The hot loop's calls (ms) ``run``'s profile window kept: less those the machine
+    preempted and those that held a compile."""
+    window = run.profile.window if run.profile is not None else {}
+    left_out = {*((window.get("noise") or {}).get("preempted") or []),
+                *(window.get("compile_periods") or [])}  # fmt: skip
+    return [float(ms) for i, ms in enumerate(window.get("periods_ms") or []) if i not in left_out]
+
+
+OFF_CPU_APART = 0.15
+"""Two windows whose calls spent shares of their time off the CPU this far apart were timed
+under different loads (on a CPU run: descheduled threads), and their times do not compare."""
+
+
+def off_cpu_share(run: Run) -> float | None:
+    """The median share of the hot loop's call that ``run``'s window spent off the CPU (wall
+    less the calling thread's CPU time); None without CPU times, or on a GPU run, whose host
+    waits on the device off the CPU by design."""
+    window = run.profile.window if run.profile is not None else {}
+    trace = run.profile.trace if run.profile is not None else None
+    if "kernel" in (getattr(trace, "categories", None) or ()):
+        return None
+    walls = [float(v) for v in window.get("periods_ms") or []]
+    cpus = [float(v) for v in window.get("periods_cpu_ms") or []]
+    if not walls or len(cpus) != len(walls):
+        return None
+    return statistics.median(max(w - c, 0.0) / w for w, c in zip(walls, cpus, strict=True) if w)
+
+
+def loads_apart(before: Run, after: Run) -> str | None:
+    """Why the two windows' times do not compare, where their calls spent shares of their time
+    off the CPU OFF_CPU_APART apart (the machine ran something else during one of them)."""
+    off = (off_cpu_share(before), off_cpu_share(after))
+    if off[0] is None or off[1] is None or abs(off[0] - off[1]) <= OFF_CPU_APART:
+        return None
+    return (f"the two runs were timed under different loads: the calls spent {off[1]:.0%} of "
+            f"their time off the CPU with the fix, {off[0]:.0%} without it")  # fmt: skip
+
+
 def time_moved(before: Run, after: Run) -> Literal["faster", "slower", "same"] | None:
-    """For a fix of time: how the re-run's hot-loop call moved against the main run's, beyond
-    TIME_FLOOR and TIME_MADS; None when a window is missing or noisy (cannot tell)."""
+    """For a fix of time: how the re-run's hot-loop call moved against the main run's. Beyond
+    TIME_FLOOR and TIME_MADS, or beyond TIME_FLOOR and one MAD with the calls apart by rank
+    (RANK_P): faster or slower; within TIME_FLOOR or one MAD: the same; in between, or with a
+    window missing or noisy: None (cannot tell: the two runs are two processes at two moments,
+    and a noisy pair of windows must not read as "no effect")."""
     old, new = window_call_ms(before), window_call_ms(after)
     if old is None or new is None:
         return None
-    floor = max(TIME_FLOOR * old[0], TIME_MADS * (old[1] + new[1]))
-    if old[0] - new[0] > floor:
-        return "faster"
-    return "slower" if new[0] - old[0] > floor else "same"
+    if loads_apart(before, after):
+        return None  # one window ran on a machine busy elsewhere
+    shift, mads = old[0] - new[0], old[1] + new[1]
+    floor = TIME_FLOOR * old[0]
+    if abs(shift) <= max(floor, mads):
+        return "same"
+    if abs(shift) > max(floor, TIME_MADS * mads):
+        return "faster" if shift > 0 else "slower"
+    later, earlier = window_calls(after), window_calls(before)
+    apart = (rank_p_smaller(later, earlier) if shift > 0
+             else rank_p_smaller(earlier, later))  # fmt: skip
+    if apart < RANK_P:
+        return "faster" if shift > 0 else "slower"
+    return None
 
 
 def timed_verdict(before: Outcome, after: Outcome, changed: str | None, main: Run | None,
                   tried: Run) -> Verdict:  # fmt: skip
     """A fix of time's verdict: as :func:`verdict`, its finding gone when the call got faster,
-    and ``worse`` when it got slower."""
+    ``worse`` when it got slower, and ``cannot_tell`` when the windows cannot say."""
     moved = None if main is None else time_moved(main, tried)
     found = verdict(before, after, changed, None if moved is None else moved != "faster")
+    if found == "no_effect" and moved is None:
+        return "cannot_tell"
     return "worse" if found == "no_effect" and moved == "slower" else found
 
 
@@ -361,6 +422,17 @@ def applied_as(trial: dict[str, Any], run: Run) -> str:
             parts.append(f"maybe_mark_dynamic before each call of the compiled code ({counts})")
         else:
             parts.append("marks reached no call: no compiled callable takes that argument")
+    if trial.get("functions"):
+        calls = next((e.get("calls") for e in events
+                      if e.get("kind") == "try_fix_function_calls"), None)  # fmt: skip
+        for function in trial["functions"]:
+            key = f"{Path(function['file']).name}:{function['function']}"
+            made = (calls or {}).get(key)
+            parts.append(
+                f"torch.compile around {function['function']} "
+                + (f"({made} calls ran compiled)" if made else
+                   "(no call reached it: the program calls it by another reference)")
+            )  # fmt: skip
     return "; ".join(parts) or "not applied (the re-run recorded nothing)"
 
 
@@ -422,6 +494,9 @@ def tried_row(
     if timed:
         calls = (None if main is None else window_call_ms(main), window_call_ms(found.run))
         row["summary"] = f"{row['summary']}; {_time_said(*calls)}"
+        apart = None if main is None else loads_apart(main, found.run)
+        if apart:
+            row["summary"] += f"; {apart}"
         if calls[0] is not None and calls[1] is not None:
             row["time_per_call_ms"] = {"before": round(calls[0][0], 6),
                                        "after": round(calls[1][0], 6)}  # fmt: skip
@@ -453,6 +528,21 @@ def tried_row(
     return row
 
 
+def _timed_unmeasured(row: dict[str, Any]) -> str:
+    """Why a fix of time that was tried gives no saving: it saved nothing beyond the windows'
+    noise, it made the loop slower, it changed the results, or a window could not tell."""
+    moved = row.get("time_per_call_ms")
+    times = (f" (time per call {moved['before']:.3g} → {moved['after']:.3g} ms)"
+             if moved else " (a profile window was missing or noisy: cannot tell)")  # fmt: skip
+    said = {"no_effect": "it saved nothing beyond the noise of the two windows",
+            "cannot_tell": "the two windows cannot tell whether it saves anything (their "
+            "noise, or the machine's load apart)",
+            "worse": "it made the loop slower",
+            "unsafe": "it changed the program's results, so its time is not a saving"}  # fmt: skip
+    verdict = row["verdict"]
+    return f"tried {row['fix']}: {said.get(verdict, VERDICT_WORDS.get(verdict, verdict))}{times}"
+
+
 def _time_said(before: tuple[float, float] | None, after: tuple[float, float] | None) -> str:
     if before is None or after is None:
         return "time per call of the hot loop: cannot tell (a profile window missing or noisy)"
@@ -465,7 +555,7 @@ RANDOM_DRAWN = (
     "generator, not eager's,{more} so other numbers are expected; to compare the results, "
     "re-run both with torch._inductor.config.fallback_random = True"
 )
-_RANDOM_CODE = re.compile(
+RANDOM_CODE = re.compile(
     r"\btorch\.(?:rand|randn|randint|randperm|rand_like|randn_like|randint_like|bernoulli|"
     r"normal|multinomial|poisson)\(|\.(?:bernoulli_|uniform_|normal_|random_|exponential_)\("
 )
@@ -484,7 +574,7 @@ def random_line(run: Run) -> str | None:
         if built is None:
             continue
         for line in built.graph.lines if built.graph is not None else []:
-            if _RANDOM_CODE.search(line.code):
+            if RANDOM_CODE.search(line.code):
                 code = line.code.split("  #", 1)[0].strip()
                 return f"{line.file.rsplit('/', 1)[-1]}:{line.line}: `{code}`"
         for graph in built.inductor_graphs:
@@ -528,6 +618,8 @@ def attach_tries(
                 if row["verdict"] == "helped" and moved and finding.saves_ms is None:
                     finding.saves_ms = round(moved["before"] - moved["after"], 6)
                     finding.saves_unmeasured = None
+                elif trial.get("timed") and finding.saves_ms is None:
+                    finding.saves_unmeasured = _timed_unmeasured(row)
         if tries:
             finding.not_tried = _not_tried(finding, rows, len(tries))
         if not rows:
@@ -643,9 +735,11 @@ def _without_hints_of(advice: str, settings: list[str]) -> str:
     return advice
 
 
-SETTINGS_IN_ADVICE = frozenset({"graph_break", "hook_changed_after_compile", "library_bound"})
-"""Findings whose tried fixes are settings their advice names among other fixes: a try's
-result is said before the advice, which stays whole."""
+SETTINGS_IN_ADVICE = frozenset(
+    {"graph_break", "hook_changed_after_compile", "library_bound", "eager_outside_compiled"}
+)
+"""Findings whose tried fixes are ones their advice names among other fixes (settings, a
+function to compile): a try's result is said before the advice, which stays whole."""
 BOUNDED_LEFT = (
     "Nothing else needs fixing: the variants are bounded; call the compiled code once in each "
     "before timing or serving."

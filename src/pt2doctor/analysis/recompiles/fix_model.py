@@ -32,14 +32,20 @@ class FixApplication:
     """A fix of time, not of compiles: its re-run is profiled as the main run was, and it helps
     when the hot loop's call got faster beyond both windows' noise (verdicts.py
     ``time_moved``)."""
+    functions: tuple[tuple[str, str], ...] = ()
+    """(file, name) of module-level functions of the user's to wrap in ``torch.compile``
+    (capture/compile_functions.py): code the program never gave the compiler."""
 
     def as_json(self) -> dict[str, Any]:
-        found = {
+        found: dict[str, Any] = {
             "label": self.label,
             "config": dict(self.config),
             "marks": [{"arg": arg, "dim": dim} for arg, dim in self.marks],
             "compile": dict(self.compile),
         }
+        if self.functions:
+            found["functions"] = [{"file": file, "function": name}
+                                  for file, name in self.functions]  # fmt: skip
         return {**found, "timed": True} if self.timed else found
 
 

@@ -16,9 +16,10 @@ from typing import Any, NamedTuple
 from pt2doctor.analysis.built.kernels import first_line_where
 from pt2doctor.analysis.findings.codes import Severity
 from pt2doctor.analysis.findings.model import PROGRAM, Finding, Subject
+from pt2doctor.analysis.findings.verdicts import RANDOM_CODE
 from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.fix_model import Fix, FixApplication
-from pt2doctor.analysis.source_lines import assigned_before, called_on
+from pt2doctor.analysis.source_lines import assigned_before, called_on, top_level_function
 from pt2doctor.analysis.text import counted
 from pt2doctor.analysis.time.lines import EagerLine, SkippedFrame
 from pt2doctor.analysis.time.owners import EagerOwner
@@ -93,7 +94,7 @@ def profile_findings(
         *_library_bound(view, device),
         *_fallback_ops(view),
         *_graph_break_cost(view, breaks or {}, plain_ms),
-        *_eager_only(view, skipped_frames, owners, lines),
+        *_eager_only(view, skipped_frames, owners, lines, call_sites),
         *_eager_optimizer(view, owners, device, trials),
         *_data_loading(view, owners),
     ]
@@ -425,9 +426,36 @@ OUTSIDE_ADVICE = (
     "calls{where}. Compiling it is "
     "worth measuring, not assuming: ops with no Inductor lowering (sort, multinomial and "
     "other fallbacks) run as they do in eager, and a small function pays a compiled call's "
-    "own overhead. Time `torch.compile` on that function against it as it is, or move its "
-    "tensor code into the compiled function, where what can fuse with the model's ops does."
+    "own overhead. Time `torch.compile` on that function against it as it is{tried}, or move "
+    "its tensor code into the compiled function, where what can fuse with the model's ops "
+    "does."
 )
+INDUCTOR_RANDOM = "torch._inductor.config.fallback_random"
+
+
+def compile_function_fix(
+    line: EagerLine | None, call_sites: Mapping[str, SourceLine]
+) -> Fix | None:
+    """``torch.compile`` around the module-level function that holds ``line`` (the user's line
+    that ran the most eager ops), as ``run --try-fixes`` applies it and times it; None where
+    it cannot be wrapped from outside (a method, a nested function, module-level code) or
+    where that function calls the compiled code (compiling it would take the model's calls
+    in too: another fix than the one measured). A function that draws random numbers is
+    tried with ``fallback_random``: compiled, it would draw other numbers than eager, and the
+    try could not show that its results are unchanged."""
+    found = None if line is None else top_level_function(line.file, line.line)
+    if line is None or found is None:
+        return None
+    name, source = found
+    if any(site.function == name and site.file == line.file for site in call_sites.values()):
+        return None
+    config = ((INDUCTOR_RANDOM, True),) if RANDOM_CODE.search(source) else ()
+    label = f"torch.compile({name})" + (
+        f" with {INDUCTOR_RANDOM.rsplit('.', 1)[1]} = True (its random draws as eager's)"
+        if config else ""
+    )  # fmt: skip
+    return Fix(label, FixApplication(label, config=config, timed=True,
+                                     functions=((line.file, name),)))  # fmt: skip
 
 
 def _eager_only(
@@ -435,6 +463,7 @@ def _eager_only(
     skipped_frames: Sequence[SkippedFrame],
     owners: Sequence[EagerOwner] = (),
     lines: Sequence[EagerLine] = (),
+    call_sites: Mapping[str, SourceLine] | None = None,
 ) -> list[Finding]:
     """``eager_only_time``: a large share of the time in torch ops is eager ATen ops that a
     graph break or a skipped frame leaves outside the compiled graphs; or, where they lead to
@@ -490,17 +519,27 @@ def _eager_only(
     if reached_us < 0.5 * eager:  # most of it: no break or skipped frame leads there
         where = (f" (`{top_line.function}`, {Path(top_line.file).name}:{top_line.line})"
                  if top_line is not None else "")  # fmt: skip
+        fix = compile_function_fix(top_line, call_sites or {})
+        tried = (
+            f" (`run --try-fixes` does: it runs the program with {fix.text} and times the "
+            "loop)" if fix is not None else ""
+        )  # fmt: skip
         return [
             Finding(
                 "warning",
                 "eager_outside_compiled",
                 f"{share} of the time in torch ops is ATen ops run eagerly in code outside "
                 "every compiled function",
-                OUTSIDE_ADVICE.format(where=where),
+                OUTSIDE_ADVICE.format(where=where, tried=tried),
                 evidence,
                 subject,
-                saves_unmeasured="what compiling that code would save is not measured here: "
-                "its ops may have no Inductor lowering",
+                saves_unmeasured=(
+                    f"what {fix.text} saves is measured by a try of it (`run --try-fixes`)"
+                    if fix is not None
+                    else "what compiling that code would save is not measured here: its ops "
+                    "may have no Inductor lowering"
+                ),
+                fixes=[fix] if fix is not None else [],
             )
         ]
     return [
