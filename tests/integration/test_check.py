@@ -3,6 +3,7 @@ file under tests/programs/check and reads the report.json and raw samples it wro
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import resource
@@ -539,6 +540,43 @@ def test_graph_break_budget_with_an_allow_list(tmp_path: Path, run_env: dict[str
     assert (clause["ok"], clause["measured"], clause["budget"]) == (False, 1, 0)
     assert clause["detail"].endswith(f"graph_breaks.py:{unexplained}")
     assert run.cell("chatty/b4")["verdict"] == "pass"
+
+
+def test_an_output_eager_computes_as_inf_is_said_and_compared_where_finite(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """A hand-written log-sum-exp in float16 overflows: eager's scores are inf, compiled's the
+    same inf, the fp64 reference finite (measured here with plain torch). The cell passes with
+    no error over the finite elements and a note that says so; the terminal report prints it
+    (it crashed on the inf)."""
+    import torch
+
+    spec = importlib.util.spec_from_file_location("overflow_half", CHECK_DIR / "overflow_half.py")
+    assert spec is not None and spec.loader is not None
+    case = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(case)
+    torch.manual_seed(0)
+    model = case.Scorer().half().eval()
+    x = torch.randn(64, 128, dtype=torch.float16) * 3
+    with torch.no_grad():
+        eager = model(x)
+        fp64 = case.Scorer().double().eval()
+        fp64.load_state_dict(model.state_dict())
+        reference = fp64(x.double())
+    assert torch.isinf(eager).all() and torch.isfinite(reference).all()
+    run = run_check(tmp_path, run_env, "overflow_half.py", "--no-cold-start", "--iterations", "4")
+    assert run.returncode == 0, run.stderr[-3000:]
+    cell = run.cell("lse/b64/float16")
+    (tensor,) = cell["variants"]["default"]["tensors"]
+    assert cell["verdict"] == "pass" and tensor["max_abs_error"] == 0.0
+    assert tensor["nonfinite"] == 64 and tensor["nonfinite_fp64_finite"] is True
+    (note,) = [n for n in cell["notes"] if "inf or NaN" in n]
+    assert "in 64 of 64 elements where the fp64 reference is finite: float16 overflows" in note
+    assert "Traceback" not in run.stderr and "inf or NaN in 64 of 64" in " ".join(
+        run.stdout.split()
+    )
+    float32 = run.cell("lse/b64/float32")["variants"]["default"]["tensors"][0]
+    assert "nonfinite" not in float32
 
 
 def test_report_rejudges_a_check_directory_offline(

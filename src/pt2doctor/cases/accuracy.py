@@ -46,12 +46,19 @@ class TensorComparison:
     passed: bool
     rule: str  # exact, allclose, rmse, cosine, or why it failed
     stride_mismatch: bool = False
+    nonfinite: int = 0
+    """Elements that are inf or NaN in eager's output (compiled's alike where it passed)."""
+    nonfinite_fp64_finite: bool | None = None
+    """Whether the fp64 reference is finite at all of them (eager overflowed in its dtype);
+    None without a reference."""
 
     def as_dict(self) -> dict[str, Any]:
         row = dataclasses.asdict(self)
         for key in ("max_abs_error", "max_rel_error", "rmse_ratio", "cosine"):
             value = row[key]
             row[key] = None if value is None or not math.isfinite(value) else float(f"{value:.4g}")
+        if not self.nonfinite:  # the usual case: absent, as before 2026-12-07
+            del row["nonfinite"], row["nonfinite_fp64_finite"]
         return row
 
 
@@ -117,6 +124,8 @@ def _errors(eager: Any, compiled: Any, tol: float) -> tuple[float, float]:
         return worst_abs, worst_rel
     for ours, theirs in _slices(eager, compiled):
         diff = (ours.double() - theirs.double()).abs().nan_to_num(nan=math.inf)
+        # The same inf (or NaN) in both is no difference: compiled computed what eager did.
+        diff[(ours == theirs) | (ours.isnan() & theirs.isnan())] = 0.0
         scale = ours.double().abs()
         significant = scale > tol  # relative error is meaningless next to zero
         if significant.any():
@@ -132,6 +141,8 @@ def compare_tensor(
     import torch
 
     shape, dtype = list(eager.shape), str(eager.dtype).removeprefix("torch.")
+
+    nonfinite, fp64_finite = 0, None
 
     def verdict(
         passed: bool,
@@ -151,6 +162,8 @@ def compare_tensor(
             passed,
             rule,
             list(eager.stride()) != list(compiled.stride()),
+            nonfinite,
+            fp64_finite,
         )
 
     if eager.shape != compiled.shape or eager.dtype != compiled.dtype:
@@ -161,8 +174,12 @@ def compare_tensor(
         return verdict(bool(torch.equal(eager, compiled)), "exact")
     errors = _errors(eager, compiled, tol)
     ratio = None
+    bad = ~torch.isfinite(eager)
+    nonfinite = int(bad.sum())
     if fp64 is not None and fp64.shape == eager.shape:
         fp64 = fp64.cpu()
+        if nonfinite:
+            fp64_finite = bool(torch.isfinite(fp64[bad]).all())
         eager_error = _rmse(fp64, eager)
         ratio = _rmse(fp64, compiled) / eager_error if eager_error > 0 else None
     score = None
@@ -172,7 +189,7 @@ def compare_tensor(
                 eager.flatten().double(), compiled.flatten().double(), dim=0, eps=1e-6
             ).item()
         )
-    if torch.allclose(eager, compiled, atol=tol, rtol=tol):
+    if torch.allclose(eager, compiled, atol=tol, rtol=tol, equal_nan=True):
         return verdict(True, "allclose", errors, ratio, score)
     if cosine:
         return verdict(

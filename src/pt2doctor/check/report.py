@@ -4,7 +4,8 @@ group, the contract's clauses, and findings. Documented in docs/report-schema.md
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -100,6 +101,10 @@ def cell_notes(cell: dict[str, Any], custom_ops: list[dict[str, Any]]) -> list[s
                 f"{name}: the compiled loss leaves eager's band at step {step + 1} of "
                 f"{curve['steps']} ({compiled:.6g} against {eager:.6g} ± {curve['band'][step]:.2g})"
             )
+    for name, entry in cell["variants"].items():
+        for tensor in entry.get("tensors") or []:
+            if tensor.get("nonfinite"):
+                notes.append(nonfinite_note(name, tensor))
     if any(entry.get("random_ops") for entry in cell["variants"].values()):
         notes.append(
             "random ops (dropout...): compared under fallback_random=True; without it compiled "
@@ -332,3 +337,22 @@ def _summary(cells: list[CellRow]) -> CheckSummary:
     for cell in cells:
         counts[cell["verdict"]] = counts.get(cell["verdict"], 0) + 1
     return {"cells": len(cells), "verdicts": dict(sorted(counts.items()))}
+
+
+def nonfinite_note(variant: str, tensor: Mapping[str, Any]) -> str:
+    """A tensor eager computed as inf or NaN in places: compiled is compared with it only where
+    both are finite (the same inf in both is no difference), which a pass alone would hide."""
+    count = int(tensor["nonfinite"])
+    total = math.prod(tensor.get("shape") or [1])
+    where = {
+        True: f" where the fp64 reference is finite: {tensor.get('dtype')} overflows there "
+        "(scale the values that overflow, or compute that part in a wider dtype)",
+        False: " as the fp64 reference does",
+        None: "",
+    }[tensor.get("nonfinite_fp64_finite")]
+    return (
+        f"{variant}: eager's {tensor['name']} is inf or NaN in {count} of {total} elements"
+        f"{where}; compiled {'matches' if tensor.get('passed') else 'is compared with'} eager "
+        "there, and the errors are over the finite elements"
+    )
+

@@ -18,6 +18,7 @@ from pt2doctor.check.types import (
     VariantRow,
     verdict_rank,
 )
+from pt2doctor.check.views import worst_tensor
 from pt2doctor.check.where import notes_by_text
 from pt2doctor.report.format import frame_name, ms_text, seconds_text
 
@@ -36,11 +37,10 @@ def _worst_tensor(entry: Alignment) -> str:
     failing = [t for t in entry.get("tensors", []) if not t["passed"]] or entry.get("tensors", [])
     if not failing:
         return escape(str(entry.get("error") or entry.get("warmup_error") or ""))[:120]
-    worst = max(failing, key=lambda t: t["max_abs_error"] or 0.0)
-    ratio = "-" if worst["rmse_ratio"] is None else f"{worst['rmse_ratio']:.3g}"
+    shown = worst_tensor(entry) or {}
     return (
-        f"{escape(worst['name'])}: abs {worst['max_abs_error']:.3g}, "
-        f"rel {worst['max_rel_error']:.3g}, rmse ratio {ratio} ({escape(worst['rule'])})"
+        f"{escape(shown['name'])}: abs {shown['max_abs_error']}, rel {shown['max_rel_error']}, "
+        f"rmse ratio {shown['rmse_ratio']} ({escape(shown['rule'])})"
     )
 
 

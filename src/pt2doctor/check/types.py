@@ -50,6 +50,9 @@ class TensorCheck(TypedDict, total=False):
     passed: bool
     rule: str
     stride_mismatch: bool
+    nonfinite: int
+    """Elements inf or NaN in eager's output (absent when none; added 2026-12-07)."""
+    nonfinite_fp64_finite: bool | None
 
 
 class Alignment(TypedDict, total=False):
