@@ -149,8 +149,9 @@ def test_a_decode_loop_run_with_grad_enabled_is_told_no_grad_which_makes_each_st
     assert tokens["grad"] == json.loads(printed[1])
     assert ms["no_grad"] < 0.9 * ms["grad"] and ms["inference_mode"] < 0.9 * ms["grad"], ms
     # "saved at least": the autograd wrapper's own time is a lower bound of the saving.
-    assert ms["grad"] - ms["no_grad"] >= finding["saves_ms"], (ms, finding["saves_ms"])
-    print(f"TRUTH static_kv_decoder: ms/step {ms}, claimed saving {finding['saves_ms']} ms")
+    floor = re.search(r"at least the autograd function's ([\d.]+) ms", finding["saves_unmeasured"])
+    assert floor and ms["grad"] - ms["no_grad"] >= float(floor[1]), (ms, floor[1])
+    print(f"TRUTH static_kv_decoder: ms/step {ms}, at least {floor[1]} ms saved, it said")
 
 
 def test_the_inference_loop_finding_names_the_compiled_function_it_saw(doctor_run: Any) -> None:
@@ -709,3 +710,36 @@ def test_nonzero_in_a_layer_loop_skips_the_forward_and_a_mask_compiles_it_whole(
     assert _results(_stdout(captured)) == _results(_stdout(done))
     print(f"TRUTH sparse_attn: graphs {graphs(done.run_dir)} -> {graphs(fixed.run_dir)} (mask), "
           f"{graphs(captured.run_dir)} (setting); break sites {break_sites(done.run_dir)} -> 0")  # fmt: skip
+
+
+# --- TRUTH.md 77: bert_embed_grad (the sixth outside review's) --------------------------------
+
+
+def test_a_bert_encoder_served_with_grad_is_told_no_grad_and_its_saving_is_the_graph_s(
+    doctor_run: Any,
+) -> None:
+    """TRUTH.md 77: a BERT embedding service run with grad enabled. The autograd wrapper's own
+    time is a floor (0.2 ms of a ~4 ms saving): it is said as one, and the saving itself comes
+    from ``--try-fixes``, each compiled call under no_grad, timed without the profiler. The
+    profiler's own events in the re-run show the fix applied (no autograd function), and the
+    embeddings' checksum is the same."""
+    report, run_dir, out = run(doctor_run, "bert_embed_grad", "--profile", "--try-fixes", "1")
+    finding = _finding(report, "autograd_in_inference")
+    tried = finding["tried"]
+    trace = json.loads((run_dir / tried["run_dir"] / "profile" / "trace.json").read_text())
+    assert "CompiledFunction" not in {e["name"] for e in trace["traceEvents"] if e.get("ph") == "X"}
+    checksums = [re.search(r"^checksum (\S+)$", text, re.M)
+                 for text in (out, (run_dir / tried["run_dir"] / "stdout.log").read_text())]  # fmt: skip
+    assert checksums[0] and checksums[1]
+    assert float(checksums[0][1]) == pytest.approx(float(checksums[1][1]), rel=1e-5)
+    assert tried["verdict"] in ("helped", "cannot_tell"), tried["summary"]
+    if tried["verdict"] == "helped":
+        wrapper = re.search(
+            r"the autograd function's own time: ([\d.]+) ms", " ".join(finding["evidence"])
+        )
+        assert wrapper and finding["saves_ms"] > 3 * float(wrapper[1]), (
+            finding["saves_ms"],
+            wrapper[1],
+        )
+    else:  # a loaded machine: said, never claimed
+        assert finding.get("saves_ms") is None

@@ -1,6 +1,6 @@
 """What a performance finding says its fix saves (`saves_ms`), against the fix applied and timed.
 
-Five findings on seven programs, eight claims, each claim from a real ``pt2doctor run
+Four findings on six programs, seven claims, each claim from a real ``pt2doctor run
 --profile`` and each truth from applying the fix and timing it, never from the tool's text:
 
 - ``eager_optimizer`` on tests/programs/real/blind/eager_optimizer_loop.py (an uncompiled
@@ -11,9 +11,6 @@ Five findings on seven programs, eight claims, each claim from a real ``pt2docto
   blind/item_scorer.py (a tiny scorer called one item at a time; the third outside review's):
   the claim is the run's paired compiled/eager calls; the truth is the program's model served
   eagerly and compiled, requests alternating.
-- ``autograd_in_inference`` on tests/programs/time/mlp_block.py ``--grad``: the claim is the
-  autograd wrapper's time in the profile; the truth is the program's compiled block called
-  with grad and under ``no_grad``, alternating.
 - ``eager_outside_compiled`` on tests/programs/time/postprocess_outside.py (an elementwise
   post-processing chain the program never compiled) and sample_post.py (a top-p sampler): the
   claim is ``--try-fixes``'s re-run with ``torch.compile`` around the function (its saving,
@@ -83,13 +80,18 @@ def _claim(report: dict[str, Any], code: str) -> float | None:
 
 
 def _claim_lands(
-    tmp: Path, code: str, truth: Callable[[], float], script: Path, *args: str
+    tmp: Path,
+    code: str,
+    truth: Callable[[], float],
+    script: Path,
+    *args: str,
+    flags: tuple[str, ...] = (),
 ) -> None:
-    """``code``'s ``saves_ms`` in a profiled run of ``script`` lands within WITHIN of
-    ``truth()``, the fix applied and timed; both are savings (> 0)."""
+    """``code``'s ``saves_ms`` in a profiled run of ``script`` (``flags`` given to it: a try)
+    lands within WITHIN of ``truth()``, the fix applied and timed; both are savings (> 0)."""
 
     def measure() -> tuple[float | None, float]:
-        report, _ = _profiled(tmp, script, *args)
+        report, _ = _profiled(tmp, script, *args, flags=flags)
         return _claim(report, code), truth()
 
     measure.__qualname__ = f"{code}.measure"
@@ -257,36 +259,6 @@ def test_serving_the_decode_eagerly_saves_what_compiled_slower_than_eager_claims
         _eager_serving_saving_per_token,
         BLIND / "small_decode_slower.py",
     )
-
-
-# --- autograd_in_inference: no_grad ------------------------------------------------------------
-
-
-def _no_grad_saving_per_call(rounds: int = 200) -> float:
-    """mlp_block.py's compiled block (its module, run as the program runs it: one thread), one
-    request per call, with grad enabled and under no_grad, alternating: the difference of the
-    medians, ms."""
-    threads, argv = torch.get_num_threads(), sys.argv
-    sys.argv = [str(MLP_BLOCK)]
-    try:
-        program = runpy.run_path(str(MLP_BLOCK), run_name="mlp_block")
-        model, x = program["model"], program["requests"][0]
-        times: dict[bool, list[float]] = {True: [], False: []}
-        for call in range(rounds + 10):
-            for grad in (True, False) if call % 2 == 0 else (False, True):
-                start = time.perf_counter()
-                with torch.set_grad_enabled(grad):
-                    model(x)
-                if call >= 10:  # both variants compiled
-                    times[grad].append((time.perf_counter() - start) * 1e3)
-        return _median_difference(times, True, False)
-    finally:
-        sys.argv = argv
-        torch.set_num_threads(threads)
-
-
-def test_no_grad_saves_what_the_autograd_in_inference_finding_claims(tmp_path: Path) -> None:
-    _claim_lands(tmp_path, "autograd_in_inference", _no_grad_saving_per_call, MLP_BLOCK, "--grad")
 
 
 # --- graph_break_cost: the break removed -------------------------------------------------------

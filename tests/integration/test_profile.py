@@ -12,6 +12,7 @@ import contextlib
 import importlib.util
 import itertools
 import json
+import re
 import statistics
 import sys
 import time
@@ -191,18 +192,48 @@ def test_inference_with_grad_enabled_is_found_and_what_no_grad_saves_is_measured
     grad: dict[str, Any], no_grad: dict[str, Any]
 ) -> None:
     (finding,) = _findings(grad, "autograd_in_inference")
-    assert "torch.inference_mode()" in finding["advice"] and finding["saves_ms"] > 0
+    assert "torch.inference_mode()" in finding["advice"]
     assert not _findings(no_grad, "autograd_in_inference")
     events = _events(grad)
     assert sum(e["name"] == "CompiledFunction" for e in events) == _calls(grad)
     assert not [e for e in _events(no_grad) if e["name"] == "CompiledFunction"]
 
-    # The fix applied: under no_grad no call goes through the autograd function. What the
-    # finding says it saves is at most what the profiler measured in that function (a timing
-    # of the two runs against each other is a benchmark's job: under load it flips).
+    # The fix applied: under no_grad no call goes through the autograd function. The wrapper's
+    # time the profiler measured is the floor the finding states; the whole saving (the
+    # inference graph's kernels too) is not claimed without a try of it (test_claims.py).
     wrapper_ms = sum(e["dur"] for e in events if e["name"] == "CompiledFunction") / 1000
-    assert 0 < finding["saves_ms"] * _calls(grad) <= wrapper_ms * 1.001
+    floor = re.search(r"at least the autograd function's ([\d.]+) ms", finding["saves_unmeasured"])
+    assert floor and 0 < float(floor[1]) * _calls(grad) <= wrapper_ms * 1.01
+    assert finding.get("saves_ms") is None and "--try-fixes" in finding["saves_unmeasured"]
     assert _median_call(no_grad) > 0
+
+
+def test_no_grad_is_tried_and_what_it_saves_is_measured_on_the_compiled_calls(
+    doctor_run: Any,
+) -> None:
+    """``--try-fixes`` re-runs the block with each compiled call under ``no_grad``. The
+    profiler's own events in the re-run show the fix applied: no call goes through the
+    autograd function. Its saving is the compiled calls' medians without the profiler, where
+    both runs timed them (the profiler's cost differs between a training graph and an
+    inference graph); the results are the same (the try is not unsafe)."""
+    report = _run(doctor_run, "profile_grad_try", "--grad", flags=("--try-fixes", "1"))
+    (finding,) = _findings(report, "autograd_in_inference")
+    tried = finding["tried"]
+    assert tried["fix"] == "torch.no_grad() around each call of the compiled code"
+    assert tried["trial"]["no_grad"] is True and tried["verdict"] != "unsafe"
+    made = re.search(r"torch.no_grad\(\) around each call of the compiled code \((\d+) calls\)",
+                     tried["applied_as"])  # fmt: skip
+    assert made and int(made[1]) > 20
+    trace = json.loads((report["_dir"] / tried["run_dir"] / "profile" / "trace.json").read_text())
+    names = [e["name"] for e in trace["traceEvents"] if e.get("ph") == "X"]
+    assert "Torch-Compiled Region: 0/0" in names and "CompiledFunction" not in names
+    moved = tried.get("time_per_call_ms")
+    if tried["verdict"] == "helped":
+        assert moved and finding["saves_ms"] == pytest.approx(moved["before"] - moved["after"])
+        assert "timed without the profiler" in tried["summary"]
+    else:  # a loaded machine: said, never claimed
+        assert finding.get("saves_ms") is None and finding["saves_unmeasured"].startswith("tried")
+    assert "Run the loop that calls them under" in finding["advice"]  # the advice stays whole
 
 
 def test_one_request_at_a_time_is_overhead_bound_and_batching_fixes_it(

@@ -237,6 +237,9 @@ def _pair(recorder: ProbeRecorder, window: Any) -> None:
         def finish() -> None:
             for pairing in paired:
                 pairing.finish()
+                plain = pairing.plain()
+                if plain is not None:
+                    recorder.event("plain_calls", **plain)
 
         atexit.register(finish)
     # An eager optimizer's fused step, timed against its own on copies, after the window (or
@@ -257,6 +260,11 @@ def _apply_fix(recorder: ProbeRecorder, trial: str) -> None:
     marker = torchcompat.apply_fix(fix, recorder.event)
     if marker is not None:  # how many calls each mark reached, at exit
         atexit.register(lambda: recorder.event("try_fix_marks", made=dict(marker.made)))
+    if fix.get("no_grad"):  # and how many compiled calls ran without grad
+        without = torchcompat.compiled_calls_without_grad()
+        recorder.event("try_fix_no_grad", ok=without is not None)
+        if without is not None:
+            atexit.register(lambda: recorder.event("try_fix_no_grad_calls", calls=without[0]))
     if fix.get("functions"):  # and how many calls each compiled function got
         compiler = compile_functions(fix["functions"], recorder.event)
         atexit.register(

@@ -355,4 +355,3 @@ def nonfinite_note(variant: str, tensor: Mapping[str, Any]) -> str:
         f"{where}; compiled {'matches' if tensor.get('passed') else 'is compared with'} eager "
         "there, and the errors are over the finite elements"
     )
-

@@ -147,6 +147,8 @@ def _add_event(data: ProbeData, event: dict[str, Any]) -> None:
         data.compile_calls.append({k: v for k, v in event.items() if k not in ("kind", "t")})
     elif kind == "paired_calls" and len(data.paired_calls) < 10:
         data.paired_calls.append({k: v for k, v in event.items() if k != "kind"})
+    elif kind == "plain_calls" and len(data.plain_calls) < 10:
+        data.plain_calls.append({k: v for k, v in event.items() if k != "kind"})
     elif kind == "optimizer_trial" and len(data.optimizer_trials) < 10:
         data.optimizer_trials.append({k: v for k, v in event.items() if k not in ("kind", "t")})
     elif kind == "output_digest" and len(data.output_digests) < 128:

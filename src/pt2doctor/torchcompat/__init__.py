@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.torchcompat.apply import apply_fix
+from pt2doctor.torchcompat.apply import apply_fix, compiled_calls_without_grad
 from pt2doctor.torchcompat.digests import digest_compiled_outputs
 from pt2doctor.torchcompat.dispatch import (
     TORCH_NAMESPACES,
@@ -91,6 +91,7 @@ __all__ = [
     "bisect_compiler",
     "cache_dir_entries",
     "compile_modes",
+    "compiled_calls_without_grad",
     "compiled_target",
     "compiler_hooks",
     "current_compile_id",

@@ -17,7 +17,11 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from pt2doctor.torchcompat.dynamo import _wrap_torch_compile, original_module
+from pt2doctor.torchcompat.dynamo import (
+    _wrap_torch_compile,
+    intercept_compiled_calls,
+    original_module,
+)
 from pt2doctor.torchcompat.version import supported
 
 CONFIG_MODULES = ("torch._dynamo.config", "torch._inductor.config", "torch.fx.experimental._config")
@@ -138,3 +142,22 @@ def apply_fix(trial: dict[str, Any], on_event: Callable[..., None]) -> Marker | 
     ok = _wrap_torch_compile("_pt2doctor_try", wrap)
     on_event("try_fix_compile", marks=[list(m) for m in marks], compile=overrides, ok=ok)
     return marker
+
+
+def compiled_calls_without_grad() -> list[int] | None:
+    """Run every call of what ``torch.compile`` returns under ``torch.no_grad()`` (a try of
+    ``autograd_in_inference``'s fix); the returned one-item list counts the calls made so.
+    None when torch is not importable."""
+    calls = [0]
+
+    def make(compiled: Any, model: Any) -> Callable[..., Any]:
+        import torch
+
+        def call(function: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+            calls[0] += 1
+            with torch.no_grad():
+                return function(*args, **kwargs)
+
+        return call
+
+    return calls if intercept_compiled_calls("_pt2doctor_try_no_grad", make) else None

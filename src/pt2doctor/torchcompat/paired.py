@@ -33,6 +33,10 @@ MAX_PAIRS = 150
 """Pairs of calls timed per compiled callable at most."""
 MAX_TARGETS = 3
 """Compiled callables paired at most (the first ones made)."""
+PLAIN = 60
+"""Compiled calls timed once the pairs are done, as the program makes them (no eager call
+between them, no profiler): what a fix of the compiled call is judged by in a try
+(analysis/findings/verdicts.py ``call_times``)."""
 
 
 def _compiling() -> bool:
@@ -53,12 +57,18 @@ class PairedCalls:
         self.calls = 0
         self.compiled_ms: list[float] = []
         self.eager_ms: list[float] = []
+        self.plain_ms: list[float] = []
         self.lock = threading.Lock()
         self.done = False
 
     def call(
         self, compiled: Callable[..., Any], eager_call: Callable[..., Any], args: Any, kwargs: Any
     ) -> Any:
+        if self.done and len(self.plain_ms) < PLAIN and not _compiling():
+            start = time.perf_counter()
+            result = compiled(*args, **kwargs)
+            self.plain_ms.append(round((time.perf_counter() - start) * 1e3, 6))
+            return result
         if self.done or not self.ready() or _compiling():  # called from compiled code
             return compiled(*args, **kwargs)
         with self.lock:
@@ -87,6 +97,10 @@ class PairedCalls:
                 return
             self.done = True
         self.on_done({**self.target, "compiled_ms": self.compiled_ms, "eager_ms": self.eager_ms})
+
+    def plain(self) -> dict[str, Any] | None:
+        """The compiled calls timed after the pairs (at exit), None when there were none."""
+        return {**self.target, "plain_ms": self.plain_ms} if self.plain_ms else None
 
 
 def pair_compiled_calls(

@@ -455,6 +455,9 @@ class ProbeData:
     """``run --profile``: per compiled callable, its paired calls after warmup, compiled and
     eager one after the other (``compiled_ms``, ``eager_ms``, ``target``, ``name``, the
     user's ``file``/``line`` that compiled it)."""
+    plain_calls: list[dict[str, Any]] = field(default_factory=list)
+    """``run --profile``: per paired compiled callable, its calls timed after the pairs, as the
+    program made them (``plain_ms``): what a try of a fix of that call is judged by."""
     optimizer_trials: list[dict[str, Any]] = field(default_factory=list)
     """``run --profile``: each eager optimizer's step timed against its fused (or foreach)
     variant on copies of its parameters, after the window (torchcompat/optimizer_trial.py:

@@ -30,7 +30,7 @@ from pt2doctor.analysis.findings.codes import SEVERITIES, spec
 from pt2doctor.analysis.findings.model import Finding
 from pt2doctor.analysis.recompiles.ledger import Ledger, compile_ledger
 from pt2doctor.analysis.text import counted
-from pt2doctor.trace.spread import rank_p_smaller
+from pt2doctor.trace.spread import calls_noise, rank_p_smaller
 from pt2doctor.trace.types import Manifest, Run, Try
 
 if TYPE_CHECKING:
@@ -306,8 +306,9 @@ TIME_FLOOR = 0.05
 TIME_MADS = 3.0
 """... and by more than this many MADs of the two windows' calls together; or by more than
 one MAD where the two windows' calls are apart by rank beyond RANK_P."""
-RANK_P = 1e-4
-"""The rank-sum test's one-sided p-value below which two windows' calls are apart."""
+RANK_P = 0.005
+"""The rank-sum test's one-sided p-value below which two runs' calls are apart (six against
+six, every call of one below every call of the other: 0.0015)."""
 
 
 def window_call_ms(run: Run) -> tuple[float, float] | None:
@@ -358,26 +359,88 @@ def loads_apart(before: Run, after: Run) -> str | None:
             f"their time off the CPU with the fix, {off[0]:.0%} without it")  # fmt: skip
 
 
-def time_moved(before: Run, after: Run) -> Literal["faster", "slower", "same"] | None:
-    """For a fix of time: how the re-run's hot-loop call moved against the main run's. Beyond
-    TIME_FLOOR and TIME_MADS, or beyond TIME_FLOOR and one MAD with the calls apart by rank
-    (RANK_P): faster or slower; within TIME_FLOOR or one MAD: the same; in between, or with a
-    window missing or noisy: None (cannot tell: the two runs are two processes at two moments,
-    and a noisy pair of windows must not read as "no effect")."""
-    old, new = window_call_ms(before), window_call_ms(after)
-    if old is None or new is None:
+@dataclass(frozen=True, slots=True)
+class CallTimes:
+    """The hot loop's call in two runs (ms): each run's calls, median and MAD, and what they
+    are: the compiled callable's calls timed without the profiler (its paired calls, after the
+    window), or the profile windows' calls."""
+
+    before: list[float]
+    after: list[float]
+    medians: tuple[float, float]
+    mads: tuple[float, float]
+    source: str
+
+
+def _median_mad(calls: list[float]) -> tuple[float, float] | None:
+    noise = calls_noise(calls)
+    if noise is None or noise.noisy:
         return None
-    if loads_apart(before, after):
-        return None  # one window ran on a machine busy elsewhere
-    shift, mads = old[0] - new[0], old[1] + new[1]
-    floor = TIME_FLOOR * old[0]
+    return noise.median_ms, noise.mad_ms
+
+
+PLAIN_CALLS = 10
+"""Plain calls (after the pairs) a run needs for them to judge a try."""
+
+
+def _compiled_calls(run: Run, kind: str) -> dict[tuple[Any, Any], list[float]]:
+    """Each compiled callable's calls (ms) by its file and line: ``plain`` (timed after the
+    pairs, nothing between them) or ``paired`` (its compiled half of the pairs)."""
+    if run.probes is None:
+        return {}
+    events, key = ((run.probes.plain_calls, "plain_ms") if kind == "plain"
+                   else (run.probes.paired_calls, "compiled_ms"))  # fmt: skip
+    return {(e.get("file"), e.get("line")): [float(v) for v in e.get(key) or []] for e in events}
+
+
+def call_times(before: Run, after: Run) -> CallTimes | None:
+    """The hot loop's call in both runs: the one compiled callable both runs paired, timed
+    without the profiler, where a fix of that call is what moved (the profiler's own cost is
+    not even across graphs: an inference graph's saving read 0.5 ms profiled and 2.5 ms plain
+    on a BERT encoder): its calls after the pairs, as the program made them, where both runs
+    have PLAIN_CALLS (its paired compiled calls, else: those follow eager calls, whose memory
+    they pay for); else the profile windows' calls. None when none is there, or quiet, in
+    both."""
+    for kind, source in (("plain", "the compiled calls timed without the profiler"),
+                         ("paired", "the paired compiled calls timed without the profiler")):  # fmt: skip
+        old, new = _compiled_calls(before, kind), _compiled_calls(after, kind)
+        # One compiled callable, the same in both: a fix that compiles more (a function of
+        # the loop's own code) moves time the first one's calls do not hold.
+        if len(old) != 1 or old.keys() != new.keys():
+            continue
+        calls = (old[next(iter(old))], new[next(iter(new))])
+        if kind == "plain" and min(map(len, calls)) < PLAIN_CALLS:
+            continue
+        found = (_median_mad(calls[0]), _median_mad(calls[1]))
+        if found[0] is not None and found[1] is not None:
+            return CallTimes(*calls, (found[0][0], found[1][0]), (found[0][1], found[1][1]),
+                             source)  # fmt: skip
+    windows = (window_call_ms(before), window_call_ms(after))
+    if windows[0] is None or windows[1] is None:
+        return None
+    return CallTimes(window_calls(before), window_calls(after), (windows[0][0], windows[1][0]),
+                     (windows[0][1], windows[1][1]), "the profile windows' calls")  # fmt: skip
+
+
+def time_moved(before: Run, after: Run) -> Literal["faster", "slower", "same"] | None:
+    """For a fix of time: how the re-run's hot-loop call moved against the main run's
+    (:func:`call_times`). Beyond TIME_FLOOR and TIME_MADS, or beyond TIME_FLOOR and one MAD
+    with the calls apart by rank (RANK_P): faster or slower; within TIME_FLOOR or one MAD: the
+    same; in between, with the times missing or noisy, or with the two runs under different
+    loads: None (cannot tell: the two runs are two processes at two moments, and a noisy pair
+    of measures must not read as "no effect")."""
+    times = call_times(before, after)
+    if times is None or loads_apart(before, after):
+        return None
+    (old, new), mads = times.medians, sum(times.mads)
+    shift = old - new
+    floor = TIME_FLOOR * old
     if abs(shift) <= max(floor, mads):
         return "same"
     if abs(shift) > max(floor, TIME_MADS * mads):
         return "faster" if shift > 0 else "slower"
-    later, earlier = window_calls(after), window_calls(before)
-    apart = (rank_p_smaller(later, earlier) if shift > 0
-             else rank_p_smaller(earlier, later))  # fmt: skip
+    apart = (rank_p_smaller(times.after, times.before) if shift > 0
+             else rank_p_smaller(times.before, times.after))  # fmt: skip
     if apart < RANK_P:
         return "faster" if shift > 0 else "slower"
     return None
@@ -422,6 +485,10 @@ def applied_as(trial: dict[str, Any], run: Run) -> str:
             parts.append(f"maybe_mark_dynamic before each call of the compiled code ({counts})")
         else:
             parts.append("marks reached no call: no compiled callable takes that argument")
+    if trial.get("no_grad"):
+        made = next((e.get("calls") for e in events
+                     if e.get("kind") == "try_fix_no_grad_calls"), None)  # fmt: skip
+        parts.append(f"torch.no_grad() around each call of the compiled code ({made or 0} calls)")
     if trial.get("functions"):
         calls = next((e.get("calls") for e in events
                       if e.get("kind") == "try_fix_function_calls"), None)  # fmt: skip
@@ -492,14 +559,14 @@ def tried_row(
         "summary": changes(asdict(before), asdict(after)),
     }
     if timed:
-        calls = (None if main is None else window_call_ms(main), window_call_ms(found.run))
-        row["summary"] = f"{row['summary']}; {_time_said(*calls)}"
+        times = None if main is None else call_times(main, found.run)
+        row["summary"] = f"{row['summary']}; {_time_said(times)}"
         apart = None if main is None else loads_apart(main, found.run)
         if apart:
             row["summary"] += f"; {apart}"
-        if calls[0] is not None and calls[1] is not None:
-            row["time_per_call_ms"] = {"before": round(calls[0][0], 6),
-                                       "after": round(calls[1][0], 6)}  # fmt: skip
+        if times is not None:
+            row["time_per_call_ms"] = {"before": round(times.medians[0], 6),
+                                       "after": round(times.medians[1], 6)}  # fmt: skip
     elif moved is not None:
         row["finding_remains"] = True
         row["moved_to"] = {"line": moved.subject.line, "title": moved.title}
@@ -543,11 +610,12 @@ def _timed_unmeasured(row: dict[str, Any]) -> str:
     return f"tried {row['fix']}: {said.get(verdict, VERDICT_WORDS.get(verdict, verdict))}{times}"
 
 
-def _time_said(before: tuple[float, float] | None, after: tuple[float, float] | None) -> str:
-    if before is None or after is None:
-        return "time per call of the hot loop: cannot tell (a profile window missing or noisy)"
-    return (f"time per call of the hot loop {before[0]:.3g} → {after[0]:.3g} ms (medians of "
-            f"the profile windows' calls, MAD {before[1]:.2g} and {after[1]:.2g} ms)")  # fmt: skip
+def _time_said(times: CallTimes | None) -> str:
+    if times is None:
+        return "time per call of the hot loop: cannot tell (its times missing or noisy)"
+    (before, after), (mad_before, mad_after) = times.medians, times.mads
+    return (f"time per call of the hot loop {before:.3g} → {after:.3g} ms (medians of "
+            f"{times.source}, MAD {mad_before:.2g} and {mad_after:.2g} ms)")  # fmt: skip
 
 
 RANDOM_DRAWN = (
@@ -736,7 +804,13 @@ def _without_hints_of(advice: str, settings: list[str]) -> str:
 
 
 SETTINGS_IN_ADVICE = frozenset(
-    {"graph_break", "hook_changed_after_compile", "library_bound", "eager_outside_compiled"}
+    {
+        "graph_break",
+        "hook_changed_after_compile",
+        "library_bound",
+        "eager_outside_compiled",
+        "autograd_in_inference",
+    }
 )
 """Findings whose tried fixes are ones their advice names among other fixes (settings, a
 function to compile): a try's result is said before the advice, which stays whole."""

@@ -35,6 +35,9 @@ class FixApplication:
     functions: tuple[tuple[str, str], ...] = ()
     """(file, name) of module-level functions of the user's to wrap in ``torch.compile``
     (capture/compile_functions.py): code the program never gave the compiler."""
+    no_grad: bool = False
+    """Run each call of the compiled code under ``torch.no_grad()`` (a loop that serves
+    inference with grad enabled)."""
 
     def as_json(self) -> dict[str, Any]:
         found: dict[str, Any] = {
@@ -46,6 +49,8 @@ class FixApplication:
         if self.functions:
             found["functions"] = [{"file": file, "function": name}
                                   for file, name in self.functions]  # fmt: skip
+        if self.no_grad:
+            found["no_grad"] = True
         return {**found, "timed": True} if self.timed else found
 
 
