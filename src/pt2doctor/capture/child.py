@@ -213,7 +213,7 @@ def _on_torch(recorder: ProbeRecorder, backend: str | None) -> None:
             lambda: torchcompat.digest_compiled_outputs(
                 lambda found: recorder.event("output_digest", **found),
                 where=caller_frame,
-                paused=lambda: window is not None and window.timing,
+                paused=lambda: window is not None and not window.warming,
             ),
         )()
     if window is not None:  # run --profile: compiled against eager, paired, after the window

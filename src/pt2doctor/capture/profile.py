@@ -119,9 +119,10 @@ class ProfileWindow:
         """The windows measured and not kept: their noise, and why not."""
 
     @property
-    def timing(self) -> bool:
-        """A window is opening, open or closing: the calls now are the ones it times."""
-        return self.state in ("opening", "open", "closing")
+    def warming(self) -> bool:
+        """Before the first window opens: the calls after it are timed (the window's, then
+        the paired and plain calls after it, torchcompat/paired.py)."""
+        return self.state == "waiting" and self.kept is None
 
     def between_windows(self) -> bool:
         """Done, or between a noisy window and its re-measure (which may be cut short by the

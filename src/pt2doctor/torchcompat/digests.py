@@ -68,10 +68,10 @@ def digest_compiled_outputs(
     sent to ``on_digest`` (``site``: the user's line that compiled it, ``call``: the call's
     number, ``values``); False when torch is not importable. A compiled module's ``forward``
     is wrapped on the module torch.compile returned; ``module.compile()`` (in place) is left
-    alone. While ``paused()`` (a profile window is timing the calls: a digest reads every
-    element of what a call was given and returned, a pass over each in float64), calls are
-    not digested, and the digests go on after it: a try's re-run pauses at the same calls,
-    and the two runs are compared call by call where both digested one."""
+    alone. While ``paused()`` (a profiled run, once its warmup is over: its window, paired
+    and plain calls are timed, and a digest reads every element of what a call was given and
+    returned, a pass over each in float64), calls are not digested: a try's re-run pauses at
+    the same calls, and the two runs are compared call by call where both digested one."""
     made = [0]
 
     def make(compiled: Any, model: Any) -> Call | None:
