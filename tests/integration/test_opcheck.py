@@ -39,6 +39,42 @@ def _wrong_fake_fake(x):
     return x.new_empty(x.shape[0] + 1)  # wrong: the real op keeps the shape
 
 
+@torch.library.custom_op("pt2doctor_test::median3", mutates_args=())
+def median3(x: torch.Tensor) -> torch.Tensor:
+    """A NumPy kernel with no fake registration at all (the sixth outside review's denoiser)."""
+    import numpy as np
+
+    values = x.detach().cpu().numpy()
+    padded = np.pad(values, [(0, 0)] * (values.ndim - 1) + [(1, 1)], mode="edge")
+    stacked = np.stack([padded[..., :-2], padded[..., 1:-1], padded[..., 2:]])
+    return torch.from_numpy(np.median(stacked, axis=0).astype(values.dtype))
+
+
+def test_an_op_without_a_fake_is_told_to_register_one_and_registering_it_compiles() -> None:
+    """No register_fake at all: the fix names the op's own ``register_fake`` to add (not "make
+    it return what the kernel returns": there is none to change), and no cache to clear (no
+    compile could use the op). The truth: the op fails under torch.compile(fullgraph=True)
+    as it is, and compiles and matches eager once a fake returning empty_like is added."""
+    from pt2doctor.analysis.userside.causes import custom_op_verdict
+
+    x = torch.randn(4, 1, 64)
+    result = pt2doctor.opcheck(torch.ops.pt2doctor_test.median3.default, [x])
+    checks = [{"name": c.name, "passed": c.passed, "message": c.message} for c in result.checks]
+    verdict = custom_op_verdict([{"op": "pt2doctor_test.median3.default", "checks": checks,
+                                  "inputs": ["Tensor[4, 1, 64] float32"]}])  # fmt: skip
+    assert verdict is not None and verdict["test"] == "test_faketensor"
+    assert "Give torch.ops.pt2doctor_test.median3.default a fake implementation: " in verdict["fix"]
+    assert "`@median3.register_fake`" in verdict["fix"]
+    assert "return what its kernel returns" not in verdict["fix"] and "cache" not in verdict["fix"]
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="fake"):
+        torch.compile(lambda t: median3(t) + 1, backend="eager", fullgraph=True)(x)
+    median3.register_fake(lambda t: torch.empty_like(t))
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda t: median3(t) + 1, backend="eager", fullgraph=True)
+    assert torch.equal(compiled(x), median3(x) + 1)
+
+
 def test_a_correct_op_passes_every_check() -> None:
     result = pt2doctor.opcheck(torch.ops.pt2doctor_test.scale.default, [(torch.randn(3, 4), 2.0)])
     assert result.passed, [(c.name, c.sample, c.message) for c in result.failures]

@@ -39,6 +39,12 @@ FIXES = {
         "Make {op}'s register_fake return what its kernel returns: the same shape, dtype and "
         "strides for the same inputs{numbers} ({shape})." + CACHE_NOTE
     ),
+    "custom_op_no_fake": (
+        "Give {op} a fake implementation: {register}, a function of the same inputs that "
+        "returns an empty tensor of the kernel's output shape, dtype and strides ({shape}), "
+        "for example `return torch.empty_like(x)` for an op whose output is its input's "
+        "shape. It has none: the compiler cannot trace the op without one."
+    ),
     "custom_op_schema": (
         "Declare what {op} mutates: torch.library.custom_op(..., mutates_args=(...)) must name "
         "every input the kernel writes to (or make the kernel write to a new tensor): the "
@@ -109,6 +115,7 @@ CUSTOM_OP_ADVICE = (
     "checks for you."
 )
 _OP_NAME = lazy_compile(r"torch\.ops\.(\w+)\.(\w+)")
+_NO_FAKE = lazy_compile(r"no fake impl registered[^.]*\.(?:.*?Please use `(\w+)\.register_fake`)?")
 _SHAPES = lazy_compile(r"Shapes torch\.Size\((\[[^\]]*\])\) and torch\.Size\((\[[^\]]*\])\)")
 _DTYPES = lazy_compile(r"(?:Dtypes|dtype) (torch\.\w+) and (torch\.\w+)")
 
@@ -245,9 +252,13 @@ def custom_op_verdict(ops: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         numbers = _numbers(message)
         op_name = name.removesuffix(".default").replace(".", "::", 1)
         shape = shape_example(message, op.get("inputs") or [], op.get("arguments"))
-        fix = FIXES[kind].format(
-            op=f"torch.ops.{name}", op_name=op_name, numbers=numbers, shape=shape
-        )
+        missing = _NO_FAKE.search(message)
+        register = (f"`@{missing[1]}.register_fake`" if missing and missing[1] else
+                    f"`@torch.library.register_fake({op_name!r})`")  # fmt: skip
+        fix = FIXES["custom_op_no_fake" if missing else kind].format(
+            op=f"torch.ops.{name}", op_name=op_name, numbers=numbers, shape=shape,
+            register=register,
+        )  # fmt: skip
         inputs = ", ".join(op.get("inputs", []))
         return {
             "kind": kind,
