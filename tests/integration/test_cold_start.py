@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -196,6 +197,7 @@ def pass_bypass(tmp_path_factory: pytest.TempPathFactory, vec_isa_trusted: None)
     (PT2D_PASS_UUID=1) started twice in one private cache dir."""
     root = tmp_path_factory.mktemp("pass-bypass")
     runs = {"plain": _plain_run(root / "plain", root / "cache-plain")}
+    runs["plain_again"] = _plain_run(root / "plain_again", root / "cache-plain")
     for name in ("fixed_cold", "fixed_warm"):
         runs[name] = _plain_run(root / name, root / "cache-fixed", PT2D_PASS_UUID="1")
     return {"root": root, **runs}
@@ -219,6 +221,27 @@ def test_a_plain_function_pass_is_a_cache_bypass_with_the_fix_at_the_users_line(
     assert "CustomGraphPass" in finding["advice"] and "get_hash_for_files" in finding["advice"]
     assert "post_grad_custom_post_pass" in finding["advice"]
     assert any(item["code"] == "cache_bypass" for item in report["plan"])
+
+
+def test_what_a_bypass_costs_every_start_leaves_out_the_build_inductor_keeps(
+    pass_bypass: dict[str, Any],
+) -> None:
+    """The first start in an empty cache dir pays the C++ build too; Inductor's code cache
+    keeps it though the FX graph cache is bypassed, so a second start pays the rest (outside
+    review: "11.4 s, paid again on every start" where the next start compiled 2.7 s). What
+    the finding says every start pays again is at least what the second start compiled, by
+    its own trace, within a loaded machine's margin, and below the first start's compile."""
+    first, _ = pass_bypass["plain"]
+    again, _ = pass_bypass["plain_again"]
+    (finding,) = [f for f in first["findings"] if f["code"] == "cache_bypass"]
+    said = re.search(r"([\d.]+) s compiling this start, up to ([\d.]+) s of it again at every "
+                     r"start \(([\d.]+) s of C\+\+/Triton build", finding["evidence"][-1])  # fmt: skip
+    assert said, finding["evidence"]
+    paid, every, built = map(float, said.groups())
+    assert built > 0 and every < paid
+    second = sum(c["compile_time_s"] or 0.0 for c in again["compiles"])
+    assert second <= 1.5 * every + 0.5, (second, every)
+    assert [f for f in again["findings"] if f["code"] == "cache_bypass"]  # bypassed again
 
 
 def test_the_cache_bypass_fix_applied_makes_the_second_start_hit_with_the_same_result(
