@@ -93,7 +93,7 @@ def _group_line(variant: VariantRow, group: GroupRow) -> str:
     elif steady.get("speedup") is None:
         speedup = "no speedup measured"
     else:
-        speedup = f"speedup [bold]{steady['speedup']:.2f}x[/] [{low:.2f}-{high:.2f}]"
+        speedup = f"speedup (total time) [bold]{steady['speedup']:.2f}x[/] [{low:.2f}-{high:.2f}]"
     late = len(group.get("late_compiles", []))
     return (
         f"  {escape(group['group'].partition('/')[2])}: warmup "

@@ -239,7 +239,7 @@ def _library_bound(view: ProfileView, device: str) -> list[Finding]:
     library = sum(region.library_us for region in view.regions)
     if compiled < MIN_SHARE * view.wall_us or library <= LIBRARY_SHARE * compiled:
         return []
-    top = [k for k in view.kernels if k.kind == "library"][:3]
+    top = [k for k in view.kernels if k.kind == "library"][:6]
     # Freezing applies to an inference graph only: grad disabled, so no autograd function.
     inference = view.forward_autograd_calls == 0 and view.backward_calls == 0
     convolutions = any("conv" in k.name for k in view.kernels if k.kind == "library")
@@ -273,13 +273,22 @@ def _library_bound(view: ProfileView, device: str) -> list[Finding]:
             "can still get faster than in eager (a weight layout or pre-packing Inductor "
             "picks), so this share says where the time is, not how much faster compiling can "
             f"make it. {fix}",
-            [
-                f"{k.name} ({first_line_where(k.user_lines)}): {_ms(k.us, view)} per call"
-                for k in top
-            ],
+            _same_lines_merged(top, view)[:3],
             fixes=[Fix(FREEZING_FIX.label, FREEZING_FIX)] if tryable else [],
         )
     ]
+
+
+def _same_lines_merged(kernels: Sequence[Any], view: ProfileView) -> list[str]:
+    """``name (file:line: code): X ms per call`` per kernel, the kernels of one name and line
+    (a layer's matmul in each of its repeated blocks) on one line with their count."""
+    merged: dict[str, list[float]] = {}
+    for kernel in kernels:
+        merged.setdefault(f"{kernel.name} ({first_line_where(kernel.user_lines)})", []).append(
+            kernel.us
+        )
+    return [f"{'' if len(us) == 1 else f'{len(us)} x '}{where}: {_ms(sum(us), view)} per call"
+            for where, us in merged.items()]  # fmt: skip
 
 
 def _fallback_ops(view: ProfileView) -> list[Finding]:
