@@ -676,8 +676,12 @@ def test_nonzero_in_a_layer_loop_skips_the_forward_and_a_mask_compiles_it_whole(
     split in two and the part after the break recompiles once on the token count. One cause:
     the break, with the mask first; the recompile is filed under it. The author's masked form:
     one graph, no break, the same losses; the config the advice also offers
-    (capture_dynamic_output_shape_ops) removes the break too, with the same losses."""
-    report, done = _ninth(doctor_run, "sparse_attn")
+    (capture_dynamic_output_shape_ops), tried by ``--try-fixes``, removes the break too, with
+    the same losses."""
+    done = doctor_run("blind_sparse_attn_try", [*EAGER, "--try-fixes", "1"],
+                      "../real/blind/sparse_attn", env=FOURTH)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = _report(done)
     line = line_of("sparse_attn", "b_idx, t_idx = torch.nonzero(active, as_tuple=True)")
     skipped = _finding(report, "frame_skipped")
     assert report["plan"][0]["code"] == "frame_skipped"
@@ -697,19 +701,16 @@ def test_nonzero_in_a_layer_loop_skips_the_forward_and_a_mask_compiles_it_whole(
     assert graphs(fixed.run_dir) == 1 < graphs(done.run_dir)
     assert break_sites(fixed.run_dir) == 0 < break_sites(done.run_dir)
     assert _report(fixed)["summary"]["skipped_frames"] == 0
-    # The setting, applied around the program as written.
-    program = tmp_path / "sparse_attn_captured.py"
-    program.write_text(
-        "import runpy\nimport torch\n"
-        "torch._dynamo.config.capture_dynamic_output_shape_ops = True\n"
-        f"runpy.run_path({str(BLIND / 'sparse_attn.py')!r}, run_name='__main__')\n"
-    )
-    captured = doctor_run("blind_sparse_attn_captured", list(EAGER),
-                          str(program.with_suffix("")), env=FOURTH)  # fmt: skip
-    assert break_sites(captured.run_dir) == 0 and graphs(captured.run_dir) == 1
-    assert _results(_stdout(captured)) == _results(_stdout(done))
+    # The setting, tried by --try-fixes on the program as written: its re-run's own trace has
+    # no break and one graph, and it printed the same losses.
+    tried = site["tried"]
+    assert tried["fix"] == "torch._dynamo.config.capture_dynamic_output_shape_ops = True"
+    assert tried["verdict"] == "helped" and tried["finding_remains"] is False
+    captured = done.run_dir / tried["run_dir"]
+    assert break_sites(captured) == 0 and graphs(captured) == 1
+    assert _results((captured / "stdout.log").read_text()) == _results(_stdout(done))
     print(f"TRUTH sparse_attn: graphs {graphs(done.run_dir)} -> {graphs(fixed.run_dir)} (mask), "
-          f"{graphs(captured.run_dir)} (setting); break sites {break_sites(done.run_dir)} -> 0")  # fmt: skip
+          f"{graphs(captured)} (setting); break sites {break_sites(done.run_dir)} -> 0")  # fmt: skip
 
 
 # --- TRUTH.md 77: bert_embed_grad (the sixth outside review's) --------------------------------

@@ -265,6 +265,11 @@ def _apply_fix(recorder: ProbeRecorder, trial: str) -> None:
         recorder.event("try_fix_no_grad", ok=without is not None)
         if without is not None:
             atexit.register(lambda: recorder.event("try_fix_no_grad_calls", calls=without[0]))
+    if fix.get("loader_workers"):  # and how many DataLoaders got workers
+        loaders = torchcompat.loaders_with_workers(int(fix["loader_workers"]))
+        recorder.event("try_fix_workers", ok=loaders is not None)
+        if loaders is not None:
+            atexit.register(lambda: recorder.event("try_fix_workers_made", loaders=loaders[0]))
     if fix.get("functions"):  # and how many calls each compiled function got
         compiler = compile_functions(fix["functions"], recorder.event)
         atexit.register(

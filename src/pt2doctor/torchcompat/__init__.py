@@ -16,7 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pt2doctor.torchcompat.apply import apply_fix, compiled_calls_without_grad
+from pt2doctor.torchcompat.apply import (
+    apply_fix,
+    compiled_calls_without_grad,
+    loaders_with_workers,
+)
 from pt2doctor.torchcompat.digests import digest_compiled_outputs
 from pt2doctor.torchcompat.dispatch import (
     TORCH_NAMESPACES,
@@ -104,6 +108,7 @@ __all__ = [
     "hook_guards_skipped",
     "inductor_config_patch",
     "known_backends",
+    "loaders_with_workers",
     "max_autotune_on",
     "on_compile_start",
     "op_argument_names",

@@ -161,3 +161,29 @@ def compiled_calls_without_grad() -> list[int] | None:
         return call
 
     return calls if intercept_compiled_calls("_pt2doctor_try_no_grad", make) else None
+
+
+def loaders_with_workers(workers: int) -> list[int] | None:
+    """Give ``num_workers=workers`` to each ``torch.utils.data.DataLoader`` the program makes
+    without workers (a try of ``data_loading``'s fix); the returned one-item list counts the
+    loaders changed. Public API only (the DataLoader's own ``__init__``, wrapped). None when
+    torch is not importable."""
+    try:
+        from torch.utils.data import DataLoader
+    except ImportError:
+        return None
+    made = [0]
+    original = DataLoader.__init__
+    if getattr(original, "_pt2doctor_workers", False):
+        return made
+
+    @functools.wraps(original)
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        if len(args) < 6 and not kwargs.get("num_workers"):  # num_workers is the 6th
+            kwargs["num_workers"] = workers
+            made[0] += 1
+        original(self, *args, **kwargs)
+
+    init._pt2doctor_workers = True  # type: ignore[attr-defined]
+    DataLoader.__init__ = init  # type: ignore[method-assign]
+    return made

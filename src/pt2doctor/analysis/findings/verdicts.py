@@ -393,7 +393,13 @@ def _compiled_calls(run: Run, kind: str) -> dict[tuple[Any, Any], list[float]]:
     return {(e.get("file"), e.get("line")): [float(v) for v in e.get(key) or []] for e in events}
 
 
-def call_times(before: Run, after: Run) -> CallTimes | None:
+def outside_compiled(trial: Mapping[str, Any]) -> bool:
+    """A fix of the code around the compiled calls (a function compiled, DataLoader workers):
+    its saving is in the loop's time, not in a compiled call's."""
+    return bool(trial.get("functions") or trial.get("loader_workers"))
+
+
+def call_times(before: Run, after: Run, compiled: bool = True) -> CallTimes | None:
     """The hot loop's call in both runs: the one compiled callable both runs paired, timed
     without the profiler, where a fix of that call is what moved (the profiler's own cost is
     not even across graphs: an inference graph's saving read 0.5 ms profiled and 2.5 ms plain
@@ -401,8 +407,9 @@ def call_times(before: Run, after: Run) -> CallTimes | None:
     have PLAIN_CALLS (its paired compiled calls, else: those follow eager calls, whose memory
     they pay for); else the profile windows' calls. None when none is there, or quiet, in
     both."""
-    for kind, source in (("plain", "the compiled calls timed without the profiler"),
-                         ("paired", "the paired compiled calls timed without the profiler")):  # fmt: skip
+    kinds = (("plain", "the compiled calls timed without the profiler"),
+             ("paired", "the paired compiled calls timed without the profiler"))  # fmt: skip
+    for kind, source in kinds if compiled else ():
         old, new = _compiled_calls(before, kind), _compiled_calls(after, kind)
         # One compiled callable, the same in both: a fix that compiles more (a function of
         # the loop's own code) moves time the first one's calls do not hold.
@@ -422,14 +429,16 @@ def call_times(before: Run, after: Run) -> CallTimes | None:
                      (windows[0][1], windows[1][1]), "the profile windows' calls")  # fmt: skip
 
 
-def time_moved(before: Run, after: Run) -> Literal["faster", "slower", "same"] | None:
+def time_moved(
+    before: Run, after: Run, compiled: bool = True
+) -> Literal["faster", "slower", "same"] | None:
     """For a fix of time: how the re-run's hot-loop call moved against the main run's
     (:func:`call_times`). Beyond TIME_FLOOR and TIME_MADS, or beyond TIME_FLOOR and one MAD
     with the calls apart by rank (RANK_P): faster or slower; within TIME_FLOOR or one MAD: the
     same; in between, with the times missing or noisy, or with the two runs under different
     loads: None (cannot tell: the two runs are two processes at two moments, and a noisy pair
     of measures must not read as "no effect")."""
-    times = call_times(before, after)
+    times = call_times(before, after, compiled)
     if times is None or loads_apart(before, after):
         return None
     (old, new), mads = times.medians, sum(times.mads)
@@ -447,10 +456,10 @@ def time_moved(before: Run, after: Run) -> Literal["faster", "slower", "same"] |
 
 
 def timed_verdict(before: Outcome, after: Outcome, changed: str | None, main: Run | None,
-                  tried: Run) -> Verdict:  # fmt: skip
+                  tried: Run, compiled: bool = True) -> Verdict:  # fmt: skip
     """A fix of time's verdict: as :func:`verdict`, its finding gone when the call got faster,
     ``worse`` when it got slower, and ``cannot_tell`` when the windows cannot say."""
-    moved = None if main is None else time_moved(main, tried)
+    moved = None if main is None else time_moved(main, tried, compiled)
     found = verdict(before, after, changed, None if moved is None else moved != "faster")
     if found == "no_effect" and moved is None:
         return "cannot_tell"
@@ -489,6 +498,11 @@ def applied_as(trial: dict[str, Any], run: Run) -> str:
         made = next((e.get("calls") for e in events
                      if e.get("kind") == "try_fix_no_grad_calls"), None)  # fmt: skip
         parts.append(f"torch.no_grad() around each call of the compiled code ({made or 0} calls)")
+    if trial.get("loader_workers"):
+        made = next((e.get("loaders") for e in events
+                     if e.get("kind") == "try_fix_workers_made"), None)  # fmt: skip
+        parts.append(f"num_workers={trial['loader_workers']} given to "
+                     f"{counted(made or 0, 'DataLoader')} made without workers")  # fmt: skip
     if trial.get("functions"):
         calls = next((e.get("calls") for e in events
                       if e.get("kind") == "try_fix_function_calls"), None)  # fmt: skip
@@ -550,7 +564,7 @@ def tried_row(
         "before": asdict(before),
         "after": asdict(after),
         "verdict": (
-            timed_verdict(before, after, changed, main, found.run)
+            timed_verdict(before, after, changed, main, found.run, not outside_compiled(trial))
             if timed
             else verdict(before, after, changed, True if moved is not None else remains)
         ),
@@ -559,7 +573,7 @@ def tried_row(
         "summary": changes(asdict(before), asdict(after)),
     }
     if timed:
-        times = None if main is None else call_times(main, found.run)
+        times = None if main is None else call_times(main, found.run, not outside_compiled(trial))
         row["summary"] = f"{row['summary']}; {_time_said(times)}"
         apart = None if main is None else loads_apart(main, found.run)
         if apart:
@@ -810,6 +824,7 @@ SETTINGS_IN_ADVICE = frozenset(
         "library_bound",
         "eager_outside_compiled",
         "autograd_in_inference",
+        "data_loading",
     }
 )
 """Findings whose tried fixes are ones their advice names among other fixes (settings, a

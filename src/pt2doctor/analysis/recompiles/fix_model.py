@@ -38,6 +38,8 @@ class FixApplication:
     no_grad: bool = False
     """Run each call of the compiled code under ``torch.no_grad()`` (a loop that serves
     inference with grad enabled)."""
+    loader_workers: int = 0
+    """``num_workers`` given to each DataLoader the program makes without workers."""
 
     def as_json(self) -> dict[str, Any]:
         found: dict[str, Any] = {
@@ -51,6 +53,8 @@ class FixApplication:
                                   for file, name in self.functions]  # fmt: skip
         if self.no_grad:
             found["no_grad"] = True
+        if self.loader_workers:
+            found["loader_workers"] = self.loader_workers
         return {**found, "timed": True} if self.timed else found
 
 

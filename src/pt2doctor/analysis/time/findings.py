@@ -39,6 +39,10 @@ NO_GRAD_FIX = FixApplication(
     "torch.no_grad() around each call of the compiled code", no_grad=True, timed=True
 )
 """``autograd_in_inference``'s fix as ``run --try-fixes`` applies it, judged by the loop's time."""
+WORKERS_FIX = FixApplication(
+    "num_workers=2 in each DataLoader made without workers", loader_workers=2, timed=True
+)
+"""``data_loading``'s fix as ``run --try-fixes`` applies it, judged by the loop's time."""
 MAX_LINES = 3
 """The user's lines an eager-time finding names at most."""
 EAGER_SHARE = 0.25
@@ -297,6 +301,15 @@ def _fallback_ops(view: ProfileView) -> list[Finding]:
         if kernel.kind != "fallback" or kernel.us < MIN_SHARE * view.wall_us:
             continue
         op = kernel.name.removeprefix("torch.ops.")
+        first = kernel.user_lines[0].file if kernel.user_lines else None
+        library = library_path(first) if first else None
+        where = (
+            f" It is in the {library.split('/', 1)[0]} package's code ({library}), not "
+            "yours: look for an option of that library that avoids the op (its own docs), and "
+            "do not edit its source."
+            if library
+            else ""
+        )
         found.append(
             Finding(
                 "warning",
@@ -305,13 +318,13 @@ def _fallback_ops(view: ProfileView) -> list[Finding]:
                 f"{_pct(kernel.us, view.wall_us)} of the step",
                 "Inductor has no lowering for it here: it costs what it costs in eager, and "
                 "the ops before and after it cannot fuse across it. Write it with ops Inductor "
-                "lowers, or move it out of the hot path.",
+                f"lowers, or move it out of the hot path.{where}",
                 [
                     f"{first_line_where(kernel.user_lines)}: {_ms(kernel.us, view)} per call ({kernel.launches} launches)"
                 ],
                 Subject("op", op, compile_id=kernel.compile_id),
-                saves_unmeasured=f"a rewrite of the op is yours to write: its "
-                f"{_ms(kernel.us, view)} per call is the most it saves",
+                saves_unmeasured=f"a rewrite of the op is {'not ' if library else ''}yours "
+                f"to write: its {_ms(kernel.us, view)} per call is the most it saves",
             )
         )
     return found
@@ -743,11 +756,15 @@ def _data_loading(view: ProfileView, owners: Sequence[EagerOwner]) -> list[Findi
                 Subject("program", "DataLoader"),
                 saves_unmeasured=(
                     "what workers save depends on the CPU cores free for them: at most the "
-                    f"{_ms(owner.us, view)} per call measured here"
+                    f"{_ms(owner.us, view)} per call measured here; a try of "
+                    f"{WORKERS_FIX.label} (`run --try-fixes`) measures it"
                     if kind == "_SingleProcessDataLoaderIter"
                     else "what more or faster workers save is not measured in this run"
                 ),
                 facts={"loading_ms": round(view.per_call(owner.us), 6), "iterator": kind},
+                fixes=[Fix(WORKERS_FIX.label, WORKERS_FIX)]
+                if kind == "_SingleProcessDataLoaderIter"
+                else [],
             )
         )
     return found
