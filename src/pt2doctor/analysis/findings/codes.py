@@ -184,7 +184,9 @@ SPECS: dict[Code, CodeSpec] = dict(
               "dir baked (an unseeded statistic): named with the line that stored it, and "
               "kept as a tensor. A float the same at every start is never named"),
         _spec("autograd_in_inference", "profile", "performance", "warning",
-              "compiled graphs ran through `CompiledFunction` and no backward ran"),
+              "compiled graphs ran through `CompiledFunction` and no backward ran; the "
+              "wrapper's time is a floor (`saves_unmeasured`), `run --try-fixes` measures the "
+              "saving with `torch.no_grad()` around each compiled call"),
         _spec("overhead_bound", "profile", "performance", "warning",
               "a region of at least 5% of the step spends more than half its time outside "
               "kernels; where the one compiled callable was paired quietly, the profiler's "
@@ -196,7 +198,9 @@ SPECS: dict[Code, CodeSpec] = dict(
         _spec("noisy_profile", "profile", "performance", "info",
               "the profile window stayed too noisy after one re-measure (over a quarter of "
               "its calls preempted, or a spread over a quarter of the median): the verdicts "
-              "that rest on shares of its time (overhead_bound, library_bound) are withheld"),
+              "that rest on shares of its time (overhead_bound, library_bound; "
+              "eager_only_time and eager_outside_compiled where the eager share is under "
+              "50%) are withheld"),
         _spec("graph_break_cost", "profile", "graph breaks", "info|warning",
               "a break site's eager time per call; `warning` from 5% of the step; `saves_ms` "
               "adds the resumed frame's guard check and takes the profiler's own cost out "
@@ -208,8 +212,10 @@ SPECS: dict[Code, CodeSpec] = dict(
               "at least 25% of the time in torch ops is eager ATen ops, of which graph breaks and "
               "skipped frames lead to less than half (an unsampled skipped frame counts whole): "
               "the program's own code torch.compile was never given "
-              "(with `--profile-stacks`, its lines); compiling it is to be measured "
-              "(`saves_unmeasured`)"),
+              "(with `--profile-stacks`, its lines); compiling it is to be measured: where "
+              "that code is a module-level function of the user's that does not call the "
+              "compiled code, `run --try-fixes` tries `torch.compile(FUNCTION)` and measures "
+              "`saves_ms`"),
         _spec("eager_optimizer", "profile", "performance", "warning",
               "opt.step() runs eagerly, outside compiled regions, for at least 5% of the step "
               "(torch's profiler labels it): fused=True, foreach=True or a compiled step; "
@@ -218,8 +224,8 @@ SPECS: dict[Code, CodeSpec] = dict(
         _spec("data_loading", "profile", "performance", "warning",
               "the step waits on its DataLoader's `__next__` (torch's profiler labels it) for "
               "at least 5% of the step, outside compiled regions: workers where it loads in "
-              "the process, more or faster workers where it has them; what they save is not "
-              "measured (`saves_unmeasured`)"),
+              "the process (`run --try-fixes` tries `num_workers=2` and measures `saves_ms`), "
+              "more or faster workers where it has them (not measured: `saves_unmeasured`)"),
         _spec("compiled_slower_than_eager", "profile", "performance", "warning",
               "a compiled callable's paired calls (compiled and eager one after the other, "
               "`run --profile`) ran slower compiled: both medians, at least 5% apart, and the "
