@@ -23,8 +23,9 @@ def _finding(file: str) -> dict[str, str | None]:
 
 def test_an_op_in_library_code_is_said_to_be_the_library_s() -> None:
     found = _finding(LIBRARY)
-    assert "It is in the transformers package's code (transformers/masking_utils.py), not yours" in str(
-        found["advice"]
+    assert (
+        "It is in the transformers package's code (transformers/masking_utils.py), not yours"
+        in str(found["advice"])
     )
     assert "do not edit its source" in str(found["advice"])
     assert str(found["saves"]).startswith("a rewrite of the op is not yours to write")

@@ -6,8 +6,14 @@ import time
 import torch
 from transformers import BertConfig, BertModel
 
-cfg = BertConfig(vocab_size=8000, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
-                 intermediate_size=1024, max_position_embeddings=128)
+cfg = BertConfig(
+    vocab_size=8000,
+    hidden_size=256,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=1024,
+    max_position_embeddings=128,
+)
 torch.manual_seed(0)
 model = BertModel(cfg).eval()
 
