@@ -36,11 +36,13 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
         Target,
         next_trial,
         outcome,
+        outside_compiled,
         results_change,
         results_vary,
         target_moved,
         target_of,
         target_remains,
+        time_moved,
         timed_verdict,
         trial_key,
         verdict,
@@ -92,7 +94,8 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
             vary = results_vary(main, load_run(folder / str(budget + 1)))
             changed = results_change(main, tried, vary)
         if trial.get("timed"):
-            verdicts[key] = timed_verdict(before, outcome(tried), changed, main, tried)
+            moved = time_moved(main, tried, not outside_compiled(trial))
+            verdicts[key] = timed_verdict(before, outcome(tried), changed, moved)
         else:
             after = analyse_run(tried).findings
             remains = target_remains(targets[key], after) or (

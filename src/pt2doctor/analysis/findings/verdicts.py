@@ -433,13 +433,19 @@ def time_moved(
     before: Run, after: Run, compiled: bool = True
 ) -> Literal["faster", "slower", "same"] | None:
     """For a fix of time: how the re-run's hot-loop call moved against the main run's
-    (:func:`call_times`). Beyond TIME_FLOOR and TIME_MADS, or beyond TIME_FLOOR and one MAD
-    with the calls apart by rank (RANK_P): faster or slower; within TIME_FLOOR or one MAD: the
-    same; in between, with the times missing or noisy, or with the two runs under different
-    loads: None (cannot tell: the two runs are two processes at two moments, and a noisy pair
-    of measures must not read as "no effect")."""
-    times = call_times(before, after, compiled)
-    if times is None or loads_apart(before, after):
+    (:func:`call_times`, :func:`moved_by`)."""
+    return moved_by(call_times(before, after, compiled), loads_apart(before, after))
+
+
+def moved_by(
+    times: CallTimes | None, apart: str | None
+) -> Literal["faster", "slower", "same"] | None:
+    """Beyond TIME_FLOOR and TIME_MADS, or beyond TIME_FLOOR and one MAD with the calls apart
+    by rank (RANK_P): faster or slower; within TIME_FLOOR or one MAD: the same; in between,
+    with the times missing or noisy, or with the two runs under different loads (``apart``,
+    :func:`loads_apart`): None (cannot tell: the two runs are two processes at two moments,
+    and a noisy pair of measures must not read as "no effect")."""
+    if times is None or apart:
         return None
     (old, new), mads = times.medians, sum(times.mads)
     shift = old - new
@@ -448,18 +454,18 @@ def time_moved(
         return "same"
     if abs(shift) > max(floor, TIME_MADS * mads):
         return "faster" if shift > 0 else "slower"
-    apart = (rank_p_smaller(times.after, times.before) if shift > 0
-             else rank_p_smaller(times.before, times.after))  # fmt: skip
-    if apart < RANK_P:
+    rank_p = (rank_p_smaller(times.after, times.before) if shift > 0
+              else rank_p_smaller(times.before, times.after))  # fmt: skip
+    if rank_p < RANK_P:
         return "faster" if shift > 0 else "slower"
     return None
 
 
-def timed_verdict(before: Outcome, after: Outcome, changed: str | None, main: Run | None,
-                  tried: Run, compiled: bool = True) -> Verdict:  # fmt: skip
-    """A fix of time's verdict: as :func:`verdict`, its finding gone when the call got faster,
-    ``worse`` when it got slower, and ``cannot_tell`` when the windows cannot say."""
-    moved = None if main is None else time_moved(main, tried, compiled)
+def timed_verdict(before: Outcome, after: Outcome, changed: str | None,
+                  moved: Literal["faster", "slower", "same"] | None) -> Verdict:  # fmt: skip
+    """A fix of time's verdict (``moved``: :func:`moved_by`): as :func:`verdict`, its finding
+    gone when the call got faster, ``worse`` when it got slower, and ``cannot_tell`` when the
+    measures cannot say."""
     found = verdict(before, after, changed, None if moved is None else moved != "faster")
     if found == "no_effect" and moved is None:
         return "cannot_tell"
@@ -469,6 +475,11 @@ def timed_verdict(before: Outcome, after: Outcome, changed: str | None, main: Ru
 def trial_key(trial: dict[str, Any]) -> str:
     """A trial's identity: the same fix proposed again is the same try."""
     return json.dumps({k: v for k, v in trial.items() if k != "label"}, sort_keys=True)
+
+
+def _recorded(events: list[dict[str, Any]], kind: str, field: str) -> Any:
+    """``field`` of the first ``kind`` event the re-run recorded (None: none)."""
+    return next((e.get(field) for e in events if e.get("kind") == kind), None)
 
 
 def applied_as(trial: dict[str, Any], run: Run) -> str:
@@ -488,24 +499,21 @@ def applied_as(trial: dict[str, Any], run: Run) -> str:
         settings = ", ".join(f"{k}={v!r}" for k, v in compile_settings.items())
         parts.append(f"every torch.compile call given {settings}")
     if trial.get("marks"):
-        made = next((e.get("made") for e in events if e.get("kind") == "try_fix_marks"), None)
+        made = _recorded(events, "try_fix_marks", "made")
         if made:
             counts = ", ".join(f"{key.replace(':', ' dim ')}: {n} calls" for key, n in made.items())
             parts.append(f"maybe_mark_dynamic before each call of the compiled code ({counts})")
         else:
             parts.append("marks reached no call: no compiled callable takes that argument")
     if trial.get("no_grad"):
-        made = next((e.get("calls") for e in events
-                     if e.get("kind") == "try_fix_no_grad_calls"), None)  # fmt: skip
+        made = _recorded(events, "try_fix_no_grad_calls", "calls")
         parts.append(f"torch.no_grad() around each call of the compiled code ({made or 0} calls)")
     if trial.get("loader_workers"):
-        made = next((e.get("loaders") for e in events
-                     if e.get("kind") == "try_fix_workers_made"), None)  # fmt: skip
+        made = _recorded(events, "try_fix_workers_made", "loaders")
         parts.append(f"num_workers={trial['loader_workers']} given to "
                      f"{counted(made or 0, 'DataLoader')} made without workers")  # fmt: skip
     if trial.get("functions"):
-        calls = next((e.get("calls") for e in events
-                      if e.get("kind") == "try_fix_function_calls"), None)  # fmt: skip
+        calls = _recorded(events, "try_fix_function_calls", "calls")
         for function in trial["functions"]:
             key = f"{Path(function['file']).name}:{function['function']}"
             made = (calls or {}).get(key)
@@ -558,13 +566,17 @@ def tried_row(
     vary = set() if main is None else results_vary(main, control)
     changed = None if main is None else results_change(main, found.run, vary)
     timed = trial.get("timed")  # a fix of time: judged by the hot loop's call
+    # Its measure, once: the call's times in both runs, and whether their loads compare.
+    times = (None if main is None or not timed
+             else call_times(main, found.run, not outside_compiled(trial)))  # fmt: skip
+    apart = None if main is None or not timed else loads_apart(main, found.run)
     row = {
         "fix": trial.get("label", ""),
         "applied_as": applied_as(trial, found.run),
         "before": asdict(before),
         "after": asdict(after),
         "verdict": (
-            timed_verdict(before, after, changed, main, found.run, not outside_compiled(trial))
+            timed_verdict(before, after, changed, moved_by(times, apart))
             if timed
             else verdict(before, after, changed, True if moved is not None else remains)
         ),
@@ -573,9 +585,7 @@ def tried_row(
         "summary": changes(asdict(before), asdict(after)),
     }
     if timed:
-        times = None if main is None else call_times(main, found.run, not outside_compiled(trial))
         row["summary"] = f"{row['summary']}; {_time_said(times)}"
-        apart = None if main is None else loads_apart(main, found.run)
         if apart:
             row["summary"] += f"; {apart}"
         if times is not None:
