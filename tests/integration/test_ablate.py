@@ -161,7 +161,19 @@ def test_inductor_pass_that_perturbs_one_submodule(tmp_path: Path, run_env: dict
     assert numerics["cleared_by"] == "post_grad_custom_post_pass=None"
     gate = numerics["path"][-1]
     assert gate["compiled_rmse"] > 1000 * gate["eager_rmse"]
-    assert "Where the numbers diverge" in (tmp_path / "out" / "report.md").read_text()
+    # Its kernels, by Inductor's provenance: the sigmoid's is named with Gate's line.
+    line = next(n for n, text in enumerate((ABLATE_DIR / "inductor_perturb.py").read_text()
+                                           .splitlines(), 1) if "torch.sigmoid(self.lin" in text)  # fmt: skip
+    sigmoid = [k for k in numerics["kernels"] if "sigmoid" in k["ops"]]
+    assert sigmoid and sigmoid[0]["kind"] == "generated", numerics["kernels"]
+    assert any(f"inductor_perturb.py:{line}:" in said for said in sigmoid[0]["lines"])
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert "Where the numbers diverge" in markdown
+    named = sigmoid[0]["name"].replace("_", "\\_")  # as Markdown escapes it
+    assert f"- kernel {named} (generated: " in markdown
+    assert f"perturb.py:{line}: return x \\* torch.sigmoid(self.lin(x))" in markdown
+    header = next(text for text in markdown.splitlines() if "introduces alone" in text)
+    assert "file:line" in header and "inherited" in header
     assert "Where the numbers diverge" in (tmp_path / "out" / "report.html").read_text()
     ran = run_numerics_repro_alone(numerics, tmp_path, run_env)
     assert ran.returncode == 1 and "WRONG NUMBERS" in ran.stdout, ran.stderr[-2000:]

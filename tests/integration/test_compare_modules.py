@@ -62,6 +62,90 @@ def test_a_planted_relu_error_is_found_in_the_one_block_that_calls_relu() -> Non
     assert rows[0] == "blocks.2" and not found.inherited[0]["passed"]
     assert found.hooks_kept_failure is True
     assert "culprit: blocks.2.ff.act (Act)" in found.summary()
+    # The tree table: each row's class's forward where the user wrote it, and the error it
+    # inherited (its input in the whole compiled run against eager's) apart from the error
+    # in its output: the act's input is eager's to the last bits, its output off by the +1.
+    from pt2doctor.ablate.render import numerics_rows
+
+    table = numerics_rows({"numerics": found.as_dict()})  # type: ignore[typeddict-item]
+    assert [row["module"] for row in table] == ["<model>", "blocks.2", "blocks.2.ff",
+                                               "blocks.2.ff.act"]  # fmt: skip
+    assert table[-1]["source"] == found.culprit_source
+    assert table[0]["source"].startswith(f"{models.__file__}:")  # Net's forward
+    assert table[0]["inherited_error"] == 0.0
+    act_row = table[-1]
+    assert act_row["inherited_error"] is not None and act_row["inherited_error"] < 1e-4
+    assert act_row["whole_run_error"] == pytest.approx(1.0, abs=1e-4)
+    assert found.kernels == [] and found.bisected is None  # not Inductor: no kernels to name
+
+
+@pytest.mark.torch_run  # Inductor
+def test_an_inductor_codegen_bug_no_knob_clears_is_named_by_the_bisector_and_its_kernel() -> None:
+    """Net under Inductor with its C++ relu planted wrong (``cpp.inject_relu_bug_TESTING_ONLY
+    = "accuracy"``: relu computes x + 1): no knob clears the culprit and Dynamo alone is right,
+    so compiler_bisector runs on the culprit alone, and names Inductor's lowering of relu;
+    the culprit's one generated kernel is named with the user's line it came from."""
+    from torch._inductor import config as inductor_config
+
+    torch.manual_seed(0)
+    model, x = models.Net().eval(), torch.randn(8, 16)
+    planted = {"cpp.inject_relu_bug_TESTING_ONLY": "accuracy"}
+    with inductor_config.patch(planted):
+        found = pt2doctor.compare_modules(model, x)
+        with torch.no_grad():  # the truth: act alone computes x + 1
+            h = torch.randn(8, 32)
+            act = model.blocks[2].ff.act
+            off = _alone(act, h, "inductor") - h
+    assert torch.allclose(off, torch.ones_like(h))
+    assert found.culprit == "blocks.2.ff.act", found.summary()
+    assert found.cleared_by is None and found.dynamo_only is False
+    assert found.bisected is not None
+    assert (found.bisected["backend"], found.bisected["subsystem"]) == ("inductor", "lowerings")
+    assert found.bisected["debug_info"] == "relu"
+    said = found.summary()
+    assert (
+        "compiler_bisector on the culprit alone: switching off Inductor's lowering of relu" in said
+    )
+    relu_line = next(n for n, text in enumerate(Path(models.__file__).read_text().splitlines(), 1)
+                     if "return torch.relu(x) if self.relu" in text)  # fmt: skip
+    (kernel,) = found.kernels
+    assert kernel["kind"] == "generated" and "relu" in kernel["ops"], kernel
+    assert kernel["lines"] == [f"{models.__file__}:{relu_line}: "
+                               "return torch.relu(x) if self.relu else F.gelu(x)"]  # fmt: skip
+    assert f"kernel {kernel['name']} (generated: relu) from {models.__file__}:{relu_line}" in said
+
+
+@pytest.mark.torch_run  # Inductor
+def test_hooks_that_hide_the_failure_are_said_and_the_search_still_names_the_culprit() -> None:
+    """GLUNet under Inductor with ``single_user_sigmoid_pass``, which (as Inductor's own
+    pattern passes do) rewrites a sigmoid only where its output has one user: the recording
+    hook on glu.gate gives it a second one, so the whole model compiled with the hooks on is
+    right. The search, each module compiled alone without hooks, still names glu.gate, and
+    the report says the hooked run passed. The truth, measured here with plain torch."""
+    from torch._inductor import config as inductor_config
+
+    torch.manual_seed(0)
+    model, x = models.GLUNet().eval(), torch.randn(8, 16)
+    kept: list[torch.Tensor] = []
+    with inductor_config.patch(post_grad_custom_post_pass=models.single_user_sigmoid_pass):
+        found = pt2doctor.compare_modules(model, x)
+        with torch.no_grad():
+            eager = model(x)
+            plain = _alone(model, x, "inductor")
+            handle = model.glu.gate.register_forward_hook(
+                lambda module, args, out: kept.append(out.detach().clone())
+            )
+            hooked = _alone(model, x, "inductor")
+            handle.remove()
+    assert not torch.allclose(plain, eager, atol=1e-4) and torch.allclose(hooked, eager, atol=1e-5)
+    assert found.culprit == "glu.gate" and found.cleared_by == "post_grad_custom_post_pass=None"
+    assert found.hooks_kept_failure is False
+    assert all(row["passed"] for row in found.inherited)
+    assert any("with the recording hooks on, the whole model passed" in n for n in found.notes)
+    from pt2doctor.ablate.render import numerics_lines
+
+    lines = numerics_lines({"numerics": found.as_dict()})  # type: ignore[typeddict-item]
+    assert any("the whole-run columns are of a run that passed" in line for line in lines)
 
 
 def test_an_error_only_when_two_modules_are_compiled_together_stops_at_their_parent() -> None:

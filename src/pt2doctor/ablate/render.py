@@ -11,6 +11,7 @@ from rich.table import Table
 
 from pt2doctor.ablate.types import FAILURE_STATUSES, AblateReport, Repro, Rung, Toggle, Verified
 from pt2doctor.analysis.paths import shorten_paths
+from pt2doctor.cases.numerics_culprit import kernel_lines
 from pt2doctor.report.format import md_code, md_table, md_text
 
 
@@ -193,7 +194,9 @@ def numerics_rows(report: AblateReport) -> list[dict[str, Any]]:
             "module": step["name"] or "<model>",
             "class": step["kind"],
             "introduces": step["introduces"],
+            "source": step.get("source"),
             "alone_error": worst.get("max_abs_error"),
+            "inherited_error": 0.0 if not step["name"] else run.get("input_max_abs_error"),
             "eager_rmse": step.get("eager_rmse"),
             "compiled_rmse": step.get("compiled_rmse"),
             "whole_run_error": run.get("max_abs_error"),
@@ -250,6 +253,13 @@ def numerics_lines(report: AblateReport) -> list[str]:
                      + ")")  # fmt: skip
     elif found.get("knobs"):
         lines.append(f"no knob clears it (tried {', '.join(found['knobs'])})")
+    if found.get("bisected"):
+        lines.append(f"compiler_bisector on the culprit alone: {found['bisected']['meaning']}")
+    lines += [f"kernel {shorten_paths(line)}" for line in kernel_lines(found.get("kernels") or [])]
+    if found.get("hooks_kept_failure") is False:
+        lines.append("with the recording hooks on, the whole model passed: they changed what "
+                     "was compiled, so the whole-run columns are of a run that passed; each "
+                     "module compiled alone, without hooks, is what names the culprit")  # fmt: skip
     repro = found.get("repro") or {}
     if repro.get("path"):
         lines.append(f"numerics repro: python {repro['path']} ({repro.get('lines')} lines"
@@ -313,7 +323,7 @@ def render_ablate(report: AblateReport, console: Console) -> None:
         for column in NUMERICS_COLUMNS:
             numbers.add_column(column)
         for row in rows:
-            numbers.add_row(*(escape(text) for text in _numerics_cells(row)))
+            numbers.add_row(*(escape(text) for text in numerics_cells(row)))
         console.print(numbers)
     for line in numerics_lines(report):
         console.print(escape(line))
@@ -339,13 +349,15 @@ def _md_trials(report: AblateReport) -> list[str]:
     return ["## Module bisection", "", *md_table(["submodule alone", "fails", "result"], rows)]
 
 
-NUMERICS_COLUMNS = ("module", "class", "introduces alone", "eager RMSE vs fp64",
-                    "compiled RMSE vs fp64", "in the whole run")  # fmt: skip
+NUMERICS_COLUMNS = ("module", "class", "file:line", "introduces alone", "inherited",
+                    "eager RMSE vs fp64", "compiled RMSE vs fp64", "in the whole run")  # fmt: skip
 
 
-def _numerics_cells(row: dict[str, Any]) -> list[str]:
+def numerics_cells(row: dict[str, Any]) -> list[str]:
     introduces = f"yes ({_numbers(row['alone_error'])})" if row["introduces"] else "no"
-    return [row["module"], row["class"], introduces, _numbers(row["eager_rmse"]),
+    source = shorten_paths(row["source"]) if row.get("source") else "-"
+    return [row["module"], row["class"], source, introduces,
+            _numbers(row.get("inherited_error")), _numbers(row["eager_rmse"]),
             _numbers(row["compiled_rmse"]), _numbers(row["whole_run_error"])]  # fmt: skip
 
 
@@ -355,7 +367,7 @@ def _md_numerics(report: AblateReport) -> list[str]:
     if not rows and not lines:
         return []
     table = [[md_code(cells[0]), *(md_text(c) for c in cells[1:])]
-             for cells in map(_numerics_cells, rows)]  # fmt: skip
+             for cells in map(numerics_cells, rows)]  # fmt: skip
     out = ["", "## Where the numbers diverge", ""]
     if table:
         out += md_table(list(NUMERICS_COLUMNS), table)

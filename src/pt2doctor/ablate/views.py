@@ -16,6 +16,7 @@ from typing import Any, cast
 from pt2doctor.ablate.render import (
     NUMERICS_COLUMNS,
     minifier_line,
+    numerics_cells,
     numerics_lines,
     numerics_rows,
     repro_holds,
@@ -148,7 +149,8 @@ def ablate_numerics(report: Report) -> Section | None:
     rows, lines = numerics_rows(report), numerics_lines(report)
     if not rows and not lines:
         return None
-    data = {"columns": list(NUMERICS_COLUMNS), "rows": rows, "lines": [cut(line) for line in lines]}
+    data = {"columns": list(NUMERICS_COLUMNS), "lines": [cut(line) for line in lines],
+            "rows": [{**row, "cells": numerics_cells(row)} for row in rows]}  # fmt: skip
     return Section("numerics", "Where the numbers diverge", "ablate_numerics", data)
 
 

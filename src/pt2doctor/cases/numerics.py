@@ -19,6 +19,10 @@ Inductor's ``emulate_precision_casts`` and ``fallback_random``, each Inductor pa
 program set switched off, ``max_autotune`` off (when on), and the float32 matmul precision
 ``highest`` (when lower). The first that makes it pass is ``cleared_by``: it names the
 subsystem (a user pass), or says the difference is by design (random numbers, bf16 casts).
+The culprit's kernels are named with the user's lines each came from (Inductor's provenance),
+and where no knob clears it and Dynamo alone does not explain it, torch's compiler_bisector
+runs on the culprit alone (cases/numerics_culprit.py): each of its reruns is one compile of
+one module, seconds, not the program's.
 With ``repro_dir``, a standalone repro of the culprit is written there
 (cases/numerics_repro.py).
 
@@ -61,6 +65,7 @@ from pt2doctor.cases.accuracy import (
     flatten_tensors,
 )
 from pt2doctor.cases.forked import can_fork, in_child, trim_heap
+from pt2doctor.cases.numerics_culprit import bisect, culprit_kernels, kernel_lines
 
 KNOBS = (("emulate_precision_casts", True), ("fallback_random", True))
 """Inductor config knobs tried at the culprit (each as ``name=value``)."""
@@ -87,6 +92,8 @@ class ModuleCheck:
     """RMSE of eager's output (every floating tensor) against fp64 M fed the fp64 input."""
     compiled_rmse: float | None = None
     """The same for M compiled alone, fed eager's input."""
+    source: str | None = None
+    """``file:line`` of its class's ``forward`` where the user wrote it (None: a library's)."""
 
 
 @dataclass(slots=True)
@@ -130,6 +137,14 @@ class Comparison:
     ``torch.compiler.is_compiling()`` branch, a custom op's kernel), not Inductor's."""
     custom_ops: list[str] = field(default_factory=list)
     """The custom ops (outside torch's namespaces) in the culprit's traced graph."""
+    kernels: list[dict[str, Any]] = field(default_factory=list)
+    """The kernels the compile made for the culprit alone, in launch order: ``name``,
+    ``kind``, ``ops``, ``lines`` (the user's ``file:line: code`` each came from, by
+    Inductor's provenance; cases/numerics_culprit.py). [] when not compiled by Inductor."""
+    bisected: dict[str, Any] | None = None
+    """When no knob clears it and Inductor compiled it: torch's compiler_bisector on the
+    culprit alone (``backend``, ``subsystem``, ``bisect_number``, ``debug_info``,
+    ``meaning``); None when not run."""
     repro: dict[str, Any] | None = None
     """With ``repro_dir``: the repro written (``path``, ``files``, ``lines``, ``standalone``,
     ``not_standalone_because``)."""
@@ -179,8 +194,10 @@ class Comparison:
                          "Inductor's kernels" + (f"; its graph calls {ops}: compare that "
                          "op's kernel with the eager path" if ops else ""))  # fmt: skip
         elif self.knobs:
-            lines.append("  no knob clears it: the culprit's lowering or a kernel of it "
-                         "(compiler_bisector, `pt2doctor ablate`, narrows it further)")  # fmt: skip
+            lines.append("  no knob clears it")
+        if self.bisected is not None:
+            lines.append(f"compiler_bisector on the culprit alone: {self.bisected['meaning']}")
+        lines += [f"  kernel {line}" for line in kernel_lines(self.kernels)]
         if self.repro is not None:
             lines.append(f"repro: python {self.repro['path']}")
         lines += [f"note: {note}" for note in self.notes]
@@ -320,10 +337,8 @@ def _recording(
     backward: bool = False,
     spill: _Spill | None = None,
     only: set[str] | None = None,
-    inputs: bool = True,
 ) -> Iterator[None]:
-    """Each submodule's first call: its inputs (pre-hook, in call order; without ``inputs``
-    only the order), output, and with
+    """Each submodule's first call: its inputs (pre-hook, in call order), output, and with
     ``rng`` the generators' state (not in a compiled run: Dynamo cannot trace reading it);
     with ``backward``, instead of the output, the gradient arriving at it (a full backward
     hook: cases/gradients.py). With ``spill``, each value goes to its file as it is recorded
@@ -335,10 +350,7 @@ def _recording(
         def hook(module: Any, args: Any, kwargs: Any) -> None:
             if name not in calls:
                 state = _rng_state() if rng else None
-                if inputs:
-                    calls[name] = _Call(len(calls), keep(args), keep(kwargs), rng=state)
-                else:
-                    calls[name] = _Call(len(calls), None, None, rng=state)
+                calls[name] = _Call(len(calls), keep(args), keep(kwargs), rng=state)
 
         return hook
 
@@ -409,6 +421,16 @@ def _rmse_of(value: Any, reference: Any) -> float | None:
     mine = torch.cat([t.flatten().double() for t, _ in pairs])
     reference_values = torch.cat([r.flatten().double() for _, r in pairs])
     return float(f"{_rmse(reference_values, mine):.4g}")
+
+
+def _max_abs_error(value: Any, reference: Any) -> float | None:
+    """The largest absolute difference between ``value``'s floating tensors and
+    ``reference``'s (None when they have none in common)."""
+    theirs = dict(flatten_tensors(reference))
+    errors = [float((t.double() - theirs[k].double()).abs().max()) if t.numel() else 0.0
+              for k, t in flatten_tensors(value)
+              if k in theirs and t.is_floating_point() and t.shape == theirs[k].shape]  # fmt: skip
+    return float(f"{max(errors):.4g}") if errors else None
 
 
 def _empty() -> Any:
@@ -533,7 +555,8 @@ def _compare(
             reference = _Spill.load(fp64_calls[name].output)
             worst = _worst(name, call.output, out, reference, tol)
             return ModuleCheck(name, type(module).__name__, not worst.passed, worst.as_dict(),
-                               _rmse_of(call.output, reference), _rmse_of(out, reference))  # fmt: skip
+                               _rmse_of(call.output, reference), _rmse_of(out, reference),
+                               _source(type(module)))  # fmt: skip
 
         return in_child(compiled_and_compared, fork)
 
@@ -552,7 +575,8 @@ def _compare(
 
     node = ""
     result.path.append(ModuleCheck("", type(model).__name__, True, whole.as_dict(),
-                                   _rmse_of(eager_out, fp64_out), _rmse_of(compiled_out, fp64_out)))  # fmt: skip
+                                   _rmse_of(eager_out, fp64_out), _rmse_of(compiled_out, fp64_out),
+                                   _source(type(model))))  # fmt: skip
     while True:
         children = sorted((n for n in called if n and _parent(n, called) == node),
                           key=lambda n: eager_calls[n].order)  # fmt: skip
@@ -592,6 +616,20 @@ def _compare(
                                   fp64_calls[node].loaded(), tol),
             fork,
         )  # fmt: skip
+
+    def kernels() -> list[dict[str, Any]]:
+        call = eager_calls[node].loaded()
+        _reset()
+        with torch.no_grad():
+            _set_rng_state(call.rng)
+            found = culprit_kernels(lambda: compile_(modules[node])(*call.args, **call.kwargs))
+        _reset()
+        return found
+
+    result.kernels = in_child(kernels, fork)
+    if result.cleared_by is None and not result.dynamo_only and result.kernels:
+        # Inductor compiled it and no knob explains it: which of its subsystems does.
+        result.bisected = bisect(lambda: not alone(node).introduces)
     if repro_dir is not None:
         from pt2doctor.cases.numerics_repro import write_repro
         from pt2doctor.torchcompat.inductor import compiler_hooks
@@ -637,7 +675,8 @@ def _inherited(
     forked: bool,
 ) -> tuple[list[dict[str, Any]], bool]:
     """The whole model compiled with the recording hooks on the modules ``only`` (the descent
-    path's): each one's output against eager's (what it inherited and introduced), and
+    path's): each one's input against eager's (``input_max_abs_error``: the error it
+    inherited) and its output (what it inherited and introduced), and
     whether the model's output still fails against ``outputs`` (eager's and fp64's). The
     recorded outputs are the compiled graph's outputs, so they are held together; eager's and
     fp64's are read back one module at a time (``forked``: in a child that lets its compile
@@ -646,7 +685,7 @@ def _inherited(
 
     compiled_calls: dict[str, _Call] = {}
     _reset()
-    with torch.no_grad(), _recording(model, compiled_calls, rng=False, only=only, inputs=False):
+    with torch.no_grad(), _recording(model, compiled_calls, rng=False, only=only):
         torch.manual_seed(SEED)
         out = compile_(model)(*args, **kwargs)
     _let_compile_go(forked)
@@ -657,7 +696,10 @@ def _inherited(
             continue
         worst = _worst(name, _Spill.load(call.output), seen.output,
                        _Spill.load(fp64_calls[name].output), tol)  # fmt: skip
-        rows.append({"module": name, "passed": worst.passed, **worst.as_dict()})
+        inherited = _max_abs_error((_Spill.load(call.args), _Spill.load(call.kwargs)),
+                                   (seen.args, seen.kwargs))  # fmt: skip
+        rows.append({"module": name, "passed": worst.passed, **worst.as_dict(),
+                     "input_max_abs_error": inherited})  # fmt: skip
         trim_heap()  # the module's eager and fp64 outputs, read back, are let go
     kept = not _worst("output", outputs[0], out, outputs[1], tol).passed
     return rows, kept

@@ -126,6 +126,32 @@ def inductor_config_patch(**values: Any) -> contextlib.AbstractContextManager[An
     return patch
 
 
+@contextlib.contextmanager
+def provenance_compile() -> Any:
+    """Compiles made in the block keep Inductor's provenance (each kernel -> the post-grad
+    nodes and the user's lines: ``trace.provenance_tracking_level``, torch >= 2.8) and run
+    its code generation afresh: the FX graph and AOTAutograd caches off, whose hit would
+    replay an earlier compile's trace. Yields whether provenance is available here."""
+    version = torch_version()
+    try:
+        from torch._functorch import config as functorch_config
+        from torch._inductor import config
+    except ImportError:
+        yield False
+        return
+    tracked = version is not None and version >= (2, 8) and hasattr(config, "trace")
+    values: dict[str, Any] = {"fx_graph_cache": False}
+    if tracked:
+        values["trace.provenance_tracking_level"] = 1
+    caches = (
+        {"enable_autograd_cache": False}
+        if hasattr(functorch_config, "enable_autograd_cache")
+        else {}
+    )
+    with inductor_config_patch(**values), functorch_config.patch(caches):
+        yield tracked
+
+
 def without_compiler_hooks() -> contextlib.AbstractContextManager[Any]:
     """Every pass hook the program set, switched off for a block."""
     return inductor_config_patch(**{hook["hook"]: None for hook in compiler_hooks()})

@@ -16,6 +16,11 @@ test_compare_modules.py): imported in process, never run as programs.
 - ``OpNet``: its ``act`` calls the custom op ``numerics_models::fast_gelu`` when compiling
   (``torch.compiler.is_compiling()``) and torch's tanh GELU in eager; the op's kernel uses a
   wrong constant: the traced code differs from eager's, not Inductor's kernels.
+- ``GLUNet``: a Linear, a ``GLU`` (``gate(proj(x)) * value(x)``, ``gate`` an ``nn.Sigmoid``),
+  a head; ``single_user_sigmoid_pass`` (a post-grad pass with a bug that, as Inductor's own
+  pattern passes do, rewrites a node only where its output has one user) shifts the sigmoid:
+  a recording hook on ``glu.gate`` gives the sigmoid a second user, so the whole model
+  compiled with the hooks on is right.
 - ``shift_relu_pass``: a user's Inductor post-grad pass with a bug (every relu becomes relu +
   0.5): under Inductor it miscomputes the one op only ``Net``'s ``blocks.2.ff.act`` has.
 """
@@ -264,3 +269,37 @@ class OpNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.act(self.inp(x)))
+
+
+class GLU(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(16, 16)
+        self.gate = nn.Sigmoid()
+        self.value = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.gate(self.proj(x)) * self.value(x)
+
+
+class GLUNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inp = nn.Linear(16, 16)
+        self.glu = GLU()
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.glu(self.inp(x)))
+
+
+def single_user_sigmoid_pass(graph: torch.fx.Graph) -> None:
+    """A planted pass bug: a sigmoid whose output has one user (the output itself, or the op
+    it feeds) gets +0.25 there; one with more users is left alone."""
+    for node in list(graph.nodes):
+        if node.target is torch.ops.aten.sigmoid.default and len(node.users) == 1:
+            with graph.inserting_after(node):
+                shifted = graph.call_function(torch.ops.aten.add.Tensor, (node, 0.25))
+            node.replace_all_uses_with(
+                shifted, delete_user_cb=lambda user, new=shifted: user is not new
+            )
