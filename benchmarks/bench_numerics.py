@@ -1,5 +1,5 @@
 """Benchmark where-the-numbers-diverge: its cost against the rest of `ablate` on the same case,
-its peak memory against the eager run's, and how it grows with depth.
+its peak memory against the eager run's, and how it grows with depth and width (--sweep).
 
 A 12-block transformer (random init, width --width) whose block 7 MLP uses a QuickGELU (a
 sigmoid no other block has) under an Inductor post-grad pass that bumps every sigmoid: the
@@ -14,7 +14,10 @@ at --blocks and at half
 as many blocks (how the search grows with depth: it compiles the path's siblings, so linear
 in depth at one width).
 
-Usage: python benchmarks/bench_numerics.py [--blocks 12] [--culprit 7] [--width 64]
+--sweep: compare_modules alone at three model widths and with the culprit's MLP nested 0, 2
+and 4 levels deeper, each in a fresh process with an empty Inductor cache of its own.
+
+Usage: python benchmarks/bench_numerics.py [--blocks 12] [--culprit 7] [--width 64] [--sweep]
 Results go into docs/PERFORMANCE.md (by hand, with the date and machine).
 """
 
@@ -37,7 +40,7 @@ from torch import nn
 
 from pt2doctor.cases import Built, Case, Cell, Matrix
 
-BLOCKS, CULPRIT, WIDTH = {blocks}, {culprit}, {width}
+BLOCKS, CULPRIT, WIDTH, NEST = {blocks}, {culprit}, {width}, {nest}
 
 
 def bump_sigmoid(graph):
@@ -66,12 +69,25 @@ class MLP(nn.Module):
         return self.down(self.act(self.up(x)))
 
 
+class Wrap(nn.Module):
+    """One more level of nesting around the MLP (the sweep's depth)."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x)
+
+
 class Block(nn.Module):
     def __init__(self, quick):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(WIDTH), nn.LayerNorm(WIDTH)
         self.attn = nn.MultiheadAttention(WIDTH, 4, batch_first=True)
         self.mlp = MLP(quick)
+        for _ in range(NEST):
+            self.mlp = Wrap(self.mlp)
 
     def forward(self, x):
         h = self.ln1(x)
@@ -125,17 +141,26 @@ print(json.dumps({"seconds": time.monotonic() - start,
 """
 
 
-def _case(folder: Path, blocks: int, culprit: int, width: int) -> Path:
-    path = folder / f"case_{blocks}.py"
-    path.write_text(CASE.format(blocks=blocks, culprit=culprit, width=width))
+def _case(folder: Path, blocks: int, culprit: int, width: int, nest: int = 0) -> Path:
+    path = folder / f"case_{blocks}_{width}_{nest}.py"
+    path.write_text(CASE.format(blocks=blocks, culprit=culprit, width=width, nest=nest))
     return path
 
 
-def _probe(case: Path, mode: str, folder: Path, batch: int = 4, seq: int = 16) -> dict[str, float]:
+def _probe(
+    case: Path, mode: str, folder: Path, batch: int = 4, seq: int = 16, cold: bool = False
+) -> dict[str, float]:
+    """One run in a fresh process; ``cold``: with an empty Inductor cache of its own, so that
+    no run reuses another's kernels."""
+    import os
+
     script = folder / "probe.py"
     script.write_text(PROBE)
+    env = dict(os.environ)
+    if cold:
+        env["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(dir=folder, prefix="cache-")
     done = subprocess.run([sys.executable, str(script), str(case), mode, str(batch), str(seq)],
-                          capture_output=True, text=True, check=True, timeout=1800)  # fmt: skip
+                          capture_output=True, text=True, check=True, timeout=1800, env=env)  # fmt: skip
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -164,6 +189,8 @@ def main() -> int:
     parser.add_argument("--memory-only", action="store_true",
                         help="only the large-activation memory runs, --repeat times each")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--sweep", action="store_true",
+                        help="only compare_modules at 3 model widths and 3 nesting depths")  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pt2doctor-bench-numerics-") as tmp:
         folder = Path(tmp)
@@ -171,6 +198,9 @@ def main() -> int:
         if args.memory_only:
             for _ in range(args.repeat):
                 _memory(case, folder, args)
+            return 0
+        if args.sweep:
+            _sweep(folder, args)
             return 0
         total, stage, numerics = _ablate(case, folder / "ablate")
         rest = total - stage
@@ -191,6 +221,18 @@ def main() -> int:
                   f"{compiled['peak_mb']:.0f} MB for one compiled run")  # fmt: skip
         _memory(case, folder, args)
     return 0
+
+
+def _sweep(folder: Path, args: argparse.Namespace) -> None:
+    """compare_modules alone, each in a fresh process, as the model's width grows (each
+    compile's size) and as the MLP is nested deeper (one more level on the descent path)."""
+    for width, nest in [(args.width // 2, 0), (args.width, 0), (args.width * 4, 0),
+                        (args.width, 2), (args.width, 4)]:  # fmt: skip
+        case = _case(folder, args.blocks, args.culprit, width, nest)
+        found = _probe(case, "compare", folder, cold=True)
+        print(f"width {width}, MLP nested {nest} levels deeper: compare_modules "
+              f"{found['seconds']:.1f} s, {found['compiled']:.0f} modules compiled alone, "
+              f"found {found['culprit']}, peak RSS {found['peak_mb']:.0f} MB")  # fmt: skip
 
 
 def _memory(case: Path, folder: Path, args: argparse.Namespace) -> None:

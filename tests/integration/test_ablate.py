@@ -177,6 +177,12 @@ def test_inductor_pass_that_perturbs_one_submodule(tmp_path: Path, run_env: dict
     assert "Where the numbers diverge" in (tmp_path / "out" / "report.html").read_text()
     ran = run_numerics_repro_alone(numerics, tmp_path, run_env)
     assert ran.returncode == 1 and "WRONG NUMBERS" in ran.stdout, ran.stderr[-2000:]
+    # Gate's weights travel as its state_dict beside its structure (saved on the meta device):
+    # loaded into it, the repro's errors against fp64 are the search's own.
+    printed = re.search(r"eager RMSE vs fp64 (\S+), compiled (\S+),", ran.stdout)
+    assert printed is not None, ran.stdout
+    assert float(printed[1]) == pytest.approx(gate["eager_rmse"], rel=0.01)
+    assert float(printed[2]) == pytest.approx(gate["compiled_rmse"], rel=0.01)
     # The same case with the pass line removed (the fix), ablated too: `diff` of the two names
     # each regression one way only, and as improvements the other way.
     fixed_dir = tmp_path / "fixed"

@@ -116,6 +116,34 @@ def test_an_inductor_codegen_bug_no_knob_clears_is_named_by_the_bisector_and_its
 
 
 @pytest.mark.torch_run  # Inductor
+def test_max_autotune_and_a_lower_matmul_precision_are_tried_at_the_culprit_when_set() -> None:
+    """With max_autotune on and float32 matmul precision 'high', both are tried at the culprit
+    (switched off, and 'highest'), alone, each as its own compile; a relu planted wrong in
+    Inductor's C++ code is cleared by neither, and the bisector still names its lowering. A
+    model without a matmul: max_autotune has nothing to autotune, the compiles stay cheap."""
+    from torch._inductor import config as inductor_config
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(models.Act(relu=False), models.Act(relu=True)).eval()
+    x = torch.randn(8, 16)
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        planted = {"cpp.inject_relu_bug_TESTING_ONLY": "accuracy", "max_autotune": True}
+        with inductor_config.patch(planted):
+            found = pt2doctor.compare_modules(model, x)
+    finally:
+        torch.set_float32_matmul_precision(before)
+    assert found.culprit == "1", found.summary()
+    assert found.knobs == {
+        "emulate_precision_casts=True": False, "fallback_random=True": False,
+        "max_autotune=False": False, "float32_matmul_precision='highest'": False,
+    }  # fmt: skip
+    assert "with max_autotune=False it still fails" in found.summary()
+    assert found.bisected is not None and found.bisected["debug_info"] == "relu"
+
+
+@pytest.mark.torch_run  # Inductor
 def test_hooks_that_hide_the_failure_are_said_and_the_search_still_names_the_culprit() -> None:
     """GLUNet under Inductor with ``single_user_sigmoid_pass``, which (as Inductor's own
     pattern passes do) rewrites a sigmoid only where its output has one user: the recording
@@ -500,3 +528,23 @@ def test_compiles_made_in_forked_children_find_what_compiles_made_here_find(
     assert forked.notes and "forked child with one CPU thread" in forked.notes[0]
     forked.notes = here.notes = []
     assert forked.as_dict() == here.as_dict()
+
+
+def test_the_repro_saves_the_module_s_structure_on_meta_and_its_weights_as_a_state_dict(
+    tmp_path: Path,
+) -> None:
+    """culprit.pt: the module with its tensors on the meta device, its state_dict apart, and
+    the non-persistent buffers a state_dict leaves out (the repro sets them back)."""
+    from pt2doctor.cases.numerics_repro import write_repro
+
+    module = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))
+    module.register_buffer("scale", torch.tensor(2.0), persistent=False)
+    x = torch.randn(2, 4)
+    written = write_repro(tmp_path, module, ((x,), {}), ((x.double(),), {}), "inductor", 1e-4,
+                          [], "blocks.0", None)  # fmt: skip
+    saved = torch.load(tmp_path / "culprit.pt", weights_only=False)
+    assert all(t.is_meta for t in saved["module"].state_dict().values())
+    assert saved["state_dict"].keys() == module.state_dict().keys()
+    assert all(torch.equal(saved["state_dict"][k], v) for k, v in module.state_dict().items())
+    assert torch.equal(saved["buffers"]["scale"], torch.tensor(2.0))
+    assert saved["device"] == "cpu" and written["lines"] < 100

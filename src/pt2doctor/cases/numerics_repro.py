@@ -1,13 +1,15 @@
 """A standalone repro of where compiled numbers leave eager's (cases/numerics.py's culprit).
 
-The folder holds ``culprit.pt`` (the culprit module pickled with its weights, and the eager
+The folder holds ``culprit.pt`` (the culprit module's structure, pickled with its tensors on
+the meta device; its ``state_dict`` apart, with the buffers a state_dict leaves out; the eager
 and fp64 inputs recorded at its boundary), ``defs_<file>.py`` for each of the user's source
 files the module's classes or the Inductor pass hooks come from (the definitions read with
 cases/extract.py, never run: importing a training script would run it), and ``repro.py``
 (under 100 lines, torch only): it loads the module (the pickle's class references moved to
-the copied definitions), sets the pass hooks the program had, runs fp64, eager and compiled,
-prints each one's RMSE against fp64, and exits 1 when compiled fails check's rule (allclose,
-else RMSE against fp64 within a multiple of eager's), 0 when it passes.
+the copied definitions) and its state_dict into it, sets the pass hooks the program had, runs
+fp64, eager and compiled, prints each one's RMSE against fp64, and exits 1 when compiled fails
+check's rule (allclose, else RMSE against fp64 within a multiple of eager's), 0 when it passes.
+A module that cannot move to the meta device is pickled whole, with its weights.
 """
 
 from __future__ import annotations
@@ -65,7 +67,13 @@ def rmse(result, reference):
 
 
 saved = torch.load(HERE / "culprit.pt", pickle_module=_Pickle, weights_only=False)
-module = saved["module"]
+module = saved["module"]  # its structure: the weights are the state_dict's
+if saved["state_dict"] is not None:
+    module = module.to_empty(device=saved["device"])
+    module.load_state_dict(saved["state_dict"])
+    for name, buffer in saved["buffers"].items():  # the buffers a state_dict leaves out
+        owner, _, attribute = name.rpartition(".")
+        setattr(module.get_submodule(owner), attribute, buffer)
 args, kwargs = saved["eager_input"]
 fp64_args, fp64_kwargs = saved["fp64_input"]
 with torch.no_grad():
@@ -165,7 +173,7 @@ def write_repro(
     hooks_text = ""
     if hook_lines:
         hooks_text = "import torch._inductor.config  # noqa: E402\n" + "\n".join(hook_lines) + "\n"
-    torch.save({"module": module, "eager_input": eager_input, "fp64_input": fp64_input},
+    torch.save({**_weights_apart(module), "eager_input": eager_input, "fp64_input": fp64_input},
                folder / "culprit.pt")  # fmt: skip
     source = _REPRO.format(culprit=culprit or "<model>", kind=type(module).__name__,
                            where=f", {where}" if where else "", backend=backend, moved=moved,
@@ -178,3 +186,21 @@ def write_repro(
         "standalone": not missing,
         "not_standalone_because": sorted(set(missing)),
     }
+
+
+def _weights_apart(module: Any) -> dict[str, Any]:
+    """The module saved as its structure (its tensors on the meta device) and its
+    ``state_dict``, with the non-persistent buffers a state_dict leaves out; the module whole
+    (``state_dict`` None) where its structure cannot be moved to meta."""
+    import copy
+
+    try:
+        state = module.state_dict()
+        kept = set(state)
+        buffers = {name: b for name, b in module.named_buffers() if name not in kept}
+        tensors = [*state.values(), *buffers.values()]
+        device = str(tensors[0].device) if tensors else "cpu"
+        skeleton = copy.deepcopy(module).to("meta")
+    except Exception:  # a module that will not move: pickled with its weights
+        return {"module": module, "state_dict": None, "buffers": {}, "device": None}
+    return {"module": skeleton, "state_dict": state, "buffers": buffers, "device": device}
