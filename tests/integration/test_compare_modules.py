@@ -448,9 +448,12 @@ class _Outer(torch.nn.Module):
 
 
 def test_recordings_are_spilled_to_files_that_are_removed_after_and_an_unpicklable_one_is_kept(
-) -> None:  # fmt: skip
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import tempfile
 
+    # Temporary files of this test's own (another test's search may spill beside it).
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     before = set(Path(tempfile.gettempdir()).glob("pt2doctor-numerics-*"))
     torch.manual_seed(0)
     model, x = _Outer().eval(), torch.randn(8, 16)
