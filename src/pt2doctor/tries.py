@@ -94,7 +94,7 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
             vary = results_vary(main, load_run(folder / str(budget + 1)))
             changed = results_change(main, tried, vary)
         if trial.get("timed"):
-            moved = time_moved(main, tried, not outside_compiled(trial))
+            moved = time_moved(main, tried, trial)
             verdicts[key] = timed_verdict(before, outcome(tried), changed, moved)
         else:
             after = analyse_run(tried).findings

@@ -402,14 +402,21 @@ def test_a_dataloader_without_workers_is_the_step_s_wait_and_workers_shorten_it(
         assert "num_workers=N" not in other["advice"]
 
 
-def test_workers_are_tried_and_what_they_save_is_the_loop_s_time(doctor_run: Any) -> None:
+@pytest.mark.parametrize("program", ["loader_eval", "text_loader"])
+def test_workers_are_tried_and_what_they_save_is_the_loop_s_time(
+    doctor_run: Any, program: str
+) -> None:
     """``--try-fixes`` re-runs the evaluation loop with ``num_workers=2`` given to its
-    DataLoader (made without workers), profiled as the main run. The profiler's own events
-    in the re-run show the fix applied (the multi-process iterator's ``__next__``); the
-    batches are the same (the checksum); the saving is the loop's time per call (the
-    windows'), since the wait is outside every compiled call, and where it helped it is no
-    more than the wait the main run measured."""
-    run = doctor_run("profile_loader_try", ("--profile", "--try-fixes", "1"), "../time/loader_eval")
+    DataLoader (made without workers), profiled as the main run: image crops made in Python
+    (loader_eval), sentences tokenized in Python and padded by a collate_fn (text_loader).
+    The profiler's own events in the re-run show the fix applied (the multi-process
+    iterator's ``__next__``); the batches are the same (the checksum); the saving is the
+    profile windows cannot say what it saves: the profiler records the ops that make each
+    batch in the main run and none in the workers, and the loop waits on their queue off the
+    CPU (on 2 cores, by hand, two workers made text_loader's loop slower: 1.5 -> 2.7 ms per
+    batch). The try says so, and claims nothing."""
+    run = doctor_run(f"profile_{program}_try", ("--profile", "--try-fixes", "1"),
+                     f"../time/{program}")  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads((run.run_dir / "report.json").read_text())
     (finding,) = _findings(report, "data_loading")
@@ -425,13 +432,16 @@ def test_workers_are_tried_and_what_they_save_is_the_loop_s_time(doctor_run: Any
          if line.startswith("checksum")]
         for folder in (run.run_dir, run.run_dir / tried["run_dir"])
     ]  # fmt: skip
-    assert printed[0] and printed[0] == printed[1] and tried["verdict"] != "unsafe"
-    moved = tried.get("time_per_call_ms")
-    if tried["verdict"] == "helped":
-        assert moved and finding["saves_ms"] == pytest.approx(moved["before"] - moved["after"])
-        assert finding["saves_ms"] <= 1.25 * finding["facts"]["loading_ms"]
-    else:  # a loaded machine: said, never claimed
-        assert finding.get("saves_ms") is None and finding["saves_unmeasured"].startswith("tried")
+    # The same batches: the same count right, the same checksum to float32's rounding (the
+    # compiled kernels' sums differ in the last printed digit between runs of text_loader).
+    (before,), (after,) = ([line.split() for line in lines] for lines in printed)
+    assert before[3] == after[3], printed
+    assert float(before[1]) == pytest.approx(float(after[1]), rel=1e-6), printed
+    # The windows cannot judge it: the profiler records the batches' ops in the main run and
+    # not in the workers (loader_eval's read 13.9 ms saved of a 10.2 ms wait). Never claimed.
+    assert tried["verdict"] == "cannot_tell", tried
+    assert "whose processes it does not profile" in tried["summary"]
+    assert finding.get("saves_ms") is None and finding["saves_unmeasured"].startswith("tried")
     assert "num_workers=N" in finding["advice"]  # the advice stays whole
 
 

@@ -59,26 +59,12 @@ def test_windows_timed_under_different_loads_do_not_compare() -> None:
     assert time_moved(_run(QUIET, off=0.02), _run([w * 16 for w in QUIET], off=0.05)) == "slower"
 
 
-def _paired(run: Any, *callables: tuple[str, list[float]]) -> Any:
-    """``run`` with paired compiled calls (ms) of each ``(file:line, calls)``."""
-    run.probes = SimpleNamespace(plain_calls=[], paired_calls=[
-        {"file": where.split(":")[0], "line": int(where.split(":")[1]), "compiled_ms": calls}
-        for where, calls in callables
-    ])  # fmt: skip
-    return run
-
-
-def test_the_compiled_calls_timed_without_the_profiler_judge_a_fix_of_that_callable() -> None:
-    """The profile windows say 15.4 -> 14.9 ms (the profiler's cost is not even across the two
-    graphs), the same compiled callable's calls timed without it 14.9 -> 12.9 ms (a BERT
-    encoder run with grad enabled, then under no_grad: 2.5 ms saved, each in its own
-    process). A fix that compiles another callable moves time those calls do not hold: the
-    windows judge it."""
-    windows = ([15.4 + 0.1 * (i % 3) for i in range(20)], [14.9 + 0.1 * (i % 3) for i in range(20)])
-    plain = ([14.9 + 0.05 * (i % 4) for i in range(12)], [12.9 + 0.05 * (i % 4) for i in range(12)])
-    main = _paired(_run(windows[0]), ("embed.py:15", plain[0]))
-    tried = _paired(_run(windows[1]), ("embed.py:15", plain[1]))
-    assert time_moved(main, tried) == "faster"
-    assert time_moved(_run(windows[0]), _run(windows[1])) == "same"
-    tried = _paired(_run(windows[1]), ("embed.py:15", plain[1]), ("embed.py:30", plain[1]))
-    assert time_moved(main, tried) == "same"  # the windows' verdict
+def test_a_workers_try_is_never_judged_by_the_profile_windows() -> None:
+    """DataLoader workers: the profiler records the ops that make each batch in the main run
+    and none in the workers (loader_eval's windows read 13.9 ms saved of a 10.2 ms wait), and
+    the loop waits on their queue off the CPU by design (text_loader: 57% against 0%; by hand
+    1.5 -> 2.7 ms per batch on 2 cores): cannot tell, whatever the windows say."""
+    workers = {"loader_workers": 2, "timed": True}
+    assert time_moved(_run(QUIET), _run([w * 0.5 for w in QUIET]), workers) is None
+    assert time_moved(_run(QUIET), _run([w * 1.5 for w in QUIET], off=0.57), workers) is None
+    assert time_moved(_run(QUIET), _run([w * 0.5 for w in QUIET])) == "faster"  # another fix
