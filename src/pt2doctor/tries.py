@@ -36,7 +36,6 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
         Target,
         next_trial,
         outcome,
-        outside_compiled,
         results_change,
         results_vary,
         target_moved,

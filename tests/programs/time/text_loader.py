@@ -17,8 +17,7 @@ from torch.utils.data import DataLoader, Dataset
 
 WORKERS = int(sys.argv[sys.argv.index("--workers") + 1]) if "--workers" in sys.argv else 0
 VOCAB, LENGTH, DIM = 4096, 64, 64
-WORDS = ("the model reads every token of a sentence before it decides which of the ten "
-         "classes fits best and then the next batch arrives").split()  # fmt: skip
+WORDS = ["the", "model", "reads", "every", "token", "of", "a", "sentence", "before", "it", "decides", "which", "of", "the", "ten", "classes", "fits", "best", "and", "then", "the", "next", "batch", "arrives"]  # fmt: skip
 
 
 def token(word: str) -> int:
