@@ -100,7 +100,21 @@ FIXES: dict[str, PerfFix] = {
     "library_bound.max_autotune": PerfFix(
         "library_bound", "time/findings.py", '`mode="max-autotune"` tries Triton and CUTLASS'
     ),
-    "fallback_op.rewrite": PerfFix("fallback_op", "time/findings.py", "Write it with ops Inductor"),
+    "fallback_op.rewrite": PerfFix(
+        "fallback_op",
+        "time/findings.py",
+        "Write it with ops Inductor",
+        (
+            (
+                "test_perf_fixes_applied.py::test_a_cumsum_written_as_a_matmul_ends_the_fallback",
+                "time/mlp_block",
+            ),
+            (
+                "test_perf_fixes_applied.py::test_a_cumsum_written_as_a_matmul_ends_the_fallback",
+                "time/position_ids",
+            ),
+        ),
+    ),
     "graph_break_cost.remove": PerfFix(
         "graph_break_cost",
         "time/findings.py",
@@ -113,7 +127,19 @@ FIXES: dict[str, PerfFix] = {
         ),
     ),
     "eager_only_time.compile_it": PerfFix(
-        "eager_only_time", "time/findings.py", "remove the break or the disable"
+        "eager_only_time",
+        "time/findings.py",
+        "remove the break or the disable",
+        (
+            (
+                "test_perf_fixes_applied.py::test_the_disable_removed_ends_eager_only_time",
+                "time/mlp_block",
+            ),
+            (
+                "test_perf_fixes_applied.py::test_the_disable_removed_ends_eager_only_time",
+                "time/disabled_norm",
+            ),
+        ),
     ),
     "eager_outside_compiled.compile_function": PerfFix(
         "eager_outside_compiled",
@@ -256,11 +282,8 @@ GAPS: dict[str, str] = {
     "overhead_bound.merge_breaks": "not applied yet: mlp_block --item-break batched would show "
     "the regions merge",
     "library_bound.max_autotune": GPU,
-    "fallback_op.rewrite": "not applied yet: mlp_block's cumsum rewritten with lowered ops",
     "graph_break_cost.remove": "the break's own fixes are applied in tests/fix_catalog.py; timed "
     "against the claim in one program",
-    "eager_only_time.compile_it": "not applied yet: mlp_block without --eager-mlp is the run "
-    "without the disable, but no test compares the two",
     "guard_overhead.fewer_variants": "not applied yet",
     "cache_key_constant.buffer": "one program (its seeded variant is a second one's truth, not "
     "this fix)",

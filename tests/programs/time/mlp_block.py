@@ -10,6 +10,8 @@ served one request at a time, the way a small inference service calls its model
 - ``--skipped-mlp``: the MLP runs its two layers in a loop with a graph break in it (a debug
   hook, as a user leaves one): Dynamo breaks the forward at the call and skips ``mlp``'s own
   frame (it cannot resume inside a loop), so the MLP runs eagerly.
+- ``--matmul-cumsum``: the cumsum written as a matmul with a triangle of ones (fallback_op's
+  fix: an op Inductor lowers).
 - ``--width N``: the block's width (64: a small request, overhead-bound).
 - ``--batch N``: the same requests served N to a call (overhead_bound's fix).
 - ``--reshape-at N``: call N serves two requests at once (a batch of 2): a recompile, inside
@@ -31,6 +33,7 @@ from torch import nn
 WIDTH = int(sys.argv[sys.argv.index("--width") + 1]) if "--width" in sys.argv else 64
 CALLS = int(sys.argv[sys.argv.index("--calls") + 1]) if "--calls" in sys.argv else 40
 SKIPPED = "--skipped-mlp" in sys.argv
+MATMUL_CUMSUM = "--matmul-cumsum" in sys.argv
 PREEMPT = (
     {int(i) for i in sys.argv[sys.argv.index("--preempt") + 1].split(",")}
     if "--preempt" in sys.argv
@@ -66,6 +69,8 @@ class Block(nn.Module):
         if "--item-break" in sys.argv and h.abs().max().item() > 100:  # MARK:item
             h = h / 100
         h = self.mlp(h)  # MARK:mlp
+        if MATMUL_CUMSUM:  # the same sums as a matmul, which Inductor lowers
+            return h @ torch.triu(torch.ones(WIDTH, WIDTH))
         return h.cumsum(dim=-1)  # MARK:cumsum
 
 
