@@ -214,7 +214,19 @@ FIXES: dict[str, PerfFix] = {
         ),
     ),
     "guard_overhead.fewer_variants": PerfFix(
-        "guard_overhead", "coldstart/guard_overhead.py", "Fewer variants"
+        "guard_overhead",
+        "coldstart/guard_overhead.py",
+        "Fewer variants",
+        (
+            (
+                "test_perf_fixes_applied.py::test_fewer_variants_end_the_guard_overhead_warning",
+                "run/run_hot_guards",
+            ),
+            (
+                "test_perf_fixes_applied.py::test_fewer_variants_end_the_guard_overhead_warning",
+                "run/run_hot_shapes",
+            ),
+        ),
     ),
     "cache_bypass.custom_graph_pass": PerfFix(
         "cache_bypass",
@@ -284,7 +296,6 @@ GAPS: dict[str, str] = {
     "library_bound.max_autotune": GPU,
     "graph_break_cost.remove": "the break's own fixes are applied in tests/fix_catalog.py; timed "
     "against the claim in one program",
-    "guard_overhead.fewer_variants": "not applied yet",
     "cache_key_constant.buffer": "one program (its seeded variant is a second one's truth, not "
     "this fix)",
     "dtoh_sync.keep_on_device": GPU,

@@ -7,6 +7,7 @@ the same (to float32's rounding). What a fix saves in time is the claims tier's
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -82,3 +83,69 @@ def test_a_cumsum_written_as_a_matmul_ends_the_fallback(
     assert "cumsum" in finding["title"]
     assert "fallback_op" not in _codes(after), _codes(after)
     _same_printed(before, after)
+
+
+def _guards(doctor_run: Any, key: str, program: str, env: dict[str, str]) -> dict[str, Any]:
+    run = doctor_run(key, ("--backend", "eager"), program, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    report: dict[str, Any] = json.loads((run.run_dir / "report.json").read_text())
+    report["_printed"] = [line.split() for line in (run.run_dir / "stdout.log").read_text()
+                          .splitlines() if line.startswith("checksum")]  # fmt: skip
+    (report["_finding"],) = [f for f in report["findings"] if f["code"] == "guard_overhead"]
+    return report
+
+
+@pytest.mark.parametrize(
+    ("program", "fix"),
+    [("run_hot_guards", {"PT2D_FEWER_VARIANTS": "1"}), ("run_hot_shapes", {"PT2D_DYNAMIC": "1"})],
+)
+def test_fewer_variants_end_the_guard_overhead_warning(
+    doctor_run: Any, program: str, fix: dict[str, str]
+) -> None:
+    """A frame with eight variants searched on every call of a tiny graph: ``guard_overhead``
+    (run_hot_guards: one variant per mode string; run_hot_shapes: one per sequence length
+    under ``dynamic=False``). With fewer variants, as its advice says (the mode's length
+    passed instead of the string; the length marked dynamic), one variant: the warning is
+    gone (an info line is left: its guards are checked once a call), the estimated guard time
+    falls with the variants searched, and the results are the same."""
+    before = _guards(doctor_run, f"guards_{program}", program, {})
+    after = _guards(doctor_run, f"guards_{program}_fixed", program, fix)
+    assert "Fewer variants" in before["_finding"]["advice"]
+    assert (
+        before["_finding"]["severity"] == "warning" and "(8 variants" in before["_finding"]["title"]
+    )
+    assert after["_finding"]["severity"] == "info" and "(1 variant," in after["_finding"]["title"]
+
+    def guard_ms(report: dict[str, Any]) -> float:
+        return float(report["_finding"]["title"].split("take about ")[1].split(" ms")[0])
+
+    assert guard_ms(after) < 0.5 * guard_ms(before), (guard_ms(after), guard_ms(before))
+    assert before["_printed"] and before["_printed"] == after["_printed"]
+
+
+def _start(doctor_run: Any, key: str, cache: Path, env: dict[str, str]) -> dict[str, Any]:
+    run = doctor_run(key, (), "run_calibrated_scale",
+                     env={"TORCHINDUCTOR_CACHE_DIR": str(cache), **env})  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    report: dict[str, Any] = json.loads((run.run_dir / "report.json").read_text())
+    return report
+
+
+def test_a_calibrated_scale_kept_as_a_buffer_ends_the_cache_key_constant(
+    doctor_run: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """run_calibrated_scale.py: a scale calibrated from an unseeded batch, kept as a Python
+    float, is baked into the graph, so a second start in a full cache dir misses:
+    ``cache_key_constant`` names ``self.scale`` and says to make it a buffer. Made a buffer
+    (PT2D_AS_BUFFER=1), the second start in its own cache dir is warm, and the finding is
+    gone (run_baked_stats.py is the first program: tests/integration/test_cold_start.py)."""
+    root = tmp_path_factory.mktemp("calibrated")
+    _start(doctor_run, "calibrated_first", root / "cache", {})
+    second = _start(doctor_run, "calibrated_second", root / "cache", {})
+    (finding,) = [f for f in second["findings"] if f["code"] == "cache_key_constant"]
+    assert "self.scale" in finding["title"] and "register_buffer" in finding["advice"]
+    fixed = {"PT2D_AS_BUFFER": "1"}
+    _start(doctor_run, "calibrated_fixed_first", root / "fixed-cache", fixed)
+    again = _start(doctor_run, "calibrated_fixed_second", root / "fixed-cache", fixed)
+    assert again["cold_start"]["state"] == "warm", again["cold_start"]["verdict"]
+    assert not [f for f in again["findings"] if f["code"] == "cache_key_constant"]
