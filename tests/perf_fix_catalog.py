@@ -252,6 +252,10 @@ FIXES: dict[str, PerfFix] = {
                 "test_cold_start.py::test_a_computed_float_baked_into_the_graph_is_why_a_full_cache_dir_misses",
                 "run/run_baked_stats",
             ),
+            (
+                "test_perf_fixes_applied.py::test_a_calibrated_scale_kept_as_a_buffer_ends_the_cache_key_constant",
+                "run/run_calibrated_scale",
+            ),
         ),
     ),
     "stale_cache_constant.tensor": PerfFix(
@@ -296,8 +300,6 @@ GAPS: dict[str, str] = {
     "library_bound.max_autotune": GPU,
     "graph_break_cost.remove": "the break's own fixes are applied in tests/fix_catalog.py; timed "
     "against the claim in one program",
-    "cache_key_constant.buffer": "one program (its seeded variant is a second one's truth, not "
-    "this fix)",
     "dtoh_sync.keep_on_device": GPU,
     "launch_bound.reduce_overhead": GPU,
     "cudagraphs.reduce_overhead": GPU,
