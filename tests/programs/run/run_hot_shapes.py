@@ -18,8 +18,10 @@ def score(x):
 
 def main():
     compiled = torch.compile(score) if DYNAMIC else torch.compile(score, dynamic=False)
-    inputs = [torch.randn(2, length, 4, generator=torch.Generator().manual_seed(length))
-              for length in range(3, 11)]
+    inputs = [
+        torch.randn(2, length, 4, generator=torch.Generator().manual_seed(length))
+        for length in range(3, 11)
+    ]
     if DYNAMIC:
         for x in inputs:
             torch._dynamo.mark_dynamic(x, 1)
