@@ -70,8 +70,11 @@ def bisect(passes: Callable[[], bool]) -> dict[str, Any]:
     is kept out of the program's output."""
     from pt2doctor.torchcompat.inductor import bisect_compiler
 
-    with contextlib.redirect_stdout(io.StringIO()):
-        found = bisect_compiler(passes)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            found = bisect_compiler(passes)
+    except Exception as error:  # a rerun that fails otherwise: the search's answer stands
+        found = {"available": None, "reason": f"{type(error).__name__}: {error}"[:300]}
     found["meaning"] = bisected_meaning(found)
     return found
 
@@ -95,6 +98,8 @@ def bisected_meaning(found: dict[str, Any]) -> str:
     """compiler_bisector's answer as a sentence: where in the compiler the numbers leave."""
     if found.get("available") is False:
         return f"compiler_bisector is unavailable: {found.get('reason')}"
+    if found.get("available") is None:
+        return f"compiler_bisector did not finish: {found.get('reason')}"
     backend, subsystem = found.get("backend"), found.get("subsystem")
     if backend is None:
         return "under compiler_bisector the failure did not reproduce"
