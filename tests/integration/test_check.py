@@ -200,16 +200,25 @@ def test_a_stalled_iteration_is_named_and_left_out_of_the_speedup(
     samples = [json.loads(line) for line in Path(group["samples"]).read_text().splitlines()]
     (stalled,) = {s["iteration"] for s in samples if s["seconds"] > 0.15}
     steady = group["steady"]
-    assert steady["preempted"] == [stalled]
-    assert steady["noise_warnings"][0].startswith(
-        f"1 of 30 steady iterations preempted (iteration {stalled}: up to 2"
-    )
+    flagged = steady["preempted"]
+    assert stalled in flagged
+    # A busy machine (the suite's other worker) stalls others too: each one named is, in the
+    # raw samples, over three times its side's median by a millisecond or more; none is a
+    # call's usual jitter.
+    medians = {kind: statistics.median(s["seconds"] for s in samples if s["kind"] == kind)
+               for kind in ("eager", "compiled")}  # fmt: skip
+    for iteration in flagged:
+        assert any(s["seconds"] > 3 * medians[s["kind"]] and s["seconds"] - medians[s["kind"]]
+                   >= 1e-3 for s in samples if s["iteration"] == iteration), iteration  # fmt: skip
+    count = len(flagged)
+    assert steady["noise_warnings"][0].startswith(f"{count} of 30 steady iterations preempted")
     kept = {kind: sum(s["seconds"] for s in samples
-                      if s["kind"] == kind and s["iteration"] != stalled)
+                      if s["kind"] == kind and s["iteration"] not in flagged)
             for kind in ("eager", "compiled")}  # fmt: skip
     assert steady["speedup"] == pytest.approx(kept["eager"] / kept["compiled"], abs=1e-4)
     assert max(steady["compiled"]["p99_s"], steady["eager"]["p99_s"]) > 0.1  # kept there
-    assert "1 iteration preempted (left out of the speedup)" in " ".join(done.stdout.split())
+    said = f"{count} iteration{'s' if count > 1 else ''} preempted (left out of the speedup)"
+    assert said in " ".join(done.stdout.split())
 
 
 def test_warmup_reuses_what_alignment_compiled(inductor_run: CheckRun) -> None:

@@ -516,7 +516,8 @@ def test_compiling_the_function_outside_the_model_is_tried_and_its_saving_measur
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads((run.run_dir / "report.json").read_text())
     (outside,) = _findings(report, "eager_outside_compiled")
-    assert outside["evidence"][0].startswith(f"eager ATen ops per call: {op} ")
+    assert outside["evidence"][0].startswith("eager ATen ops per call: ")
+    assert f" {op} " in outside["evidence"][0]  # (their order moves with the machine's load)
     tried = outside["tried"]
     random = " with fallback_random = True" if program == "sample_post" else ""
     assert tried["fix"].startswith(f"torch.compile({function}){random}")
