@@ -423,7 +423,6 @@ def test_workers_are_tried_and_what_they_save_is_the_loop_s_time(
     tried = finding["tried"]
     assert tried["fix"] == "num_workers=2 in each DataLoader made without workers"
     assert "num_workers=2 given to 1 DataLoader made without workers" in tried["applied_as"]
-    assert "the profile windows' calls" in tried["summary"]
     trace = json.loads((run.run_dir / tried["run_dir"] / "profile" / "trace.json").read_text())
     names = {e["name"] for e in trace["traceEvents"] if e.get("ph") == "X"}
     assert any(n.startswith("enumerate(DataLoader)#_MultiProcessingDataLoaderIter") for n in names)
