@@ -59,6 +59,7 @@ from typing import Any
 from pt2doctor.cases.accuracy import (
     CHUNK,
     TensorComparison,
+    _errors,
     _rmse,
     compare_tensor,
     default_tolerance,
@@ -425,10 +426,10 @@ def _rmse_of(value: Any, reference: Any) -> float | None:
 
 def _max_abs_error(value: Any, reference: Any) -> float | None:
     """The largest absolute difference between ``value``'s floating tensors and
-    ``reference``'s (None when they have none in common)."""
+    ``reference``'s, by check's own measure (cases/accuracy.py ``_errors``: slice by slice,
+    the same inf in both no difference); None when they have none in common."""
     theirs = dict(flatten_tensors(reference))
-    errors = [float((t.double() - theirs[k].double()).abs().max()) if t.numel() else 0.0
-              for k, t in flatten_tensors(value)
+    errors = [_errors(t, theirs[k], math.inf)[0] for k, t in flatten_tensors(value)
               if k in theirs and t.is_floating_point() and t.shape == theirs[k].shape]  # fmt: skip
     return float(f"{max(errors):.4g}") if errors else None
 

@@ -349,8 +349,8 @@ def off_cpu_share(run: Run) -> float | None:
     return statistics.median(max(w - c, 0.0) / w for w, c in zip(walls, cpus, strict=True) if w)
 
 
-def loads_apart(before: Run, after: Run, trial: Mapping[str, Any] | None = None) -> str | None:
-    """Why the two windows' times do not compare, where their calls spent shares of their time
+def incomparable(before: Run, after: Run, trial: Mapping[str, Any] | None = None) -> str | None:
+    """Why the two runs' call times do not compare (None: they do): where their calls spent shares of their time
     off the CPU OFF_CPU_APART apart (the machine ran something else during one of them). For
     DataLoader workers (``trial``), always: the profiler records each op that makes a batch in
     the main run, and none in the workers, whose processes it does not profile (loader_eval:
@@ -444,7 +444,7 @@ def time_moved(
     """For a fix of time (``trial``; None: one of the compiled call): how the re-run's
     hot-loop call moved against the main run's (:func:`call_times`, :func:`moved_by`)."""
     times = call_times(before, after, trial is None or not outside_compiled(trial))
-    return moved_by(times, loads_apart(before, after, trial))
+    return moved_by(times, incomparable(before, after, trial))
 
 
 def moved_by(
@@ -453,7 +453,7 @@ def moved_by(
     """Beyond TIME_FLOOR and TIME_MADS, or beyond TIME_FLOOR and one MAD with the calls apart
     by rank (RANK_P): faster or slower; within TIME_FLOOR or one MAD: the same; in between,
     with the times missing or noisy, or with the two runs under different loads (``apart``,
-    :func:`loads_apart`): None (cannot tell: the two runs are two processes at two moments,
+    :func:`incomparable`): None (cannot tell: the two runs are two processes at two moments,
     and a noisy pair of measures must not read as "no effect")."""
     if times is None or apart:
         return None
@@ -579,7 +579,7 @@ def tried_row(
     # Its measure, once: the call's times in both runs, and whether their loads compare.
     times = (None if main is None or not timed
              else call_times(main, found.run, not outside_compiled(trial)))  # fmt: skip
-    apart = None if main is None or not timed else loads_apart(main, found.run, trial)
+    apart = None if main is None or not timed else incomparable(main, found.run, trial)
     row = {
         "fix": trial.get("label", ""),
         "applied_as": applied_as(trial, found.run),
