@@ -15,13 +15,17 @@ import pytest
 pytestmark = pytest.mark.torch_run
 
 
-def _profiled(doctor_run: Any, key: str, program: str, *args: str) -> dict[str, Any]:
-    run = doctor_run(key, ("--profile",), f"../time/{program}", *args)
+def _report(run: Any) -> dict[str, Any]:
+    """The run's report.json, with ``_printed``: the program's ``checksum`` lines, split."""
     assert run.returncode == 0, run.stderr[-3000:]
     report: dict[str, Any] = json.loads((run.run_dir / "report.json").read_text())
     report["_printed"] = [line.split() for line in (run.run_dir / "stdout.log").read_text()
                           .splitlines() if line.startswith("checksum")]  # fmt: skip
     return report
+
+
+def _profiled(doctor_run: Any, key: str, program: str, *args: str) -> dict[str, Any]:
+    return _report(doctor_run(key, ("--profile",), f"../time/{program}", *args))
 
 
 def _codes(report: dict[str, Any]) -> set[str]:
@@ -86,11 +90,7 @@ def test_a_cumsum_written_as_a_matmul_ends_the_fallback(
 
 
 def _guards(doctor_run: Any, key: str, program: str, env: dict[str, str]) -> dict[str, Any]:
-    run = doctor_run(key, ("--backend", "eager"), program, env=env)
-    assert run.returncode == 0, run.stderr[-3000:]
-    report: dict[str, Any] = json.loads((run.run_dir / "report.json").read_text())
-    report["_printed"] = [line.split() for line in (run.run_dir / "stdout.log").read_text()
-                          .splitlines() if line.startswith("checksum")]  # fmt: skip
+    report = _report(doctor_run(key, ("--backend", "eager"), program, env=env))
     found = [f for f in report["findings"] if f["code"] == "guard_overhead"]
     report["_finding"] = found[0] if found else None
     return report
@@ -129,11 +129,8 @@ def _guard_ms(finding: dict[str, Any]) -> float:
 
 
 def _start(doctor_run: Any, key: str, cache: Path, env: dict[str, str]) -> dict[str, Any]:
-    run = doctor_run(key, (), "run_calibrated_scale",
-                     env={"TORCHINDUCTOR_CACHE_DIR": str(cache), **env})  # fmt: skip
-    assert run.returncode == 0, run.stderr[-3000:]
-    report: dict[str, Any] = json.loads((run.run_dir / "report.json").read_text())
-    return report
+    return _report(doctor_run(key, (), "run_calibrated_scale",
+                              env={"TORCHINDUCTOR_CACHE_DIR": str(cache), **env}))  # fmt: skip
 
 
 def test_a_calibrated_scale_kept_as_a_buffer_ends_the_cache_key_constant(
