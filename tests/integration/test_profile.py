@@ -288,8 +288,13 @@ def test_a_graph_break_costs_its_time_at_its_line_and_the_disabled_mlp_runs_eage
     # profiler's events), its lines lead.
     mlp = eager["aten::linear"] + eager.get("aten::gelu", 0.0)
     assert mlp > 0.7 * sum(eager.values())
+    assert "--profile-stacks" not in " ".join(eager_only["evidence"])  # sampled: no hint
     lines = breaks["profile"]["eager_lines"]
-    assert lines and {line["file"] for line in lines} == {str(PROGRAM)}
+    if not lines:  # a loaded machine starved the sampler: said, never guessed
+        (note,) = [n for n in breaks["profile"]["notes"] if "stack sample" in n]
+        assert "too few (under 5) to name the lines" in note
+        return
+    assert {line["file"] for line in lines} == {str(PROGRAM)}
     source = PROGRAM.read_text().splitlines()
     loop = next(i for i, code in enumerate(source, 1) if "model(torch.cat(requests" in code)
     marks = {marker_in(PROGRAM, m) for m in ("gelu", "down", "item")}
@@ -297,7 +302,6 @@ def test_a_graph_break_costs_its_time_at_its_line_and_the_disabled_mlp_runs_eage
     assert lines[0]["function"] == "mlp" and lines[0]["line"] in marks - {
         marker_in(PROGRAM, "item")
     }
-    assert "--profile-stacks" not in " ".join(eager_only["evidence"])  # sampled: no hint
     assert sum(line["share"] for line in lines) == pytest.approx(1.0, abs=1e-3)
     # A line's time is its share of the eager op time the trace measured (no optimizer here).
     assert sum(line["ms_per_call"] for line in lines) == pytest.approx(
@@ -1039,3 +1043,30 @@ def test_a_scorer_called_one_item_at_a_time_is_told_to_batch_at_its_line(
         torch.set_num_threads(threads)
     best = {name: min(times) for name, times in rounds.items()}
     assert best["item_scorer_fixed"] < best["item_scorer"] / 4, best
+
+
+def test_a_window_whose_sampler_was_starved_says_so_and_names_no_line(
+    breaks: dict[str, Any], tmp_path: Path
+) -> None:
+    """The same run read again with all but 3 of its stack samples dropped (what a loaded
+    machine leaves): no line is named from 3 samples, and the notes say why."""
+    import shutil
+
+    from pt2doctor.cli import main
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(breaks["_dir"], run_dir)
+    path = run_dir / "profile" / "window.json"
+    window = json.loads(path.read_text())
+    samples = window["samples"]
+    assert len(samples["at_ns"]) > 5
+    for key in ("at_ns", "stack"):
+        samples[key] = samples[key][:3]
+    path.write_text(json.dumps(window))
+    assert main(["report", str(run_dir), "--json", str(tmp_path / "r.json")]) == 0
+    profile = json.loads((tmp_path / "r.json").read_text())["profile"]
+    assert profile["eager_lines"] == []
+    (note,) = [n for n in profile["notes"] if "stack sample" in n]
+    assert note.startswith(("0 stack samples", "1 stack sample ", "2 stack samples",
+                            "3 stack samples"))  # fmt: skip
+    assert "too few (under 5) to name the lines" in note

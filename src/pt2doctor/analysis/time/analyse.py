@@ -25,6 +25,7 @@ from pt2doctor.analysis.time.findings import (
     profile_findings,
 )
 from pt2doctor.analysis.time.lines import (
+    MIN_SAMPLES,
     EagerLine,
     SkippedFrame,
     eager_lines,
@@ -185,7 +186,7 @@ def profile_analysis(
                         builts, break_sites, graphless, kernel_events, quiet.ranges)  # fmt: skip
     device = "cuda" if "kernel" in capture.trace.categories else "cpu"
     owners = _owners(capture.trace, view)
-    lines, _ = eager_lines(capture.trace, window, view)
+    lines, sampled = eager_lines(capture.trace, window, view)
     skipped = skipped_frame_shares(lines, [
         SkippedFrame(frame_where(frame), frame.file or "", frame.function or "", frame.line or 0)
         for frame in ledger.frames if frame.skipped
@@ -198,6 +199,10 @@ def profile_analysis(
     findings = _noise_findings(found, quiet, window, eager_share(view, owners))
     cached = sum(1 for e in ledger.compiles if e.record.cache.get("fx_graph") == "hit")
     notes = [*quiet.notes, *_notes(view, window, device, cached)]
+    if (window.get("samples") or {}).get("at_ns") and view.eager_spans and not lines:
+        notes.append(f"{counted(sampled, 'stack sample')} fell inside the window's eager ops: "
+                     f"too few (under {MIN_SAMPLES}) to name the lines that ran them; a loaded "
+                     "machine starves the sampler, a longer window keeps more")  # fmt: skip
     no_graphs = {e.compile_id: e.record.cudagraph_skip_reason for e in ledger.compiles
                  if e.record.cudagraph_skip_reason}  # fmt: skip
     gpu = _device_side(capture.trace, capture.path, findings, no_graphs)
