@@ -361,6 +361,28 @@ def test_script_ladder_with_an_accuracy_check(tmp_path: Path, run_env: dict[str,
     assert_first_forward_and_repro(numerics, "script_relu.py", tmp_path, run_env)
 
 
+def test_a_program_that_exits_1_on_its_own_check_is_read_as_wrong_numbers(
+    tmp_path: Path, run_env: dict[str, str]
+) -> None:
+    """own_check.py compares its compiled result with eager and calls sys.exit(1) when they
+    differ, with no --accuracy-check given: the failing rung is wrong numbers (no exception
+    was raised), not a crash nor a compiler bug; where they diverge is searched (Head, whose
+    own code calls relu, under the relu-planted backend); and the program repro, which exits
+    1 the same way, reproduces."""
+    report, done = ablate(tmp_path, run_env, "--backend", "relu_accuracy_error_TESTING_ONLY",
+                          "--no-bisect", "--", sys.executable,
+                          str(ABLATE_DIR / "own_check.py"))  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert [row["status"] for row in report["ladder"]][:4] == ["ok", "ok", "ok", "diverged"]
+    failing = report["ladder"][3]
+    assert failing["own_exit"] is True and failing["exit_code"] == 1
+    assert "exited 1 on its own" in failing["error"]
+    numerics = report["numerics"]
+    assert numerics["completed"] and numerics["culprit"] == "head", numerics
+    verified = report["repro"]["verified"]
+    assert verified["reproduces"] is True and verified["same_failure"] is True, verified
+
+
 def test_a_backward_only_bug_is_searched_in_the_gradients_of_the_training_cell(
     tmp_path: Path, run_env: dict[str, str]
 ) -> None:

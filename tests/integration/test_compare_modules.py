@@ -503,6 +503,54 @@ def test_checks_failing_training_cell_points_to_the_module_whose_backward_leaves
                                  f"models.py:{forward}) in its own code")  # fmt: skip
 
 
+def test_checks_failing_cell_whose_build_sets_a_pass_is_cleared_by_that_pass_off() -> None:
+    """A case whose build() installs shift_relu_pass (as a check case file does, before the
+    model is made): check's Inductor cell fails, and its search tries the knobs at the culprit
+    as compare_modules does, so the note names the program's pass and its line, and nothing
+    says "report it upstream" (the bisector alone, without the knobs, had)."""
+    from torch._inductor import config as inductor_config
+
+    from pt2doctor.cases import Built, Case, Matrix
+    from pt2doctor.cases.align import align_cell
+    from pt2doctor.cases.case import cells
+    from pt2doctor.check.where import where_note
+
+    def build(cell: Any) -> Built:
+        inductor_config.post_grad_custom_post_pass = models.shift_relu_pass
+        torch.manual_seed(0)
+        return Built(models.Net().eval(), (torch.randn(8, 16),))
+
+    case = Case("net", build, Matrix(shapes={"b8": 8}, train=(False,)))
+    [cell] = cells(case)
+    torch.compiler.reset()
+    with inductor_config.patch(post_grad_custom_post_pass=None):  # what build() sets, undone
+        found = align_cell(case, cell, lambda m: torch.compile(m), inductor=True)
+    assert found["verdict"] == "fail"
+    where = found["where"]
+    assert where["culprit"] == "blocks.2.ff.act" and where["cleared_by"] == (
+        "post_grad_custom_post_pass=None"
+    ), where
+    assert "upstream" not in where["summary"]
+    assert "pass shift_relu_pass (" in where_note(where)
+
+
+def test_the_bisector_that_switches_off_the_program_s_own_pass_names_it_as_the_program_s() -> None:
+    """With no knob tried, torch's compiler_bisector finds the subsystem on its own: the
+    post-grad custom pass hook. That is the program's pass, so the meaning says to fix or drop
+    it and never to report it upstream."""
+    from torch._inductor import config as inductor_config
+
+    torch.manual_seed(0)
+    model, x = models.Net().eval(), torch.randn(8, 16)
+    with inductor_config.patch(post_grad_custom_post_pass=models.shift_relu_pass):
+        found = pt2doctor.compare_modules(model, x, try_knobs=False)
+    assert found.culprit == "blocks.2.ff.act" and found.bisected is not None, found.summary()
+    assert "post_grad_custom_post_pass" in str(found.bisected.get("debug_info"))
+    meaning = found.bisected["meaning"]
+    assert "the program's own pass set as post_grad_custom_post_pass" in meaning
+    assert "upstream" not in meaning
+
+
 def test_compiles_made_in_forked_children_find_what_compiles_made_here_find(
     tmp_path: Path,
 ) -> None:

@@ -41,6 +41,7 @@ def _row(rung: dict[str, Any]) -> Rung:
         seconds=rung.get("seconds"),
         category=classify(rung),
         numbers=numbers,
+        own_exit=bool(rung.get("own_exit")),
     )
 
 

@@ -158,6 +158,15 @@ def _judged(
     if code != 0:
         probes = _probes(run_dir)
         errors = probes.exceptions
+        if code is not None and code > 0 and not errors and probes.environment:
+            # sys.exit(N) with no exception: the program's own check of its results failed
+            # (a crash raises; a signal exits below 0). Read as wrong numbers, as
+            # --accuracy-check would say them.
+            return {"status": "diverged", "exit_code": code,
+                    "error": f"the program exited {code} on its own (sys.exit, no exception): "
+                             "its own check of the results",
+                    "own_exit": True,
+                    "hooks": list(probes.environment.get("compiler_hooks") or [])}  # fmt: skip
         last = errors[-1] if errors else {}
         what = "timed out" if code is None else f"exit {code}"
         message = error_line(last["type"], str(last.get("message", ""))) if last else what

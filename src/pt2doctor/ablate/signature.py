@@ -39,7 +39,8 @@ MESSAGE_CHARS = 200
 
 class Signature(NamedTuple):
     kind: str
-    """``crash`` or ``diverged``."""
+    """``crash``, ``diverged``, or ``exit`` (the program's own ``sys.exit(N)``, no
+    exception)."""
     type: str
     """The innermost error's type ('' for a wrong result, or a text naming none)."""
     message: str
@@ -71,13 +72,18 @@ def crash_signature(text: str) -> Signature:
 
 def failure_signature(failure: dict[str, object]) -> Signature:
     """The signature of a ladder rung's (or a module trial's) failure."""
+    if failure.get("own_exit"):  # the program's own check: its exit status is the failure
+        return Signature("exit", "", f"exit {failure.get('exit_code')}")
     if failure.get("status") == "diverged":
         return Signature("diverged", "", "")
     text = failure.get("root_error") or failure.get("error") or failure.get("root_type") or ""
     return crash_signature(str(text))
 
 
-_REPRODUCED = re.compile(r"^REPRODUCED: (?:.*? raised (?P<error>.*)|(?P<diverged>.*differs.*))$")
+_REPRODUCED = re.compile(
+    r"^REPRODUCED: (?:.*? raised (?P<error>.*)|(?P<diverged>.*differs.*)"
+    r"|the program exited (?P<exit>\d+))$"
+)
 
 
 def repro_signature(verdict_line: str) -> Signature | None:
@@ -88,4 +94,6 @@ def repro_signature(verdict_line: str) -> Signature | None:
         return None
     if match["diverged"] is not None:
         return Signature("diverged", "", "")
+    if match["exit"] is not None:  # the program repro's: the program's own exit status
+        return Signature("exit", "", f"exit {match['exit']}")
     return crash_signature(match["error"])

@@ -156,6 +156,7 @@ def trial(case: Case, cell: Cell, settings: Settings, target: str = "") -> dict[
                 lambda model: compile_target(model, target, settings),
                 fallback_random=settings.toggle == "fallback_random",
                 compiled_run=HOOK_CHANGES.compiled_run,
+                inductor=settings.backend == "inductor",
             )
     except Exception as error:
         return {"status": "crash", **error_fields(error), "hook_changes": HOOK_CHANGES.found()}

@@ -72,6 +72,9 @@ class Rung(TypedDict):
     seconds: float | None
     category: Category | None
     numbers: str | None
+    own_exit: bool
+    """Script mode: the program ended with ``sys.exit(N)``, N > 0, and no exception, read as
+    its own check of its results failing (``status`` diverged)."""
 
 
 class Toggle(TypedDict):

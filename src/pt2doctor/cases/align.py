@@ -221,13 +221,16 @@ def align_cell(
     compile_model: Compiler,
     fallback_random: bool = True,
     compiled_run: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    inductor: bool = False,
 ) -> dict[str, Any]:
     """The alignment verdict of one cell: pass, fail or nondeterministic, with per-tensor
     errors and stride warnings, and whether eager drew random numbers (``random_ops``).
     ``fallback_random`` applies only then; ``False`` compiles random ops as the user's program
     does (ablate's RNG toggle compares both). ``compiled_run()`` is entered around the compiled
     run alone (compiling and running it; not the eager runs, not the searches after it):
-    ablate records there what the user's code changes while compiled code runs."""
+    ablate records there what the user's code changes while compiled code runs.
+    ``inductor``: ``compile_model`` compiles with Inductor, so a failing cell's search tries
+    the numerics knobs at its culprit (the program's own pass hooks among them)."""
     clock = [time.perf_counter()]
 
     def lap() -> float:  # seconds since the previous lap: where alignment's time goes
@@ -271,7 +274,8 @@ def align_cell(
     verdict = "pass" if all(row.passed for row in rows) else "fail"
     if unstable:
         verdict = "nondeterministic"
-    where = _where(built, pristine, cell, compile_model, tol) if verdict == "fail" else None
+    where = (_where(built, pristine, cell, compile_model, tol, inductor)
+             if verdict == "fail" else None)  # fmt: skip
     if where is not None:
         seconds["where"] = lap()
     found: dict[str, Any] = {"where": where} if where is not None else {}
@@ -295,7 +299,12 @@ def align_cell(
 
 
 def _where(
-    built: Built, pristine: Any, cell: Cell, compile_model: Compiler, tol: float
+    built: Built,
+    pristine: Any,
+    cell: Cell,
+    compile_model: Compiler,
+    tol: float,
+    inductor: bool = False,
 ) -> dict[str, Any] | None:
     """For a failing cell of an nn.Module: the module where compiled numbers leave eager's
     (cases/numerics.py: each module compiled alone on eager's recorded input); for a training
@@ -313,7 +322,7 @@ def _where(
     kwargs = apply_layout(built.kwargs, cell.layout)
     try:
         found = compare_modules(copy.deepcopy(pristine), *inputs, tolerance=tol,
-                                compile_fn=compile_model, **kwargs)  # fmt: skip
+                                compile_fn=compile_model, try_knobs=inductor, **kwargs)  # fmt: skip
         grads = None
         if cell.train and not found.diverges and built.loss is not None:
             grads = compare_gradients(copy.deepcopy(pristine), *inputs, loss_fn=built.loss,
@@ -342,6 +351,9 @@ def _where(
         "fused": found.fused,
         "own_code": found.own_code,
         "path": [step.name for step in found.path],
+        "cleared_by": found.cleared_by,
+        "cleared_because": found.cleared_because,
+        "dynamo_only": found.dynamo_only,
         "summary": found.summary(),
     }
 

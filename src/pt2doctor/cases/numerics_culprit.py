@@ -94,6 +94,17 @@ _SUBSYSTEMS = {
 }
 
 
+_PASS_HOOKS = (
+    "post_grad_custom_pre_pass",
+    "post_grad_custom_post_pass",
+    "joint_custom_pre_pass",
+    "joint_custom_post_pass",
+    "pre_grad_custom_pass",
+)
+"""Inductor's config hooks for the program's own passes (their names appear in the pass the
+bisector switched off)."""
+
+
 def bisected_meaning(found: dict[str, Any]) -> str:
     """compiler_bisector's answer as a sentence: where in the compiler the numbers leave."""
     if found.get("available") is False:
@@ -119,4 +130,8 @@ def bisected_meaning(found: dict[str, Any]) -> str:
     said = f"switching off {what}{of}{application} clears it (backend {backend})"
     if "by design" in what:
         return said
+    hook = next((name for name in _PASS_HOOKS if name in str(info or "")), None)
+    if hook is not None:  # the program's own pass, run by Inductor's pass manager
+        return (f"{said}: that is the program's own pass set as {hook}, not Inductor's: fix or "
+                "drop that pass")  # fmt: skip
     return f"{said}: that is where the numbers leave eager's; report it upstream with the repro"

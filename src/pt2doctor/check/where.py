@@ -9,14 +9,20 @@ from typing import Any
 
 def where_note(where: Mapping[str, Any]) -> str:
     """``leaves eager at blocks.2.ff.act (Act, models.py:27)``, fused or in its own code;
-    ``backward (its gradients) leaves eager at ...`` when it is the gradients that do."""
+    ``backward (its gradients) leaves eager at ...`` when it is the gradients that do; then the
+    knob that clears it and what that means, or that Dynamo's tracing alone diverges."""
     module = where.get("culprit") or "the model"
     source = str(where.get("source") or "").rsplit("/", 1)[-1]
     how = (" when its children are compiled together" if where.get("fused")
            else " in its own code" if where.get("own_code") else "")  # fmt: skip
     what = "backward (its gradients) " if where.get("gradients") else ""
+    why = (f"; {where['cleared_by']} clears it: {where.get('cleared_because')}"
+           if where.get("cleared_by") else
+           "; compiled by Dynamo alone (backend eager) it still diverges: the code Dynamo "
+           "traces differs from eager's (an is_compiling() branch, a custom op's kernel)"
+           if where.get("dynamo_only") else "")  # fmt: skip
     return (f"{what}leaves eager at {module} ({where.get('kind')}"
-            f"{', ' + source if source else ''}){how}")  # fmt: skip
+            f"{', ' + source if source else ''}){how}{why}")  # fmt: skip
 
 
 def cell_note_lines(cell: Mapping[str, Any]) -> list[str]:

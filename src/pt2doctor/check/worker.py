@@ -84,7 +84,12 @@ def align_phase(case: Case, group: list[Cell], variant: CompileVariant, emit: Em
             torch.compiler.reset()
         emit("cell_start", cell=cell.id, phase="align")
         try:
-            result = align_cell(case, cell, lambda model: compile_model(model, variant))
+            result = align_cell(
+                case,
+                cell,
+                lambda model: compile_model(model, variant),
+                inductor=variant.backend == "inductor",
+            )
             if result["verdict"] == "fail":
                 torch.compiler.reset()
                 result["precision_casts"] = _precision_casts(case, cell, variant)
