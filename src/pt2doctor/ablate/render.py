@@ -303,7 +303,7 @@ def _said(row: Rung | Toggle) -> str | None:
 def render_ablate(report: AblateReport, console: Console) -> None:
     table = Table(title="ablation ladder", title_justify="left")
     for column in ("backend", "layer", "result", "error / error numbers"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # a narrow or piped terminal loses nothing
     for name, layer, status, detail in _table_rows(report):
         table.add_row(
             escape(name),
@@ -319,12 +319,22 @@ def render_ablate(report: AblateReport, console: Console) -> None:
         console.print(escape(line))
     rows = numerics_rows(report)
     if rows:
-        numbers = Table(title="where the numbers diverge", title_justify="left")
-        for column in NUMERICS_COLUMNS:
-            numbers.add_column(column)
-        for row in rows:
-            numbers.add_row(*(escape(text) for text in numerics_cells(row)))
-        console.print(numbers)
+        table_cells = [numerics_cells(row) for row in rows]
+        for cells in table_cells:
+            cells[2] = cells[2].rsplit("/", 1)[-1]  # the file's name; report.md has its path
+        if console.width < NUMERICS_TABLE_WIDTH:  # a narrow or piped terminal: a row a line
+            console.print("where the numbers diverge")
+            for cells in table_cells:
+                said = ", ".join(f"{name} {value}" for name, value
+                                 in zip(NUMERICS_COLUMNS[3:], cells[3:], strict=True))  # fmt: skip
+                console.print(escape(f"  {cells[0]} ({cells[1]}, {cells[2]}): {said}"))
+        else:
+            numbers = Table(title="where the numbers diverge", title_justify="left")
+            for column in NUMERICS_COLUMNS:
+                numbers.add_column(column, overflow="fold")
+            for cells in table_cells:
+                numbers.add_row(*(escape(text) for text in cells))
+            console.print(numbers)
     for line in numerics_lines(report):
         console.print(escape(line))
     if report["workarounds"]:
@@ -349,6 +359,9 @@ def _md_trials(report: AblateReport) -> list[str]:
     return ["## Module bisection", "", *md_table(["submodule alone", "fails", "result"], rows)]
 
 
+NUMERICS_TABLE_WIDTH = 110
+"""Narrower terminals (a pipe's 80 columns) get the numerics rows as lines, not a table whose
+eight columns would split every number."""
 NUMERICS_COLUMNS = ("module", "class", "file:line", "introduces alone", "inherited",
                     "eager RMSE vs fp64", "compiled RMSE vs fp64", "in the whole run")  # fmt: skip
 

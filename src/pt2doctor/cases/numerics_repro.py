@@ -23,7 +23,7 @@ from pt2doctor.trace.messages import is_user_file
 
 _REPRO = '''\
 """Repro written by pt2doctor.compare_modules: {culprit} ({kind}{where}) compiled with
-{backend} leaves eager's numbers on the input recorded at its boundary.
+backend {backend!r} leaves eager's numbers on the input recorded at its boundary.
 Run: python repro.py   (torch only; exit 1 when the failure reproduces, else 0)"""
 import copy
 import pickle

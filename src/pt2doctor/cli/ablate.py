@@ -89,7 +89,9 @@ def _case_pieces(case_file: Path, cell_id: str | None, out: Path, **kw: Any) -> 
 @click.option(
     "--accuracy-check",
     "accuracy_check",
-    help="Script mode: a command whose non-zero exit says the outputs are wrong.",
+    help="Script mode: a command run after each rung's program exits, in its working "
+    "directory, with PT2DOCTOR_ABLATE_BACKEND set to the rung's backend; its non-zero exit says "
+    "the outputs the program saved are wrong.",
 )
 @document_options
 @click.argument("target", nargs=-1, type=click.UNPROCESSED, required=True)

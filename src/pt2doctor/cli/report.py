@@ -322,6 +322,8 @@ def report_command(
         return rerender_check(path, fmt, md_path, html_path, redact)
     from pt2doctor.report.document import is_report_json
 
+    if path.is_dir() and not is_run_dir(path) and is_report_json(path / "report.json"):
+        path = path / "report.json"  # an ablate (or diff) output directory: its report again
     if is_report_json(path):
         plan = _stored_plan(json_path, fmt, md_path, html_path, redact)
         if use_tlparse:
