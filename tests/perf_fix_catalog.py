@@ -124,6 +124,10 @@ FIXES: dict[str, PerfFix] = {
                 "test_claims.py::test_removing_the_break_saves_what_graph_break_cost_claims",
                 "time/mlp_block",
             ),
+            (
+                "test_perf_fixes_applied.py::test_a_statistic_kept_as_a_tensor_removes_the_break_and_its_cost",
+                "time/activation_monitor",
+            ),
         ),
     ),
     "eager_only_time.compile_it": PerfFix(
@@ -298,8 +302,6 @@ GAPS: dict[str, str] = {
     "overhead_bound.merge_breaks": "not applied yet: mlp_block --item-break batched would show "
     "the regions merge",
     "library_bound.max_autotune": GPU,
-    "graph_break_cost.remove": "the break's own fixes are applied in tests/fix_catalog.py; timed "
-    "against the claim in one program",
     "dtoh_sync.keep_on_device": GPU,
     "launch_bound.reduce_overhead": GPU,
     "cudagraphs.reduce_overhead": GPU,

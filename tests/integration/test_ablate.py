@@ -381,6 +381,14 @@ def test_a_program_that_exits_1_on_its_own_check_is_read_as_wrong_numbers(
     assert numerics["completed"] and numerics["culprit"] == "head", numerics
     verified = report["repro"]["verified"]
     assert verified["reproduces"] is True and verified["same_failure"] is True, verified
+    # Its output directory read again by `report`, in a piped 80-column terminal: the
+    # numerics rows as lines, each number whole.
+    again = subprocess.run([sys.executable, "-m", "pt2doctor", "report", str(tmp_path / "out")],
+                           env={**run_env, "COLUMNS": "80"}, capture_output=True, text=True,
+                           timeout=120, check=False)  # fmt: skip
+    assert again.returncode == 0, again.stderr[-2000:]
+    (row,) = [line for line in again.stdout.splitlines() if line.startswith("  head (Head, ")]
+    assert row.startswith("  head (Head, own_check.py:") and "introduces alone yes (" in row
 
 
 def test_a_backward_only_bug_is_searched_in_the_gradients_of_the_training_cell(

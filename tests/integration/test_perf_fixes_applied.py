@@ -151,3 +151,30 @@ def test_a_calibrated_scale_kept_as_a_buffer_ends_the_cache_key_constant(
     again = _start(doctor_run, "calibrated_fixed_second", root / "fixed-cache", fixed)
     assert again["cold_start"]["state"] == "warm", again["cold_start"]["verdict"]
     assert not [f for f in again["findings"] if f["code"] == "cache_key_constant"]
+
+
+def test_a_statistic_kept_as_a_tensor_removes_the_break_and_its_cost(doctor_run: Any) -> None:
+    """activation_monitor.py: layer 2 of a compiled encoder keeps ``float(h.abs().amax())``
+    for a dashboard, a graph break inside the encoder's loop over its layers, so Dynamo runs
+    the encoder's own frame eagerly and compiles each layer apart: ``graph_break_cost`` at
+    that line, and the frame skipped. The window's periods are whole steps of the loop: the
+    unmonitored layers' graph runs three times a period (layers 0, 1 and 3), never a period
+    of its own. The break removed as its advice says (the statistic kept as a tensor, read
+    when the loop logs it): one compiled region, no break, no skipped frame, the same
+    printed outputs and statistic."""
+    before = _profiled(doctor_run, "break_cost_monitor", "activation_monitor")
+    after = _profiled(doctor_run, "break_cost_monitor_fixed", "activation_monitor", "--fixed")
+    source = Path(__file__).parents[1] / "programs" / "time" / "activation_monitor.py"
+    line = next(n for n, text in enumerate(source.read_text().splitlines(), 1)
+                if "# MARK:peak" in text)  # fmt: skip
+    (cost,) = [f for f in before["findings"] if f["code"] == "graph_break_cost"]
+    assert cost["evidence"][0].startswith(f"{source}:{line}: ")
+    assert "Removing the break saves both" in cost["advice"] and cost["saves_ms"] > 0
+    assert "frame_skipped" in _codes(before)
+    profile = before["profile"]
+    periods = profile["window"]["calls"]
+    layer = next(r for r in profile["regions"] if r["calls"] > periods)
+    assert layer["calls"] == 3 * periods, (layer, periods)
+    assert not {"graph_break_cost", "frame_skipped", "graph_break"} & _codes(after)
+    assert len(after["profile"]["regions"]) == 1
+    _same_printed(before, after)

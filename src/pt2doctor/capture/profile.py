@@ -2,10 +2,14 @@
 of steady-state calls of the program's hot compiled graph.
 
 The window opens once warmup is over: right after a compiled graph's ``warmup``-th call with no
-compile since its previous call (that graph is then the *hot* one). It closes right after the
-hot graph's ``calls``-th call after that (or after ``seconds``, or at exit), so it holds
-``calls`` whole periods of the program's loop; the hot region's last call is cut where the
-window ends, and the analysis knows it. Two zero-length markers (``pt2doctor: window
+compile since its previous call (that graph is then the *hot* one), once the order in which
+the program calls its graphs repeats (:class:`CallCycle`). A period of the program's loop is
+one turn of that cycle: a graph called once a turn is preferred as the hot one, and a graph
+called k times a turn (one layer's graph of a model Dynamo skipped, which calls it once a layer)
+marks a period every k-th call, so a period is always a whole step, never a third of one. The
+window closes right after the hot graph's ``calls``-th period after that (or after ``seconds``,
+or at exit), so it holds ``calls`` whole periods of the program's loop; the hot region's last
+call is cut where the window ends, and the analysis knows it. Two zero-length markers (``pt2doctor: window
 start``/``end``) bound it in the trace, and one (``pt2doctor: call``) ends each period.
 
 Each period's wall time and the main thread's CPU time over it are kept
@@ -49,6 +53,51 @@ DEFAULT_WARMUP = 5
 DEFAULT_SECONDS = 30.0
 REMEASURES = 1
 """A noisy window is measured again this many times at most."""
+CYCLE_WAIT = 256
+"""Graph calls since the last compile after which a program whose calls do not repeat (a
+decode loop of varying length) opens the window on its steady graph as it comes."""
+
+
+class CallCycle:
+    """The order of the program's graph calls since its last compile, and its shortest
+    period: the smallest p with ``order[i] == order[i - p]`` for every i (the prefix
+    function's way: a call that breaks the period moves it to the next one that holds, so
+    each call costs O(1) amortised)."""
+
+    def __init__(self) -> None:
+        self.order: list[str] = []
+        self.period = 0
+
+    def reset(self) -> None:
+        self.order, self.period = [], 0
+
+    def add(self, compile_id: str) -> None:
+        if len(self.order) >= CYCLE_WAIT:
+            return
+        self.order.append(compile_id)
+        n = len(self.order) - 1
+        if self.period and self.order[n] == self.order[n - self.period]:
+            return
+        self.period += 1
+        while not all(self.order[i] == self.order[i - self.period]
+                      for i in range(self.period, n + 1)):  # fmt: skip
+            self.period += 1
+
+    def repeats(self) -> bool:
+        """The order has run through its period twice at least."""
+        return bool(self.period) and len(self.order) >= 2 * self.period
+
+    def per_turn(self, compile_id: str) -> int:
+        """How often ``compile_id`` is called in one turn of the cycle (0: not in it)."""
+        return self.order[-self.period :].count(compile_id) if self.period else 0
+
+    def once_a_turn(self) -> bool:
+        """Some graph is called once in each turn."""
+        turn = self.order[-self.period :] if self.period else []
+        return any(turn.count(graph) == 1 for graph in set(turn))
+
+    def waited(self) -> bool:
+        return len(self.order) >= CYCLE_WAIT
 
 
 STACK_SAMPLES_ENV = "PT2DOCTOR_STACK_SAMPLES"
@@ -100,6 +149,11 @@ class ProfileWindow:
         self.state = "waiting"
         self.hot: str | None = None
         self.seen = 0
+        """Whole periods of the window so far."""
+        self.per_period = 1
+        """The hot graph's calls in one period (one turn of the program's cycle)."""
+        self.hot_calls = 0
+        self.cycle = CallCycle()
         self.opened_at = 0.0
         self.compiles_in_window = 0
         self.compile_periods: list[int] = []
@@ -133,6 +187,7 @@ class ProfileWindow:
     def compiled(self, compile_id: str) -> None:
         """A graph was just compiled."""
         self.compiles += 1
+        self.cycle.reset()
         if self.state == "open":
             self.compiles_in_window += 1
             self.compile_periods.append(max(len(self.marks) - 1, 0))
@@ -144,6 +199,9 @@ class ProfileWindow:
         if self.state == "open":
             if compile_id != self.hot:
                 return
+            self.hot_calls += 1
+            if self.hot_calls % self.per_period:
+                return
             self.seen += 1
             self.guarded(self._period)
             if self.seen >= self.calls:
@@ -153,11 +211,21 @@ class ProfileWindow:
             return
         if self.state != "waiting":
             return
+        self.cycle.add(compile_id)
         steady = self.compiles_at_call.get(compile_id) == self.compiles
         self.compiles_at_call[compile_id] = self.compiles
-        again = self.kept is None or compile_id == self.hot  # a re-measure: the same graph
-        if calls >= self.warmup and steady and again:
-            self.guarded(lambda: self._open(compile_id))
+        if self.kept is not None:  # a re-measure: the same graph, the same period
+            if compile_id == self.hot and calls >= self.warmup and steady:
+                self.guarded(lambda: self._open(compile_id, self.per_period))
+            return
+        if not (calls >= self.warmup and steady):
+            return
+        if self.cycle.repeats():
+            per_turn = self.cycle.per_turn(compile_id)
+            if per_turn == 1 or (per_turn > 1 and not self.cycle.once_a_turn()):
+                self.guarded(lambda: self._open(compile_id, per_turn))
+        elif self.cycle.waited():  # no cycle: the window's periods are this graph's calls
+            self.guarded(lambda: self._open(compile_id, 1))
 
     def _period(self) -> None:
         from torch.profiler import record_function
@@ -180,7 +248,7 @@ class ProfileWindow:
             self.state = "failed"
             self.on_error("profile", error)
 
-    def _open(self, compile_id: str) -> None:
+    def _open(self, compile_id: str, per_period: int) -> None:
         with self.lock:
             if self.state != "waiting":
                 return
@@ -196,7 +264,8 @@ class ProfileWindow:
         with record_function(PROFILE_START_MARK):
             pass
         self.hot = compile_id
-        self.seen = 0
+        self.per_period = per_period
+        self.seen = self.hot_calls = 0
         self.compiles_in_window = 0
         self.compile_periods = []
         self.opened_at = time.monotonic()
@@ -245,6 +314,7 @@ class ProfileWindow:
             "kernel_profile": self.kernel_profile,
             "hot_compile_id": self.hot,
             "calls": self.seen,
+            "hot_calls_per_period": self.per_period,
             "asked_calls": self.calls,
             "warmup_calls": self.warmup,
             "closed_by": why,
