@@ -128,6 +128,9 @@ FIXES: dict[str, CatalogFix] = {
     "scalar_stored.return_tensor": _fix(
         "SCALAR_STORED_ADVICE", "return the tensor from the compiled function (.detach())"
     ),
+    "scalar_stored.capture_attr": _fix(
+        "SCALAR_ATTR_CAPTURE", "capture_scalar_outputs = True keeps the read in the graph and"
+    ),
     "scalar_logged.is_compiling": _fix(
         "SCALAR_LOGGED_ADVICE", "Guard the line with `if not torch.compiler.is_compiling():`"
     ),
@@ -289,6 +292,7 @@ FIXES: dict[str, CatalogFix] = {
 
 # Paragraphs of the advice module that name no fix to apply, and why.
 NOT_FIXES: dict[str, str] = {
+    "SCALAR_KEPT_CAPTURE": "says capture_scalar_outputs does not help a list or a log; no fix",
     "RECOMPILE_ADVICE[other]": "points to the failed guard's text; names no change",
     "LIMIT_HIT_ADVICE": "says to fix the recompile cause shown beside it, not the limit",
     "library_breaks:OPTIMIZER_STEP": "PyTorch's break by design: nothing to fix",

@@ -9,7 +9,8 @@ fix helped when the finding it is for is gone from the re-run, or less severe (a
 bounded); a finding whose fix helped is done; one whose fix did not help, or helped only
 partly (counts down, the finding still there), has its next candidate tried. A fix of time
 (``timed``: freezing) is re-run profiled, and helped when the hot loop's call got faster beyond
-both windows' noise. At most N re-runs. The report then judges them again, offline, from the run directories.
+both windows' noise; so is the fix of a break whose cost the profile measured, which then
+measures what removing that break saves. At most N re-runs. The report then judges them again, offline, from the run directories.
 
 The order is the report's: errors first, then warnings, then info.
 """
@@ -34,6 +35,7 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
     from pt2doctor.analysis.findings.verdicts import (
         CONTROL_LABEL,
         Target,
+        costed_break,
         next_trial,
         outcome,
         results_change,
@@ -75,8 +77,11 @@ def run_tries(options: RunOptions, budget: int, say: Callable[[str], None] = lam
             break
         say(f"try {n}/{budget}: {trial['label']}")
         out = folder / str(n)
-        # A try measures compiles, not the profile; a fix of time is profiled as the main run.
-        profile = options.profile_calls if trial.get("timed") else None
+        # A try measures compiles, not the profile; a fix of time is profiled as the main run,
+        # and so is a break's fix where the profile costed that break (what removing it saves
+        # is then measured: verdicts.py ``measured_break_costs``).
+        timed = trial.get("timed") or costed_break(targets[trial_key(trial)], findings)
+        profile = options.profile_calls if timed else None
         run_program(
             dataclasses.replace(options, out=out, try_fix=trial, quiet=True, profile_calls=profile)
         )

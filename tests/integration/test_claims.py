@@ -360,6 +360,51 @@ def test_removing_the_break_saves_what_graph_break_cost_claims(tmp_path: Path) -
     )
 
 
+def _monitor_break_removed_saving_per_call(rounds: int = 1000) -> float:
+    """activation_monitor.py's encoder (one thread) as written, its layer 2 reading its peak
+    with float() (a break inside the encoder's loop: Dynamo runs the loop's frame eagerly),
+    against the same encoder with the fix its advice names (the peak kept as a tensor: one
+    graph), calls alternating; the outputs must be the same. The difference of the medians, ms."""
+    script = PROGRAMS / "time" / "activation_monitor.py"
+    argv, models = sys.argv, {}
+    try:
+        for which, flags in (("break", []), ("fixed", ["--fixed"])):  # two copies: FIXED each
+            sys.argv = [str(script), *flags]  # read at import: FIXED
+            program = runpy.run_path(str(script), run_name=f"activation_monitor_{which}")
+            module = types.ModuleType(f"activation_monitor_{which}")
+            module.__dict__.update(program)
+            sys.modules[module.__name__] = module  # Dynamo imports a traced function's module
+            torch.manual_seed(0)
+            models[which] = torch.compile(program["Encoder"]().eval())
+        models["fixed"].load_state_dict(models["break"].state_dict())
+        x = torch.randn(4, 16, 64)
+        times: dict[str, list[float]] = {"break": [], "fixed": []}
+        with _one_thread(), torch.no_grad():  # as the profiled run (OMP_NUM_THREADS=1)
+            torch.testing.assert_close(models["fixed"](x), models["break"](x))
+            for call in range(rounds + 10):
+                for which in ("break", "fixed") if call % 2 == 0 else ("fixed", "break"):
+                    start = time.perf_counter()
+                    models[which](x)
+                    if call >= 10:
+                        times[which].append((time.perf_counter() - start) * 1e3)
+        return _median_difference(times, "break", "fixed")
+    finally:
+        for which in ("break", "fixed"):
+            sys.modules.pop(f"activation_monitor_{which}", None)
+        sys.argv = argv
+
+
+def test_removing_a_break_that_skipped_its_loop_s_frame_saves_what_the_try_measured(
+    tmp_path: Path,
+) -> None:
+    """activation_monitor.py: the break's own eager code and resumed guards are a fifth of
+    what removing it saves (the loop's frame runs eagerly because of it, each layer a region of
+    its own). The claim is ``--try-fixes``'s re-run with capture_scalar_outputs, which removes
+    the break, profiled and timed; the truth is the fix the advice names applied and timed."""
+    _claim_lands(tmp_path, "graph_break_cost", _monitor_break_removed_saving_per_call,
+                 PROGRAMS / "time" / "activation_monitor.py", flags=("--try-fixes", "1"))  # fmt: skip
+
+
 def _eager_scoring_saving_per_call(rounds: int = 600) -> float:
     """item_scorer.py's model (written blind by the third outside review) scoring one item a
     call, by its eager model and by its compiled one, calls alternating: the difference of

@@ -136,6 +136,57 @@ def test_a_logit_range_stored_on_the_model_is_returned_and_stored_outside() -> N
     assert proof.after.count("graph_breaks") == 0
 
 
+# --- scalar_stored.capture_attr -----------------------------------------------------------------
+
+
+class MonitoredLayer(nn.Module):
+    """A layer that keeps its largest activation as a Python float, for a dashboard."""
+
+    def __init__(self):
+        super().__init__()
+        self.up, self.down = nn.Linear(8, 16), nn.Linear(16, 8)
+        self.peak = 0.0
+
+    def forward(self, x):
+        h = torch.relu(self.up(x))
+        self.peak = float(h.abs().amax())
+        return x + self.down(h)
+
+
+def encoder_monitors_a_layer(compile):
+    layers = nn.ModuleList([nn.Linear(8, 8), MonitoredLayer(), nn.Linear(8, 8)]).eval()
+
+    def encode(x):
+        for layer in layers:  # the break in a loop: Dynamo skips this frame
+            x = layer(x)
+        return x
+
+    run = compile(encode)
+    outputs, peaks = [], []
+    with torch.no_grad():
+        for _ in range(4):
+            outputs.append(run(torch.randn(6, 8)))
+            peaks.append(layers[1].peak)
+    return {"outputs": outputs, "peaks": peaks}
+
+
+def test_a_logit_range_stored_on_the_model_is_captured_with_capture_scalar_outputs() -> None:
+    """The attribute set with the value (self.max_logit = ....item()): captured, one graph,
+    and the model holds the same ranges after each call."""
+    proof = prove("scalar_stored.capture_attr", classifier_stores_logit_range,
+                  classifier_stores_logit_range, config={"capture_scalar_outputs": True})  # fmt: skip
+    assert proof.after.count("graph_breaks") == 0 and proof.after.count("compiles") == 1
+
+
+def test_a_layer_s_peak_stored_on_it_is_captured_and_the_encoder_compiles_whole() -> None:
+    """A break in one layer of a loop over layers made Dynamo skip the loop's frame; with the
+    value captured, the whole encoder is one graph, and the stored peaks are the same."""
+    proof = prove("scalar_stored.capture_attr", encoder_monitors_a_layer,
+                  encoder_monitors_a_layer, config={"capture_scalar_outputs": True})  # fmt: skip
+    assert proof.before.count("graph_breaks") > 0
+    assert proof.after.count("graph_breaks") == 0 and proof.after.count("compiles") == 1
+
+
 # --- scalar_logged.is_compiling -----------------------------------------------------------------
 
 

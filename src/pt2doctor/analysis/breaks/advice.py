@@ -326,10 +326,21 @@ _SIZE_NAME = lazy_compile(
 SCALAR_STORED_ADVICE = (
     "The value read here is kept in Python (appended to a list, stored on self) or logged: "
     "return the tensor from the compiled function (.detach()) and call .item() where you "
-    "keep or log it, outside the compiled call. Inside, the Python state changes at every "
-    "call, which compiled code must guard (a growing list's length recompiles each step); "
-    "torch._dynamo.config.capture_scalar_outputs does not remove that."
+    "keep or log it, outside the compiled call. {capture}"
 )
+SCALAR_KEPT_CAPTURE = (
+    "Inside, the Python state changes at every call, which compiled code must guard (a "
+    "growing list's length recompiles each step); torch._dynamo.config.capture_scalar_outputs "
+    "does not remove that."
+)
+SCALAR_ATTR_CAPTURE = (
+    "Or torch._dynamo.config.capture_scalar_outputs = True keeps the read in the graph and "
+    "sets the attribute as the call returns (one graph, no break); where compiled code reads "
+    "the attribute back, it is guarded and recompiles: `run --try-fixes` shows which."
+)
+_ATTRIBUTE_SET = lazy_compile(r"^\s*self\.[\w.]+\s*=(?!=)")
+"""A plain store on self (not ``+=``, not an item of a container): captured, the value is set
+when the compiled call returns, and nothing guards it unless compiled code reads it."""
 _LOGGED = lazy_compile(
     r"^\s*(?:print|(?:self\.)?(?:log|logger|_log|_logger|logging)\.(?:debug|info|warning|warn"
     r"|error|critical|exception|log))\("
@@ -717,7 +728,10 @@ def _scalar_advice(event: GraphBreakEvent, following: list[str] | None = None) -
             call = logged.group(0).strip().rstrip("(")
             return SCALAR_LOGGED_ADVICE.format(call=f"`{call}`")
         if _STORED.search(code):
-            return SCALAR_STORED_ADVICE
+            attribute = _ATTRIBUTE_SET.match(code) and not _LOGGED.search(code)
+            return SCALAR_STORED_ADVICE.format(
+                capture=SCALAR_ATTR_CAPTURE if attribute else SCALAR_KEPT_CAPTURE
+            )
         size = _SIZE_NAME.match(code)
         if size is not None:
             return SCALAR_SIZE_ADVICE.format(name=size["name"] or size["int"])
