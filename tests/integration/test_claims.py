@@ -1,6 +1,6 @@
 """What a performance finding says its fix saves (`saves_ms`), against the fix applied and timed.
 
-Five findings on six programs, eight claims, each claim from a real ``pt2doctor run
+Five findings on seven programs, nine claims, each claim from a real ``pt2doctor run
 --profile`` and each truth from applying the fix and timing it, never from the tool's text:
 
 - ``eager_optimizer`` on tests/programs/real/blind/eager_optimizer_loop.py (an uncompiled
@@ -22,6 +22,10 @@ Five findings on six programs, eight claims, each claim from a real ``pt2doctor 
 - ``graph_break_cost`` on mlp_block.py ``--item-break`` (a ``.item()`` branch between two
   regions): the claim is the break's eager time, the profiler's own cost taken out; the truth
   is the block with the branch as ``torch.where`` (one graph) against it, calls alternating.
+  And on activation_monitor.py (a ``float()`` in one layer of a loop over layers, which makes
+  Dynamo run the loop's frame eagerly): the claim is ``--try-fixes``'s profiled re-run with
+  ``capture_scalar_outputs``, which removes the break; the truth is the peak kept as a tensor
+  (one graph) against the program as written, calls alternating.
 
 Each must land within 30% of the claim. Timing on a 2-core VM changes between moments and
 processes (docs/PERFORMANCE.md), so this is a tier of its own (``-m claims``, ``make
