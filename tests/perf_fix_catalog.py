@@ -81,7 +81,21 @@ FIXES: dict[str, PerfFix] = {
     "overhead_bound.reduce_overhead": PerfFix(
         "overhead_bound", "time/findings.py", 'Compile with `mode="reduce-overhead"`'
     ),
-    "overhead_bound.merge_breaks": PerfFix("overhead_bound", "time/findings.py", "merges them."),
+    "overhead_bound.merge_breaks": PerfFix(
+        "overhead_bound",
+        "time/findings.py",
+        "merges them.",
+        (
+            (
+                "test_perf_fixes_applied.py::test_the_break_removed_merges_the_overhead_bound_regions",
+                "time/mlp_block",
+            ),
+            (
+                "test_perf_fixes_applied.py::test_the_break_removed_merges_the_overhead_bound_regions",
+                "time/activation_monitor",
+            ),
+        ),
+    ),
     "library_bound.freezing": PerfFix(
         "library_bound",
         "time/findings.py",
@@ -299,8 +313,6 @@ GAPS: dict[str, str] = {
     "autograd_in_inference.inference_mode": "the same inference graph as no_grad (its 3 "
     "programs); applied alone in one",
     "overhead_bound.reduce_overhead": GPU,
-    "overhead_bound.merge_breaks": "not applied yet: mlp_block --item-break batched would show "
-    "the regions merge",
     "library_bound.max_autotune": GPU,
     "dtoh_sync.keep_on_device": GPU,
     "launch_bound.reduce_overhead": GPU,

@@ -178,3 +178,29 @@ def test_a_statistic_kept_as_a_tensor_removes_the_break_and_its_cost(doctor_run:
     assert not {"graph_break_cost", "frame_skipped", "graph_break"} & _codes(after)
     assert len(after["profile"]["regions"]) == 1
     _same_printed(before, after)
+
+
+@pytest.mark.parametrize(
+    ("program", "key", "written", "fixed"),
+    [("mlp_block", "break_cost_block", ("--item-break",), ("--item-where",)),
+     ("activation_monitor", "break_cost_monitor", (), ("--fixed",))],
+)  # fmt: skip
+def test_the_break_removed_merges_the_overhead_bound_regions(
+    doctor_run: Any, program: str, key: str, written: tuple[str, ...], fixed: tuple[str, ...]
+) -> None:
+    """Regions that spend most of their time outside their kernels, split by a graph break:
+    ``overhead_bound`` says removing the break merges them (mlp_block's ``.item()`` branch
+    between its norm and its MLP; activation_monitor's ``float()`` in one layer, whose loop
+    Dynamo then runs eagerly, a region per layer: there the calls are not requests to batch,
+    and the advice says so). Applied (the branch as ``torch.where``; the statistic kept as a
+    tensor): one compiled region, no break left; the outputs are the same."""
+    before = _profiled(doctor_run, key, program, *written)
+    after = _profiled(doctor_run, f"{key}_fixed", program, *fixed)
+    (bound,) = [f for f in before["findings"] if f["code"] == "overhead_bound"]
+    assert "removing it merges them" in bound["advice"]
+    skipped = "a frame Dynamo skipped and runs eagerly" in bound["advice"]
+    assert skipped == (program == "activation_monitor") and skipped != ("batch" in bound["advice"])
+    assert len(before["profile"]["regions"]) > 1 and len(after["profile"]["regions"]) == 1
+    assert not {"graph_break", "graph_break_cost"} & _codes(after)
+    _same_printed(before, after)
+    assert before["_printed"]

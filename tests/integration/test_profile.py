@@ -256,7 +256,10 @@ def test_one_request_at_a_time_is_overhead_bound_and_batching_fixes_it(
     # The call to batch: the program's own line that calls the model, from the run.
     call = next(n for n, text in enumerate(PROGRAM.read_text().splitlines(), 1)
                 if "model(torch.cat(requests[first : first + BATCH + extra]))" in text)  # fmt: skip
-    assert f"The calls come from {PROGRAM.name}:{call} (`model(torch.cat(" in finding["advice"]
+    assert (
+        f"The calls come from {PROGRAM.name}:{call} (`served = model(torch.cat("
+        in finding["advice"]
+    )
     # No break splits this step: nothing about regions (a program that compiles each block
     # on purpose is never told to compile the whole step).
     assert "graph break" not in finding["advice"] and "whole step" not in finding["advice"]

@@ -6,6 +6,7 @@ served one request at a time, the way a small inference service calls its model
 - ``--grad``: the loop runs without ``torch.no_grad()``, so every call goes through the
   autograd function and saves buffers for a backward that never runs.
 - ``--item-break``: a ``.item()`` between the two halves: two regions and eager code between.
+- ``--item-where``: the same branch as ``torch.where`` (the break's fix): one region.
 - ``--eager-mlp``: the MLP is behind ``torch.compiler.disable``: it runs eagerly.
 - ``--skipped-mlp``: the MLP runs its two layers in a loop with a graph break in it (a debug
   hook, as a user leaves one): Dynamo breaks the forward at the call and skips ``mlp``'s own
@@ -68,6 +69,8 @@ class Block(nn.Module):
         h = self.norm(x)  # MARK:norm
         if "--item-break" in sys.argv and h.abs().max().item() > 100:  # MARK:item
             h = h / 100
+        if "--item-where" in sys.argv:  # the break's fix: the branch as torch.where
+            h = torch.where(h.abs().max() > 100, h / 100, h)
         h = self.mlp(h)  # MARK:mlp
         if MATMUL_CUMSUM:  # the same sums as a matmul, which Inductor lowers
             return h @ torch.triu(torch.ones(WIDTH, WIDTH))
@@ -91,12 +94,16 @@ if "--user-profiler" in sys.argv:
     profiler = profile(activities=[ProfilerActivity.CPU],
                        schedule=schedule(wait=2, warmup=2, active=20, repeat=1),
                        on_trace_ready=lambda prof: prof.export_chrome_trace(out))  # fmt: skip
+outputs: list[torch.Tensor] = []
 with contextlib.nullcontext() if "--grad" in sys.argv else torch.no_grad(), profiler as prof:
     for first in range(0, len(requests), BATCH):
         if first // BATCH in PREEMPT:
             preempted()
         extra = 1 if first // BATCH == RESHAPE_AT else 0  # a second request: a new shape
-        model(torch.cat(requests[first : first + BATCH + extra]))
+        served = model(torch.cat(requests[first : first + BATCH + extra]))
+        outputs.append(served)  # no op of its own in the loop: summed after it
         if prof is not None:
             prof.step()  # type: ignore[attr-defined]
 print("served", len(requests))
+total = float(torch.cat(outputs).double().abs().sum())  # no cancellation in the sum
+print(f"checksum {total:.6f}")  # the same with each fix applied, to float32's rounding

@@ -98,7 +98,7 @@ def profile_findings(
         return []
     return [
         *_autograd_in_inference(view, names),
-        *_overhead_bound(view, names, device, plain_ms, call_sites or {}),
+        *_overhead_bound(view, names, device, plain_ms, call_sites or {}, skipped_frames),
         *_library_bound(view, device),
         *_fallback_ops(view),
         *_graph_break_cost(view, breaks or {}, plain_ms),
@@ -155,12 +155,21 @@ def _profiler_cost_us(view: ProfileView, plain_ms: float | None) -> float:
     return max(0.0, regions[0].us / regions[0].calls - 1000.0 * plain_ms)
 
 
+def _skipped_frame_of(site: SourceLine, frames: Sequence[SkippedFrame]) -> SkippedFrame | None:
+    """The frame Dynamo skipped that ``site`` is a line of (its file and function, at or after
+    its ``def``), or None."""
+    owners = [frame for frame in frames if (frame.file, frame.function) == (site.file, site.function)
+              and frame.line <= (site.line or 0)]  # fmt: skip
+    return max(owners, key=lambda frame: frame.line) if owners else None
+
+
 def _overhead_bound(
     view: ProfileView,
     names: Mapping[str, str],
     device: str,
     plain_ms: float | None = None,
     call_sites: Mapping[str, SourceLine] | None = None,
+    skipped_frames: Sequence[SkippedFrame] = (),
 ) -> list[Finding]:
     """``overhead_bound``: compiled regions that spend most of their time outside any kernel.
     The profiler lengthens every op it records, and that lands in the overhead; where the
@@ -189,11 +198,22 @@ def _overhead_bound(
         "call, not per sample)."
     )
     sites = call_sites or {}
-    site = next((sites[r.compile_id] for r in bound if r.compile_id in sites), None)
+    # Where the program calls the compiled code: not a break's line, which "calls" the frame
+    # Dynamo resumes after it.
+    split = {(o.site.file, o.site.line) for o in view.outside if o.site is not None}
+    site = next((sites[r.compile_id] for r in bound if r.compile_id in sites
+                 and (sites[r.compile_id].file, sites[r.compile_id].line) not in split), None)  # fmt: skip
+    inside = None if site is None else _skipped_frame_of(site, skipped_frames)
     if site is not None and site.file and library_path(site.file) is None:
         said = f" (`{site.statement}`)" if site.statement else ""
-        fix += (f" The calls come from {Path(site.file).name}:{site.line}{said}: give that call "
-                "a batch of what it is now called with one at a time.")  # fmt: skip
+        if inside is not None:  # a loop over layers Dynamo runs eagerly: not requests
+            fix = (f"The calls come from {Path(site.file).name}:{site.line}{said}, in "
+                   f"{inside.where}, a frame Dynamo skipped and runs eagerly: each of its calls "
+                   "into a compiled region pays the overhead again, where compiled whole it "
+                   "would be one region.")  # fmt: skip
+        else:
+            fix += (f" The calls come from {Path(site.file).name}:{site.line}{said}: give that "
+                    "call a batch of what it is now called with one at a time.")  # fmt: skip
     if breaks:  # only a break splits a region this loop could have as one
         fix += (f" The graph break{'s' if len(breaks) > 1 else ''} at {', '.join(breaks[:3])} "
                 "split the step into more regions, each paying it again: removing "
