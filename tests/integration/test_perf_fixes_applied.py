@@ -204,3 +204,20 @@ def test_the_break_removed_merges_the_overhead_bound_regions(
     assert not {"graph_break", "graph_break_cost"} & _codes(after)
     _same_printed(before, after)
     assert before["_printed"]
+
+
+def test_inference_mode_ends_autograd_in_inference(doctor_run: Any) -> None:
+    """mlp_block.py ``--grad`` serves requests with grad enabled: every compiled call goes
+    through the autograd function (``autograd_in_inference``). Its other fix applied, the loop
+    under ``torch.inference_mode()``: the finding is gone, no call in the window goes through
+    ``CompiledFunction`` (the profiler's own events), and the outputs are the same."""
+    before = _profiled(doctor_run, "profile_grad", "mlp_block", "--grad")
+    after = _profiled(doctor_run, "autograd_inference_mode", "mlp_block", "--inference-mode")
+    (finding,) = [f for f in before["findings"] if f["code"] == "autograd_in_inference"]
+    assert "under `with torch.inference_mode():`" in finding["advice"]
+    assert "autograd_in_inference" not in _codes(after)
+    trace = json.loads(Path(after["profile"]["trace_file"]).read_text())
+    names = {e["name"] for e in trace["traceEvents"] if e.get("ph") == "X"}
+    assert "CompiledFunction" not in names and any(n.startswith("Torch-Compiled") for n in names)
+    _same_printed(before, after)
+    assert before["_printed"]

@@ -7,6 +7,8 @@ served one request at a time, the way a small inference service calls its model
   autograd function and saves buffers for a backward that never runs.
 - ``--item-break``: a ``.item()`` between the two halves: two regions and eager code between.
 - ``--item-where``: the same branch as ``torch.where`` (the break's fix): one region.
+- ``--inference-mode``: the loop under ``torch.inference_mode()`` (autograd_in_inference's
+  other fix).
 - ``--eager-mlp``: the MLP is behind ``torch.compiler.disable``: it runs eagerly.
 - ``--skipped-mlp``: the MLP runs its two layers in a loop with a graph break in it (a debug
   hook, as a user leaves one): Dynamo breaks the forward at the call and skips ``mlp``'s own
@@ -95,7 +97,12 @@ if "--user-profiler" in sys.argv:
                        schedule=schedule(wait=2, warmup=2, active=20, repeat=1),
                        on_trace_ready=lambda prof: prof.export_chrome_trace(out))  # fmt: skip
 outputs: list[torch.Tensor] = []
-with contextlib.nullcontext() if "--grad" in sys.argv else torch.no_grad(), profiler as prof:
+mode: contextlib.AbstractContextManager[object] = (
+    torch.inference_mode() if "--inference-mode" in sys.argv  # autograd_in_inference's fix
+    else contextlib.nullcontext() if "--grad" in sys.argv
+    else torch.no_grad()
+)  # fmt: skip
+with mode, profiler as prof:
     for first in range(0, len(requests), BATCH):
         if first // BATCH in PREEMPT:
             preempted()
