@@ -204,7 +204,14 @@ SPECS: dict[Code, CodeSpec] = dict(
         _spec("graph_break_cost", "profile", "graph breaks", "info|warning",
               "a break site's eager time per call; `warning` from 5% of the step; `saves_ms` "
               "adds the resumed frame's guard check and takes the profiler's own cost out "
-              "where the call was paired quietly"),
+              "where the call was paired quietly. Added 2026-12-07: with `run --try-fixes`, "
+              "the try of a fix that removes the break (its `graph_break` finding's, e.g. "
+              "`capture_scalar_outputs`) is profiled too, and where it helped with the results "
+              "unchanged, what it saved, the compiled callable's calls timed without the "
+              "profiler in both runs, replaces the estimate (the title adds \"removing it saved "
+              "X ms a call (measured, re-run N)\", the evidence both numbers; `warning` from "
+              "5% of the step): a break inside a loop makes Dynamo run the loop's frame "
+              "eagerly, which the estimate does not count"),
         _spec("eager_only_time", "profile", "graph breaks", "warning",
               "at least 25% of the time in torch ops (compiled regions and eager ops) is eager "
               "ATen ops outside every compiled graph"),

@@ -23,11 +23,9 @@ from pt2doctor.analysis.source_lines import assigned_before, called_on, top_leve
 from pt2doctor.analysis.text import counted
 from pt2doctor.analysis.time.lines import EagerLine, SkippedFrame
 from pt2doctor.analysis.time.owners import EagerOwner
-from pt2doctor.analysis.time.profile import OutsideTime, ProfileView, RegionTime
+from pt2doctor.analysis.time.profile import MIN_SHARE, OutsideTime, ProfileView, RegionTime
 from pt2doctor.trace.types import SourceLine
 
-MIN_SHARE = 0.05
-"""A part of the step under this share gets no finding."""
 OVERHEAD_SHARE = 0.5
 """A region is overhead-bound when more than this share of its time is outside kernels."""
 LIBRARY_SHARE = 0.6

@@ -30,6 +30,10 @@ from pt2doctor.trace.built import kernel_kind
 from pt2doctor.trace.chrome import ChromeTrace
 from pt2doctor.trace.types import Built, SourceLine
 
+MIN_SHARE = 0.05
+"""A part of the step under this share gets no finding (a warning from it on: time/findings.py,
+and a break's cost a try measured, findings/verdicts.py)."""
+
 _REGION_PREFIX = "Torch-Compiled Region: "
 _LOOKUP = "TorchDynamo Cache Lookup"
 _FORWARD = "CompiledFunction"
