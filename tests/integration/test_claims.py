@@ -1,6 +1,6 @@
 """What a performance finding says its fix saves (`saves_ms`), against the fix applied and timed.
 
-Five findings on seven programs, nine claims, each claim from a real ``pt2doctor run
+Five findings on six programs, eight claims, each claim from a real ``pt2doctor run
 --profile`` and each truth from applying the fix and timing it, never from the tool's text:
 
 - ``eager_optimizer`` on tests/programs/real/blind/eager_optimizer_loop.py (an uncompiled
@@ -22,10 +22,7 @@ Five findings on seven programs, nine claims, each claim from a real ``pt2doctor
 - ``graph_break_cost`` on mlp_block.py ``--item-break`` (a ``.item()`` branch between two
   regions): the claim is the break's eager time, the profiler's own cost taken out; the truth
   is the block with the branch as ``torch.where`` (one graph) against it, calls alternating.
-  And on activation_monitor.py (a ``float()`` in one layer of a loop over layers, which makes
-  Dynamo run the loop's frame eagerly): the claim is ``--try-fixes``'s profiled re-run with
-  ``capture_scalar_outputs``, which removes the break; the truth is the peak kept as a tensor
-  (one graph) against the program as written, calls alternating.
+
 
 Each must land within 30% of the claim. Timing on a 2-core VM changes between moments and
 processes (docs/PERFORMANCE.md), so this is a tier of its own (``-m claims``, ``make
@@ -314,6 +311,22 @@ def test_no_grad_saves_what_its_try_measured_for_autograd_in_inference(tmp_path:
 # --- graph_break_cost: the break removed -------------------------------------------------------
 
 
+def _break_removed_saving(models: dict[str, Any], requests: list[Any], rounds: int) -> float:
+    """``models["break"]`` (as written) against ``models["fixed"]`` (the break removed) on
+    ``requests`` in turn, calls alternating after 10 untimed; their outputs must be the same.
+    The difference of the medians, ms."""
+    torch.testing.assert_close(models["fixed"](requests[0]), models["break"](requests[0]))
+    times: dict[str, list[float]] = {"break": [], "fixed": []}
+    for call in range(rounds + 10):
+        x = requests[call % len(requests)]
+        for which in ("break", "fixed") if call % 2 == 0 else ("fixed", "break"):
+            start = time.perf_counter()
+            models[which](x)
+            if call >= 10:
+                times[which].append((time.perf_counter() - start) * 1e3)
+    return _median_difference(times, "break", "fixed")
+
+
 def _break_removed_saving_per_call(rounds: int = 1000) -> float:
     """mlp_block.py ``--item-break``'s compiled block (its module, its requests, one thread)
     against the same block with the fix its break advice names applied: the ``.item()``
@@ -337,18 +350,8 @@ def _break_removed_saving_per_call(rounds: int = 1000) -> float:
         fixed.forward = types.MethodType(forward, fixed)
         fixed.load_state_dict(program["model"]._orig_mod.state_dict())
         models = {"break": program["model"], "fixed": torch.compile(fixed)}
-        requests = program["requests"]
-        times: dict[str, list[float]] = {"break": [], "fixed": []}
         with torch.no_grad():
-            torch.testing.assert_close(models["fixed"](requests[0]), models["break"](requests[0]))
-            for call in range(rounds + 10):
-                x = requests[call % len(requests)]
-                for which in ("break", "fixed") if call % 2 == 0 else ("fixed", "break"):
-                    start = time.perf_counter()
-                    models[which](x)
-                    if call >= 10:
-                        times[which].append((time.perf_counter() - start) * 1e3)
-        return _median_difference(times, "break", "fixed")
+            return _break_removed_saving(models, program["requests"], rounds)
     finally:
         sys.modules.pop("mlp_block", None)
         sys.argv = argv
@@ -362,51 +365,6 @@ def test_removing_the_break_saves_what_graph_break_cost_claims(tmp_path: Path) -
     _claim_lands(
         tmp_path, "graph_break_cost", _break_removed_saving_per_call, MLP_BLOCK, "--item-break"
     )
-
-
-def _monitor_break_removed_saving_per_call(rounds: int = 1000) -> float:
-    """activation_monitor.py's encoder (one thread) as written, its layer 2 reading its peak
-    with float() (a break inside the encoder's loop: Dynamo runs the loop's frame eagerly),
-    against the same encoder with the fix its advice names (the peak kept as a tensor: one
-    graph), calls alternating; the outputs must be the same. The difference of the medians, ms."""
-    script = PROGRAMS / "time" / "activation_monitor.py"
-    argv, models = sys.argv, {}
-    try:
-        for which, flags in (("break", []), ("fixed", ["--fixed"])):  # two copies: FIXED each
-            sys.argv = [str(script), *flags]  # read at import: FIXED
-            program = runpy.run_path(str(script), run_name=f"activation_monitor_{which}")
-            module = types.ModuleType(f"activation_monitor_{which}")
-            module.__dict__.update(program)
-            sys.modules[module.__name__] = module  # Dynamo imports a traced function's module
-            torch.manual_seed(0)
-            models[which] = torch.compile(program["Encoder"]().eval())
-        models["fixed"].load_state_dict(models["break"].state_dict())
-        x = torch.randn(2, 8, program["WIDTH"])  # its request's shape
-        times: dict[str, list[float]] = {"break": [], "fixed": []}
-        with _one_thread(), torch.no_grad():  # as the profiled run (OMP_NUM_THREADS=1)
-            torch.testing.assert_close(models["fixed"](x), models["break"](x))
-            for call in range(rounds + 10):
-                for which in ("break", "fixed") if call % 2 == 0 else ("fixed", "break"):
-                    start = time.perf_counter()
-                    models[which](x)
-                    if call >= 10:
-                        times[which].append((time.perf_counter() - start) * 1e3)
-        return _median_difference(times, "break", "fixed")
-    finally:
-        for which in ("break", "fixed"):
-            sys.modules.pop(f"activation_monitor_{which}", None)
-        sys.argv = argv
-
-
-def test_removing_a_break_that_skipped_its_loop_s_frame_saves_what_the_try_measured(
-    tmp_path: Path,
-) -> None:
-    """activation_monitor.py: the break's own eager code and resumed guards are a fifth of
-    what removing it saves (the loop's frame runs eagerly because of it, each layer a region of
-    its own). The claim is ``--try-fixes``'s re-run with capture_scalar_outputs, which removes
-    the break, profiled and timed; the truth is the fix the advice names applied and timed."""
-    _claim_lands(tmp_path, "graph_break_cost", _monitor_break_removed_saving_per_call,
-                 PROGRAMS / "time" / "activation_monitor.py", flags=("--try-fixes", "1"))  # fmt: skip
 
 
 def _eager_scoring_saving_per_call(rounds: int = 600) -> float:
