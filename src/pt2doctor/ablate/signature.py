@@ -70,10 +70,15 @@ def crash_signature(text: str) -> Signature:
     return Signature("crash", innermost[1], masked(text[innermost.end() :]))
 
 
+def _exit_signature(code: object) -> Signature:
+    """A program's own ``sys.exit(N)``: the same failure wherever N is read from."""
+    return Signature("exit", "", f"exit {code}")
+
+
 def failure_signature(failure: dict[str, object]) -> Signature:
     """The signature of a ladder rung's (or a module trial's) failure."""
     if failure.get("own_exit"):  # the program's own check: its exit status is the failure
-        return Signature("exit", "", f"exit {failure.get('exit_code')}")
+        return _exit_signature(failure.get("exit_code"))
     if failure.get("status") == "diverged":
         return Signature("diverged", "", "")
     text = failure.get("root_error") or failure.get("error") or failure.get("root_type") or ""
@@ -95,5 +100,5 @@ def repro_signature(verdict_line: str) -> Signature | None:
     if match["diverged"] is not None:
         return Signature("diverged", "", "")
     if match["exit"] is not None:  # the program repro's: the program's own exit status
-        return Signature("exit", "", f"exit {match['exit']}")
+        return _exit_signature(match["exit"])
     return crash_signature(match["error"])

@@ -87,13 +87,17 @@ class CallCycle:
         """The order has run through its period twice at least."""
         return bool(self.period) and len(self.order) >= 2 * self.period
 
+    def _turn(self) -> list[str]:
+        """The last turn of the cycle ([] before the first call)."""
+        return self.order[-self.period :] if self.period else []
+
     def per_turn(self, compile_id: str) -> int:
         """How often ``compile_id`` is called in one turn of the cycle (0: not in it)."""
-        return self.order[-self.period :].count(compile_id) if self.period else 0
+        return self._turn().count(compile_id)
 
     def once_a_turn(self) -> bool:
         """Some graph is called once in each turn."""
-        turn = self.order[-self.period :] if self.period else []
+        turn = self._turn()
         return any(turn.count(graph) == 1 for graph in set(turn))
 
     def waited(self) -> bool:

@@ -723,29 +723,30 @@ def measured_break_costs(findings: list[Finding], tries: list[Try], main: Run | 
         found = next((by_key.get(trial_key(row["trial"])) for row in rows), None)
         if found is None:
             continue
+        label = found.trial.get("label")
         times = call_times(main, found.run)
         moved = moved_by(times, incomparable(main, found.run))
         if times is None or moved is None:
-            cost.evidence.append(f"tried {found.trial.get('label')} (re-run {found.n}): it "
-                                 "removed the break, and its times cannot tell what that saves "
-                                 f"(the estimate stands); {_time_said(times)}")  # fmt: skip
+            cost.evidence.append(f"tried {label} (re-run {found.n}): it removed the break, and "
+                                 "its times cannot tell what that saves (the estimate stands); "
+                                 f"{_time_said(times)}")  # fmt: skip
             continue
         saved = times.medians[0] - times.medians[1]
         estimate = cost.saves_ms
-        cost.saves_ms = round(saved, 6) if moved == "faster" else None
-        cost.saves_unmeasured = None if moved == "faster" else (
-            f"tried {found.trial.get('label')}: removing the break saved nothing beyond the "
-            "noise" if moved == "same" else f"tried {found.trial.get('label')}: the loop got "
-            "slower without the break")  # fmt: skip
-        said = "" if estimate is None else f" (estimated {estimate:.3g} ms from the profile)"
         if moved == "faster":
             from pt2doctor.analysis.time.profile import MIN_SHARE
 
+            cost.saves_ms, cost.saves_unmeasured = round(saved, 6), None
             cost.title += f"; removing it saved {saved:.3g} ms a call (measured, re-run {found.n})"
             if saved >= MIN_SHARE * times.medians[0]:  # of the step, as the estimate's share
                 cost.severity = "warning"
-        cost.evidence.append(f"measured: re-run {found.n} with {found.trial.get('label')} "
-                             f"removed the break: {_time_said(times)}{said}")  # fmt: skip
+        else:
+            what = ("removing the break saved nothing beyond the noise" if moved == "same"
+                    else "the loop got slower without the break")  # fmt: skip
+            cost.saves_ms, cost.saves_unmeasured = None, f"tried {label}: {what}"
+        said = "" if estimate is None else f" (estimated {estimate:.3g} ms from the profile)"
+        cost.evidence.append(f"measured: re-run {found.n} with {label} removed the break: "
+                             f"{_time_said(times)}{said}")  # fmt: skip
 
 
 def attach_tries(

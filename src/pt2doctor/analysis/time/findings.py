@@ -21,7 +21,7 @@ from pt2doctor.analysis.paths import library_path
 from pt2doctor.analysis.recompiles.fix_model import Fix, FixApplication
 from pt2doctor.analysis.source_lines import assigned_before, called_on, top_level_function
 from pt2doctor.analysis.text import counted
-from pt2doctor.analysis.time.lines import EagerLine, SkippedFrame
+from pt2doctor.analysis.time.lines import EagerLine, SkippedFrame, owning_frame
 from pt2doctor.analysis.time.owners import EagerOwner
 from pt2doctor.analysis.time.profile import MIN_SHARE, OutsideTime, ProfileView, RegionTime
 from pt2doctor.trace.types import SourceLine
@@ -153,14 +153,6 @@ def _profiler_cost_us(view: ProfileView, plain_ms: float | None) -> float:
     return max(0.0, regions[0].us / regions[0].calls - 1000.0 * plain_ms)
 
 
-def _skipped_frame_of(site: SourceLine, frames: Sequence[SkippedFrame]) -> SkippedFrame | None:
-    """The frame Dynamo skipped that ``site`` is a line of (its file and function, at or after
-    its ``def``), or None."""
-    owners = [frame for frame in frames if (frame.file, frame.function) == (site.file, site.function)
-              and frame.line <= (site.line or 0)]  # fmt: skip
-    return max(owners, key=lambda frame: frame.line) if owners else None
-
-
 def _overhead_bound(
     view: ProfileView,
     names: Mapping[str, str],
@@ -201,7 +193,9 @@ def _overhead_bound(
     split = {(o.site.file, o.site.line) for o in view.outside if o.site is not None}
     site = next((sites[r.compile_id] for r in bound if r.compile_id in sites
                  and (sites[r.compile_id].file, sites[r.compile_id].line) not in split), None)  # fmt: skip
-    inside = None if site is None else _skipped_frame_of(site, skipped_frames)
+    owner = (None if site is None
+             else owning_frame(site.file, site.function, site.line or 0, skipped_frames))  # fmt: skip
+    inside = None if owner is None else skipped_frames[owner]
     if site is not None and site.file and library_path(site.file) is None:
         said = f" (`{site.statement}`)" if site.statement else ""
         if inside is not None:  # a loop over layers Dynamo runs eagerly: not requests

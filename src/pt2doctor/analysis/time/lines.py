@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,17 +59,25 @@ class SkippedFrame:
     """Of the samples that fell inside an eager ATen op; 0.0 when no sample was in it."""
 
 
+def owning_frame(
+    file: str | None, function: str | None, line: int, frames: Sequence[SkippedFrame]
+) -> int | None:
+    """The index in ``frames`` of the frame a line is of: in its file and function, at or
+    after its ``def`` (of two frames of one name in one file, the nearer ``def`` above the
+    line); None when it is in none."""
+    owners = [(frame.line, i) for i, frame in enumerate(frames)
+              if (frame.file, frame.function) == (file, function) and frame.line <= line]  # fmt: skip
+    return max(owners)[1] if owners else None
+
+
 def skipped_frame_shares(lines: list[EagerLine], frames: list[SkippedFrame]) -> list[SkippedFrame]:
     """``frames`` with the share of the eager op samples their own lines hold, the most
-    first: a line is a frame's when it is in the frame's file and function, at or after its
-    ``def`` (of two frames of one name in one file, the nearer ``def`` above the line)."""
+    first (a line is a frame's by :func:`owning_frame`)."""
     shares = [0.0] * len(frames)
     for item in lines:
-        owners = [(frame.line, i) for i, frame in enumerate(frames)
-                  if (frame.file, frame.function) == (item.file, item.function)
-                  and frame.line <= item.line]  # fmt: skip
-        if owners:
-            shares[max(owners)[1]] += item.share
+        owner = owning_frame(item.file, item.function, item.line, frames)
+        if owner is not None:
+            shares[owner] += item.share
     found = [SkippedFrame(f.where, f.file, f.function, f.line, shares[i])
              for i, f in enumerate(frames)]  # fmt: skip
     return sorted(found, key=lambda frame: -frame.share)
